@@ -1,0 +1,68 @@
+"""Decoding limits for snapshots (what a reader will allocate), and the corruption error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError, SnapshotError
+
+__all__ = ["Limits", "DEFAULT_LIMITS", "CorruptSnapshot"]
+
+MiB = 1 << 20
+
+
+class CorruptSnapshot(SnapshotError):
+    """The bytes are not a valid snapshot: size, envelope, checksum, body or schema.
+
+    A subclass of :class:`streamk.errors.SnapshotError`, so callers may catch either.
+    The file store skips snapshots raising this and falls back to an older one;
+    other ``SnapshotError`` (unknown class, learner rejecting its state) propagate,
+    because an older file would fail the same way.
+    """
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds a snapshot reader enforces before it allocates anything.
+
+    Every limit is checked against the bytes actually present, so a hostile
+    snapshot can neither claim a huge size nor make the reader allocate much
+    more than the bytes it was handed.
+
+    Parameters
+    ----------
+    max_bytes
+        Largest accepted snapshot, in bytes (whole payload). Default 256 MiB.
+    max_depth
+        Deepest nesting of maps and lists inside the body (the body map itself
+        is depth 1). Default 64.
+    max_objects
+        Most msgpack objects (scalars, strings, maps, lists; a packed array
+        counts as a handful) in the body. Bounds the memory of the decoded
+        Python tree, since even an empty map costs ~64 bytes. Default 2**20.
+    max_str_len
+        Longest UTF-8 string, in bytes. Default 1 MiB.
+    max_container_len
+        Most entries in one list or one map. Default 2**20.
+    max_array_elements
+        Most elements in one NumPy array (product of its shape). Default 2**28.
+    max_ndim
+        Most dimensions of one NumPy array. Default 32.
+    """
+
+    max_bytes: int = 256 * MiB
+    max_depth: int = 64
+    max_objects: int = 1 << 20
+    max_str_len: int = 1 * MiB
+    max_container_len: int = 1 << 20
+    max_array_elements: int = 1 << 28
+    max_ndim: int = 32
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"Limits.{name} must be a positive int, got {value!r}")
+
+
+DEFAULT_LIMITS = Limits()
