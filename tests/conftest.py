@@ -1,0 +1,65 @@
+"""Shared pytest fixtures: one real local Kafka-compatible broker per session, topic names.
+
+Tests marked ``@pytest.mark.kafka`` get the session broker automatically (and a
+test that asks for ``kafka_broker`` is marked ``kafka``, so ``-m "not kafka"``
+deselects it). If the tansu binary is unavailable the broker fixture *fails*
+when the ``CI`` environment variable is set (to anything but ``""``, ``0`` or
+``false``) and skips with the install hint otherwise: CI never skips silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from streamk.broker import LocalBroker, find_tansu
+from streamk.errors import BrokerError
+
+_topic_counter = itertools.count()
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the broker fixture as ``kafka``."""
+    for item in items:
+        if "kafka_broker" in getattr(item, "fixturenames", ()) and not item.get_closest_marker(
+            "kafka"
+        ):
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[LocalBroker]:
+    """One tansu broker on 127.0.0.1 for the whole session, stopped at the end."""
+    try:
+        find_tansu()
+    except BrokerError as exc:
+        if _in_ci():
+            pytest.fail(f"CI is set and the Kafka broker is unavailable: {exc}", pytrace=False)
+        pytest.skip(f"local Kafka broker unavailable: {exc}")
+    broker = LocalBroker()  # a start-up failure is a real failure, never a skip
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(autouse=True)
+def _kafka_marker_uses_broker(request: pytest.FixtureRequest) -> None:
+    """Give tests marked ``kafka`` the session broker (fail/skip as documented above)."""
+    if request.node.get_closest_marker("kafka") is not None:
+        request.getfixturevalue("kafka_broker")
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> str:
+    """A topic name unique within the session, derived from the test's node id."""
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.nodeid.split("::", 1)[-1]).strip("-")
+    return f"t-{base[:180]}-{next(_topic_counter)}"
