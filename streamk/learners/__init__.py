@@ -1,0 +1,7 @@
+"""On-line kernel learners with river's API (one module per algorithm)."""
+
+from __future__ import annotations
+
+from .perceptron import KernelPerceptron
+
+__all__ = ["KernelPerceptron"]

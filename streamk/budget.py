@@ -1,0 +1,132 @@
+"""Budget policies: what happens when a new support vector would exceed the budget.
+
+A policy is passed to a learner as ``budget=Policy(200)`` (an ``int`` means
+``RemoveOldest(int)``, ``None`` means unbounded). The learner calls
+:meth:`BudgetPolicy.insert` whenever the algorithm wants a new support vector; the
+policy changes the :class:`~streamk.support.SupportSet` only through its methods, so
+micro-batch tracking stays exact whatever the policy does.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+from .support import SupportSet
+
+__all__ = ["BudgetPolicy", "Unbounded", "RemoveOldest", "make_policy", "policy_from_spec"]
+
+
+class BudgetPolicy:
+    """Base class.
+
+    Parameters
+    ----------
+    budget
+        Maximum number of support vectors (``None`` only for :class:`Unbounded`).
+    """
+
+    #: Whether the policy needs ``SupportSet(keep_gram=True)``.
+    needs_gram = False
+
+    def __init__(self, budget: int | None):
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
+        ):
+            raise ConfigError(f"budget must be a positive integer, got {budget!r}")
+        self.budget = None if budget is None else int(budget)
+
+    def insert(
+        self, support: SupportSet, row: np.ndarray, coef: np.ndarray, k_row: np.ndarray
+    ) -> None:
+        """Add ``row`` with ``coef`` to ``support``, keeping ``len(support) <= budget``.
+
+        ``k_row`` is ``K(row, S)`` for the current set (the learner computed it to predict).
+        """
+        raise NotImplementedError
+
+    # -- plain data ---------------------------------------------------------------------------
+    def _extra_params(self) -> dict[str, Any]:
+        return {}
+
+    def to_spec(self) -> dict[str, Any]:
+        """Plain data: the policy's name, parameters and mutable state."""
+        return {"name": type(self).__name__, "budget": self.budget, **self._extra_params(),
+                "state": self.state()}
+
+    def state(self) -> dict[str, Any]:
+        """Mutable state (e.g. an RNG) as plain data; empty for stateless policies."""
+        return {}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state` returned."""
+
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self._extra_params().items())
+        return f"{type(self).__name__}({self.budget!r}{extra})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+
+class Unbounded(BudgetPolicy):
+    """No budget: every new support vector is kept (the book's algorithms as written)."""
+
+    def __init__(self, budget: None = None):
+        super().__init__(None)
+
+    def insert(self, support, row, coef, k_row):
+        support.append(row, coef, k_row)
+
+    def __repr__(self) -> str:
+        return "Unbounded()"
+
+
+class RemoveOldest(BudgetPolicy):
+    """Sliding window: when full, the oldest support vector leaves before the new one enters."""
+
+    def insert(self, support, row, coef, k_row):
+        if len(support) >= self.budget:
+            support.remove(support.oldest())
+            k_row = None
+        support.append(row, coef, k_row)
+
+
+_POLICIES: dict[str, type[BudgetPolicy]] = {"Unbounded": Unbounded, "RemoveOldest": RemoveOldest}
+
+
+def register_policy(cls: type[BudgetPolicy]) -> type[BudgetPolicy]:
+    """Make a policy class known to :func:`policy_from_spec` (usable as a decorator)."""
+    _POLICIES[cls.__name__] = cls
+    return cls
+
+
+def make_policy(budget: int | BudgetPolicy | None) -> BudgetPolicy:
+    """The policy a learner uses for its ``budget`` parameter (a private copy)."""
+    if budget is None:
+        return Unbounded()
+    if isinstance(budget, BudgetPolicy):
+        return copy.deepcopy(budget)
+    if isinstance(budget, (int, np.integer)) and not isinstance(budget, bool):
+        return RemoveOldest(int(budget))
+    raise ConfigError(
+        f"budget must be None, a positive int or a BudgetPolicy such as RemoveOldest(200), "
+        f"got {budget!r}"
+    )
+
+
+def policy_from_spec(spec: dict[str, Any]) -> BudgetPolicy:
+    """Rebuild a policy (with its state) from :meth:`BudgetPolicy.to_spec` output."""
+    if not isinstance(spec, dict) or spec.get("name") not in _POLICIES:
+        raise ConfigError(f"unknown budget policy spec {spec!r:.200}; known: {sorted(_POLICIES)}")
+    params = {k: v for k, v in spec.items() if k not in ("name", "state")}
+    cls = _POLICIES[spec["name"]]
+    policy = cls() if cls is Unbounded else cls(**params)
+    policy.load_state(spec.get("state") or {})
+    return policy

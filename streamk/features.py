@@ -1,0 +1,177 @@
+"""FeatureIndex: river feature dicts (or frames) to dense NumPy rows, and back to names.
+
+A learner keeps one index. Features that appear later grow it (new columns at the end);
+a feature missing from an event reads as 0. Kernels used by streamk are invariant to a
+consistent permutation of the columns, so the order in which features are met does not
+change any prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidInput
+
+__all__ = ["FeatureIndex"]
+
+
+class FeatureIndex:
+    """Maps feature names to column numbers.
+
+    Parameters
+    ----------
+    names
+        Initial feature names, in column order.
+
+    Notes
+    -----
+    The per-event path caches the column numbers of the last key order it saw, so a
+    stream whose events carry the same keys in the same order costs one tuple comparison
+    and one vectorised assignment per event.
+    """
+
+    def __init__(self, names: list[Hashable] | None = None):
+        self.names: list[Hashable] = []
+        self._col: dict[Hashable, int] = {}
+        self._cached_keys: tuple | None = None
+        self._cached_cols: np.ndarray | None = None
+        for name in names or []:
+            self._add(name)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def _add(self, name: Hashable) -> int:
+        col = len(self.names)
+        self._col[name] = col
+        self.names.append(name)
+        return col
+
+    # -- one event ----------------------------------------------------------------------------
+    def row(self, x: Mapping[Hashable, Any], grow: bool) -> np.ndarray:
+        """Dense row for a feature dict.
+
+        With ``grow=True`` unseen features are added to the index. With ``grow=False`` the
+        index is left as it is and unseen features are appended after the known columns:
+        no stored row has them, so they read as 0 there, but they still count in the
+        event's own norm (which an RBF kernel needs).
+        """
+        keys = tuple(x)
+        values = _values(x, len(keys))
+        if keys == self._cached_keys:
+            cols = self._cached_cols
+            out = np.zeros(len(self.names))
+            out[cols] = values
+            return out
+        cols_list = []
+        extra = 0
+        for k in keys:
+            c = self._col.get(k)
+            if c is None:
+                if grow:
+                    c = self._add(k)
+                else:
+                    c = len(self.names) + extra
+                    extra += 1
+            cols_list.append(c)
+        cols = np.asarray(cols_list, dtype=np.intp)
+        if extra == 0:
+            self._cached_keys, self._cached_cols = keys, cols
+        out = np.zeros(len(self.names) + extra)
+        out[cols] = values
+        return out
+
+    # -- a block ------------------------------------------------------------------------------
+    def rows(self, X: Any, grow: bool) -> np.ndarray:
+        """Dense rows for a pandas DataFrame, a NumPy array or a list of dicts.
+
+        A DataFrame's NaN cells mean "feature absent" (pandas' missing value) and read as 0;
+        infinities are rejected. A NumPy array's column ``j`` is the feature named ``j``,
+        as in ``river.stream.iter_array``.
+        """
+        if isinstance(X, np.ndarray):
+            if X.ndim != 2:
+                raise InvalidInput(f"expected a 2-D array of rows, got shape {X.shape}")
+            names: list[Hashable] = list(range(X.shape[1]))
+            values = _finite_block(X)
+        elif hasattr(X, "columns") and hasattr(X, "to_numpy"):
+            names = list(X.columns)
+            try:
+                values = X.to_numpy(dtype=np.float64, na_value=np.nan)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput(
+                    f"every feature must be numeric ({exc}); encode categorical features "
+                    "first, e.g. with river.preprocessing.OneHotEncoder"
+                ) from None
+            values = np.where(np.isnan(values), 0.0, values)
+            values = _finite_block(values)
+        else:
+            dicts = list(X)
+            if not dicts:
+                return np.zeros((0, len(self.names)))
+            block = [self.row(x, grow) for x in dicts]
+            width = max(len(r) for r in block)
+            out = np.zeros((len(block), width))
+            for i, r in enumerate(block):
+                out[i, : len(r)] = r
+            return out
+        cols = []
+        extra = 0
+        for name in names:
+            c = self._col.get(name)
+            if c is None:
+                if grow:
+                    c = self._add(name)
+                else:
+                    c = len(self.names) + extra
+                    extra += 1
+            cols.append(c)
+        out = np.zeros((values.shape[0], len(self.names) + extra))
+        out[:, np.asarray(cols, dtype=np.intp)] = values
+        return out
+
+    # -- plain data ---------------------------------------------------------------------------
+    def state(self) -> list[Any]:
+        """Feature names in column order (plain data: str, int, float or bool names)."""
+        return list(self.names)
+
+    @classmethod
+    def from_state(cls, names: list[Any]) -> FeatureIndex:
+        return cls([tuple(n) if isinstance(n, list) else n for n in names])
+
+
+def _values(x: Mapping[Hashable, Any], n: int) -> np.ndarray:
+    try:
+        values = np.fromiter(x.values(), dtype=np.float64, count=n)
+    except (TypeError, ValueError):
+        bad = {k: v for k, v in x.items() if not _is_number(v)}
+        raise InvalidInput(
+            f"every feature value must be a number, got {bad!r:.200}; encode categorical "
+            "features first, e.g. with river.preprocessing.OneHotEncoder"
+        ) from None
+    if not np.isfinite(values).all():
+        bad = {k: v for k, v in x.items() if not math.isfinite(float(v))}
+        raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
+    return values
+
+
+def _finite_block(values: np.ndarray) -> np.ndarray:
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInput("every feature value must be a number") from None
+    if not np.isfinite(values).all():
+        raise InvalidInput("feature values must be finite (found NaN or infinity)")
+    return values
+
+
+def _is_number(v: Any) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True

@@ -1,0 +1,480 @@
+"""Kernel objects: small immutable values that evaluate whole Gram blocks with NumPy.
+
+Every kernel has ``gram(A, B)`` (a ``len(A) x len(B)`` block), ``diag(A)`` (``k(a, a)``
+without forming the block) and ``to_spec()`` (plain data for snapshots; rebuilt by
+:func:`kernel_from_spec`). Kernels combine with ``+`` (:class:`Sum`), ``*`` (:class:`Product`)
+and scalar ``*`` (:class:`Scaled`), which are kernels again by the closure properties of
+Shawe-Taylor & Cristianini, Prop. 3.22.
+
+``RBF(gamma="auto")`` and ``Laplacian(gamma="auto")`` resolve their width from the data a
+learner sees first (see :class:`ScaleEstimator`) and are then frozen; the resolved kernel,
+with its number, is what a snapshot records.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from .errors import ConfigError
+
+__all__ = [
+    "Kernel",
+    "Linear",
+    "Polynomial",
+    "RBF",
+    "Laplacian",
+    "Constant",
+    "Sum",
+    "Product",
+    "Scaled",
+    "Normalized",
+    "Cosine",
+    "ScaleEstimator",
+    "kernel_from_spec",
+]
+
+AUTO = "auto"
+
+
+def _as_2d(A: Any) -> np.ndarray:
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2:
+        raise ValueError(f"expected a 2-D block of rows, got an array of shape {A.shape}")
+    return A
+
+
+def _pad_to(A: np.ndarray, width: int) -> np.ndarray:
+    if A.shape[1] == width:
+        return A
+    out = np.zeros((A.shape[0], width))
+    out[:, : A.shape[1]] = A
+    return out
+
+
+def _align(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Give two blocks the same width; absent trailing features read as 0."""
+    w = max(A.shape[1], B.shape[1])
+    return _pad_to(A, w), _pad_to(B, w)
+
+
+def _check_positive(name: str, value: Any, allow_auto: bool = False) -> None:
+    if allow_auto and value == AUTO:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        also = ' or "auto"' if allow_auto else ""
+        raise ConfigError(f"{name} must be a finite number{also}, got {value!r}")
+    if value <= 0:
+        raise ConfigError(f"{name} must be > 0, got {value!r}")
+
+
+class Kernel:
+    """Base class. Subclasses implement ``_gram`` and ``diag`` and list their parameters."""
+
+    _param_names: tuple[str, ...] = ()
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def gram(
+        self,
+        A: Any,
+        B: Any,
+        *,
+        a_sqnorm: np.ndarray | None = None,
+        b_sqnorm: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Kernel block ``K[i, j] = k(A[i], B[j])``.
+
+        Blocks of different widths are aligned by reading absent trailing features as 0.
+        ``a_sqnorm``/``b_sqnorm`` are optional cached squared Euclidean norms of the rows,
+        used by distance-based kernels to skip recomputing them.
+        """
+        A, B = _align(_as_2d(A), _as_2d(B))
+        if not self.is_resolved:
+            raise ConfigError(
+                f"{self!r} has a data-dependent parameter that is not resolved yet; "
+                "call kernel.resolve(ScaleEstimator) or let a learner resolve it from data"
+            )
+        return self._gram(A, B, a_sqnorm, b_sqnorm)
+
+    def _gram(self, A, B, a_sq, b_sq) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def diag(self, A: Any) -> np.ndarray:
+        """``k(a, a)`` for every row of ``A``."""
+        raise NotImplementedError
+
+    def __call__(self, a: Any, b: Any) -> float:
+        """``k(a, b)`` for two single rows (convenience, not a fast path)."""
+        return float(self.gram(a, b)[0, 0])
+
+    # -- data-dependent parameters --------------------------------------------------------------
+    @property
+    def is_resolved(self) -> bool:
+        """False while a parameter is still ``"auto"``."""
+        return all(k.is_resolved for k in self._children())
+
+    def resolve(self, scale: ScaleEstimator) -> Kernel:
+        """A copy with every ``"auto"`` parameter set from the data summarised by ``scale``."""
+        return self
+
+    def _children(self) -> tuple[Kernel, ...]:
+        return ()
+
+    # -- plain data -----------------------------------------------------------------------------
+    def to_spec(self) -> dict[str, Any]:
+        """Plain data (names, numbers, nested specs) that :func:`kernel_from_spec` rebuilds."""
+        spec: dict[str, Any] = {"name": type(self).__name__}
+        for name in self._param_names:
+            spec[name] = getattr(self, name)
+        return spec
+
+    # -- value semantics --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        args = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._param_names)
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.to_spec() == other.to_spec()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __add__(self, other: Kernel) -> Kernel:
+        return Sum(self, other)
+
+    def __mul__(self, other: Kernel | float) -> Kernel:
+        if isinstance(other, Kernel):
+            return Product(self, other)
+        return Scaled(self, float(other))
+
+    __rmul__ = __mul__
+
+
+class Linear(Kernel):
+    """``k(a, b) = <a, b>`` — the algorithm run in input space."""
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return A @ B.T
+
+    def diag(self, A):
+        A = _as_2d(A)
+        return np.einsum("ij,ij->i", A, A)
+
+
+class Polynomial(Kernel):
+    """``k(a, b) = (scale * <a, b> + offset) ** degree`` (Shawe-Taylor & Cristianini, Def. 9.1)."""
+
+    _param_names = ("degree", "scale", "offset")
+
+    def __init__(self, degree: int = 3, scale: float = 1.0, offset: float = 1.0):
+        if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 1:
+            raise ConfigError(f"degree must be an integer >= 1, got {degree!r}")
+        _check_positive("scale", scale)
+        if not (isinstance(offset, (int, float)) and math.isfinite(offset) and offset >= 0):
+            raise ConfigError(f"offset must be a finite number >= 0, got {offset!r}")
+        self.degree = int(degree)
+        self.scale = float(scale)
+        self.offset = float(offset)
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return (self.scale * (A @ B.T) + self.offset) ** self.degree
+
+    def diag(self, A):
+        A = _as_2d(A)
+        return (self.scale * np.einsum("ij,ij->i", A, A) + self.offset) ** self.degree
+
+
+class _Stationary(Kernel):
+    """Shared parts of the distance-based kernels with a ``gamma`` that may be ``"auto"``."""
+
+    _param_names = ("gamma",)
+
+    def __init__(self, gamma: float | str = AUTO):
+        _check_positive("gamma", gamma, allow_auto=True)
+        self.gamma = gamma if gamma == AUTO else float(gamma)
+
+    @property
+    def is_resolved(self) -> bool:
+        return self.gamma != AUTO
+
+    def resolve(self, scale: ScaleEstimator) -> Kernel:
+        if self.gamma != AUTO:
+            return self
+        return type(self)(gamma=self._auto_gamma(scale))
+
+    def _auto_gamma(self, scale: ScaleEstimator) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def diag(self, A):
+        return np.ones(_as_2d(A).shape[0])
+
+
+class RBF(_Stationary):
+    """Gaussian kernel ``k(a, b) = exp(-gamma * ||a - b||^2)`` (Def. 9.8; gamma = 1 / (2 sigma^2)).
+
+    ``gamma="auto"`` resolves to ``2 / sum_j Var(x_j)`` over the rows seen so far (see
+    :class:`ScaleEstimator`): two typical points, at squared distance ``2 sum_j Var(x_j)``,
+    then have ``k = exp(-4)``. For standardised data that is twice scikit-learn's
+    ``gamma="scale"``. Measured with the kernel perceptron (budget 500, prequential):
+    against ``1 / sum_j Var`` it gains on Bananas (0.834 -> 0.858) and ImageSegments
+    (0.758 -> 0.809) and gives up < 0.005 on Phishing and Hyperplane; the median-distance
+    heuristic is smoother still and was the least accurate (design.md §3).
+    """
+
+    def _gram(self, A, B, a_sq, b_sq):
+        if a_sq is None or len(a_sq) != A.shape[0]:
+            a_sq = np.einsum("ij,ij->i", A, A)
+        if b_sq is None or len(b_sq) != B.shape[0]:
+            b_sq = np.einsum("ij,ij->i", B, B)
+        d2 = A @ B.T
+        d2 *= -2.0
+        d2 += a_sq[:, None]
+        d2 += b_sq[None, :]
+        np.maximum(d2, 0.0, out=d2)
+        d2 *= -self.gamma
+        return np.exp(d2, out=d2)
+
+    def _auto_gamma(self, scale: ScaleEstimator) -> float:
+        total_var = float(np.sum(scale.variance))
+        return 2.0 / total_var if total_var > 0 else 1.0
+
+
+class Laplacian(_Stationary):
+    """Laplacian kernel ``k(a, b) = exp(-gamma * ||a - b||_1)``.
+
+    ``gamma="auto"`` resolves to ``2 / E||x - x'||_1`` estimated as ``sum_j 2 sigma_j / sqrt(pi)``
+    (exact for Gaussian features), so typical pairs have ``k = exp(-2)`` as with :class:`RBF`.
+    """
+
+    def _gram(self, A, B, a_sq, b_sq):
+        d1 = cdist(A, B, "cityblock")
+        d1 *= -self.gamma
+        return np.exp(d1, out=d1)
+
+    def _auto_gamma(self, scale: ScaleEstimator) -> float:
+        mean_l1 = float(np.sum(2.0 * np.sqrt(scale.variance) / math.sqrt(math.pi)))
+        return 2.0 / mean_l1 if mean_l1 > 0 else 1.0
+
+
+class Constant(Kernel):
+    """``k(a, b) = c``: a constant feature. ``Sum(k, Constant(c))`` gives the book's
+    bias-free learners an offset (Shawe-Taylor & Cristianini, §3.4.2)."""
+
+    _param_names = ("c",)
+
+    def __init__(self, c: float = 1.0):
+        _check_positive("c", c)
+        self.c = float(c)
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return np.full((A.shape[0], B.shape[0]), self.c)
+
+    def diag(self, A):
+        return np.full(_as_2d(A).shape[0], self.c)
+
+
+class _Combinator(Kernel):
+    """A kernel built from other kernels."""
+
+    def __init__(self, *kernels: Kernel):
+        kernels = tuple(kernels)
+        if len(kernels) < 2 or not all(isinstance(k, Kernel) for k in kernels):
+            raise ConfigError(f"{type(self).__name__} needs two or more Kernel objects, got {kernels!r}")
+        self.kernels = kernels
+
+    def _children(self):
+        return self.kernels
+
+    def resolve(self, scale):
+        return type(self)(*(k.resolve(scale) for k in self.kernels))
+
+    def to_spec(self):
+        return {"name": type(self).__name__, "kernels": [k.to_spec() for k in self.kernels]}
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(repr(k) for k in self.kernels)})"
+
+
+class Sum(_Combinator):
+    """``k(a, b) = sum_i k_i(a, b)`` (Prop. 3.22 (i))."""
+
+    def _gram(self, A, B, a_sq, b_sq):
+        out = self.kernels[0]._gram(A, B, a_sq, b_sq)
+        for k in self.kernels[1:]:
+            out = out + k._gram(A, B, a_sq, b_sq)
+        return out
+
+    def diag(self, A):
+        return np.sum([k.diag(A) for k in self.kernels], axis=0)
+
+
+class Product(_Combinator):
+    """``k(a, b) = prod_i k_i(a, b)`` (Schur product, Prop. 3.22 (iii))."""
+
+    def _gram(self, A, B, a_sq, b_sq):
+        out = self.kernels[0]._gram(A, B, a_sq, b_sq)
+        for k in self.kernels[1:]:
+            out = out * k._gram(A, B, a_sq, b_sq)
+        return out
+
+    def diag(self, A):
+        return np.prod([k.diag(A) for k in self.kernels], axis=0)
+
+
+class Scaled(Kernel):
+    """``k(a, b) = c * k0(a, b)`` with ``c > 0`` (Prop. 3.22 (ii))."""
+
+    def __init__(self, kernel: Kernel, c: float):
+        if not isinstance(kernel, Kernel):
+            raise ConfigError(f"Scaled needs a Kernel, got {kernel!r}")
+        _check_positive("c", c)
+        self.kernel = kernel
+        self.c = float(c)
+
+    def _children(self):
+        return (self.kernel,)
+
+    def resolve(self, scale):
+        return Scaled(self.kernel.resolve(scale), self.c)
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return self.c * self.kernel._gram(A, B, a_sq, b_sq)
+
+    def diag(self, A):
+        return self.c * self.kernel.diag(A)
+
+    def to_spec(self):
+        return {"name": "Scaled", "kernel": self.kernel.to_spec(), "c": self.c}
+
+    def __repr__(self):
+        return f"Scaled({self.kernel!r}, c={self.c!r})"
+
+
+class Normalized(Kernel):
+    """Cosine normalisation ``k(a, b) / sqrt(k(a, a) k(b, b))`` (Alg. 5.1); 0 where a norm is 0."""
+
+    def __init__(self, kernel: Kernel):
+        if not isinstance(kernel, Kernel):
+            raise ConfigError(f"Normalized needs a Kernel, got {kernel!r}")
+        self.kernel = kernel
+
+    def _children(self):
+        return (self.kernel,)
+
+    def resolve(self, scale):
+        return Normalized(self.kernel.resolve(scale))
+
+    def _gram(self, A, B, a_sq, b_sq):
+        K = self.kernel._gram(A, B, a_sq, b_sq)
+        da = self.kernel.diag(A)
+        db = self.kernel.diag(B)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ia = np.where(da > 0, 1.0 / np.sqrt(np.where(da > 0, da, 1.0)), 0.0)
+            ib = np.where(db > 0, 1.0 / np.sqrt(np.where(db > 0, db, 1.0)), 0.0)
+        return K * ia[:, None] * ib[None, :]
+
+    def diag(self, A):
+        return (self.kernel.diag(A) > 0).astype(np.float64)
+
+    def to_spec(self):
+        return {"name": "Normalized", "kernel": self.kernel.to_spec()}
+
+    def __repr__(self):
+        return f"Normalized({self.kernel!r})"
+
+
+def Cosine() -> Kernel:
+    """Cosine similarity: ``Normalized(Linear())``."""
+    return Normalized(Linear())
+
+
+class ScaleEstimator:
+    """Running per-feature mean and variance (Welford) of the rows a learner sees first.
+
+    It resolves ``gamma="auto"``. Features that appear later grow the vectors; a feature
+    absent from a row reads as 0, as everywhere in streamk.
+    """
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.mean = np.zeros(0)
+        self._m2 = np.zeros(0)
+
+    def update(self, rows: np.ndarray) -> None:
+        """Add a block of rows (Chan et al.'s parallel update, exact for any block size)."""
+        rows = _as_2d(rows)
+        d = rows.shape[1]
+        if d > self.mean.shape[0]:
+            self.mean = _pad_to(self.mean[None, :], d)[0]
+            self._m2 = _pad_to(self._m2[None, :], d)[0]
+        elif d < self.mean.shape[0]:
+            rows = _pad_to(rows, self.mean.shape[0])
+        m = rows.shape[0]
+        if m == 0:
+            return
+        bmean = rows.mean(axis=0)
+        bm2 = ((rows - bmean) ** 2).sum(axis=0)
+        n = self.n + m
+        delta = bmean - self.mean
+        self.mean = self.mean + delta * (m / n)
+        self._m2 = self._m2 + bm2 + delta**2 * (self.n * m / n)
+        self.n = n
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Population variance per feature (zeros before two rows)."""
+        if self.n < 2:
+            return np.zeros_like(self.mean)
+        return self._m2 / self.n
+
+    def state(self) -> dict[str, Any]:
+        return {"n": self.n, "mean": self.mean.copy(), "m2": self._m2.copy()}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ScaleEstimator:
+        est = cls()
+        est.n = int(state["n"])
+        est.mean = np.asarray(state["mean"], dtype=np.float64).copy()
+        est._m2 = np.asarray(state["m2"], dtype=np.float64).copy()
+        return est
+
+
+_SIMPLE = {"Linear": Linear, "Polynomial": Polynomial, "RBF": RBF, "Laplacian": Laplacian,
+           "Constant": Constant}
+_COMBINATORS = {"Sum": Sum, "Product": Product}
+
+
+def kernel_from_spec(spec: dict[str, Any], _depth: int = 0) -> Kernel:
+    """Rebuild a kernel from :meth:`Kernel.to_spec` output; only known kernel names are accepted."""
+    if _depth > 32:
+        raise ConfigError("kernel spec is nested more than 32 levels deep")
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+        raise ConfigError(f"a kernel spec is a dict with a 'name', got {spec!r:.200}")
+    name = spec["name"]
+    params = {k: v for k, v in spec.items() if k != "name"}
+    try:
+        if name in _SIMPLE:
+            return _SIMPLE[name](**params)
+        if name in _COMBINATORS:
+            return _COMBINATORS[name](*_sub_specs(params.pop("kernels", None), _depth))
+        if name == "Scaled":
+            return Scaled(kernel_from_spec(params["kernel"], _depth + 1), params["c"])
+        if name == "Normalized":
+            return Normalized(kernel_from_spec(params["kernel"], _depth + 1))
+    except (TypeError, KeyError) as exc:
+        raise ConfigError(f"bad parameters for kernel {name!r}: {exc}") from None
+    raise ConfigError(
+        f"unknown kernel {name!r}; known: {sorted([*_SIMPLE, *_COMBINATORS, 'Scaled', 'Normalized'])}"
+    )
+
+
+def _sub_specs(specs: Any, depth: int) -> Iterable[Kernel]:
+    if not isinstance(specs, list):
+        raise ConfigError(f"a combinator spec needs a list under 'kernels', got {specs!r:.200}")
+    return [kernel_from_spec(s, depth + 1) for s in specs]

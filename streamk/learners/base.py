@@ -1,0 +1,161 @@
+"""What every streamk kernel learner shares: features, kernel resolution, support set, state.
+
+A learner mixes :class:`KernelLearner` into a river base class. The mixin owns the
+plumbing so that each learner module holds only its algorithm:
+
+* feature dicts / frames to dense rows (:class:`~streamk.features.FeatureIndex`);
+* ``gamma="auto"``: the kernel's width is re-estimated from the first
+  :attr:`AUTO_WINDOW` learned rows, then frozen (the resolved value is in ``state()``);
+* the :class:`~streamk.support.SupportSet` and the budget policy;
+* ``state()`` / ``from_state()``: plain data for snapshots.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from ..budget import BudgetPolicy, make_policy, policy_from_spec
+from ..errors import ConfigError
+from ..features import FeatureIndex
+from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
+from ..support import SupportSet
+
+__all__ = ["KernelLearner", "AUTO_WINDOW"]
+
+#: Number of learned rows over which ``gamma="auto"`` is estimated before it is frozen.
+AUTO_WINDOW = 200
+
+
+class KernelLearner:
+    """Mixin with the shared state of a kernel learner.
+
+    Subclasses set ``self.kernel`` and ``self.budget`` in ``__init__``, call
+    :meth:`_reset`, and may override :meth:`_extra_state` / :meth:`_load_extra_state`.
+    """
+
+    kernel: Kernel | None
+    budget: int | BudgetPolicy | None
+    _keep_gram = False
+
+    # -- construction -------------------------------------------------------------------------
+    def _resolve_kernel_param(self) -> Kernel:
+        if self.kernel is None:
+            return RBF(gamma="auto")
+        if not isinstance(self.kernel, Kernel):
+            raise ConfigError(
+                f"kernel must be a streamk.kernels.Kernel (e.g. RBF(gamma=0.5)), got {self.kernel!r}"
+            )
+        return self.kernel
+
+    def _reset(self, n_outputs: int = 1) -> None:
+        """Create all learned state (river's convention: construction and reset share it)."""
+        kernel = self._resolve_kernel_param()
+        self._policy = make_policy(self.budget)
+        self._features = FeatureIndex()
+        self._scale = None if kernel.is_resolved else ScaleEstimator()
+        self._auto_kernel = kernel
+        keep_gram = self._keep_gram or self._policy.needs_gram
+        self._support = SupportSet(
+            kernel if kernel.is_resolved else kernel.resolve(ScaleEstimator()),
+            n_outputs=n_outputs,
+            keep_gram=keep_gram,
+        )
+        self._n_learned = 0
+
+    # -- public read-only views -----------------------------------------------------------------
+    @property
+    def n_support(self) -> int:
+        """Number of support vectors currently held."""
+        return self._support.n
+
+    @property
+    def support_(self) -> SupportSet:
+        """The support set (rows, coefficients, ids)."""
+        return self._support
+
+    @property
+    def kernel_(self) -> Kernel:
+        """The kernel in use, with ``"auto"`` parameters resolved."""
+        return self._support.kernel
+
+    @property
+    def n_learned(self) -> int:
+        """Number of examples learned from so far."""
+        return self._n_learned
+
+    # -- rows ---------------------------------------------------------------------------------
+    @property
+    def _warming_up(self) -> bool:
+        return self._scale is not None and self._scale.n < AUTO_WINDOW
+
+    def _learn_row(self, x: dict) -> np.ndarray:
+        """Dense row of a learned event; during the warm-up it refines ``gamma="auto"``."""
+        row = self._features.row(x, grow=True)
+        if self._warming_up:
+            self._scale.update(row[None, :])
+            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
+        return row
+
+    def _predict_row(self, x: dict) -> np.ndarray:
+        return self._features.row(x, grow=False)
+
+    def _block(self, X: Any, grow: bool) -> np.ndarray:
+        return self._features.rows(X, grow=grow)
+
+    # -- plain data ---------------------------------------------------------------------------
+    def _params_state(self) -> dict[str, Any]:
+        params = {}
+        for name in inspect.signature(type(self).__init__).parameters:
+            if name == "self":
+                continue
+            value = getattr(self, name)
+            if isinstance(value, Kernel):
+                value = {"__kernel__": value.to_spec()}
+            elif isinstance(value, BudgetPolicy):
+                value = {"__budget__": value.to_spec()}
+            params[name] = value
+        return params
+
+    @staticmethod
+    def _params_from_state(params: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for name, value in params.items():
+            if isinstance(value, dict) and "__kernel__" in value:
+                value = kernel_from_spec(value["__kernel__"])
+            elif isinstance(value, dict) and "__budget__" in value:
+                value = policy_from_spec(value["__budget__"])
+            out[name] = value
+        return out
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to rebuild this learner, as plain data (see docs/snapshot-format.md)."""
+        return {
+            "params": self._params_state(),
+            "features": self._features.state(),
+            "support": self._support.state(),
+            "scale": None if self._scale is None else self._scale.state(),
+            "policy": self._policy.to_spec(),
+            "n_learned": self._n_learned,
+            **self._extra_state(),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]):
+        """Rebuild a learner from :meth:`state` output; predictions are identical."""
+        model = cls(**cls._params_from_state(state["params"]))
+        model._features = FeatureIndex.from_state(state["features"])
+        model._support = SupportSet.from_state(state["support"])
+        model._scale = None if state["scale"] is None else ScaleEstimator.from_state(state["scale"])
+        model._policy = policy_from_spec(state["policy"])
+        model._n_learned = int(state["n_learned"])
+        model._load_extra_state(state)
+        return model
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        pass

@@ -1,0 +1,126 @@
+"""Label coding for kernel classifiers: binary ±1 targets, then one-vs-rest columns.
+
+With at most two classes a classifier keeps one coefficient column, as the book's
+algorithms do. ``True``/``1`` is the positive class and ``False``/``0``/``-1`` the
+negative one; for other labels the first class seen is positive and the second negative.
+When a third class appears, the model switches to one-vs-rest over the same support
+set: column ``c`` is class ``c`` against the rest (the binary column becomes ``+f`` for
+the positive class and ``-f`` for the negative one, a new class starts at zero).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LabelCoder"]
+
+_POSITIVE = (True,)  # True == 1 == 1.0
+_NEGATIVE = (False, -1)  # False == 0 == 0.0
+
+
+def _known_sign(label: Hashable) -> int:
+    try:
+        if label in _POSITIVE:
+            return 1
+        if label in _NEGATIVE:
+            return -1
+    except (TypeError, ValueError):  # e.g. arrays compared elementwise
+        pass
+    return 0
+
+
+class LabelCoder:
+    """Classes seen so far and how they map onto coefficient columns."""
+
+    def __init__(self) -> None:
+        self.classes: list[Hashable] = []
+        self.signs: list[int] = []  # binary mode: the sign of each class
+
+    @property
+    def multiclass(self) -> bool:
+        return len(self.classes) > 2
+
+    @property
+    def n_outputs(self) -> int:
+        return len(self.classes) if self.multiclass else 1
+
+    def add(self, label: Hashable) -> np.ndarray | None:
+        """Register ``label``; return the column remap matrix the model must apply, if any."""
+        if label in self.classes:
+            return None
+        if len(self.classes) < 2:
+            sign = _known_sign(label)
+            other = self.signs[0] if self.signs else 0
+            remap = None
+            if sign == 0:
+                sign = -other if other else 1
+            elif sign == other:
+                # Both are "known" with the same sign, or a known label arrives after a
+                # generic one took its sign: the known label wins, the other flips.
+                self.signs[0] = -other
+                remap = np.array([[-1.0]])
+            self.classes.append(label)
+            self.signs.append(sign)
+            return remap
+        if len(self.classes) == 2:
+            # binary -> one-vs-rest: column of class c is sign_c * f, new class starts at 0
+            remap = np.array([[self.signs[0], self.signs[1], 0.0]])
+        else:
+            remap = np.hstack([np.eye(len(self.classes)), np.zeros((len(self.classes), 1))])
+        self.classes.append(label)
+        return remap
+
+    def targets(self, label: Hashable) -> np.ndarray:
+        """±1 target for each coefficient column."""
+        if self.multiclass:
+            t = -np.ones(len(self.classes))
+            t[self.classes.index(label)] = 1.0
+            return t
+        return np.array([float(self.signs[self.classes.index(label)])])
+
+    def decide(self, F: np.ndarray) -> list[Any]:
+        """Labels for decision values ``F`` of shape ``(m, n_outputs)``; sgn(0) = +1."""
+        m = F.shape[0]
+        if not self.classes:
+            return [None] * m
+        if len(self.classes) == 1:
+            return [self.classes[0]] * m
+        if not self.multiclass:
+            pos = self.classes[self.signs.index(1)]
+            neg = self.classes[self.signs.index(-1)]
+            return [pos if f >= 0 else neg for f in F[:, 0]]
+        return [self.classes[j] for j in np.argmax(F, axis=1)]
+
+    def probabilities(self, F: np.ndarray) -> np.ndarray:
+        """Rows of class probabilities, columns in ``self.classes`` order.
+
+        A monotone map of the margin, not a calibrated probability: the logistic function
+        of ``f`` for two classes, the softmax of the one-vs-rest margins for more. The
+        largest probability always belongs to the predicted class.
+        """
+        m = F.shape[0]
+        if len(self.classes) <= 1:
+            return np.ones((m, len(self.classes)))
+        if not self.multiclass:
+            p_pos = 0.5 * (1.0 + np.tanh(0.5 * F[:, 0]))  # logistic, overflow-free
+            out = np.empty((m, 2))
+            pos = self.signs.index(1)
+            out[:, pos] = p_pos
+            out[:, 1 - pos] = 1.0 - p_pos
+            return out
+        Z = F - F.max(axis=1, keepdims=True)
+        E = np.exp(Z)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def state(self) -> dict[str, Any]:
+        return {"classes": list(self.classes), "signs": list(self.signs)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> LabelCoder:
+        coder = cls()
+        coder.classes = list(state["classes"])
+        coder.signs = [int(s) for s in state["signs"]]
+        return coder

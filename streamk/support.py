@@ -1,0 +1,378 @@
+"""SupportSet: the dual representation ``f(x) = sum_i coef[i] k(x_i, x)`` in growable NumPy buffers.
+
+Rows, coefficients (one column per output: a binary margin, one column per class, ...),
+cached ``k(x_i, x_i)`` and squared norms, and insertion ids live in contiguous buffers
+whose capacity doubles, so appending is amortised O(d) and a kernel row against the whole
+set is one vectorised ``gram`` call.
+
+Every change to the set goes through a method here (``append``, ``remove``, ``replace``,
+``add_coef``, ``scale_coef``). That single seam lets a :class:`BlockTracker` keep the
+kernel block and the decision values of a micro-batch up to date as the set changes,
+which is how ``learn_many`` reproduces ``learn_one`` exactly while computing
+``K(block, support)`` once. It also lets the set keep its own Gram matrix current
+(``keep_gram=True``) for learners and budget policies that need ``K(S, S)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .kernels import Kernel, kernel_from_spec
+
+__all__ = ["SupportSet", "BlockTracker"]
+
+
+def _sqnorm(A: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", A, A)
+
+
+def _pad_cols(A: np.ndarray, width: int) -> np.ndarray:
+    if A.shape[1] >= width:
+        return A
+    out = np.zeros((A.shape[0], width))
+    out[:, : A.shape[1]] = A
+    return out
+
+
+class BlockTracker:
+    """Kernel block and decision values of a micro-batch, kept current while the set changes.
+
+    Attributes
+    ----------
+    Q
+        The block's rows, ``(m, w)``.
+    K
+        ``K[i, s] = k(Q[i], support row in slot s)`` for the slots in use, ``(m, capacity)``.
+    F
+        Decision values ``F[i] = K[i, :n] @ coef[:n]``, ``(m, n_outputs)``.
+    start
+        Rows before ``start`` are done; updates skip them. The learner advances it.
+    """
+
+    __slots__ = ("Q", "sq", "K", "F", "start")
+
+    def __init__(self, Q: np.ndarray, sq: np.ndarray, K: np.ndarray, F: np.ndarray):
+        self.Q = Q
+        self.sq = sq
+        self.K = K
+        self.F = F
+        self.start = 0
+
+
+class SupportSet:
+    """Support vectors with their coefficients.
+
+    Parameters
+    ----------
+    kernel
+        A resolved :class:`~streamk.kernels.Kernel`.
+    n_outputs
+        Number of coefficient columns.
+    keep_gram
+        Maintain ``K(S, S)`` incrementally (O(n d) per change) for callers that need it.
+    capacity
+        Initial number of row slots; doubles when full.
+    """
+
+    def __init__(
+        self, kernel: Kernel, n_outputs: int = 1, keep_gram: bool = False, capacity: int = 16
+    ):
+        capacity = max(int(capacity), 1)
+        self._kernel = kernel
+        self.keep_gram = keep_gram
+        self.n = 0
+        self.width = 0
+        self.next_id = 0
+        self._X = np.zeros((capacity, 0))
+        self._coef = np.zeros((capacity, n_outputs))
+        self._kdiag = np.zeros(capacity)
+        self._sq = np.zeros(capacity)
+        self._ids = np.zeros(capacity, dtype=np.int64)
+        self._G = np.zeros((capacity, capacity)) if keep_gram else None
+        self._trackers: list[BlockTracker] = []
+
+    # -- views --------------------------------------------------------------------------------
+    @property
+    def kernel(self) -> Kernel:
+        return self._kernel
+
+    @property
+    def X(self) -> np.ndarray:
+        """Support rows, ``(n, width)`` (a view)."""
+        return self._X[: self.n, : self.width]
+
+    @property
+    def coef(self) -> np.ndarray:
+        """Coefficients, ``(n, n_outputs)`` (a view)."""
+        return self._coef[: self.n]
+
+    @property
+    def kdiag(self) -> np.ndarray:
+        """``k(x_i, x_i)`` for each support row (a view)."""
+        return self._kdiag[: self.n]
+
+    @property
+    def sqnorm(self) -> np.ndarray:
+        """``||x_i||^2`` for each support row (a view)."""
+        return self._sq[: self.n]
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Insertion ids (increasing with insertion time) of each support row (a view)."""
+        return self._ids[: self.n]
+
+    @property
+    def gram_matrix(self) -> np.ndarray:
+        """``K(S, S)``, ``(n, n)`` (a view); needs ``keep_gram=True``."""
+        if self._G is None:
+            raise RuntimeError("this SupportSet was built with keep_gram=False")
+        return self._G[: self.n, : self.n]
+
+    @property
+    def n_outputs(self) -> int:
+        return self._coef.shape[1]
+
+    @property
+    def capacity(self) -> int:
+        return self._X.shape[0]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def oldest(self) -> int:
+        """Slot of the support row inserted first."""
+        return int(np.argmin(self._ids[: self.n]))
+
+    # -- kernel evaluation ----------------------------------------------------------------------
+    def kernel_block(self, Q: np.ndarray, q_sqnorm: np.ndarray | None = None) -> np.ndarray:
+        """``K(Q, S)`` in one call, ``(len(Q), n)``."""
+        Q = np.atleast_2d(Q)
+        w = max(Q.shape[1], self.width)
+        if w <= self._X.shape[1]:
+            S = self._X[: self.n, :w]
+        else:
+            S = _pad_cols(self._X[: self.n], w)
+        return self._kernel.gram(Q, S, a_sqnorm=q_sqnorm, b_sqnorm=self._sq[: self.n])
+
+    def decision(self, Q: np.ndarray) -> np.ndarray:
+        """``K(Q, S) @ coef``, ``(len(Q), n_outputs)``."""
+        Q = np.atleast_2d(Q)
+        if self.n == 0:
+            return np.zeros((Q.shape[0], self.n_outputs))
+        return self.kernel_block(Q) @ self._coef[: self.n]
+
+    def set_kernel(self, kernel: Kernel) -> None:
+        """Swap the kernel (e.g. while ``gamma="auto"`` is still being estimated)."""
+        if self._trackers:
+            raise RuntimeError("cannot change the kernel while a block is being tracked")
+        self._kernel = kernel
+        if self.n:
+            X = self.X
+            self._kdiag[: self.n] = kernel.diag(X)
+            if self._G is not None:
+                self._G[: self.n, : self.n] = kernel.gram(X, X, a_sqnorm=self.sqnorm,
+                                                          b_sqnorm=self.sqnorm)
+
+    # -- growth -------------------------------------------------------------------------------
+    def _grow_rows(self, needed: int) -> None:
+        cap = self.capacity
+        if needed <= cap:
+            return
+        new = max(needed, 2 * cap)
+        self._X = _grow(self._X, new)
+        self._coef = _grow(self._coef, new)
+        self._kdiag = _grow(self._kdiag, new)
+        self._sq = _grow(self._sq, new)
+        self._ids = _grow(self._ids, new)
+        if self._G is not None:
+            G = np.zeros((new, new))
+            G[:cap, :cap] = self._G
+            self._G = G
+        for t in self._trackers:
+            K = np.zeros((t.K.shape[0], new))
+            K[:, :cap] = t.K
+            t.K = K
+
+    def _grow_width(self, width: int) -> None:
+        if width > self._X.shape[1]:
+            self._X = _pad_cols(self._X, max(width, 2 * self._X.shape[1]))
+        self.width = max(self.width, width)
+
+    def add_outputs(self, count: int = 1) -> None:
+        """Append ``count`` coefficient columns, all zero."""
+        self._coef = np.hstack([self._coef, np.zeros((self.capacity, count))])
+        for t in self._trackers:
+            t.F = np.hstack([t.F, np.zeros((t.F.shape[0], count))])
+
+    def remap_outputs(self, M: np.ndarray) -> None:
+        """Replace the coefficient columns by ``coef @ M`` (e.g. binary to one-vs-rest)."""
+        M = np.asarray(M, dtype=np.float64)
+        if M.ndim != 2 or M.shape[0] != self.n_outputs:
+            raise ValueError(f"remap matrix must have {self.n_outputs} rows, got shape {M.shape}")
+        self._coef = self._coef @ M
+        for t in self._trackers:
+            t.F = t.F @ M
+
+    # -- changes (the only way the set changes) -----------------------------------------------
+    def append(self, row: np.ndarray, coef: np.ndarray, k_row: np.ndarray | None = None) -> int:
+        """Add a support row with its coefficients; returns its slot.
+
+        ``k_row`` is ``K(row, S)`` before the insertion, if the caller already has it
+        (used only to keep the Gram matrix current).
+        """
+        row = np.asarray(row, dtype=np.float64).ravel()
+        coef = np.asarray(coef, dtype=np.float64).ravel()
+        slot = self.n
+        if self._G is not None and k_row is None and slot:
+            k_row = self.kernel_block(row[None, :])[0]
+        self._grow_rows(slot + 1)
+        self._grow_width(row.shape[0])
+        self._X[slot, : row.shape[0]] = row
+        self._X[slot, row.shape[0] :] = 0.0
+        self._coef[slot] = coef
+        self._sq[slot] = row @ row
+        self._kdiag[slot] = self._kernel.diag(row[None, :])[0]
+        self._ids[slot] = self.next_id
+        self.next_id += 1
+        if self._G is not None:
+            if slot:
+                self._G[slot, :slot] = k_row
+                self._G[:slot, slot] = k_row
+            self._G[slot, slot] = self._kdiag[slot]
+        self.n += 1
+        for t in self._trackers:
+            self._track_new_column(t, slot, row, coef)
+        return slot
+
+    def remove(self, slot: int) -> None:
+        """Remove the row in ``slot``; the last row moves into its place."""
+        last = self.n - 1
+        if not 0 <= slot <= last:
+            raise IndexError(f"slot {slot} out of range for {self.n} support rows")
+        for t in self._trackers:
+            s = t.start
+            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
+            t.K[:, slot] = t.K[:, last]
+        if slot != last:
+            self._X[slot] = self._X[last]
+            self._coef[slot] = self._coef[last]
+            self._kdiag[slot] = self._kdiag[last]
+            self._sq[slot] = self._sq[last]
+            self._ids[slot] = self._ids[last]
+            if self._G is not None:
+                self._G[slot, :] = self._G[last, :]
+                self._G[:, slot] = self._G[:, last]
+        self._X[last] = 0.0
+        self._coef[last] = 0.0
+        self.n -= 1
+
+    def replace(self, slot: int, row: np.ndarray, coef: np.ndarray) -> None:
+        """Put a new row and coefficients into ``slot`` (e.g. two rows merged into one)."""
+        row = np.asarray(row, dtype=np.float64).ravel()
+        coef = np.asarray(coef, dtype=np.float64).ravel()
+        for t in self._trackers:
+            s = t.start
+            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
+        self._grow_width(row.shape[0])
+        self._X[slot, : row.shape[0]] = row
+        self._X[slot, row.shape[0] :] = 0.0
+        self._coef[slot] = coef
+        self._sq[slot] = row @ row
+        self._kdiag[slot] = self._kernel.diag(row[None, :])[0]
+        if self._G is not None:
+            k = self.kernel_block(row[None, :])[0]
+            self._G[slot, : self.n] = k
+            self._G[: self.n, slot] = k
+        for t in self._trackers:
+            self._track_new_column(t, slot, row, coef)
+
+    def add_coef(self, slot: int, delta: np.ndarray | float) -> None:
+        """``coef[slot] += delta``."""
+        delta = np.asarray(delta, dtype=np.float64)
+        self._coef[slot] += delta
+        for t in self._trackers:
+            s = t.start
+            t.F[s:] += t.K[s:, slot, None] * delta
+
+    def scale_coef(self, factor: float) -> None:
+        """Multiply every coefficient by ``factor`` (e.g. the Forgetron's shrink)."""
+        self._coef[: self.n] *= factor
+        for t in self._trackers:
+            t.F[t.start :] *= factor
+
+    def _track_new_column(self, t: BlockTracker, slot: int, row: np.ndarray, coef: np.ndarray):
+        s = t.start
+        if s >= t.Q.shape[0]:
+            return
+        Q = t.Q[s:]
+        w = max(Q.shape[1], row.shape[0])
+        col = self._kernel.gram(
+            _pad_cols(Q, w), _pad_cols(row[None, :], w),
+            a_sqnorm=t.sq[s:], b_sqnorm=self._sq[slot : slot + 1],
+        )[:, 0]
+        t.K[s:, slot] = col
+        t.F[s:] += col[:, None] * coef[None, :]
+
+    # -- micro-batches ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def track(self, Q: np.ndarray) -> Iterator[BlockTracker]:
+        """Track a block: ``K(Q, S)`` computed once, then kept current through every change."""
+        Q = np.atleast_2d(np.asarray(Q, dtype=np.float64))
+        sq = _sqnorm(Q)
+        K = np.zeros((Q.shape[0], self.capacity))
+        if self.n:
+            K[:, : self.n] = self.kernel_block(Q, sq)
+        F = K[:, : self.n] @ self._coef[: self.n]
+        tracker = BlockTracker(Q, sq, K, F)
+        self._trackers.append(tracker)
+        try:
+            yield tracker
+        finally:
+            self._trackers.remove(tracker)
+
+    # -- plain data ---------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """Plain data: kernel spec, rows, coefficients, ids."""
+        return {
+            "kernel": self._kernel.to_spec(),
+            "X": self.X.copy(),
+            "coef": self.coef.copy(),
+            "ids": self.ids.copy(),
+            "next_id": self.next_id,
+            "keep_gram": self.keep_gram,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> SupportSet:
+        X = np.asarray(state["X"], dtype=np.float64)
+        coef = np.asarray(state["coef"], dtype=np.float64)
+        n = X.shape[0]
+        if X.ndim != 2 or coef.ndim != 2 or coef.shape[0] != n or len(state["ids"]) != n:
+            raise ValueError("support-set state has inconsistent shapes")
+        s = cls(kernel_from_spec(state["kernel"]), coef.shape[1], bool(state["keep_gram"]), n)
+        s._grow_width(X.shape[1])
+        s._X[:n, : X.shape[1]] = X
+        s._coef[:n] = coef
+        s._sq[:n] = _sqnorm(X)
+        s._kdiag[:n] = s._kernel.diag(X) if n else 0.0
+        s._ids[:n] = np.asarray(state["ids"], dtype=np.int64)
+        s.n = n
+        s.next_id = int(state["next_id"])
+        if s._G is not None and n:
+            s._G[:n, :n] = s._kernel.gram(X, X)
+        return s
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._trackers:
+            raise RuntimeError("cannot pickle a SupportSet while a block is being tracked")
+        return self.__dict__.copy()
+
+
+def _grow(a: np.ndarray, rows: int) -> np.ndarray:
+    out = np.zeros((rows, *a.shape[1:]), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
