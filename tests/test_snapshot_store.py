@@ -1,0 +1,206 @@
+"""SnapshotStore: atomic writes, LATEST, retention, crash fallback, concurrent readers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from streamk.errors import ConfigError, SnapshotError
+from streamk.snapshot import SnapshotStore, dumps, register_class, verify_bytes
+
+
+class Counter:
+    """A learner whose whole state is a counter and an array derived from it."""
+
+    def __init__(self, n: int = 0):
+        self.n = n
+        self.v = np.full(1000, float(n))
+
+    def state(self) -> dict:
+        return {"params": {}, "n": self.n, "v": self.v}
+
+    @classmethod
+    def from_state(cls, state: dict) -> Counter:
+        model = cls(state["n"])
+        if not np.array_equal(model.v, state["v"]):
+            raise ValueError("v does not match n")
+        return model
+
+
+register_class("CounterStore", f"{__name__}:Counter")
+
+
+@pytest.fixture
+def store(tmp_path):
+    return SnapshotStore(tmp_path / "snaps", keep=3)
+
+
+def test_save_names_files_by_seq_and_moves_latest(store):
+    p0 = store.save(Counter(1), "m", offsets={"t": {0: 5}})
+    p1 = store.save(Counter(2), "m", metrics={"acc": 1.0})
+    assert p0.name == "000000000000.snapshot" and p1.name == "000000000001.snapshot"
+    assert (p1.parent / "LATEST").read_text() == "000000000001.snapshot\n"
+    snap = store.latest("m")
+    assert snap.model.n == 2 and snap.seq == 1 and snap.metrics == {"acc": 1.0}
+    assert [i.seq for i in store.list("m")] == [0, 1]
+    info = store.list("m")[-1]
+    assert info.path == p1 and info.size == p1.stat().st_size and info.mtime > 0
+    assert store.names() == ["m"]
+
+
+def test_explicit_seq_and_bytes(store):
+    store.save(Counter(1), "m", seq=10)
+    path = store.save(dumps(Counter(2), seq=12), "m")
+    assert path.name == "000000000012.snapshot"
+    assert store.load(path).model.n == 2
+    with pytest.raises(SnapshotError, match="seq"):
+        store.save(dumps(Counter(3), seq=13), "m", seq=14)
+    with pytest.raises(SnapshotError, match="only move forward"):
+        store.save(Counter(3), "m", seq=11)
+    store.save(Counter(4), "m", seq=12)  # the same seq replaces the file
+    assert store.latest("m").model.n == 4
+
+
+def test_corrupt_bytes_are_never_written(store):
+    data = dumps(Counter(1))
+    with pytest.raises(SnapshotError):
+        store.save(data[:-3], "m")
+    assert store.list("m") == []
+
+
+def test_retention_keeps_the_newest(store):
+    for n in range(7):
+        store.save(Counter(n), "m")
+    assert [i.seq for i in store.list("m")] == [4, 5, 6]
+    assert store.latest("m").model.n == 6
+
+
+def test_latest_of_unknown_model_is_none(store):
+    assert store.latest("nothing") is None
+    assert store.list("nothing") == []
+
+
+@pytest.mark.parametrize("name", ["", "../x", "a/b", ".hidden", "x" * 200, 5])
+def test_model_names_are_checked(store, name):
+    with pytest.raises(SnapshotError, match="model name"):
+        store.save(Counter(), name)
+
+
+def test_keep_is_validated(tmp_path):
+    with pytest.raises(ConfigError):
+        SnapshotStore(tmp_path, keep=0)
+
+
+def test_crash_leaves_temp_and_truncated_newest_then_latest_falls_back(store, caplog):
+    for n in range(3):
+        store.save(Counter(n), "m")
+    model_dir = store.directory / "m"
+    good = (model_dir / "000000000002.snapshot").read_bytes()
+    # A crash mid-save: a stray temp file, and (on a filesystem that lost data) a truncated newest.
+    stray = model_dir / ".000000000004.snapshot.999.dead.tmp"
+    stray.write_bytes(good[:100])
+    (model_dir / "000000000003.snapshot").write_bytes(good[: len(good) // 2])
+    with caplog.at_level(logging.WARNING, logger="streamk.snapshot"):
+        snap = store.latest("m")
+    assert snap.seq == 2 and snap.model.n == 2
+    warning = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warning) == 1 and "000000000003.snapshot" in warning[0].getMessage()
+    assert "truncated" in warning[0].getMessage()
+    assert [i.seq for i in store.list("m")] == [0, 1, 2, 3]  # temp files are not snapshots
+    ok, reason = store.verify(model_dir / "000000000003.snapshot")
+    assert not ok and "truncated" in reason
+    assert store.verify(model_dir / "000000000002.snapshot") == (True, "ok")
+    store.save(Counter(9), "m")  # the next save clears the stray temp file
+    assert not stray.exists() and store.latest("m").model.n == 9
+
+
+def test_all_corrupt_gives_none_and_logs(store, caplog):
+    path = store.save(Counter(1), "m")
+    path.write_bytes(b"garbage")
+    with caplog.at_level(logging.WARNING, logger="streamk.snapshot"):
+        assert store.latest("m") is None
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("skipping corrupt snapshot" in m and path.name in m for m in messages)
+    assert any("all 1 files are corrupt" in m for m in messages)
+
+
+def test_non_corruption_errors_propagate(store):
+    """An older file would fail the same way, so latest() must not silently go back."""
+    store.save(Counter(1), "m")
+    store.save(Counter(2), "m")
+    register_class("CounterStore", "streamk.no_such_module:Counter", replace=True)
+    try:
+        with pytest.raises(SnapshotError, match="cannot be imported"):
+            store.latest("m")
+    finally:
+        register_class("CounterStore", f"{__name__}:Counter", replace=True)
+    assert store.latest("m").model.n == 2
+
+
+def test_oversized_file_is_refused_without_reading(tmp_path):
+    from streamk.snapshot import Limits
+
+    big = SnapshotStore(tmp_path, limits=Limits(max_bytes=100))
+    path = tmp_path / "m" / "000000000000.snapshot"
+    path.parent.mkdir()
+    path.write_bytes(b"\0" * 101)
+    assert big.verify(path)[0] is False
+    assert "max_bytes" in big.verify(path)[1]
+
+
+def test_write_failure_is_a_snapshot_error(store, monkeypatch):
+    store.save(Counter(1), "m")
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    with pytest.raises(SnapshotError, match="No space"):
+        store.save(Counter(2), "m")
+    monkeypatch.undo()
+    assert store.latest("m").model.n == 1
+    assert not list((store.directory / "m").glob(".*.tmp"))
+
+
+def test_concurrent_readers_never_see_a_partial_file(tmp_path, caplog):
+    store = SnapshotStore(tmp_path, keep=2)
+    store.save(Counter(0), "m")
+    done = threading.Event()
+    errors: list[BaseException] = []
+    seen: dict[int, list[int]] = {0: [], 1: []}
+
+    def read(reader: int) -> None:
+        try:
+            while not done.is_set():
+                snap = store.latest("m")
+                assert snap is not None and snap.model.n == snap.seq
+                seen[reader].append(snap.seq)
+                for info in store.list("m"):
+                    try:
+                        data = info.path.read_bytes()
+                    except FileNotFoundError:  # retention removed it meanwhile
+                        continue
+                    assert verify_bytes(data) == (True, "ok"), info.path
+        except BaseException as exc:
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read, args=(i,)) for i in seen]
+    with caplog.at_level(logging.WARNING, logger="streamk.snapshot"):
+        for t in readers:
+            t.start()
+        try:
+            for n in range(1, 40):
+                store.save(Counter(n), "m")
+        finally:
+            done.set()
+            for t in readers:
+                t.join()
+    assert not errors, errors
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+    for seqs in seen.values():
+        assert seqs and seqs == sorted(seqs)  # a reader never goes back in time
+    assert store.latest("m").model.n == 39
