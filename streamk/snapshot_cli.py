@@ -1,0 +1,323 @@
+"""``streamk snapshot ls|show|verify``: inspect snapshot files and stores from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import SnapshotError
+from .snapshot import DEFAULT_LIMITS, Snapshot, loads, verify_bytes
+from .snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
+
+__all__ = ["cmd_ls", "cmd_show", "cmd_verify", "add_arguments", "main", "SCHEMA_VERSION"]
+
+#: Version of the ``--json`` output layout of these commands.
+SCHEMA_VERSION = 1
+OK, CORRUPT, USAGE = 0, 1, 2
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _collect(path: Path) -> list[tuple[str, SnapshotInfo]] | None:
+    """(model, info) for a snapshot file, a model directory or a store root; None if missing."""
+    if path.is_file():
+        st = path.stat()
+        seq = int(path.stem) if path.stem.isdigit() else -1
+        return [(path.parent.name, SnapshotInfo(seq, path, st.st_size, st.st_mtime))]
+    if not path.is_dir():
+        return None
+    infos = list_dir(path)
+    if infos or (path / LATEST).exists():
+        return [(path.name, info) for info in infos]
+    return [
+        (sub.name, info)
+        for sub in sorted(p for p in path.iterdir() if p.is_dir())
+        for info in list_dir(sub)
+    ]
+
+
+def _latest_name(model_dir: Path) -> str | None:
+    try:
+        return (model_dir / LATEST).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _usage(message: str) -> int:
+    print(f"streamk snapshot: {message}", file=sys.stderr)
+    return USAGE
+
+
+def cmd_ls(path_or_dir: str, json_out: bool = False) -> int:
+    """List snapshots in a store root, a model directory, or one file (no verification)."""
+    found = _collect(Path(path_or_dir))
+    if found is None:
+        return _usage(f"{path_or_dir}: no such file or directory")
+    rows = [
+        {
+            "model": model,
+            "seq": info.seq,
+            "size": info.size,
+            "mtime": info.mtime,
+            "latest": _latest_name(info.path.parent) == info.path.name,
+            "path": str(info.path),
+        }
+        for model, info in found
+    ]
+    if json_out:
+        print(json.dumps({"schema_version": SCHEMA_VERSION, "snapshots": rows}, indent=2))
+        return OK
+    if not rows:
+        print(f"no snapshots under {path_or_dir}")
+        return OK
+    width = max(5, *(len(r["model"]) for r in rows))
+    print(f"{'MODEL':<{width}}  {'SEQ':>12}  {'SIZE':>12}  {'MODIFIED (UTC)':<24}  PATH")
+    for r in rows:
+        mark = " *" if r["latest"] else ""
+        print(
+            f"{r['model']:<{width}}  {r['seq']:>12}  {r['size']:>12,}  "
+            f"{_iso(r['mtime']):<24}  {r['path']}{mark}"
+        )
+    if any(r["latest"] for r in rows):
+        print("* = named by LATEST")
+    return OK
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain state -> JSON: arrays summarised (small ones listed), bytes as their length."""
+    if isinstance(value, np.ndarray):
+        out: dict[str, Any] = {"dtype": value.dtype.str, "shape": list(value.shape)}
+        if value.size <= 16:
+            out["values"] = value.tolist() if value.dtype.kind != "c" else str(value.tolist())
+        return {"array": out}
+    if isinstance(value, bytes):
+        return {"bytes": len(value)}
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return str(value)
+    return value
+
+
+def support_size(state: dict[str, Any]) -> int | None:
+    """Number of support vectors, if the state says: ``n_support``, or ``support.X`` rows."""
+    for key in ("n_support", "support_size"):
+        if isinstance(state.get(key), int):
+            return state[key]
+    support = state.get("support")
+    if isinstance(support, dict):
+        for key in ("n", "size", "n_support"):
+            if isinstance(support.get(key), int) and not isinstance(support[key], bool):
+                return support[key]
+        support = support.get("X")
+    if isinstance(support, np.ndarray) and support.ndim >= 1:
+        return int(support.shape[0])
+    return None
+
+
+def kernel_spec(state: dict[str, Any]) -> Any:
+    """The kernel in use: ``params.kernel`` if set, else the support set's resolved spec."""
+    params = state.get("params")
+    kernel = params.get("kernel") if isinstance(params, dict) else None
+    if kernel is None and isinstance(state.get("support"), dict):
+        kernel = state["support"].get("kernel")
+    return kernel
+
+
+def _describe(path: Path, snap: Snapshot) -> dict[str, Any]:
+    params = snap.state.get("params")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "path": str(path),
+        "class": snap.class_name,
+        "format_version": snap.version,
+        "writer": snap.writer,
+        "seq": snap.seq,
+        "created_at": snap.created_at,
+        "created_at_iso": _iso(snap.created_at),
+        "size": snap.size,
+        "checksum": snap.checksum,
+        "checksum_ok": True,
+        "params": _jsonable(params) if isinstance(params, dict) else None,
+        "kernel": _jsonable(kernel_spec(snap.state)),
+        "support_size": support_size(snap.state),
+        "offsets": {s: {str(p): o for p, o in parts.items()} for s, parts in snap.offsets.items()},
+        "metrics": _jsonable(snap.metrics),
+        "meta": _jsonable(snap.meta),
+    }
+
+
+def cmd_show(path: str, json_out: bool = False) -> int:
+    """Describe one snapshot (a file, or the newest file of a model directory)."""
+    target = Path(path)
+    if target.is_dir():
+        infos = list_dir(target)
+        if not infos:
+            return _usage(f"{path}: no snapshot files in this directory")
+        target = infos[-1].path
+    elif not target.is_file():
+        return _usage(f"{path}: no such file or directory")
+    try:
+        snap = loads(read_file(target, DEFAULT_LIMITS), DEFAULT_LIMITS, build=False)
+    except (OSError, SnapshotError) as exc:
+        if json_out:
+            out = {"schema_version": SCHEMA_VERSION, "path": str(target), "checksum_ok": False}
+            print(json.dumps({**out, "error": str(exc)}, indent=2))
+        else:
+            print(f"CORRUPT {target}: {exc}", file=sys.stderr)
+        return CORRUPT
+    info = _describe(target, snap)
+    if json_out:
+        print(json.dumps(info, indent=2, default=str))
+        return OK
+    lines = [
+        ("path", info["path"]),
+        ("class", info["class"]),
+        ("format", f"streamk.snapshot v{info['format_version']} (writer: {info['writer']})"),
+        ("seq", str(info["seq"])),
+        ("created_at", f"{info['created_at_iso']} ({info['created_at']})"),
+        ("size", f"{info['size']:,} bytes"),
+        ("checksum", f"sha256 {info['checksum']} (verified)"),
+        ("kernel", json.dumps(info["kernel"], default=str)),
+        ("support", "n/a" if info["support_size"] is None else f"{info['support_size']} vectors"),
+    ]
+    for label, mapping in (("params", info["params"] or {}), ("metrics", info["metrics"])):
+        items = [f"{k} = {json.dumps(v, default=str)}" for k, v in mapping.items()] or ["-"]
+        lines += [(label if i == 0 else "", item) for i, item in enumerate(items)]
+    offsets = [f"{s}[{p}] = {o}" for s, parts in info["offsets"].items() for p, o in parts.items()]
+    lines += [("offsets" if i == 0 else "", o) for i, o in enumerate(offsets or ["-"])]
+    meta = [f"{k} = {json.dumps(v, default=str)}" for k, v in info["meta"].items()]
+    lines += [("meta" if i == 0 else "", m) for i, m in enumerate(meta or ["-"])]
+    for label, text in lines:
+        print(f"{label:<11} {text}")
+    return OK
+
+
+def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
+    """Verify every snapshot under a path (checksum, body, schema) and each LATEST pointer."""
+    found = _collect(Path(path_or_dir))
+    if found is None:
+        return _usage(f"{path_or_dir}: no such file or directory")
+    if not found:
+        return _usage(f"{path_or_dir}: no snapshot files found")
+    results = []
+    for model, info in found:
+        try:
+            ok, reason = verify_bytes(read_file(info.path, DEFAULT_LIMITS), DEFAULT_LIMITS)
+        except (OSError, SnapshotError) as exc:
+            ok, reason = False, str(exc)
+        results.append({"model": model, "path": str(info.path), "ok": ok, "reason": reason})
+    for model_dir in sorted({info.path.parent for _, info in found}):
+        name = _latest_name(model_dir)
+        if Path(path_or_dir).is_dir() and name is not None and not (model_dir / name).is_file():
+            reason = f"LATEST names {name!r}, which does not exist"
+            results.append(
+                {
+                    "model": model_dir.name,
+                    "path": str(model_dir / LATEST),
+                    "ok": False,
+                    "reason": reason,
+                }
+            )
+    bad = [r for r in results if not r["ok"]]
+    if json_out:
+        print(
+            json.dumps(
+                {"schema_version": SCHEMA_VERSION, "ok": not bad, "results": results}, indent=2
+            )
+        )
+    else:
+        for r in results:
+            print(
+                f"{'OK     ' if r['ok'] else 'CORRUPT'} {r['path']}"
+                + ("" if r["ok"] else f": {r['reason']}")
+            )
+        print(f"{len(results) - len(bad)} ok, {len(bad)} corrupt")
+    return CORRUPT if bad else OK
+
+
+_EPILOGS = {
+    "ls": """examples:
+  # every model and snapshot in a store (* marks the file LATEST names)
+  streamk snapshot ls ./snapshots
+  # one model's snapshots as JSON
+  streamk snapshot ls ./snapshots/fraud --json
+""",
+    "show": """examples:
+  # the newest snapshot of a model: class, hyper-parameters, offsets, checksum
+  streamk snapshot show ./snapshots/fraud
+  # one file, machine-readable
+  streamk snapshot show ./snapshots/fraud/000000000042.snapshot --json
+""",
+    "verify": """examples:
+  # check every snapshot in a store; exit code 1 if any is corrupt
+  streamk snapshot verify ./snapshots
+  # one file
+  streamk snapshot verify ./snapshots/fraud/000000000042.snapshot
+""",
+}
+
+
+def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``snapshot ls|show|verify`` on an argparse subparsers object.
+
+    Each leaf parser gets ``func`` (``args -> exit code``) as a default, river-style.
+    """
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = subparsers.add_parser(
+        "snapshot",
+        help="list, inspect and verify model snapshots",
+        description="List, inspect and verify model snapshots (docs/snapshot-format.md).",
+        epilog="Run `streamk snapshot <command> --help` for examples.",
+        formatter_class=fmt,
+    )
+    sub = parser.add_subparsers(dest="snapshot_command", metavar="{ls,show,verify}")
+    sub.required = True
+    helps = {
+        "ls": ("list snapshots in a store, a model directory or a file", "PATH"),
+        "show": ("describe one snapshot (a file, or a model directory's newest)", "PATH"),
+        "verify": ("verify checksums and structure; exit 1 if any is corrupt", "PATH"),
+    }
+    funcs = {
+        "ls": lambda a: cmd_ls(a.path, json_out=a.json),
+        "show": lambda a: cmd_show(a.path, json_out=a.json),
+        "verify": lambda a: cmd_verify(a.path, json_out=a.json),
+    }
+    for name, (text, metavar) in helps.items():
+        p = sub.add_parser(
+            name, help=text, description=text, epilog=_EPILOGS[name], formatter_class=fmt
+        )
+        p.add_argument("path", metavar=metavar, help="snapshot file, model directory or store root")
+        p.add_argument(
+            "--json", action="store_true", help="machine-readable output with schema_version"
+        )
+        p.set_defaults(func=funcs[name])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``snapshot ...`` standalone: ``python -m streamk.snapshot_cli ls ./snapshots``."""
+    parser = argparse.ArgumentParser(prog="streamk")
+    add_arguments(parser.add_subparsers(dest="command", required=True))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["snapshot"]:
+        argv = ["snapshot", *argv]
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
