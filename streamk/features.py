@@ -154,8 +154,11 @@ def _values(x: Mapping[Hashable, Any], n: int) -> np.ndarray:
             "features first, e.g. with river.preprocessing.OneHotEncoder"
         ) from None
     if not np.isfinite(values).all():
-        bad = {k: v for k, v in x.items() if not math.isfinite(float(v))}
-        raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
+        # None means "absent" (read as 0); NaN and infinities are errors.
+        bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(float(v))}
+        if bad:
+            raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
+        values = np.array([0.0 if v is None else float(v) for v in x.values()])
     return values
 
 

@@ -285,7 +285,9 @@ class _Combinator(Kernel):
     def __init__(self, *kernels: Kernel):
         kernels = tuple(kernels)
         if len(kernels) < 2 or not all(isinstance(k, Kernel) for k in kernels):
-            raise ConfigError(f"{type(self).__name__} needs two or more Kernel objects, got {kernels!r}")
+            raise ConfigError(
+                f"{type(self).__name__} needs two or more Kernel objects, got {kernels!r}"
+            )
         self.kernels = kernels
 
     def _children(self):
@@ -445,8 +447,13 @@ class ScaleEstimator:
         return est
 
 
-_SIMPLE = {"Linear": Linear, "Polynomial": Polynomial, "RBF": RBF, "Laplacian": Laplacian,
-           "Constant": Constant}
+_SIMPLE = {
+    "Linear": Linear,
+    "Polynomial": Polynomial,
+    "RBF": RBF,
+    "Laplacian": Laplacian,
+    "Constant": Constant,
+}
 _COMBINATORS = {"Sum": Sum, "Product": Product}
 
 
@@ -469,9 +476,8 @@ def kernel_from_spec(spec: dict[str, Any], _depth: int = 0) -> Kernel:
             return Normalized(kernel_from_spec(params["kernel"], _depth + 1))
     except (TypeError, KeyError) as exc:
         raise ConfigError(f"bad parameters for kernel {name!r}: {exc}") from None
-    raise ConfigError(
-        f"unknown kernel {name!r}; known: {sorted([*_SIMPLE, *_COMBINATORS, 'Scaled', 'Normalized'])}"
-    )
+    known = sorted([*_SIMPLE, *_COMBINATORS, "Scaled", "Normalized"])
+    raise ConfigError(f"unknown kernel {name!r}; known: {known}")
 
 
 def _sub_specs(specs: Any, depth: int) -> Iterable[Kernel]:

@@ -7,10 +7,10 @@ set is one vectorised ``gram`` call.
 
 Every change to the set goes through a method here (``append``, ``remove``, ``replace``,
 ``add_coef``, ``scale_coef``). That single seam lets a :class:`BlockTracker` keep the
-kernel block and the decision values of a micro-batch up to date as the set changes,
-which is how ``learn_many`` reproduces ``learn_one`` exactly while computing
-``K(block, support)`` once. It also lets the set keep its own Gram matrix current
-(``keep_gram=True``) for learners and budget policies that need ``K(S, S)``.
+kernel block of a micro-batch up to date as the set changes, which is how ``learn_many``
+reproduces ``learn_one`` exactly while computing ``K(block, support)`` once. It also lets
+the set keep its own Gram matrix current (``keep_gram=True``) for learners and budget
+policies that need ``K(S, S)``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,13 @@ def _pad_cols(A: np.ndarray, width: int) -> np.ndarray:
 
 
 class BlockTracker:
-    """Kernel block and decision values of a micro-batch, kept current while the set changes.
+    """Kernel block of a micro-batch, kept current while the set changes.
+
+    A learner takes row ``j``'s decision values as ``K[j, :n] @ support.coef``: the same
+    arithmetic as ``learn_one`` on fresh kernel values, so an exact tie (``f = 0`` where a
+    column has no non-zero coefficient) stays exact. Updating decision values
+    incrementally instead would leave rounding residue such as ``-2.8e-17`` and flip
+    ``sgn(0) = +1`` decisions.
 
     Attributes
     ----------
@@ -47,19 +53,16 @@ class BlockTracker:
         The block's rows, ``(m, w)``.
     K
         ``K[i, s] = k(Q[i], support row in slot s)`` for the slots in use, ``(m, capacity)``.
-    F
-        Decision values ``F[i] = K[i, :n] @ coef[:n]``, ``(m, n_outputs)``.
     start
         Rows before ``start`` are done; updates skip them. The learner advances it.
     """
 
-    __slots__ = ("Q", "sq", "K", "F", "start")
+    __slots__ = ("Q", "sq", "K", "start")
 
-    def __init__(self, Q: np.ndarray, sq: np.ndarray, K: np.ndarray, F: np.ndarray):
+    def __init__(self, Q: np.ndarray, sq: np.ndarray, K: np.ndarray):
         self.Q = Q
         self.sq = sq
         self.K = K
-        self.F = F
         self.start = 0
 
 
@@ -174,8 +177,9 @@ class SupportSet:
             X = self.X
             self._kdiag[: self.n] = kernel.diag(X)
             if self._G is not None:
-                self._G[: self.n, : self.n] = kernel.gram(X, X, a_sqnorm=self.sqnorm,
-                                                          b_sqnorm=self.sqnorm)
+                self._G[: self.n, : self.n] = kernel.gram(
+                    X, X, a_sqnorm=self.sqnorm, b_sqnorm=self.sqnorm
+                )
 
     # -- growth -------------------------------------------------------------------------------
     def _grow_rows(self, needed: int) -> None:
@@ -205,8 +209,6 @@ class SupportSet:
     def add_outputs(self, count: int = 1) -> None:
         """Append ``count`` coefficient columns, all zero."""
         self._coef = np.hstack([self._coef, np.zeros((self.capacity, count))])
-        for t in self._trackers:
-            t.F = np.hstack([t.F, np.zeros((t.F.shape[0], count))])
 
     def remap_outputs(self, M: np.ndarray) -> None:
         """Replace the coefficient columns by ``coef @ M`` (e.g. binary to one-vs-rest)."""
@@ -214,8 +216,6 @@ class SupportSet:
         if M.ndim != 2 or M.shape[0] != self.n_outputs:
             raise ValueError(f"remap matrix must have {self.n_outputs} rows, got shape {M.shape}")
         self._coef = self._coef @ M
-        for t in self._trackers:
-            t.F = t.F @ M
 
     # -- changes (the only way the set changes) -----------------------------------------------
     def append(self, row: np.ndarray, coef: np.ndarray, k_row: np.ndarray | None = None) -> int:
@@ -234,7 +234,7 @@ class SupportSet:
         self._X[slot, : row.shape[0]] = row
         self._X[slot, row.shape[0] :] = 0.0
         self._coef[slot] = coef
-        self._sq[slot] = row @ row
+        self._sq[slot] = _sqnorm(row[None, :])[0]
         self._kdiag[slot] = self._kernel.diag(row[None, :])[0]
         self._ids[slot] = self.next_id
         self.next_id += 1
@@ -245,7 +245,7 @@ class SupportSet:
             self._G[slot, slot] = self._kdiag[slot]
         self.n += 1
         for t in self._trackers:
-            self._track_new_column(t, slot, row, coef)
+            self._track_new_column(t, slot, row)
         return slot
 
     def remove(self, slot: int) -> None:
@@ -254,8 +254,6 @@ class SupportSet:
         if not 0 <= slot <= last:
             raise IndexError(f"slot {slot} out of range for {self.n} support rows")
         for t in self._trackers:
-            s = t.start
-            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
             t.K[:, slot] = t.K[:, last]
         if slot != last:
             self._X[slot] = self._X[last]
@@ -274,48 +272,40 @@ class SupportSet:
         """Put a new row and coefficients into ``slot`` (e.g. two rows merged into one)."""
         row = np.asarray(row, dtype=np.float64).ravel()
         coef = np.asarray(coef, dtype=np.float64).ravel()
-        for t in self._trackers:
-            s = t.start
-            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
         self._grow_width(row.shape[0])
         self._X[slot, : row.shape[0]] = row
         self._X[slot, row.shape[0] :] = 0.0
         self._coef[slot] = coef
-        self._sq[slot] = row @ row
+        self._sq[slot] = _sqnorm(row[None, :])[0]
         self._kdiag[slot] = self._kernel.diag(row[None, :])[0]
         if self._G is not None:
             k = self.kernel_block(row[None, :])[0]
             self._G[slot, : self.n] = k
             self._G[: self.n, slot] = k
         for t in self._trackers:
-            self._track_new_column(t, slot, row, coef)
+            self._track_new_column(t, slot, row)
 
     def add_coef(self, slot: int, delta: np.ndarray | float) -> None:
         """``coef[slot] += delta``."""
-        delta = np.asarray(delta, dtype=np.float64)
-        self._coef[slot] += delta
-        for t in self._trackers:
-            s = t.start
-            t.F[s:] += t.K[s:, slot, None] * delta
+        self._coef[slot] += np.asarray(delta, dtype=np.float64)
 
     def scale_coef(self, factor: float) -> None:
         """Multiply every coefficient by ``factor`` (e.g. the Forgetron's shrink)."""
         self._coef[: self.n] *= factor
-        for t in self._trackers:
-            t.F[t.start :] *= factor
 
-    def _track_new_column(self, t: BlockTracker, slot: int, row: np.ndarray, coef: np.ndarray):
+    def _track_new_column(self, t: BlockTracker, slot: int, row: np.ndarray) -> None:
         s = t.start
         if s >= t.Q.shape[0]:
             return
         Q = t.Q[s:]
         w = max(Q.shape[1], row.shape[0])
         col = self._kernel.gram(
-            _pad_cols(Q, w), _pad_cols(row[None, :], w),
-            a_sqnorm=t.sq[s:], b_sqnorm=self._sq[slot : slot + 1],
+            _pad_cols(Q, w),
+            _pad_cols(row[None, :], w),
+            a_sqnorm=t.sq[s:],
+            b_sqnorm=self._sq[slot : slot + 1],
         )[:, 0]
         t.K[s:, slot] = col
-        t.F[s:] += col[:, None] * coef[None, :]
 
     # -- micro-batches ------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -326,8 +316,7 @@ class SupportSet:
         K = np.zeros((Q.shape[0], self.capacity))
         if self.n:
             K[:, : self.n] = self.kernel_block(Q, sq)
-        F = K[:, : self.n] @ self._coef[: self.n]
-        tracker = BlockTracker(Q, sq, K, F)
+        tracker = BlockTracker(Q, sq, K)
         self._trackers.append(tracker)
         try:
             yield tracker

@@ -46,7 +46,8 @@ class KernelLearner:
             return RBF(gamma="auto")
         if not isinstance(self.kernel, Kernel):
             raise ConfigError(
-                f"kernel must be a streamk.kernels.Kernel (e.g. RBF(gamma=0.5)), got {self.kernel!r}"
+                "kernel must be a streamk.kernels.Kernel (e.g. RBF(gamma=0.5)), "
+                f"got {self.kernel!r}"
             )
         return self.kernel
 
@@ -131,7 +132,7 @@ class KernelLearner:
         return out
 
     def state(self) -> dict[str, Any]:
-        """Everything needed to rebuild this learner, as plain data (see docs/snapshot-format.md)."""
+        """Everything needed to rebuild this learner, as plain data (docs/snapshot-format.md)."""
         return {
             "params": self._params_state(),
             "features": self._features.state(),

@@ -116,10 +116,9 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
         with self._support.track(rows[i:]) as block:
             for j, label in enumerate(labels[i:]):
                 self._add_label(label)
-                f = block.F[j].copy()
                 k_row = block.K[j, : self._support.n].copy()
                 block.start = j + 1
-                self._update(rows[i + j], f, k_row, label)
+                self._update(rows[i + j], k_row @ self._support.coef, k_row, label)
 
     def _learn_dense(self, row: np.ndarray, y: Any) -> None:
         if self._warming_up:
