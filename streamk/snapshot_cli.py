@@ -61,7 +61,7 @@ def cmd_ls(path_or_dir: str, json_out: bool = False) -> int:
     found = _collect(Path(path_or_dir))
     if found is None:
         return _usage(f"{path_or_dir}: no such file or directory")
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "model": model,
             "seq": info.seq,

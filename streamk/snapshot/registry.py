@@ -22,7 +22,7 @@ CLASSES: dict[str, str] = {
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _PATH = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_resolved: dict[str, type] = {}
+_resolved: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
@@ -59,7 +59,7 @@ def register_class(name: str, path: str, *, replace: bool = False) -> None:
             _resolved.pop(name, None)
 
 
-def resolve_class(name: str) -> type:
+def resolve_class(name: str) -> Any:
     """Import and return the class registered under `name`.
 
     Raises
