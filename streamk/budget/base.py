@@ -1,10 +1,11 @@
-"""Budget policies: what happens when a new support vector would exceed the budget.
+"""The budget-policy contract, the registry and the two trivial policies.
 
 A policy is passed to a learner as ``budget=Policy(200)`` (an ``int`` means
 ``RemoveOldest(int)``, ``None`` means unbounded). The learner calls
-:meth:`BudgetPolicy.insert` whenever the algorithm wants a new support vector; the
-policy changes the :class:`~streamk.support.SupportSet` only through its methods, so
-micro-batch tracking stays exact whatever the policy does.
+:meth:`BudgetPolicy.insert` whenever its algorithm wants a new support vector; the
+policy changes the :class:`~streamk.support.SupportSet` only through its methods
+(``append``, ``remove``, ``replace``, ``add_coef``, ``scale_coef``), so micro-batch
+tracking keeps ``learn_many`` equal to ``learn_one`` whatever the policy does.
 """
 
 from __future__ import annotations
@@ -14,10 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ConfigError
-from .support import SupportSet
+from ..errors import ConfigError
+from ..support import SupportSet
 
-__all__ = ["BudgetPolicy", "Unbounded", "RemoveOldest", "make_policy", "policy_from_spec"]
+__all__ = [
+    "BudgetPolicy",
+    "Unbounded",
+    "register_policy",
+    "make_policy",
+    "policy_from_spec",
+]
 
 
 class BudgetPolicy:
@@ -26,7 +33,12 @@ class BudgetPolicy:
     Parameters
     ----------
     budget
-        Maximum number of support vectors (``None`` only for :class:`Unbounded`).
+        Maximum number of support vectors (``None`` only where a subclass allows it).
+
+    Notes
+    -----
+    Memory a policy keeps is O(budget) (or O(budget²) for :class:`Projectron`): no
+    per-event history, whatever the stream length.
     """
 
     #: Whether the policy needs ``SupportSet(keep_gram=True)``.
@@ -48,14 +60,21 @@ class BudgetPolicy:
         """
         raise NotImplementedError
 
+    def _full(self, support: SupportSet) -> bool:
+        return self.budget is not None and support.n >= self.budget
+
     # -- plain data ---------------------------------------------------------------------------
     def _extra_params(self) -> dict[str, Any]:
         return {}
 
     def to_spec(self) -> dict[str, Any]:
         """Plain data: the policy's name, parameters and mutable state."""
-        return {"name": type(self).__name__, "budget": self.budget, **self._extra_params(),
-                "state": self.state()}
+        return {
+            "name": type(self).__name__,
+            "budget": self.budget,
+            **self._extra_params(),
+            "state": self.state(),
+        }
 
     def state(self) -> dict[str, Any]:
         """Mutable state (e.g. an RNG) as plain data; empty for stateless policies."""
@@ -75,6 +94,20 @@ class BudgetPolicy:
         return hash(repr(self))
 
 
+def without_slot(k_row: np.ndarray | None, slot: int) -> np.ndarray | None:
+    """``k_row`` as it reads after ``support.remove(slot)`` (the last entry moves into ``slot``)."""
+    if k_row is None:
+        return None
+    k = np.array(k_row, dtype=np.float64)
+    k[slot] = k[-1]
+    return k[:-1]
+
+
+def oldest_among(support: SupportSet, mask: np.ndarray) -> int:
+    """Slot of the oldest support row among those where ``mask`` is true (ties broken by age)."""
+    return int(np.argmin(np.where(mask, support.ids, np.iinfo(np.int64).max)))
+
+
 class Unbounded(BudgetPolicy):
     """No budget: every new support vector is kept (the book's algorithms as written)."""
 
@@ -88,17 +121,7 @@ class Unbounded(BudgetPolicy):
         return "Unbounded()"
 
 
-class RemoveOldest(BudgetPolicy):
-    """Sliding window: when full, the oldest support vector leaves before the new one enters."""
-
-    def insert(self, support, row, coef, k_row):
-        if len(support) >= self.budget:
-            support.remove(support.oldest())
-            k_row = None
-        support.append(row, coef, k_row)
-
-
-_POLICIES: dict[str, type[BudgetPolicy]] = {"Unbounded": Unbounded, "RemoveOldest": RemoveOldest}
+_POLICIES: dict[str, type[BudgetPolicy]] = {"Unbounded": Unbounded}
 
 
 def register_policy(cls: type[BudgetPolicy]) -> type[BudgetPolicy]:
@@ -114,7 +137,7 @@ def make_policy(budget: int | BudgetPolicy | None) -> BudgetPolicy:
     if isinstance(budget, BudgetPolicy):
         return copy.deepcopy(budget)
     if isinstance(budget, (int, np.integer)) and not isinstance(budget, bool):
-        return RemoveOldest(int(budget))
+        return _POLICIES["RemoveOldest"](int(budget))
     raise ConfigError(
         f"budget must be None, a positive int or a BudgetPolicy such as RemoveOldest(200), "
         f"got {budget!r}"

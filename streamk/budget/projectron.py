@@ -1,0 +1,187 @@
+"""Projectron: project a new support vector onto the span of the set when it is close to it.
+
+Orabona, Keshet & Caputo, "Bounded kernel-based online learning", JMLR 10 (2009),
+Fig. 1 (Projectron); DOGMA's ``k_projectron`` is the reference implementation. The policy
+keeps the inverse Gram matrix ``P = K(S, S)^-1`` of the set in slot order, updated
+incrementally: O(n²) per added vector (block inverse) and per removal (rank-one
+downdate), never O(n³) except to rebuild after a change it did not make.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..support import SupportSet
+from .base import BudgetPolicy, register_policy, without_slot
+
+__all__ = ["Projectron"]
+
+#: A vector whose squared projection error is below this fraction of ``k(x, x)`` is
+#: always projected, whatever ``eta``: adding it would make ``K`` numerically singular.
+MIN_REL_DELTA = 1e-8
+
+
+def add_coef_rows(support: SupportSet, D: np.ndarray) -> None:
+    """``support.coef += D`` through ``support.add_coef`` (one call per non-zero row).
+
+    ``SupportSet`` has no bulk form of ``add_coef``; this is the only loop over
+    support vectors in the budget package (see the package notes).
+    """
+    for slot in np.flatnonzero(np.any(D != 0.0, axis=1)):
+        support.add_coef(int(slot), D[slot])
+
+
+@register_policy
+class Projectron(BudgetPolicy):
+    """Projectron budget: add a vector only if it is far from the span of the set.
+
+    For a new vector ``x`` with coefficient ``c`` and ``k = K(S, x)``, let ``d = P k``
+    (``P = K(S, S)^-1``) and the squared projection error
+    ``delta² = k(x, x) - kᵀ d``. If ``delta² <= eta`` the update is projected onto the
+    set instead: ``coef_S += d cᵀ`` (the exact projection of ``c k(x, ·)`` onto the
+    span); otherwise ``x`` joins the set and ``P`` grows by the block-inverse formula.
+    ``eta`` thresholds the *squared* error, as in DOGMA (the paper writes
+    ``||delta|| <= eta``); ``eta = 0`` projects only vectors already in the span.
+
+    With ``budget=None`` the set size is bounded by ``eta`` and the kernel (Thm. 3 of the
+    paper); with an ``int`` budget, a full set first drops the vector whose removal,
+    with its coefficient projected onto the others, changes ``f`` least:
+    ``argmin_i ||coef_i||² / P_ii`` (the squared RKHS error of that projection), and
+    the others receive ``-coef_i P_{:,i} / P_ii`` (rank-one downdate of ``P``).
+
+    The policy applies one rule to every insertion, so combined with a learner that also
+    inserts on margin errors (:class:`~streamk.learners.budgeted.MarginPerceptron`) it
+    gives a Projectron++-like learner (Fig. 2 of the paper, with the mistake rule also
+    used for margin errors instead of Projectron++'s step ``tau``).
+
+    ``P``, the slot ids it was built for and the kernel are the state. If the set changed
+    behind the policy's back (another policy, a learner pruning zero coefficients, or a
+    kernel change during ``gamma="auto"`` warm-up), ``P`` is rebuilt in O(n³).
+
+    Parameters
+    ----------
+    budget
+        ``None`` or a maximum number of support vectors.
+    eta
+        Threshold on the squared projection error (``>= 0``; DOGMA's default 0.1).
+    """
+
+    def __init__(self, budget: int | None = None, eta: float = 0.1):
+        super().__init__(budget)
+        if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0.0:
+            raise ConfigError(f"eta must be a number >= 0, got {eta!r}")
+        self.eta = float(eta)
+        self._P = np.zeros((0, 0))
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._kernel = None
+        self._kspec: dict[str, Any] | None = None
+
+    def _extra_params(self) -> dict[str, Any]:
+        return {"eta": self.eta}
+
+    # -- the inverse Gram matrix ------------------------------------------------------------
+    @property
+    def inverse_gram(self) -> np.ndarray:
+        """``K(S, S)^-1`` in slot order as last synchronised (a copy)."""
+        n = self._ids.shape[0]
+        return self._P[:n, :n].copy()
+
+    def _in_sync(self, support: SupportSet) -> bool:
+        if support.kernel is not self._kernel:
+            if self._kspec is None or support.kernel.to_spec() != self._kspec:
+                return False
+            self._kernel = support.kernel
+        return self._ids.shape[0] == support.n and np.array_equal(self._ids, support.ids)
+
+    def _rebuild(self, support: SupportSet) -> None:
+        n = support.n
+        G = support.kernel_block(support.X) if n else np.zeros((0, 0))
+        try:
+            P = np.linalg.inv(G)
+        except np.linalg.LinAlgError:
+            P = np.linalg.pinv(G, hermitian=True)
+        self._P = np.zeros((max(n, 1), max(n, 1)))
+        self._P[:n, :n] = P
+        self._remember(support)
+
+    def _remember(self, support: SupportSet) -> None:
+        self._ids = support.ids.copy()
+        self._kernel = support.kernel
+        self._kspec = support.kernel.to_spec()
+
+    def _grow(self, n: int) -> None:
+        cap = self._P.shape[0]
+        if n > cap:
+            P = np.zeros((max(n, 2 * cap), max(n, 2 * cap)))
+            P[:cap, :cap] = self._P
+            self._P = P
+
+    # -- insertion ------------------------------------------------------------------------------
+    def insert(self, support, row, coef, k_row):
+        if not self._in_sync(support):
+            self._rebuild(support)
+        coef = np.asarray(coef, dtype=np.float64).ravel()
+        kxx = float(support.kernel.diag(np.asarray(row, dtype=np.float64)[None, :])[0])
+        n = support.n
+        k = np.asarray(k_row, dtype=np.float64)
+        d = self._P[:n, :n] @ k
+        delta = kxx - float(k @ d)
+        if n and (delta <= self.eta or delta <= MIN_REL_DELTA * kxx):
+            add_coef_rows(support, d[:, None] * coef[None, :])
+            return
+        if self._full(support):
+            slot = self._remove_one(support)
+            k = without_slot(k, slot)
+            n -= 1
+            d = self._P[:n, :n] @ k
+            delta = kxx - float(k @ d)
+        self._append(support, row, coef, k, d, delta)
+
+    def _append(self, support, row, coef, k, d, delta) -> None:
+        n = support.n
+        self._grow(n + 1)
+        P = self._P
+        P[:n, :n] += np.outer(d, d) / delta
+        P[:n, n] = -d / delta
+        P[n, :n] = -d / delta
+        P[n, n] = 1.0 / delta
+        support.append(row, coef, k)
+        self._remember(support)
+
+    def _remove_one(self, support: SupportSet) -> int:
+        """Drop ``argmin ||coef_i||² / P_ii``, projecting its coefficient onto the others."""
+        n = support.n
+        P = self._P
+        pdiag = np.diag(P[:n, :n])
+        cost = np.einsum("ij,ij->i", support.coef, support.coef) / pdiag
+        i = int(np.argmin(cost))
+        D = -np.outer(P[:n, i] / P[i, i], support.coef[i])
+        D[i] = 0.0
+        add_coef_rows(support, D)
+        last = n - 1
+        P[:n, :n] -= np.outer(P[:n, i], P[i, :n]) / P[i, i]
+        P[i, :n] = P[last, :n]
+        P[:n, i] = P[:n, last]
+        P[last, :n] = 0.0
+        P[:n, last] = 0.0
+        support.remove(i)
+        self._remember(support)
+        return i
+
+    # -- plain data -------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {"P": self.inverse_gram, "ids": self._ids.copy(), "kernel": self._kspec}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        if not state:
+            return
+        P = np.asarray(state["P"], dtype=np.float64)
+        n = P.shape[0]
+        self._P = np.zeros((max(n, 1), max(n, 1)))
+        self._P[:n, :n] = P
+        self._ids = np.asarray(state["ids"], dtype=np.int64).copy()
+        self._kspec = state["kernel"]
+        self._kernel = None
