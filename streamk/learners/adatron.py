@@ -1,0 +1,342 @@
+"""Kernel adatron (Shawe-Taylor & Cristianini, Alg. 7.59 / CF 7.13), on-line and batch."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from river import base
+
+from ..budget import BudgetPolicy
+from ..errors import ConfigError, InvalidInput
+from ..kernels import Kernel
+from ._slotdata import SlotData
+from .base import AUTO_WINDOW, KernelLearner
+from .labels import LabelCoder
+
+__all__ = ["KernelAdatron"]
+
+
+class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
+    """Kernel adatron: coordinate ascent on the no-bias SVM dual, one example at a time.
+
+    The book's "on-line update rule that models the hard margin SVM with fixed threshold
+    0" (Shawe-Taylor & Cristianini, Alg. 7.59, CF 7.13) with the exact coordinate step
+    ``alpha_i <- clip(alpha_i + (1 - y_i f(x_i)) / k(x_i, x_i), 0, C)`` (the book's step 1
+    diverges when ``k(x, x) > 2``), ``f(x) = sum_i alpha_i y_i k(x_i, x)``. On-line, each
+    event gets one step from ``alpha = 0`` (it joins the support set only if its
+    ``alpha`` becomes positive), then ``resweeps`` passes of the same step over the support
+    set move the earlier coefficients towards the optimum. :meth:`fit` runs the book's
+    cyclic algorithm on a fixed set until the coefficients stop changing. A step costs
+    O(n_support · d) kernel work plus O(resweeps · n_support²) for the resweeps (a Python
+    loop over the support set whose body is one Gram-matrix column).
+
+    Parameters
+    ----------
+    kernel
+        A :mod:`streamk.kernels` kernel. ``None`` means ``RBF(gamma="auto")``. There is no
+        bias: use ``Sum(RBF(...), Constant(1.0))`` to get one.
+    C
+        Soft-margin constant. ``inf`` (the default) is the book's hard margin.
+    norm
+        ``1``: 1-norm soft margin, ``0 <= alpha <= C`` (the box). ``2``: 2-norm soft margin,
+        ``1/C`` added to the kernel's diagonal during training only (no box).
+    resweeps
+        Passes over the support set after each event (``0``: only the new example moves).
+    budget
+        ``None`` (unbounded), an ``int`` (``RemoveOldest``) or a :mod:`streamk.budget` policy.
+
+    Attributes
+    ----------
+    n_support
+        Number of support vectors held.
+    n_updates
+        Number of events that entered the support set.
+    classes_
+        Labels seen, in order of first appearance.
+
+    Notes
+    -----
+    The fixed point of the cyclic algorithm is the maximiser of
+    ``sum(alpha) - 1/2 alpha' H alpha`` subject to ``0 <= alpha <= C`` with
+    ``H_ij = y_i y_j k(x_i, x_j)`` (plus ``delta_ij / C`` for the 2-norm): the C-SVM
+    without bias. On-line, a support vector whose coefficient returns to 0 in every column
+    during a resweep **leaves the set**: it no longer changes ``f``, leaving keeps the set
+    sparse, and it frees budget. The price is that it cannot come back later, so the on-line
+    model approximates the batch optimum over the stream seen so far (call :meth:`fit` on a
+    window for the exact one). Labels and multiclass work as in
+    :class:`~streamk.learners.perceptron.KernelPerceptron`: one-vs-rest columns over one
+    shared support set, each column its own adatron. ``learn_many`` replays the rows in
+    order on one tracked kernel block, so it gives the same model as ``learn_one``.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, metrics
+    >>> from streamk.learners import KernelAdatron
+    >>> model = KernelAdatron(C=1.0, budget=200)
+    >>> evaluate.progressive_val_score(datasets.Bananas().take(2000), model, metrics.Accuracy())
+    Accuracy: 88.19%
+
+    """
+
+    _keep_gram = True
+
+    def __init__(
+        self,
+        kernel: Kernel | None = None,
+        C: float = math.inf,
+        norm: int = 1,
+        resweeps: int = 1,
+        budget: int | BudgetPolicy | None = None,
+    ):
+        self.kernel = kernel
+        self.C = C
+        self.norm = norm
+        self.resweeps = resweeps
+        self.budget = budget
+        if isinstance(C, bool) or not isinstance(C, (int, float)) or not C > 0:
+            raise ConfigError(f"C must be a number > 0 (inf for the hard margin), got {C!r}")
+        if norm not in (1, 2) or isinstance(norm, bool):
+            raise ConfigError(f"norm must be 1 (box C) or 2 (1/C on the diagonal), got {norm!r}")
+        if isinstance(resweeps, bool) or not isinstance(resweeps, int) or resweeps < 0:
+            raise ConfigError(f"resweeps must be an int >= 0, got {resweeps!r}")
+        self._reset()
+
+    def _reset(self, n_outputs: int = 1) -> None:
+        super()._reset(n_outputs)
+        self._labels = LabelCoder()
+        self._cls = SlotData(1)  # class index of each support vector
+        self.n_updates = 0
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"C": 1.0, "budget": 50}
+
+    @property
+    def _multiclass(self) -> bool:
+        return True
+
+    @property
+    def classes_(self) -> list[Any]:
+        return list(self._labels.classes)
+
+    # -- the problem's constants ------------------------------------------------------------------
+    @property
+    def _mu(self) -> float:
+        """Diagonal shift of the 2-norm soft margin (0 for the 1-norm)."""
+        return 1.0 / self.C if self.norm == 2 else 0.0
+
+    @property
+    def _upper(self) -> float:
+        return float(self.C) if self.norm == 1 else math.inf
+
+    def _targets(self, cls_idx: np.ndarray) -> np.ndarray:
+        """±1 targets ``(n, n_outputs)`` of support vectors with class indices ``cls_idx``."""
+        idx = cls_idx.astype(np.intp)
+        if self._labels.multiclass:
+            T = -np.ones((idx.shape[0], self._labels.n_outputs))
+            T[np.arange(idx.shape[0]), idx] = 1.0
+            return T
+        return np.asarray(self._labels.signs, dtype=np.float64)[idx][:, None]
+
+    # -- on-line learning -------------------------------------------------------------------------
+    def learn_one(self, x: dict, y: Any) -> None:
+        self._add_label(y)
+        row = self._learn_row(x)
+        k_row = self._support.kernel_block(row[None, :])[0]
+        self._update(row, k_row @ self._support.coef, k_row, y)
+
+    def learn_many(self, X: Any, y: Any) -> None:
+        rows = self._block(X, grow=True)
+        labels = list(y)
+        if len(labels) != rows.shape[0]:
+            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        i = 0
+        while i < len(labels) and self._warming_up:  # gamma="auto" still moving: one by one
+            self._add_label(labels[i])
+            self._scale.update(rows[i][None, :])
+            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
+            k_row = self._support.kernel_block(rows[i][None, :])[0]
+            self._update(rows[i], k_row @ self._support.coef, k_row, labels[i])
+            i += 1
+        if i == len(labels):
+            return
+        with self._support.track(rows[i:]) as block:
+            for j, label in enumerate(labels[i:]):
+                self._add_label(label)
+                k_row = block.K[j, : self._support.n].copy()
+                block.start = j + 1
+                self._update(rows[i + j], k_row @ self._support.coef, k_row, label)
+
+    def _add_label(self, y: Any) -> None:
+        if y is None:
+            raise InvalidInput("learn_one needs a label; got y=None")
+        remap = self._labels.add(y)
+        if remap is not None:
+            self._support.remap_outputs(remap)
+
+    def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
+        """One coordinate step on the new example from alpha = 0, then the resweeps."""
+        t = self._labels.targets(y)
+        denom = float(self._support.kernel.diag(row[None, :])[0]) + self._mu
+        if denom > 0.0:  # phi(x) = 0 (and no 2-norm shift) can never change f
+            alpha = np.clip((1.0 - t * f) / denom, 0.0, self._upper)
+            if (alpha > 0.0).any():
+                new_id = self._support.next_id
+                self._policy.insert(self._support, row, alpha * t, k_row)
+                self._cls.add(new_id, float(self._labels.classes.index(y)))
+                self.n_updates += 1
+        self._n_learned += 1
+        if self.resweeps:
+            self._resweep(self.resweeps)
+
+    def _resweep(self, passes: int) -> None:
+        """``passes`` cyclic coordinate steps over the support set, oldest first (CF 7.13)."""
+        S = self._support
+        if S.n == 0:
+            return
+        cls = self._cls.align(S.ids)[:, 0]
+        known = ~np.isnan(cls)
+        T = np.zeros((S.n, S.n_outputs))
+        T[known] = self._targets(cls[known])
+        G = S.gram_matrix
+        mu, upper = self._mu, self._upper
+        denom = S.kdiag + mu
+        eta = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0.0)
+        order = [int(i) for i in np.argsort(S.ids, kind="stable") if known[i] and eta[i] > 0.0]
+        coef = S.coef  # a live view: add_coef writes through it
+        for _ in range(passes):
+            F = G @ coef
+            if S.n_outputs == 1:  # binary: the same step on Python floats (fewer NumPy calls)
+                c, f, t_, e_ = coef[:, 0], F[:, 0], T[:, 0].tolist(), eta.tolist()
+                for i in order:
+                    t, a = t_[i], float(c[i]) * t_[i]
+                    a_new = min(max(a + e_[i] * (1.0 - t * (float(f[i]) + mu * a)), 0.0), upper)
+                    if a_new != a:
+                        delta = (a_new - a) * t
+                        S.add_coef(i, delta)
+                        f += G[i] * delta  # G is symmetric: row i is column i
+                continue
+            for i in order:
+                t = T[i]
+                a = coef[i] * t
+                a_new = np.clip(a + eta[i] * (1.0 - t * (F[i] + mu * a)), 0.0, upper)
+                delta = (a_new - a) * t
+                if delta.any():
+                    S.add_coef(i, delta)
+                    F += G[i, :, None] * delta
+        dead = np.flatnonzero(known & ~coef.any(axis=1))
+        for slot in dead[::-1]:  # descending, so swap-remove never moves a row still to drop
+            S.remove(int(slot))
+
+    # -- batch ------------------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any, max_epochs: int = 1000, tol: float = 1e-8) -> KernelAdatron:
+        """Train from scratch on a fixed set with the cyclic algorithm (CF 7.13) to convergence.
+
+        ``gamma="auto"`` is estimated from the first 200 rows. Examples with a positive
+        coefficient become the support set (through the budget policy, in row order); the
+        model then predicts and continues on-line as usual.
+        """
+        self._reset()
+        rows = self._block(X, grow=True)
+        labels = list(y)
+        if len(labels) != rows.shape[0]:
+            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        for label in labels:
+            self._add_label(label)
+        if self._scale is not None and len(labels):
+            self._scale.update(rows[:AUTO_WINDOW])
+            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
+        if not labels:
+            return self
+        K = self._support.kernel.gram(rows, rows)
+        T = np.stack([self._labels.targets(label) for label in labels])
+        A = np.column_stack(
+            [
+                _adatron_dual(K, T[:, c], self.C, self.norm, tol=tol, max_epochs=max_epochs)
+                for c in range(T.shape[1])
+            ]
+        )
+        for i in np.flatnonzero(A.any(axis=1)):
+            new_id = self._support.next_id
+            k_row = self._support.kernel_block(rows[i][None, :])[0]
+            self._policy.insert(self._support, rows[i], A[i] * T[i], k_row)
+            self._cls.add(new_id, float(self._labels.classes.index(labels[i])))
+            self.n_updates += 1
+        self._n_learned = len(labels)
+        return self
+
+    # -- prediction ---------------------------------------------------------------------------
+    def decision_function_one(self, x: dict) -> np.ndarray:
+        """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
+        return self._support.decision(self._predict_row(x))[0]
+
+    def predict_one(self, x: dict) -> Any:
+        if not self._labels.classes:
+            return None
+        return self._labels.decide(self._support.decision(self._predict_row(x)))[0]
+
+    def predict_proba_one(self, x: dict) -> dict[Any, float]:
+        if not self._labels.classes:
+            return {}
+        P = self._labels.probabilities(self._support.decision(self._predict_row(x)))
+        return dict(zip(self._labels.classes, P[0].tolist()))
+
+    def predict_many(self, X: Any):
+        import pandas as pd
+
+        F = self._support.decision(self._block(X, grow=False))
+        return pd.Series(self._labels.decide(F), index=getattr(X, "index", None), dtype=object)
+
+    def predict_proba_many(self, X: Any):
+        import pandas as pd
+
+        P = self._labels.probabilities(self._support.decision(self._block(X, grow=False)))
+        return pd.DataFrame(P, columns=self._labels.classes, index=getattr(X, "index", None))
+
+    # -- plain data ---------------------------------------------------------------------------
+    def _extra_state(self) -> dict[str, Any]:
+        self._cls.align(self._support.ids)
+        return {
+            "labels": self._labels.state(),
+            "sv_class": self._cls.state(),
+            "n_updates": self.n_updates,
+        }
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self._labels = LabelCoder.from_state(state["labels"])
+        self._cls = SlotData.from_state(self._support.ids, state["sv_class"])
+        self.n_updates = int(state["n_updates"])
+
+
+def _adatron_dual(
+    K: np.ndarray, y: np.ndarray, C: float, norm: int, tol: float = 1e-8, max_epochs: int = 1000
+) -> np.ndarray:
+    """Cyclic exact coordinate ascent on ``max sum(a) - a'Ha/2, 0 <= a <= C`` (no bias).
+
+    ``H = (y y') * K`` (+ ``I / C`` for the 2-norm, whose box is ``[0, inf)``). Stops when no
+    coefficient moved by more than ``tol`` in a sweep. To be folded into the shared
+    coordinate-ascent solver (``streamk.solvers.coordinate``) when it lands.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    H = K * np.outer(y, y)
+    if norm == 2 and math.isfinite(C):
+        H[np.diag_indices_from(H)] += 1.0 / C
+    upper = float(C) if norm == 1 else math.inf
+    d = np.diag(H).copy()
+    eta = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0.0)
+    alpha = np.zeros(len(y))
+    F = np.zeros(len(y))  # H @ alpha
+    for _ in range(max_epochs):
+        moved = 0.0
+        for i in range(len(y)):
+            a = min(max(alpha[i] + eta[i] * (1.0 - F[i]), 0.0), upper)
+            delta = a - alpha[i]
+            if delta != 0.0:
+                alpha[i] = a
+                F += delta * H[i]
+                moved = max(moved, abs(delta))
+        if moved <= tol:
+            break
+    return alpha
