@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .adatron import KernelAdatron
 from .perceptron import KernelPerceptron
 
-__all__ = ["KernelPerceptron"]
+__all__ = ["KernelAdatron", "KernelPerceptron"]
