@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import importlib.util
 import os
 import platform
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -64,7 +62,6 @@ QUICK_GROUP_CONFIG: dict[str, int] = {
 ENV_BINARY = "STREAMK_TANSU_BIN"
 
 _LIVE: weakref.WeakSet[LocalBroker] = weakref.WeakSet()
-_PR_SET_PDEATHSIG = 1
 
 
 def find_tansu(binary: str | os.PathLike[str] | None = None) -> Path:
@@ -112,10 +109,18 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to SIGTERM the broker when the thread that started it exits."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+# Exec trampoline (Linux): set PR_SET_PDEATHSIG, check the parent is still ours, then exec
+# tansu in place (same PID). A fresh interpreter, unlike preexec_fn, is safe with threads.
+_TRAMPOLINE = """
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+except Exception:
+    pass
+if os.getppid() != int(sys.argv[1]):
+    sys.exit("streamk broker: parent exited before tansu started")
+os.execv(sys.argv[2], sys.argv[2:])
+"""
 
 
 class LocalBroker:
@@ -139,9 +144,10 @@ class LocalBroker:
 
     Notes
     -----
-    On Linux the child is started with ``PR_SET_PDEATHSIG``: it is terminated
-    when the *thread* that started it exits, so start it from a long-lived
-    thread (the main thread, as the fixture and ``serve`` do).
+    On Linux the child is started (through a tiny exec trampoline, so its PID is
+    tansu's) with ``PR_SET_PDEATHSIG``: it is terminated when the *thread* that
+    started it exits, so start it from a long-lived thread (the main thread, as
+    the fixture and ``serve`` do).
 
     Examples
     --------
@@ -210,13 +216,14 @@ class LocalBroker:
         with open(self.log_path, "ab") as log:
             log.write(f"$ {' '.join(cmd)}\n".encode())
             log.flush()
+            if sys.platform.startswith("linux"):
+                cmd = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, str(os.getpid()), *cmd]
             self._proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C reaches us, and we stop the broker cleanly
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
             )
 
     def _wait_ready(self, port: int) -> None:
