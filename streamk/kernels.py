@@ -36,6 +36,7 @@ __all__ = [
     "Cosine",
     "ScaleEstimator",
     "kernel_from_spec",
+    "kernel_from_string",
 ]
 
 AUTO = "auto"
@@ -484,3 +485,38 @@ def _sub_specs(specs: Any, depth: int) -> Iterable[Kernel]:
     if not isinstance(specs, list):
         raise ConfigError(f"a combinator spec needs a list under 'kernels', got {specs!r:.200}")
     return [kernel_from_spec(s, depth + 1) for s in specs]
+
+
+def kernel_from_string(text: str) -> Kernel:
+    """Parse the short kernel syntax of the command line and config files.
+
+    ``rbf`` / ``rbf:0.5`` (gamma; default ``auto``), ``laplacian[:gamma]``, ``linear``,
+    ``poly[:degree[:scale[:offset]]]``, ``cosine``; a ``+bias`` suffix adds ``Constant(1)``
+    (an offset for the book's bias-free learners). Example: ``rbf:2+bias``.
+    """
+    body, _, suffix = text.strip().lower().partition("+")
+    if suffix not in ("", "bias"):
+        raise ConfigError(
+            f"unknown kernel suffix {'+' + suffix!r} in {text!r}; only '+bias' exists"
+        )
+    name, *args = body.split(":")
+    try:
+        values = [float(a) if a != AUTO else AUTO for a in args]
+        if name == "rbf" and len(values) <= 1:
+            kernel: Kernel = RBF(*values)
+        elif name == "laplacian" and len(values) <= 1:
+            kernel = Laplacian(*values)
+        elif name == "linear" and not values:
+            kernel = Linear()
+        elif name == "cosine" and not values:
+            kernel = Cosine()
+        elif name in ("poly", "polynomial") and len(values) <= 3:
+            kernel = Polynomial(int(values[0]) if values else 3, *values[1:])
+        else:
+            raise ConfigError(
+                f"cannot parse kernel {text!r}; use rbf[:gamma], laplacian[:gamma], linear, "
+                "cosine or poly[:degree[:scale[:offset]]], optionally with +bias"
+            )
+    except ValueError as exc:
+        raise ConfigError(f"cannot parse kernel {text!r}: {exc}") from None
+    return Sum(kernel, Constant(1.0)) if suffix == "bias" else kernel

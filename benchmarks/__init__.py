@@ -1,0 +1,1 @@
+"""Reproducible comparisons of streamk with river and scikit-learn (python -m benchmarks.NAME)."""

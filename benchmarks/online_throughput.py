@@ -1,0 +1,226 @@
+"""Throughput and accuracy of the kernel perceptron next to river's models, in one run.
+
+Every model runs the same prequential protocol (predict, score, learn) on the same
+streams; events/s are the median (min-max) over repeats, and ratios are taken against
+river's linear ``Perceptron`` and against a plain one-event-at-a-time NumPy kernel
+perceptron (the code a user would write by hand).
+
+Run::
+
+    python -m benchmarks.online_throughput            # full run (~3-5 min)
+    python -m benchmarks.online_throughput --quick    # smaller streams, 1 repeat
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from river import datasets, linear_model, metrics, neighbors, preprocessing
+from river.datasets import synth
+
+from streamk import KernelPerceptron
+from streamk.evaluate import prequential
+from streamk.kernels import RBF, ScaleEstimator
+
+RESULTS = Path(__file__).parent / "results"
+
+
+class PlainKernelPerceptron:
+    """A hand-written one-event-at-a-time NumPy kernel perceptron (one-vs-rest, budget).
+
+    It uses the same gamma="auto" rule as streamk so accuracies are comparable; features
+    are read in the dict's order, as a hand-written loop would.
+    """
+
+    def __init__(self, budget: int = 500, warmup: int = 200):
+        self.budget = budget
+        self.warmup = warmup
+        self.S = None
+        self.C = None
+        self.classes: list[Any] = []
+        self.scale = ScaleEstimator()
+        self.gamma = 1.0
+
+    def _f(self, x: np.ndarray) -> np.ndarray:
+        if self.S is None:
+            return np.zeros(max(len(self.classes), 1))
+        k = np.exp(-self.gamma * np.sum((self.S - x) ** 2, axis=1))
+        return k @ self.C
+
+    def predict_one(self, x: dict) -> Any:
+        if not self.classes:
+            return None
+        f = self._f(np.fromiter(x.values(), float))
+        if len(self.classes) <= 2:
+            return self.classes[0] if f[0] >= 0 else self.classes[-1]
+        return self.classes[int(np.argmax(f))]
+
+    def learn_one(self, x: dict, y: Any) -> None:
+        if y not in self.classes:
+            self.classes.append(y)
+            if self.C is not None and len(self.classes) > 2:
+                if len(self.classes) == 3:
+                    self.C = np.hstack([self.C, -self.C])
+                self.C = np.hstack([self.C, np.zeros((len(self.C), 1))])
+        row = np.fromiter(x.values(), float)
+        if self.scale.n < self.warmup:
+            self.scale.update(row[None, :])
+            self.gamma = RBF().resolve(self.scale).gamma
+        f = self._f(row)
+        if len(self.classes) <= 2:
+            t = np.array([1.0 if y == self.classes[0] else -1.0])
+        else:
+            t = -np.ones(len(self.classes))
+            t[self.classes.index(y)] = 1.0
+        wrong = (f[: len(t)] >= 0) != (t > 0)
+        if wrong.any():
+            coef = np.where(wrong, t, 0.0)[None, :]
+            if self.S is None:
+                self.S, self.C = row[None, :], coef
+            else:
+                self.S = np.vstack([self.S, row])[-self.budget :]
+                self.C = np.vstack([self.C, coef])[-self.budget :]
+
+
+def streams(quick: bool) -> dict[str, Callable[[], Any]]:
+    n = 5_000 if quick else 20_000
+    return {
+        "Bananas": lambda: datasets.Bananas(),
+        "Phishing": lambda: datasets.Phishing(),
+        "ImageSegments": lambda: datasets.ImageSegments(),
+        f"Hyperplane(d=10, n={n})": lambda: synth.Hyperplane(seed=7, n_features=10).take(n),
+    }
+
+
+def models(budget: int) -> dict[str, tuple[Callable[[], Any], int]]:
+    """name -> (factory, batch size)."""
+    return {
+        f"streamk KernelPerceptron learn_one (budget {budget})": (
+            lambda: KernelPerceptron(budget=budget),
+            1,
+        ),
+        f"streamk KernelPerceptron learn_many/500 (budget {budget})": (
+            lambda: KernelPerceptron(budget=budget),
+            500,
+        ),
+        f"plain NumPy kernel perceptron (budget {budget})": (
+            lambda: PlainKernelPerceptron(budget=budget),
+            1,
+        ),
+        "river linear_model.Perceptron": (lambda: linear_model.Perceptron(), 1),
+        "river LogisticRegression (scaled)": (
+            lambda: preprocessing.StandardScaler() | linear_model.LogisticRegression(),
+            1,
+        ),
+        "river KNNClassifier (scaled)": (
+            lambda: preprocessing.StandardScaler() | neighbors.KNNClassifier(),
+            1,
+        ),
+    }
+
+
+def run_one(factory, batch_size: int, stream) -> dict[str, Any]:
+    model = factory()
+    multiclass_ok = getattr(model, "_multiclass", True)
+    start = time.perf_counter()
+    res = prequential(model, stream, metrics.Accuracy(), batch_size=batch_size, every=3600)
+    secs = time.perf_counter() - start
+    return {
+        "events": res.n_events,
+        "seconds": secs,
+        "accuracy": res.metric,
+        "n_support": res.n_support,
+        "multiclass": multiclass_ok,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--budget", type=int, default=500)
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else args.repeats
+    rows = []
+    for sname, sfactory in streams(args.quick).items():
+        is_multiclass = len({y for _, y in sfactory()}) > 2
+        base_rates: dict[str, float] = {}
+        for mname, (mfactory, batch) in models(args.budget).items():
+            if is_multiclass and mname.startswith("river linear_model.Perceptron"):
+                continue  # binary-only model
+            runs = [run_one(mfactory, batch, sfactory()) for _ in range(repeats)]
+            rates = [r["events"] / r["seconds"] for r in runs]
+            row = {
+                "stream": sname,
+                "model": mname,
+                "events": runs[0]["events"],
+                "events_per_s_median": statistics.median(rates),
+                "events_per_s_min": min(rates),
+                "events_per_s_max": max(rates),
+                "accuracy": runs[0]["accuracy"],
+                "n_support": runs[0]["n_support"],
+            }
+            rows.append(row)
+            if mname.startswith("river linear_model.Perceptron"):
+                base_rates["river"] = row["events_per_s_median"]
+            if mname.startswith("plain"):
+                base_rates["plain"] = row["events_per_s_median"]
+            print(
+                f"{sname:<24} {mname:<58} {row['events_per_s_median']:>10,.0f} ev/s "
+                f"({row['events_per_s_min']:,.0f}-{row['events_per_s_max']:,.0f})  "
+                f"acc {row['accuracy']:.4f}  sv {row['n_support']}",
+                flush=True,
+            )
+        for row in rows:
+            if row["stream"] == sname:
+                for key, rate in base_rates.items():
+                    row[f"ratio_vs_{key}"] = row["events_per_s_median"] / rate
+    print()
+    print(f"{'stream':<24} {'model':<58} {'ev/s':>10} {'x river':>8} {'x plain':>8} {'acc':>7}")
+    nan = float("nan")
+    for r in rows:
+        vs_river, vs_plain = r.get("ratio_vs_river", nan), r.get("ratio_vs_plain", nan)
+        print(
+            f"{r['stream']:<24} {r['model']:<58} {r['events_per_s_median']:>10,.0f} "
+            f"{vs_river:>8.2f} {vs_plain:>8.2f} {r['accuracy']:>7.4f}"
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {
+        "benchmark": "online_throughput",
+        "repeats": repeats,
+        "budget": args.budget,
+        "machine": machine_info(),
+        "rows": rows,
+    }
+    path = RESULTS / ("online_throughput_quick.json" if args.quick else "online_throughput.json")
+    path.write_text(json.dumps(out, indent=2))
+    print(f"\nwrote {path}")
+    return 0
+
+
+def machine_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "numpy": np.__version__,
+    }
+    try:
+        cfg = np.show_config(mode="dicts")
+        info["blas"] = cfg.get("Build Dependencies", {}).get("blas", {}).get("name")
+    except Exception:  # noqa: BLE001 - best effort only
+        pass
+    return info
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,201 @@
+"""The ``streamk`` command.
+
+Each sub-command is a ``cmd_*`` function that returns an exit code; ``main(argv)`` parses
+and dispatches, so tests call it without a subprocess. Run ``streamk COMMAND --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from typing import Any
+
+from . import __version__
+from .errors import StreamkError
+
+__all__ = ["main", "build_parser"]
+
+SCHEMA_VERSION = 1
+
+LEARN_EXAMPLES = """examples:
+  # prequential accuracy of the default kernel perceptron on river's Bananas
+  streamk learn Bananas
+  # a budget of 200 support vectors, an RBF kernel with a bias, blocks of 500 events
+  streamk learn Bananas --budget 200 --kernel rbf:2+bias --batch-size 500
+  # your own CSV (header row; the target is the last column unless --target says)
+  streamk learn data.csv --target label --json
+"""
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "streamk": __version__,
+    }
+
+
+class _Progress:
+    """One status line on stderr: rewritten in place on a terminal, appended otherwise."""
+
+    def __init__(self, metric_name: str, quiet: bool):
+        self.metric_name = metric_name
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, point: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        line = (
+            f"{point['events']:>10,} events  {point['events_per_second']:>9,.0f} ev/s  "
+            f"{self.metric_name} {point['metric']:.4f}  support {point['n_support']:,}"
+        )
+        end = "\r" if self.tty else "\n"
+        print(line, end=end, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.tty and not self.quiet:
+            print(file=sys.stderr)
+
+
+def cmd_learn(args: argparse.Namespace) -> int:
+    """Prequential (test-then-train) evaluation of a learner on a data set or CSV file."""
+    from .budget import policy_from_spec
+    from .evaluate import default_metric, prequential
+    from .kernels import kernel_from_string
+    from .registry import iter_csv, learner_class, load_dataset
+
+    if os.path.exists(args.dataset):
+        stream = iter_csv(args.dataset, args.target)
+    else:
+        stream = load_dataset(args.dataset, n=args.n)
+    params: dict[str, Any] = {}
+    if args.kernel:
+        params["kernel"] = kernel_from_string(args.kernel)
+    if args.budget is not None:
+        params["budget"] = policy_from_spec({"name": args.policy, "budget": args.budget})
+    model = learner_class(args.learner)(**params)
+    metric = default_metric(model)
+    progress = _Progress(type(metric).__name__, args.quiet or args.json)
+    result = prequential(
+        model,
+        stream,
+        metric,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        every=args.every,
+        on_progress=progress,
+    )
+    progress.close()
+    if args.json:
+        out = {
+            "schema_version": SCHEMA_VERSION,
+            "command": "learn",
+            "dataset": args.dataset,
+            "learner": args.learner,
+            "model": repr(model),
+            "kernel": repr(model.kernel_),
+            "batch_size": args.batch_size,
+            **result.to_dict(),
+            "machine": _machine(),
+        }
+        out.pop("checkpoints")
+        print(json.dumps(out, indent=2))
+        return 0
+    rows = [
+        ("data set", args.dataset),
+        ("learner", repr(model).replace("\n", " ")),
+        ("kernel in use", repr(model.kernel_)),
+        ("events", f"{result.n_events:,}"),
+        (result.metric_name.lower(), f"{result.metric:.4f}"),
+        ("events/s", f"{result.events_per_second:,.0f}"),
+        ("support vectors", f"{result.n_support:,}"),
+        ("model memory", f"{result.memory_bytes / 1024:,.1f} KiB"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamk",
+        description="Streaming on-line kernel learning. Run `streamk COMMAND --help` for details.",
+    )
+    parser.add_argument("--version", action="version", version=f"streamk {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    learn = sub.add_parser(
+        "learn",
+        help="prequential evaluation of a learner on a data set or CSV file",
+        description=cmd_learn.__doc__,
+        epilog=LEARN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    learn.add_argument(
+        "dataset",
+        help="a data set name (Bananas, Phishing, ImageSegments, "
+        "Shuttle, TrumpApproval, Hyperplane, SEA, Agrawal, Friedman) or a CSV path",
+    )
+    learn.add_argument("--learner", default="perceptron", help="learner name (default: perceptron)")
+    learn.add_argument(
+        "--kernel",
+        help="e.g. rbf, rbf:0.5, rbf:2+bias, linear, poly:3, laplacian "
+        "(default: the learner's, RBF with gamma=auto)",
+    )
+    learn.add_argument("--budget", type=int, help="maximum number of support vectors")
+    learn.add_argument(
+        "--policy",
+        default="RemoveOldest",
+        help="budget policy used with --budget (default: RemoveOldest)",
+    )
+    learn.add_argument(
+        "--batch-size",
+        type=int,
+        default=1,
+        help="events per predict_many/learn_many block (default: 1)",
+    )
+    learn.add_argument("--limit", type=int, help="stop after this many events")
+    learn.add_argument("--n", type=int, help="length of a synthetic stream (default 20,000)")
+    learn.add_argument("--target", help="CSV target column (default: the last one)")
+    learn.add_argument("--every", type=float, default=1.0, help="seconds between progress lines")
+    learn.add_argument("--json", action="store_true", help="print the result as JSON")
+    learn.add_argument("--quiet", action="store_true", help="no progress display")
+    learn.set_defaults(func=cmd_learn)
+
+    _add_optional_commands(sub)
+    return parser
+
+
+def _add_optional_commands(sub: Any) -> None:
+    """Commands whose modules register their own arguments."""
+    try:
+        from . import snapshot_cli
+    except ImportError:  # pragma: no cover - module absent in a partial build
+        return
+    snapshot_cli.add_arguments(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except StreamkError as exc:
+        print(f"streamk: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("streamk: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
