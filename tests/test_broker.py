@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -194,4 +196,28 @@ def test_broker_dies_with_a_killed_parent() -> None:
     deadline = time.monotonic() + 10
     while _pid_alive(broker_pid) and time.monotonic() < deadline:
         time.sleep(0.05)  # bounded wait for the kernel to deliver PR_SET_PDEATHSIG
+    assert not _pid_alive(broker_pid)
+
+
+@pytest.mark.kafka
+def test_serve_runs_until_ctrl_c() -> None:
+    """``serve()`` prints the bootstrap address, serves, and stops its broker on SIGINT."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from streamk.broker import serve; sys.exit(serve())"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"bootstrap_servers=(127\.0\.0\.1:\d+) \(pid (\d+)\)", line)
+        assert match, line
+        bootstrap, broker_pid = match[1], int(match[2])
+        assert create_topic(bootstrap, "serve-check") is True
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert not _pid_alive(broker_pid)
