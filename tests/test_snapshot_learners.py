@@ -57,3 +57,40 @@ def test_untrained_kernel_perceptron_round_trips():
     loaded = loads(dumps(model)).model
     x = {"a": 1.0, "b": 2.0}
     assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
+
+
+POLICIES = {
+    "RemoveOldest": {},
+    "RemoveRandom": {"seed": 1},
+    "RemoveSmallest": {},
+    "Forgetron": {},
+    "Projectron": {},
+    "Merge": {},
+}
+
+
+def _continue_identically(make, n_train: int = 400, n_more: int = 150, n_test: int = 150):
+    rows = list(itertools.islice(datasets.Phishing(), n_train + n_more + n_test))
+    model = make()
+    for x, y in rows[:n_train]:
+        model.learn_one(x, y)
+    loaded = loads(dumps(model)).model
+    for x, y in rows[n_train : n_train + n_more]:  # budget policies (and their RNGs) at work
+        model.learn_one(x, y)
+        loaded.learn_one(x, y)
+    for x, _ in rows[n_train:]:
+        assert loaded.predict_proba_one(x) == model.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_kernel_perceptron_with_each_budget_policy(policy):
+    budget = pytest.importorskip("streamk.budget")
+    if not hasattr(budget, policy):
+        pytest.skip(f"streamk.budget.{policy} is not in this checkout")
+    cls = getattr(budget, policy)
+    _continue_identically(lambda: perceptron.KernelPerceptron(budget=cls(30, **POLICIES[policy])))
+
+
+def test_kernel_adatron_round_trip():
+    adatron = pytest.importorskip("streamk.learners.adatron")
+    _continue_identically(adatron.KernelAdatron)
