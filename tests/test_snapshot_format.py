@@ -7,6 +7,8 @@ import hashlib
 import msgpack
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamk.errors import SnapshotError
 from streamk.snapshot import (
@@ -252,3 +254,24 @@ def test_state_failures_are_wrapped():
     register_class("BrokenToyFormat", f"{__name__}:BrokenState")
     with pytest.raises(SnapshotError, match="state\\(\\) failed"):
         dumps(BrokenState())
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    offsets=st.dictionaries(
+        st.text(min_size=1, max_size=12),
+        st.dictionaries(st.integers(0, 10**10 - 1), st.integers(0, 2**63 - 1), max_size=4),
+        max_size=3,
+    ),
+    seq=st.integers(0, 2**63 - 1),
+    metrics=st.dictionaries(st.text(max_size=8), st.integers(-(2**63), 2**63) | st.floats()),
+    created_at=st.floats(0, 1e12),
+)
+def test_stream_position_and_metrics_round_trip(offsets, seq, metrics, created_at):
+    snap = loads(dumps(ToyPerceptron(), offsets, seq, metrics, created_at=created_at))
+    assert (snap.offsets, snap.seq, snap.created_at) == (offsets, seq, created_at)
+    assert list(snap.metrics) == list(metrics)
+    for key, value in metrics.items():
+        assert snap.metrics[key] == value or (
+            value != value and snap.metrics[key] != snap.metrics[key]
+        )
