@@ -238,9 +238,20 @@ def _fail(code: str, reason: str) -> NoReturn:
     raise exc
 
 
+_KINDS = {
+    dict: "a map",
+    list: "a list",
+    str: "a string",
+    bytes: "bytes",
+    int: "an integer",
+    float: "a float",
+    bool: "a bool",
+    type(None): "nil",
+}
+
+
 def _kind(value: Any) -> str:
-    names = {dict: "a map", list: "a list", str: "a string", bytes: "bytes", type(None): "nil"}
-    return names.get(type(value), f"a {type(value).__name__}")
+    return _KINDS.get(type(value), f"a {type(value).__name__}")
 
 
 def _short(value: Any, width: int = 40) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 import tracemalloc
 
 import msgpack
@@ -139,7 +140,7 @@ def test_undecodable() -> None:
 
 def test_not_a_map() -> None:
     reject(pack([1.0, 2.0]), "not_a_map", "must be a msgpack map, got a list")
-    reject(pack(3), "not_a_map", "got a int")
+    reject(pack(3), "not_a_map", "got an integer")
 
 
 def test_unknown_keys_rejected_or_ignored() -> None:
@@ -155,7 +156,7 @@ def test_missing_x() -> None:
 
 
 def test_ill_typed_x() -> None:
-    reject(pack({"x": 3}), "bad_x", "got a int")
+    reject(pack({"x": 3}), "bad_x", "got an integer")
     reject(pack({"x": b"\x00"}), "bad_x", "got bytes")
     reject(pack({"x": [[1.0, 2.0]]}), "bad_x", "'x'[0] is a list, expected a number")
     reject(pack({"x": [1.0, "a"]}), "bad_x", "'x'[1] is a string, expected a number")
@@ -469,3 +470,28 @@ def test_corrupt_dead_letter_files_are_reported(tmp_path) -> None:
         list(read_dead_letters(bad))
     with pytest.raises(ConfigError):
         DeadLetterFile(tmp_path / "x", "csv")  # type: ignore[arg-type]
+
+
+def test_claimed_lengths_never_outgrow_the_payload() -> None:
+    """Random headers claiming up to 4 GiB (arrays, maps, str, bin, ext) stay cheap."""
+    rng = np.random.default_rng(7)
+    heads = [b"\xdc", b"\xdd", b"\xde", b"\xdf", b"\xc6", b"\xdb", b"\xc9", b"\x81\xa1x\xdd"]
+    tracemalloc.start()
+    try:
+        for _ in range(1500):
+            parts = [
+                heads[rng.integers(len(heads))] + struct.pack(">I", int(rng.integers(2**32)))
+                for _ in range(rng.integers(1, 60))
+            ]
+            decode_or_invalid(b"".join(parts) + rng.bytes(int(rng.integers(0, 64))))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+def test_bytes_like_payloads_and_read_only_view() -> None:
+    payload = encode_block(np.eye(3))
+    block = decode(memoryview(bytearray(payload)))
+    assert isinstance(block, Block) and np.array_equal(block.X, np.eye(3))
+    assert not block.X.flags.writeable  # a view of the message, never copied
