@@ -58,8 +58,8 @@ __all__ = [
 
 EVENT_KEYS = frozenset({"x", "y", "id", "t", "w", "group"})
 BLOCK_KEYS = frozenset({"X", "shape", "dtype", "y", "y_dtype", "ids"})
-X_DTYPES = {"<f4": np.dtype("<f4"), "<f8": np.dtype("<f8")}
-Y_DTYPES = {k: np.dtype(k) for k in ("<f4", "<f8", "<i4", "<i8", "|b1")}
+X_DTYPES: dict[str, np.dtype[Any]] = {"<f4": np.dtype("<f4"), "<f8": np.dtype("<f8")}
+Y_DTYPES: dict[str, np.dtype[Any]] = {k: np.dtype(k) for k in ("<f4", "<f8", "<i4", "<i8", "|b1")}
 _KEY_TYPES = frozenset({str, int})
 _LABEL_TYPES = frozenset({bool, int, float, str})
 _PLAIN_LABELS = frozenset({bool, int, str})  # need no further check without a schema
@@ -216,7 +216,7 @@ def encode_block(X: Any, y: Any = None, ids: Iterable[Any] | None = None) -> byt
         "dtype": dtype.str,
     }
     if isinstance(y, np.ndarray) and y.dtype.kind in "fiub":
-        ydt = {"f": np.dtype("<f8"), "i": np.dtype("<i8"), "u": np.dtype("<i8")}.get(
+        ydt: np.dtype[Any] = {"f": np.dtype("<f8"), "i": np.dtype("<i8"), "u": np.dtype("<i8")}.get(
             y.dtype.kind, np.dtype("|b1")
         )
         if y.dtype == np.float32:
@@ -323,11 +323,12 @@ def _decode(payload: Any, limits: Limits, schema: Schema) -> Event | Block:
         return decode_block(obj, limits, schema)
     if not EVENT_KEYS.issuperset(obj) and schema.unknown_keys == "reject":
         _unknown_keys(obj, EVENT_KEYS)
-    x = obj.get("x")
+    x: Any = obj.get("x")
     tx = type(x)
     if tx is list:
         if len(x) > limits.max_features or schema.dim is not None:
             _check_vector_size(x, limits, schema)
+        total: float
         try:
             total = sum(x)  # one C loop: TypeError for non-numbers, nan/inf survive in the total
         except TypeError:
