@@ -4,5 +4,6 @@ from __future__ import annotations
 
 from .adatron import KernelAdatron
 from .perceptron import KernelPerceptron
+from .svr import OnlineSVR
 
-__all__ = ["KernelAdatron", "KernelPerceptron"]
+__all__ = ["KernelAdatron", "KernelPerceptron", "OnlineSVR"]

@@ -1,0 +1,275 @@
+"""On-line SVR (Alg. 7.61 / CF 7.14): oracles, exactness of learn_many, state, river checks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from river import checks
+from scipy.optimize import minimize
+
+from streamk.budget import RemoveOldest
+from streamk.errors import ConfigError, InvalidInput
+from streamk.kernels import RBF, Linear
+from streamk.learners import OnlineSVR
+
+
+def _data(seed: int, m: int = 40, d: int = 2):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(m, d))
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=m)
+    return X, y
+
+
+def _dicts(X):
+    return [{j: float(v) for j, v in enumerate(r)} for r in X]  # keys as for a NumPy array
+
+
+def _objective(K, y, beta, eps):
+    return y @ beta - eps * np.abs(beta).sum() - 0.5 * beta @ K @ beta
+
+
+def _qp_oracle(K, y, eps, C):
+    """max y'b - eps|b|_1 - b'Kb/2 s.t. |b| <= C, with b = p - m, p, m in [0, C] (L-BFGS-B)."""
+    n = len(y)
+
+    def fun(z):
+        p, m = z[:n], z[n:]
+        b = p - m
+        Kb = K @ b
+        val = 0.5 * b @ Kb - y @ b + eps * z.sum()
+        return val, np.concatenate([Kb - y + eps, -Kb + y + eps])
+
+    upper = C if math.isfinite(C) else None
+    res = minimize(
+        fun,
+        np.zeros(2 * n),
+        jac=True,
+        bounds=[(0.0, upper)] * (2 * n),
+        method="L-BFGS-B",
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 50000},
+    )
+    return res.x[:n] - res.x[n:], -res.fun
+
+
+def _beta_of(model, X):
+    S = model.support_
+    beta = np.zeros(len(X))
+    for row, c in zip(S.X, S.coef[:, 0]):
+        beta[int(np.argmin(((X - row[: X.shape[1]]) ** 2).sum(axis=1)))] = c
+    return beta
+
+
+@pytest.mark.parametrize("eps, C", [(0.1, 1.0), (0.05, 0.2), (0.3, 10.0), (0.1, math.inf)])
+def test_fit_matches_scipy_qp(eps, C):
+    X, y = _data(0)
+    # without a box the tube is the only regulariser: keep K well conditioned (book, §7.4)
+    kernel = RBF(gamma=0.5 if math.isfinite(C) else 3.0)
+    model = OnlineSVR(kernel=kernel, epsilon=eps, C=C).fit(X, y, max_epochs=50000, tol=1e-12)
+    K = kernel.gram(X, X)
+    beta = _beta_of(model, X)
+    b_qp, w_qp = _qp_oracle(K, y, eps, C)
+    assert _objective(K, y, beta, eps) == pytest.approx(w_qp, abs=1e-6)
+    assert (np.abs(beta) <= C + 1e-12).all()
+    Xt, _ = _data(1, m=100)
+    f_qp = kernel.gram(Xt, X) @ b_qp
+    assert np.allclose(model.predict_many(Xt).to_numpy(), f_qp, atol=1e-3)
+    # sparsity: examples strictly inside the tube have beta = 0 (KKT)
+    inside = np.abs(y - K @ beta) < eps - 1e-6
+    assert (beta[inside] == 0).all()
+
+
+def test_book_oracle_9_one_point():
+    # kappa = 1, y = 3, eps = 0.5: alpha = 2.5 (the residual is then exactly eps)
+    model = OnlineSVR(kernel=RBF(gamma=1.0), epsilon=0.5)
+    model.learn_one({"x": 0.7}, 3.0)
+    assert model.support_.coef[0, 0] == pytest.approx(2.5)
+    assert model.predict_one({"x": 0.7}) == pytest.approx(2.5)
+    fitted = OnlineSVR(kernel=RBF(gamma=1.0), epsilon=0.5).fit(np.array([[0.7]]), [3.0])
+    assert fitted.support_.coef[0, 0] == pytest.approx(2.5)
+    boxed = OnlineSVR(kernel=RBF(gamma=1.0), epsilon=0.5, C=1.0)
+    boxed.learn_one({"x": 0.7}, 3.0)
+    assert boxed.support_.coef[0, 0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("resweeps", [0, 2])
+def test_examples_inside_the_tube_change_nothing(resweeps):
+    X, y = _data(2, m=30)
+    model = OnlineSVR(kernel=RBF(gamma=0.5), epsilon=0.2, C=5.0, resweeps=resweeps)
+    for x, target in zip(_dicts(X), y):
+        model.learn_one(x, target)
+    if resweeps:  # settle, so a resweep after a tube event has nothing left to do
+        model._resweep(500)
+    before = (model.support_.coef.copy(), model.support_.ids.copy(), model.n_updates)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = {0: float(rng.uniform(-2, 2)), 1: float(rng.uniform(-2, 2))}
+        f = model.predict_one(x)
+        model.learn_one(x, f + float(rng.uniform(-0.19, 0.19)))
+    assert model.n_updates == before[2]
+    assert np.array_equal(model.support_.ids, before[1])
+    assert np.allclose(model.support_.coef, before[0], atol=1e-9 if resweeps else 0.0)
+
+
+def _plain_online(X, y, kernel, eps, C, resweeps):
+    """The documented on-line rule with loops (CF 7.14 steps, eta = 1/k, box C)."""
+    sv: list[int] = []
+    alpha: dict[int, float] = {}
+    crossings = 0
+
+    def k(a, b):
+        return float(kernel.gram(X[a][None, :], X[b][None, :])[0, 0])
+
+    def soft(r):
+        return math.copysign(max(abs(r) - eps, 0.0), r)
+
+    for i in range(len(X)):
+        f = sum(alpha[j] * k(j, i) for j in sv)
+        a = min(max(soft(y[i] - f) / k(i, i), -C), C)
+        if a != 0.0:
+            sv.append(i)
+            alpha[i] = a
+        for _ in range(resweeps):
+            for s in list(sv):
+                r = y[s] - sum(alpha[j] * k(j, s) for j in sv)
+                a = alpha[s]
+                g = r - eps if a > 0 else r + eps if a < 0 else soft(r)
+                new = a + g / k(s, s)
+                if a * new < 0:
+                    new = 0.0
+                    crossings += 1
+                alpha[s] = min(max(new, -C), C)
+        for s in [s for s in sv if alpha[s] == 0.0]:
+            sv.remove(s)
+            del alpha[s]
+    return {i: alpha[i] for i in sv}, crossings
+
+
+@pytest.mark.parametrize("eps, C, resweeps", [(0.1, 1.0, 0), (0.05, math.inf, 1), (0.1, 0.5, 2)])
+def test_learn_one_matches_plain_online_loop(eps, C, resweeps):
+    X, y = _data(3, m=35)
+    y[::4] *= -2.0  # rough targets, so coefficients overshoot and cross zero
+    kernel = RBF(gamma=0.8)
+    model = OnlineSVR(kernel=kernel, epsilon=eps, C=C, resweeps=resweeps)
+    for x, target in zip(_dicts(X), y):
+        model.learn_one(x, float(target))
+    expected, crossings = _plain_online(X, y, kernel, eps, C, resweeps)
+    if resweeps == 1:
+        assert crossings > 0  # the zero-crossing rule was exercised
+    S = model.support_
+    order = np.argsort(S.ids)
+    assert len(order) == len(expected)
+    assert np.allclose(S.coef[order, 0], list(expected.values()), atol=1e-10)
+    assert np.array_equal(S.X[order], X[list(expected)])
+
+
+def test_zero_crossing_stops_at_zero():
+    # Linear kernel, eps = 0. x1 = 1, y1 = 1: alpha_1 = 1. x2 = 2, y2 = 10: f = 2, alpha_2 = 2,
+    # so f(x1) = 5. Resweep: alpha_1 + (1 - 5) = -3 crosses zero -> stops at 0 (and leaves);
+    # then alpha_2 + (10 - 8) / 4 = 2.5. Without the rule alpha_1 = -3 and alpha_2 = 4.
+    model = OnlineSVR(kernel=Linear(), epsilon=0.0, resweeps=1)
+    model.learn_one({"x": 1.0}, 1.0)
+    model.learn_one({"x": 2.0}, 10.0)
+    assert model.n_support == 1
+    assert model.support_.X[0, 0] == 2.0
+    assert model.support_.coef[0, 0] == pytest.approx(2.5)
+
+
+# -- learn_many == learn_one -------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    blocks=st.lists(st.integers(1, 12), min_size=1, max_size=6),
+    budget=st.sampled_from([None, 4, 10]),
+    resweeps=st.sampled_from([0, 1]),
+)
+def test_learn_many_equals_learn_one(seed, blocks, budget, resweeps):
+    X, y = _data(seed, m=sum(blocks), d=3)
+    params = dict(kernel=RBF(gamma=0.4), epsilon=0.05, C=3.0, resweeps=resweeps)
+    if budget is not None:
+        params["budget"] = RemoveOldest(budget)
+    one, many = OnlineSVR(**params), OnlineSVR(**params)
+    for x, target in zip(_dicts(X), y):
+        one.learn_one(x, float(target))
+    start = 0
+    for b in blocks:
+        many.learn_many(pd.DataFrame(X[start : start + b]), pd.Series(y[start : start + b]))
+        start += b
+    assert np.array_equal(one.support_.ids, many.support_.ids)
+    assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
+    Xt, _ = _data(seed + 1, m=20, d=3)
+    assert np.allclose(one.predict_many(Xt), many.predict_many(Xt), atol=1e-9)
+
+
+def test_learn_many_with_auto_gamma_warmup():
+    X, y = _data(4, m=260)
+    one, many = OnlineSVR(C=1.0, budget=40, resweeps=1), OnlineSVR(C=1.0, budget=40, resweeps=1)
+    for x, target in zip(_dicts(X), y):
+        one.learn_one(x, float(target))
+    for s in range(0, 260, 70):
+        many.learn_many(pd.DataFrame(X[s : s + 70]), y[s : s + 70])
+    assert one.kernel_ == many.kernel_
+    assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
+
+
+# -- budget, state, errors ---------------------------------------------------------------------
+def test_budget_and_box_hold_on_every_step():
+    X, y = _data(5, m=150)
+    model = OnlineSVR(kernel=RBF(gamma=0.5), epsilon=0.01, C=0.3, resweeps=1, budget=12)
+    for x, target in zip(_dicts(X), y):
+        model.learn_one(x, float(target))
+        assert model.n_support <= 12
+        assert (np.abs(model.support_.coef) <= 0.3).all()
+
+
+def test_state_round_trip_continues_identically():
+    X, y = _data(6, m=80)
+    model = OnlineSVR(kernel=RBF(gamma=0.5), C=2.0, budget=20, resweeps=2)
+    for x, target in zip(_dicts(X[:50]), y[:50]):
+        model.learn_one(x, float(target))
+    clone = OnlineSVR.from_state(model.state())
+    for x, target in zip(_dicts(X[50:]), y[50:]):
+        model.learn_one(x, float(target))
+        clone.learn_one(x, float(target))
+    assert np.allclose(model.support_.coef, clone.support_.coef, atol=1e-12)
+    assert np.allclose(model.predict_many(X), clone.predict_many(X))
+
+
+def test_fit_then_continue_online():
+    X, y = _data(7, m=100)
+    model = OnlineSVR(kernel=RBF(gamma=0.5), epsilon=0.05, C=2.0).fit(X[:60], y[:60])
+    assert model.n_learned == 60 and 0 < model.n_support <= 60
+    for x, target in zip(_dicts(X[60:]), y[60:]):
+        model.learn_one(x, float(target))
+    assert np.mean(np.abs(model.predict_many(X) - y)) < 0.2
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"C": 0.0}, {"C": -1.0}, {"epsilon": -0.1}, {"epsilon": math.inf}, {"resweeps": -1}],
+)
+def test_bad_parameters_raise_config_error(params):
+    with pytest.raises(ConfigError):
+        OnlineSVR(**params)
+
+
+@pytest.mark.parametrize("target", [None, "a", math.nan, math.inf])
+def test_bad_target_raises(target):
+    with pytest.raises(InvalidInput):
+        OnlineSVR().learn_one({"a": 1.0}, target)
+
+
+@pytest.mark.parametrize("params", list(OnlineSVR._unit_test_params()))
+def test_river_check_estimator(params):
+    model = OnlineSVR(**params)
+    ran = 0
+    for check in checks.yield_checks(model):
+        if check.__name__ in model._unit_test_skips():
+            continue
+        check(model.clone())
+        ran += 1
+    assert ran > 15
