@@ -185,7 +185,8 @@ class Solver:
                     aj, ai = 0.0, diff
             elif ai < 0:
                 ai, aj = 0.0, -diff
-            if diff > ci - cj:
+            cdiff = ci - cj if ci != cj else 0.0  # inf - inf would be nan
+            if diff > cdiff:
                 if ai > ci:
                     ai, aj = ci, ci - diff
             elif aj > cj:
