@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .adatron import KernelAdatron
 from .perceptron import KernelPerceptron
+from .ranking import OnlineRanker
 from .svr import OnlineSVR
 
-__all__ = ["KernelAdatron", "KernelPerceptron", "OnlineSVR"]
+__all__ = ["KernelAdatron", "KernelPerceptron", "OnlineRanker", "OnlineSVR"]

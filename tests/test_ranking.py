@@ -1,0 +1,211 @@
+"""On-line ranking (Alg. 8.14 / CF 8.2): the book's oracle, a plain CF 8.2 loop, invariants."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from river import checks
+
+from streamk.budget import RemoveOldest
+from streamk.errors import ConfigError, InvalidInput
+from streamk.kernels import RBF, Linear, Polynomial
+from streamk.learners import OnlineRanker
+
+
+def _ordinal(seed: int, m: int, d: int = 3, n_ranks: int = 4, noise: float = 0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(m, d))
+    score = X @ rng.normal(size=d) + noise * rng.normal(size=m)
+    cuts = np.quantile(score, np.linspace(0, 1, n_ranks + 1)[1:-1])
+    return X, 1 + np.searchsorted(cuts, score)
+
+
+def _dicts(X):
+    return [{j: float(v) for j, v in enumerate(r)} for r in X]
+
+
+def _plain_cf82(X, y, kernel, n_ranks):
+    """CF 8.2 with plain loops: returns predictions, alphas and thresholds after each step."""
+    alpha = [0.0] * len(X)
+    b = [0.0] * (n_ranks - 1) + [math.inf]
+    preds, history = [], []
+    for i in range(len(X)):
+        f = sum(alpha[j] * kernel(X[j], X[i]) for j in range(i) if alpha[j] != 0)
+        yhat = min(r for r in range(1, n_ranks + 1) if f < b[r - 1])
+        preds.append(yhat)
+        if yhat < y[i]:
+            alpha[i] += y[i] - yhat
+            for r in range(yhat, y[i]):
+                b[r - 1] -= 1
+        elif yhat > y[i]:
+            alpha[i] += y[i] - yhat
+            for r in range(y[i], yhat):
+                b[r - 1] += 1
+        history.append((list(alpha[: i + 1]), b[:-1]))
+    return preds, history
+
+
+def test_book_oracle_10():
+    stream = [(2.0, 3), (-1.0, 1), (0.5, 2), (2.0, 3), (-1.0, 1), (0.5, 2)]
+    model = OnlineRanker(kernel=Linear(), ranks=(1, 2, 3))
+    preds, thresholds, new_alpha = [], [], []
+    for x, y in stream:
+        preds.append(model.predict_one({"x": x}))
+        n_before = model.n_support
+        model.learn_one({"x": x}, y)
+        new_alpha.append(model.support_.coef[-1, 0] if model.n_support > n_before else 0.0)
+        thresholds.append(model.thresholds_.tolist())
+    assert preds == [3, 3, 3, 3, 1, 1]
+    assert thresholds == [[0, 0], [1, 1], [1, 2], [1, 2], [1, 2], [0, 2]]
+    assert new_alpha == [0, -2, -1, 0, 0, 1]
+    assert model.n_mistakes == 3
+
+
+@pytest.mark.parametrize(
+    "kernel, n_ranks, seed",
+    [(Linear(), 3, 0), (Linear(), 5, 1), (RBF(gamma=0.5), 4, 2), (Polynomial(2), 6, 3)],
+)
+def test_matches_plain_cf82(kernel, n_ranks, seed):
+    X, y = _ordinal(seed, m=150, n_ranks=n_ranks)
+    model = OnlineRanker(kernel=kernel, ranks=tuple(range(1, n_ranks + 1)))
+    preds = []
+    for x, label in zip(_dicts(X), y):
+        preds.append(model.predict_one(x))
+        model.learn_one(x, int(label))
+    expected, history = _plain_cf82(X, [int(v) for v in y], kernel, n_ranks)
+    assert preds == expected
+    alphas, b = history[-1]
+    assert model.thresholds_.tolist() == b
+    nonzero = [a for a in alphas if a != 0]
+    assert model.support_.coef[np.argsort(model.support_.ids), 0].tolist() == nonzero
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n_ranks=st.integers(2, 7),
+    noise=st.sampled_from([0.0, 0.5, 3.0]),
+    gamma=st.sampled_from([0.1, 1.0]),
+)
+def test_invariants_on_every_step(seed, n_ranks, noise, gamma):
+    X, y = _ordinal(seed, m=60, n_ranks=n_ranks, noise=noise)
+    model = OnlineRanker(kernel=RBF(gamma=gamma), ranks=tuple(range(1, n_ranks + 1)))
+    for x, label in zip(_dicts(X), y):
+        model.learn_one(x, int(label))
+        b, alpha = model.thresholds_, model.support_.coef[:, 0]
+        assert len(b) == n_ranks - 1
+        assert (np.diff(b) >= 0).all()
+        assert (b == np.round(b)).all() and (alpha == np.round(alpha)).all()
+        assert (alpha != 0).all()
+        assert alpha.sum() + b.sum() == 0
+
+
+def test_conservative_and_initial_top_rank():
+    model = OnlineRanker(kernel=RBF(gamma=1.0), ranks=("low", "mid", "high"))
+    assert model.predict_one({"a": 1.0}) == "high"
+    assert model.predict_proba_one({"a": 1.0}) == {"low": 0.0, "mid": 0.0, "high": 1.0}
+    model.learn_one({"a": 1.0}, "high")  # right: nothing changes
+    assert model.n_support == 0 and model.n_mistakes == 0
+    model.learn_one({"a": -1.0}, "low")
+    assert model.support_.coef[0, 0] == -2.0
+    assert model.thresholds_.tolist() == [1.0, 1.0]
+    assert model.score_one({"a": -1.0}) == pytest.approx(-2.0)
+
+
+# -- learn_many == learn_one -------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    blocks=st.lists(st.integers(1, 15), min_size=1, max_size=6),
+    budget=st.sampled_from([None, 3, 10]),
+)
+def test_learn_many_equals_learn_one(seed, blocks, budget):
+    X, y = _ordinal(seed, m=sum(blocks), n_ranks=4, noise=1.0)
+    params = dict(kernel=RBF(gamma=0.3), ranks=(1, 2, 3, 4))
+    if budget is not None:
+        params["budget"] = RemoveOldest(budget)
+    one, many = OnlineRanker(**params), OnlineRanker(**params)
+    for x, label in zip(_dicts(X), y):
+        one.learn_one(x, int(label))
+    start = 0
+    for b in blocks:
+        many.learn_many(pd.DataFrame(X[start : start + b]), pd.Series(y[start : start + b]))
+        start += b
+    assert np.array_equal(one.support_.ids, many.support_.ids)
+    assert np.array_equal(one.support_.coef, many.support_.coef)
+    assert np.array_equal(one.thresholds_, many.thresholds_)
+    Xt, _ = _ordinal(seed + 1, m=30)
+    assert np.allclose(one.score_many(Xt), many.score_many(Xt), atol=1e-9)
+    assert one.predict_many(Xt).tolist() == many.predict_many(Xt).tolist()
+
+
+def test_learn_many_with_auto_gamma_warmup():
+    X, y = _ordinal(5, m=300)
+    one, many = OnlineRanker(ranks=(1, 2, 3, 4)), OnlineRanker(ranks=(1, 2, 3, 4))
+    for x, label in zip(_dicts(X), y):
+        one.learn_one(x, int(label))
+    for s in range(0, 300, 70):
+        many.learn_many(pd.DataFrame(X[s : s + 70]), y[s : s + 70])
+    assert one.kernel_ == many.kernel_
+    assert np.array_equal(one.thresholds_, many.thresholds_)
+    assert np.array_equal(one.support_.coef, many.support_.coef)
+
+
+# -- budget, state, errors ---------------------------------------------------------------------
+def test_budget_keeps_thresholds_ordered_and_integral():
+    X, y = _ordinal(6, m=300, n_ranks=5, noise=1.0)
+    model = OnlineRanker(kernel=RBF(gamma=0.5), budget=20)
+    for x, label in zip(_dicts(X), y):
+        model.learn_one(x, int(label))
+        b = model.thresholds_
+        assert model.n_support <= 20
+        assert (np.diff(b) >= 0).all() and (b == np.round(b)).all()
+    assert model.n_mistakes > 20  # evictions happened
+
+
+def test_state_round_trip_continues_identically():
+    X, y = _ordinal(7, m=120)
+    model = OnlineRanker(kernel=RBF(gamma=0.5), ranks=(1, 2, 3, 4), budget=30)
+    for x, label in zip(_dicts(X[:70]), y[:70]):
+        model.learn_one(x, int(label))
+    clone = OnlineRanker.from_state(model.state())
+    assert np.array_equal(clone.thresholds_, model.thresholds_)
+    for x, label in zip(_dicts(X[70:]), y[70:]):
+        assert clone.predict_one(x) == model.predict_one(x)
+        model.learn_one(x, int(label))
+        clone.learn_one(x, int(label))
+    assert np.array_equal(clone.thresholds_, model.thresholds_)
+    assert clone.n_mistakes == model.n_mistakes
+
+
+def test_label_outside_ranks_is_rejected_without_side_effects():
+    model = OnlineRanker(ranks=(1, 2, 3))
+    with pytest.raises(InvalidInput, match="not one of ranks"):
+        model.learn_one({"a": 1.0}, 4)
+    assert model.n_learned == 0 and len(model._features) == 0
+    with pytest.raises(InvalidInput):
+        model.learn_many(pd.DataFrame({"a": [1.0, 2.0]}), [1, 7])
+    assert model.n_learned == 0
+
+
+@pytest.mark.parametrize("ranks", [(1,), (1, 1, 2), ([1], [2]), ()])
+def test_bad_ranks_raise_config_error(ranks):
+    with pytest.raises(ConfigError):
+        OnlineRanker(ranks=ranks)
+
+
+@pytest.mark.parametrize("params", list(OnlineRanker._unit_test_params()))
+def test_river_check_estimator(params):
+    model = OnlineRanker(**params)
+    ran = 0
+    for check in checks.yield_checks(model):
+        if check.__name__ in model._unit_test_skips():
+            continue
+        check(model.clone())
+        ran += 1
+    assert ran > 20
