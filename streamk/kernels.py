@@ -80,6 +80,15 @@ class Kernel:
 
     _param_names: tuple[str, ...] = ()
 
+    @property
+    def max_abs(self) -> float | None:
+        """An upper bound on ``|k(a, b)|`` when one holds for all inputs, else ``None``."""
+        return None
+
+    def diag_one(self, row: np.ndarray) -> float:
+        """``k(row, row)`` for one row (hot path of support-set updates)."""
+        return float(self.diag(row[None, :])[0])
+
     # -- evaluation ---------------------------------------------------------------------------
     def gram(
         self,
@@ -215,6 +224,13 @@ class _Stationary(Kernel):
     def diag(self, A):
         return np.ones(_as_2d(A).shape[0])
 
+    def diag_one(self, row):
+        return 1.0
+
+    @property
+    def max_abs(self):
+        return 1.0
+
 
 class RBF(_Stationary):
     """Gaussian kernel ``k(a, b) = exp(-gamma * ||a - b||^2)`` (Def. 9.8; gamma = 1 / (2 sigma^2)).
@@ -279,6 +295,10 @@ class Constant(Kernel):
     def diag(self, A):
         return np.full(_as_2d(A).shape[0], self.c)
 
+    @property
+    def max_abs(self):
+        return self.c
+
 
 class _Combinator(Kernel):
     """A kernel built from other kernels."""
@@ -316,6 +336,11 @@ class Sum(_Combinator):
     def diag(self, A):
         return np.sum([k.diag(A) for k in self.kernels], axis=0)
 
+    @property
+    def max_abs(self):
+        bounds = [k.max_abs for k in self.kernels]
+        return None if None in bounds else float(sum(bounds))
+
 
 class Product(_Combinator):
     """``k(a, b) = prod_i k_i(a, b)`` (Schur product, Prop. 3.22 (iii))."""
@@ -328,6 +353,11 @@ class Product(_Combinator):
 
     def diag(self, A):
         return np.prod([k.diag(A) for k in self.kernels], axis=0)
+
+    @property
+    def max_abs(self):
+        bounds = [k.max_abs for k in self.kernels]
+        return None if None in bounds else float(np.prod(bounds))
 
 
 class Scaled(Kernel):
@@ -351,6 +381,11 @@ class Scaled(Kernel):
 
     def diag(self, A):
         return self.c * self.kernel.diag(A)
+
+    @property
+    def max_abs(self):
+        inner = self.kernel.max_abs
+        return None if inner is None else self.c * inner
 
     def to_spec(self):
         return {"name": "Scaled", "kernel": self.kernel.to_spec(), "c": self.c}
@@ -384,6 +419,10 @@ class Normalized(Kernel):
 
     def diag(self, A):
         return (self.kernel.diag(A) > 0).astype(np.float64)
+
+    @property
+    def max_abs(self):
+        return 1.0  # Cauchy-Schwarz
 
     def to_spec(self):
         return {"name": "Normalized", "kernel": self.kernel.to_spec()}

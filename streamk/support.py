@@ -30,6 +30,11 @@ def _sqnorm(A: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", A, A)
 
 
+def _row_sqnorm(row: np.ndarray) -> float:
+    """``||row||^2`` for a stored row; the one formula for it, so a restored set is bit-identical."""
+    return float(row @ row)
+
+
 def _pad_cols(A: np.ndarray, width: int) -> np.ndarray:
     if A.shape[1] >= width:
         return A
@@ -39,13 +44,14 @@ def _pad_cols(A: np.ndarray, width: int) -> np.ndarray:
 
 
 class BlockTracker:
-    """Kernel block of a micro-batch, kept current while the set changes.
+    """Kernel block of a micro-batch and its decision values, kept current as the set changes.
 
-    A learner takes row ``j``'s decision values as ``K[j, :n] @ support.coef``: the same
-    arithmetic as ``learn_one`` on fresh kernel values, so an exact tie (``f = 0`` where a
-    column has no non-zero coefficient) stays exact. Updating decision values
-    incrementally instead would leave rounding residue such as ``-2.8e-17`` and flip
-    ``sgn(0) = +1`` decisions.
+    ``F`` is updated incrementally (one vector operation per change), so it carries
+    rounding residue: where a column has no non-zero coefficient left, ``F`` may read
+    ``-2.8e-17`` where ``learn_one`` computes exactly 0. Use ``F`` only as a hint to find
+    the rows that need attention, and decide those rows with the fresh dot
+    ``K[j, :n] @ support.coef`` (the arithmetic ``learn_one`` does), so that ties such
+    as the book's ``sgn(0) = +1`` are decided exactly as ``learn_one`` decides them.
 
     Attributes
     ----------
@@ -53,17 +59,34 @@ class BlockTracker:
         The block's rows, ``(m, w)``.
     K
         ``K[i, s] = k(Q[i], support row in slot s)`` for the slots in use, ``(m, capacity)``.
+    F
+        Decision values ``F[i] ~= K[i, :n] @ coef[:n]`` (a hint: see above), ``(m, n_outputs)``.
     start
         Rows before ``start`` are done; updates skip them. The learner advances it.
     """
 
-    __slots__ = ("Q", "sq", "K", "start")
+    __slots__ = ("Q", "sq", "K", "F", "start", "kmax", "bound")
 
-    def __init__(self, Q: np.ndarray, sq: np.ndarray, K: np.ndarray):
+    def __init__(
+        self, Q: np.ndarray, sq: np.ndarray, K: np.ndarray, F: np.ndarray, bound: float | None
+    ):
         self.Q = Q
         self.sq = sq
         self.K = K
+        self.F = F
         self.start = 0
+        self.bound = bound  # the kernel's bound on |k|, if it has one
+        self.kmax = bound if bound is not None else (float(np.abs(K).max()) if K.size else 0.0)
+
+    def tolerance(self, coef: np.ndarray) -> float:
+        """A bound well above the rounding residue in ``F``: rows with ``|F| > tolerance``
+        have the sign their fresh dot would give."""
+        total = float(np.abs(coef).sum(axis=0).max()) if coef.size else 0.0
+        return 1e-9 * (1.0 + self.kmax * total)
+
+    def exact(self, j: int, coef: np.ndarray) -> np.ndarray:
+        """Row ``j``'s decision values computed afresh (``coef`` is ``support.coef``)."""
+        return self.K[j, : coef.shape[0]] @ coef
 
 
 class SupportSet:
@@ -209,6 +232,8 @@ class SupportSet:
     def add_outputs(self, count: int = 1) -> None:
         """Append ``count`` coefficient columns, all zero."""
         self._coef = np.hstack([self._coef, np.zeros((self.capacity, count))])
+        for t in self._trackers:
+            t.F = np.hstack([t.F, np.zeros((t.F.shape[0], count))])
 
     def remap_outputs(self, M: np.ndarray) -> None:
         """Replace the coefficient columns by ``coef @ M`` (e.g. binary to one-vs-rest)."""
@@ -216,6 +241,8 @@ class SupportSet:
         if M.ndim != 2 or M.shape[0] != self.n_outputs:
             raise ValueError(f"remap matrix must have {self.n_outputs} rows, got shape {M.shape}")
         self._coef = self._coef @ M
+        for t in self._trackers:
+            t.F = t.F @ M
 
     # -- changes (the only way the set changes) -----------------------------------------------
     def append(self, row: np.ndarray, coef: np.ndarray, k_row: np.ndarray | None = None) -> int:
@@ -224,7 +251,11 @@ class SupportSet:
         ``k_row`` is ``K(row, S)`` before the insertion, if the caller already has it
         (used only to keep the Gram matrix current).
         """
-        row = np.asarray(row, dtype=np.float64).ravel()
+        row = (
+            row.ravel()
+            if isinstance(row, np.ndarray) and row.dtype == np.float64
+            else (np.asarray(row, dtype=np.float64).ravel())
+        )
         coef = np.asarray(coef, dtype=np.float64).ravel()
         slot = self.n
         if self._G is not None and k_row is None and slot:
@@ -234,8 +265,8 @@ class SupportSet:
         self._X[slot, : row.shape[0]] = row
         self._X[slot, row.shape[0] :] = 0.0
         self._coef[slot] = coef
-        self._sq[slot] = _sqnorm(row[None, :])[0]
-        self._kdiag[slot] = self._kernel.diag(row[None, :])[0]
+        self._sq[slot] = _row_sqnorm(row)
+        self._kdiag[slot] = self._kernel.diag_one(row)
         self._ids[slot] = self.next_id
         self.next_id += 1
         if self._G is not None:
@@ -245,7 +276,7 @@ class SupportSet:
             self._G[slot, slot] = self._kdiag[slot]
         self.n += 1
         for t in self._trackers:
-            self._track_new_column(t, slot, row)
+            self._track_new_column(t, slot, row, coef)
         return slot
 
     def remove(self, slot: int) -> None:
@@ -254,6 +285,8 @@ class SupportSet:
         if not 0 <= slot <= last:
             raise IndexError(f"slot {slot} out of range for {self.n} support rows")
         for t in self._trackers:
+            s = t.start
+            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
             t.K[:, slot] = t.K[:, last]
         if slot != last:
             self._X[slot] = self._X[last]
@@ -272,40 +305,52 @@ class SupportSet:
         """Put a new row and coefficients into ``slot`` (e.g. two rows merged into one)."""
         row = np.asarray(row, dtype=np.float64).ravel()
         coef = np.asarray(coef, dtype=np.float64).ravel()
+        for t in self._trackers:
+            s = t.start
+            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
         self._grow_width(row.shape[0])
         self._X[slot, : row.shape[0]] = row
         self._X[slot, row.shape[0] :] = 0.0
         self._coef[slot] = coef
-        self._sq[slot] = _sqnorm(row[None, :])[0]
-        self._kdiag[slot] = self._kernel.diag(row[None, :])[0]
+        self._sq[slot] = _row_sqnorm(row)
+        self._kdiag[slot] = self._kernel.diag_one(row)
         if self._G is not None:
             k = self.kernel_block(row[None, :])[0]
             self._G[slot, : self.n] = k
             self._G[: self.n, slot] = k
         for t in self._trackers:
-            self._track_new_column(t, slot, row)
+            self._track_new_column(t, slot, row, coef)
 
     def add_coef(self, slot: int, delta: np.ndarray | float) -> None:
         """``coef[slot] += delta``."""
-        self._coef[slot] += np.asarray(delta, dtype=np.float64)
+        delta = np.asarray(delta, dtype=np.float64)
+        self._coef[slot] += delta
+        for t in self._trackers:
+            s = t.start
+            t.F[s:] += t.K[s:, slot, None] * delta
 
     def scale_coef(self, factor: float) -> None:
         """Multiply every coefficient by ``factor`` (e.g. the Forgetron's shrink)."""
         self._coef[: self.n] *= factor
+        for t in self._trackers:
+            t.F[t.start :] *= factor
 
-    def _track_new_column(self, t: BlockTracker, slot: int, row: np.ndarray) -> None:
+    def _track_new_column(
+        self, t: BlockTracker, slot: int, row: np.ndarray, coef: np.ndarray
+    ) -> None:
         s = t.start
         if s >= t.Q.shape[0]:
             return
         Q = t.Q[s:]
-        w = max(Q.shape[1], row.shape[0])
-        col = self._kernel.gram(
-            _pad_cols(Q, w),
-            _pad_cols(row[None, :], w),
-            a_sqnorm=t.sq[s:],
-            b_sqnorm=self._sq[slot : slot + 1],
-        )[:, 0]
+        R = row[None, :]
+        if Q.shape[1] != R.shape[1]:
+            w = max(Q.shape[1], R.shape[1])
+            Q, R = _pad_cols(Q, w), _pad_cols(R, w)
+        col = self._kernel._gram(Q, R, t.sq[s:], self._sq[slot : slot + 1])[:, 0]
         t.K[s:, slot] = col
+        t.F[s:] += col[:, None] * coef[None, :]
+        if t.bound is None and col.size:
+            t.kmax = max(t.kmax, float(np.abs(col).max()))
 
     # -- micro-batches ------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -316,7 +361,8 @@ class SupportSet:
         K = np.zeros((Q.shape[0], self.capacity))
         if self.n:
             K[:, : self.n] = self.kernel_block(Q, sq)
-        tracker = BlockTracker(Q, sq, K)
+        F = K[:, : self.n] @ self._coef[: self.n]
+        tracker = BlockTracker(Q, sq, K, F, self._kernel.max_abs)
         self._trackers.append(tracker)
         try:
             yield tracker
@@ -346,7 +392,7 @@ class SupportSet:
         s._grow_width(X.shape[1])
         s._X[:n, : X.shape[1]] = X
         s._coef[:n] = coef
-        s._sq[:n] = _sqnorm(X)
+        s._sq[:n] = [_row_sqnorm(r) for r in s._X[:n]]
         s._kdiag[:n] = s._kernel.diag(X) if n else 0.0
         s._ids[:n] = np.asarray(state["ids"], dtype=np.int64)
         s.n = n

@@ -81,6 +81,16 @@ class LabelCoder:
             return t
         return np.array([float(self.signs[self.classes.index(label)])])
 
+    def target_matrix(self, labels: list[Hashable]) -> np.ndarray:
+        """±1 targets for known labels, one row per label, ``(len(labels), n_outputs)``."""
+        index = {c: i for i, c in enumerate(self.classes)}
+        cols = np.fromiter((index[y] for y in labels), dtype=np.intp, count=len(labels))
+        if self.multiclass:
+            T = -np.ones((len(labels), len(self.classes)))
+            T[np.arange(len(labels)), cols] = 1.0
+            return T
+        return np.asarray(self.signs, dtype=np.float64)[cols][:, None]
+
     def decide(self, F: np.ndarray) -> list[Any]:
         """Labels for decision values ``F`` of shape ``(m, n_outputs)``; sgn(0) = +1."""
         m = F.shape[0]

@@ -113,12 +113,52 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
             i += 1
         if i == len(labels):
             return
-        with self._support.track(rows[i:]) as block:
-            for j, label in enumerate(labels[i:]):
-                self._add_label(label)
-                k_row = block.K[j, : self._support.n].copy()
-                block.start = j + 1
-                self._update(rows[i + j], k_row @ self._support.coef, k_row, label)
+        rows, labels = rows[i:], labels[i:]
+        seen = set(self._labels.classes)
+        with self._support.track(rows) as block:
+            j = 0
+            while j < len(labels):
+                if labels[j] not in seen:  # a new class changes the columns: its row alone
+                    seen.add(labels[j])
+                    self._add_label(labels[j])
+                    self._learn_tracked(block, j, rows[j], labels[j])
+                    j += 1
+                    continue
+                end = j
+                while end < len(labels) and labels[end] in seen:
+                    end += 1
+                self._learn_segment(block, rows, labels, j, end)
+                j = end
+
+    def _learn_segment(self, block, rows, labels, start: int, end: int) -> None:
+        """Rows ``start:end`` (labels all known): jump from mistake to mistake.
+
+        ``block.F`` says which rows the current model gets right; those need no work. A row
+        it flags (a mistake, or a margin too close to 0 to trust the hint) is decided with
+        the fresh dot, exactly as ``learn_one`` would.
+        """
+        T = self._labels.target_matrix(labels[start:end])
+        positive = T > 0.0
+        pos = start
+        while pos < end:
+            F = block.F[pos:end]
+            flagged = ((F >= 0.0) != positive[pos - start :]) | (
+                np.abs(F) <= block.tolerance(self._support.coef)
+            )
+            rows_flagged = flagged.any(axis=1)
+            r = int(np.argmax(rows_flagged))
+            if not rows_flagged[r]:
+                self._n_learned += end - pos
+                return
+            self._n_learned += r  # rows pos .. pos+r-1 were right: nothing to update
+            pos += r
+            self._learn_tracked(block, pos, rows[pos], labels[pos], T[pos - start])
+            pos += 1
+
+    def _learn_tracked(self, block, j: int, row: np.ndarray, label: Any, targets=None) -> None:
+        k_row = block.K[j, : self._support.n].copy()
+        block.start = j + 1
+        self._update(row, k_row @ self._support.coef, k_row, label, targets)
 
     def _learn_dense(self, row: np.ndarray, y: Any) -> None:
         if self._warming_up:
@@ -134,9 +174,12 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
         if remap is not None:
             self._support.remap_outputs(remap)
 
-    def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
+    def _update(
+        self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any, targets=None
+    ) -> None:
         """Alg. 7.52: on a mistake (sgn(f) != y, sgn(0) = +1) add the event with alpha = 1."""
-        targets = self._labels.targets(y)
+        if targets is None:
+            targets = self._labels.targets(y)
         wrong = (f >= 0.0) != (targets > 0.0)
         if wrong.any():
             self._policy.insert(self._support, row, np.where(wrong, targets, 0.0), k_row)
