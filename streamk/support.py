@@ -31,7 +31,7 @@ def _sqnorm(A: np.ndarray) -> np.ndarray:
 
 
 def _row_sqnorm(row: np.ndarray) -> float:
-    """``||row||^2`` for a stored row; the one formula for it, so a restored set is bit-identical."""
+    """``||row||^2`` of a stored row: one formula, so a restored set is bit-identical."""
     return float(row @ row)
 
 
