@@ -267,14 +267,9 @@ class Solver:
         H = self.y * self.p
         if len(nz):
             s = self.y[nz] * alpha[nz]
-            if self.base is None:
-                H = (
-                    H + self.K[:, nz] @ s
-                    if len(nz) < self.l // 2
-                    else H + self.K @ (self.y * alpha)
-                )
-            else:
-                H = H + self.K[np.ix_(self.base, self.base[nz])] @ s
+            rows = self._rows_of(nz)  # K symmetric: gather contiguous rows, not columns
+            t = s @ self.K[rows]
+            H = H + (t if self.base is None else t[self.base])
         return H
 
     def solve(self, alpha: np.ndarray) -> None:
