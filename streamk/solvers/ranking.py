@@ -12,11 +12,10 @@ Method: a feasible-direction (maximal violating move) solver in the spirit of SM
 feasible directions (the circuits of the constraint matrix) are (A) moving mass between two
 variables of the same kind in one balance group (partner chosen by the second-order rule of Fan et
 al. 2005), and (B) raising one ``al`` and one ``au`` of a group while lowering one of each in
-another
-group. The most violating move is taken with an exact, box-clipped line search; each step is O(n)
-NumPy work plus up to four rows of ``K``. With no violating move left the KKT conditions hold
-(every feasible direction is a conformal sum of circuits). Convergence is first-order: slow when
-the optimum is degenerate (``s`` near 0, i.e. nu too large for the data).
+another group. The most violating move is taken with an exact, box-clipped line search; each step
+is O(n) NumPy work plus up to four rows of ``K``. With no violating move left the KKT conditions
+hold (every feasible direction is a conformal sum of circuits). Convergence is first-order: slow
+when the optimum is degenerate (``s`` near 0, i.e. nu too large for the data).
 """
 
 from __future__ import annotations
