@@ -113,6 +113,7 @@ class SupportSet:
         self.n = 0
         self.width = 0
         self.next_id = 0
+        self.rows_version = 0  # changes whenever a stored row or the kernel changes
         self._X = np.zeros((capacity, 0))
         self._coef = np.zeros((capacity, n_outputs))
         self._kdiag = np.zeros(capacity)
@@ -196,6 +197,7 @@ class SupportSet:
         if self._trackers:
             raise RuntimeError("cannot change the kernel while a block is being tracked")
         self._kernel = kernel
+        self.rows_version += 1
         if self.n:
             X = self.X
             self._kdiag[: self.n] = kernel.diag(X)
@@ -269,6 +271,7 @@ class SupportSet:
         self._kdiag[slot] = self._kernel.diag_one(row)
         self._ids[slot] = self.next_id
         self.next_id += 1
+        self.rows_version += 1
         if self._G is not None:
             if slot:
                 self._G[slot, :slot] = k_row
@@ -300,6 +303,7 @@ class SupportSet:
         self._X[last] = 0.0
         self._coef[last] = 0.0
         self.n -= 1
+        self.rows_version += 1
 
     def replace(self, slot: int, row: np.ndarray, coef: np.ndarray) -> None:
         """Put a new row and coefficients into ``slot`` (e.g. two rows merged into one)."""
@@ -314,6 +318,7 @@ class SupportSet:
         self._coef[slot] = coef
         self._sq[slot] = _row_sqnorm(row)
         self._kdiag[slot] = self._kernel.diag_one(row)
+        self.rows_version += 1
         if self._G is not None:
             k = self.kernel_block(row[None, :])[0]
             self._G[slot, : self.n] = k

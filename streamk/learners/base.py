@@ -65,6 +65,7 @@ class KernelLearner:
             keep_gram=keep_gram,
         )
         self._n_learned = 0
+        self._row_cache: tuple[int, np.ndarray, np.ndarray] | None = None
 
     # -- public read-only views -----------------------------------------------------------------
     @property
@@ -102,6 +103,25 @@ class KernelLearner:
 
     def _predict_row(self, x: dict) -> np.ndarray:
         return self._features.row(x, grow=False)
+
+    def _kernel_row(self, row: np.ndarray) -> np.ndarray:
+        """``K(row, S)``, reused when the same row was just scored against the same set.
+
+        Test-then-train calls ``predict_one(x)`` then ``learn_one(x, y)``; the second call
+        finds the kernel row the first computed (same rows, same kernel: bit-identical).
+        """
+        support = self._support
+        cache = self._row_cache
+        if (
+            cache is not None
+            and cache[0] == support.rows_version
+            and cache[1].shape == row.shape
+            and np.array_equal(cache[1], row)
+        ):
+            return cache[2]
+        k_row = support.kernel_block(row[None, :])[0]
+        self._row_cache = (support.rows_version, row, k_row)
+        return k_row
 
     def _block(self, X: Any, grow: bool) -> np.ndarray:
         return self._features.rows(X, grow=grow)

@@ -97,7 +97,7 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
     def learn_one(self, x: dict, y: Any) -> None:
         self._add_label(y)
         row = self._learn_row(x)
-        k_row = self._support.kernel_block(row[None, :])[0]
+        k_row = self._kernel_row(row)
         f = k_row @ self._support.coef
         self._update(row, f, k_row, y)
 
@@ -189,17 +189,19 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
     # -- prediction ---------------------------------------------------------------------------
     def decision_function_one(self, x: dict) -> np.ndarray:
         """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
-        return self._support.decision(self._predict_row(x))[0]
+        if self._support.n == 0:
+            return np.zeros(self._support.n_outputs)
+        return self._kernel_row(self._predict_row(x)) @ self._support.coef
 
     def predict_one(self, x: dict) -> Any:
         if not self._labels.classes:
             return None
-        return self._labels.decide(self._support.decision(self._predict_row(x)))[0]
+        return self._labels.decide(self.decision_function_one(x)[None, :])[0]
 
     def predict_proba_one(self, x: dict) -> dict[Any, float]:
         if not self._labels.classes:
             return {}
-        P = self._labels.probabilities(self._support.decision(self._predict_row(x)))
+        P = self._labels.probabilities(self.decision_function_one(x)[None, :])
         return dict(zip(self._labels.classes, P[0].tolist()))
 
     def predict_many(self, X: Any):
