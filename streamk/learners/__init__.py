@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .adatron import KernelAdatron
+from .novelty import KernelNovelty
 from .perceptron import KernelPerceptron
 from .ranking import OnlineRanker
 from .svr import OnlineSVR
 
-__all__ = ["KernelAdatron", "KernelPerceptron", "OnlineRanker", "OnlineSVR"]
+__all__ = ["KernelAdatron", "KernelNovelty", "KernelPerceptron", "OnlineRanker", "OnlineSVR"]
