@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..budget import BudgetPolicy
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from .perceptron import KernelPerceptron
 
@@ -70,8 +70,36 @@ class MarginPerceptron(KernelPerceptron):
     def _unit_test_params(cls):
         yield {"budget": 100, "margin": 1.0}
 
-    def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
-        targets = self._labels.targets(y)
+    def learn_many(self, X: Any, y: Any) -> None:
+        """Rows in order on one tracked kernel block: the same model as ``learn_one``.
+
+        Every row is decided on its fresh decision value (no skipping of rows the block's
+        running values say are right: a correctly classified row can be a margin error).
+        """
+        rows = self._block(X, grow=True)
+        labels = list(y)
+        if len(labels) != rows.shape[0]:
+            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        i = 0
+        while i < len(labels) and self._warming_up:  # gamma="auto" still moving: one by one
+            self._add_label(labels[i])
+            self._learn_dense(rows[i], labels[i])
+            i += 1
+        if i == len(labels):
+            return
+        with self._support.track(rows[i:]) as block:
+            for j, label in enumerate(labels[i:]):
+                self._add_label(label)
+                k_row = block.K[j, : self._support.n].copy()
+                block.start = j + 1
+                self._update(rows[i + j], k_row @ self._support.coef, k_row, label)
+
+    def _update(
+        self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any, targets=None
+    ) -> None:
+        """Insert ``alpha = y`` in every column with a mistake or ``y f < margin``."""
+        if targets is None:
+            targets = self._labels.targets(y)
         wrong = ((f >= 0.0) != (targets > 0.0)) | (targets * f < self.margin)
         if wrong.any():
             self._policy.insert(self._support, row, np.where(wrong, targets, 0.0), k_row)
