@@ -206,3 +206,50 @@ def test_memory_is_flat_once_the_budget_is_reached(policy):
     assert model.n_mistakes - updates > 200  # the policy was exercised while measured
     # a per-event record of even 8 bytes would add 24 KB; measured growth is < 1 KB
     assert after - base < 16 * 1024, f"grew by {after - base} bytes over 3000 events"
+
+
+# -- MarginPerceptron ----------------------------------------------------------------------------
+def test_margin_perceptron_passes_river_checks():
+    from river import checks
+
+    for params in MarginPerceptron._unit_test_params():
+        checks.check_estimator(MarginPerceptron(**params))
+
+
+def test_margin_zero_is_the_kernel_perceptron():
+    frame, labels = stream(300, 3, seed=12)
+    a = KernelPerceptron(budget=Projectron(20))
+    b = MarginPerceptron(budget=Projectron(20), margin=0.0)
+    for x, y in zip(rows(frame), labels):
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    assert_same_model(a, b, atol=0)
+    assert a.n_mistakes == b.n_mistakes
+
+
+def test_margin_updates_correctly_classified_events():
+    model = MarginPerceptron(kernel=RBF(gamma=1.0), margin=1.5)
+    model.learn_one({"a": 0.0}, True)  # f = 0: a mistake? no (sgn 0 = +1) but margin 0 < 1.5
+    model.learn_one({"a": 0.0}, True)  # f = 1 < 1.5: again
+    model.learn_one({"a": 0.0}, True)  # f = 2 >= 1.5: no update
+    assert model.n_support == 2 and model.n_mistakes == 2
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("inf"), "1", True])
+def test_margin_validated(bad):
+    from streamk.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        MarginPerceptron(margin=bad)
+
+
+def test_bananas_target_with_defaults():
+    """Issue 4's target: >= 0.88 prequential accuracy on Bananas at budget 200, defaults."""
+    from river import datasets
+
+    from streamk.evaluate import prequential
+
+    model = MarginPerceptron(budget=Projectron(200))
+    res = prequential(model, datasets.Bananas(), every=1e9)
+    assert res.metric >= 0.88
+    assert model.n_support <= 200
