@@ -11,6 +11,7 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
+from ..solvers.coordinate import adatron_dual
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, KernelLearner
 from .labels import LabelCoder
@@ -144,7 +145,7 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
     def learn_one(self, x: dict, y: Any) -> None:
         self._add_label(y)
         row = self._learn_row(x)
-        k_row = self._support.kernel_block(row[None, :])[0]
+        k_row = self._kernel_row(row)
         self._update(row, k_row @ self._support.coef, k_row, y)
 
     def learn_many(self, X: Any, y: Any) -> None:
@@ -231,12 +232,14 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
             S.remove(int(slot))
 
     # -- batch ------------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, max_epochs: int = 1000, tol: float = 1e-8) -> KernelAdatron:
+    def fit(self, X: Any, y: Any, max_epochs: int = 1000, tol: float = 1e-6) -> KernelAdatron:
         """Train from scratch on a fixed set with the cyclic algorithm (CF 7.13) to convergence.
 
-        ``gamma="auto"`` is estimated from the first 200 rows. Examples with a positive
-        coefficient become the support set (through the budget policy, in row order); the
-        model then predicts and continues on-line as usual.
+        Each coefficient column is solved by :func:`streamk.solvers.coordinate.adatron_dual`
+        until the largest KKT violation is below ``tol`` (a ``ConvergenceWarning`` after
+        ``max_epochs`` sweeps). ``gamma="auto"`` is estimated from the first 200 rows.
+        Examples with a positive coefficient become the support set (through the budget policy,
+        in row order); the model then predicts and continues on-line as usual.
         """
         self._reset()
         rows = self._block(X, grow=True)
@@ -254,7 +257,7 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
         T = np.stack([self._labels.targets(label) for label in labels])
         A = np.column_stack(
             [
-                _adatron_dual(K, T[:, c], self.C, self.norm, tol=tol, max_epochs=max_epochs)
+                adatron_dual(K, T[:, c], self.C, self.norm, tol=tol, max_epochs=max_epochs).alpha
                 for c in range(T.shape[1])
             ]
         )
@@ -270,17 +273,19 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
     # -- prediction ---------------------------------------------------------------------------
     def decision_function_one(self, x: dict) -> np.ndarray:
         """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
-        return self._support.decision(self._predict_row(x))[0]
+        if self._support.n == 0:
+            return np.zeros(self._support.n_outputs)
+        return self._kernel_row(self._predict_row(x)) @ self._support.coef
 
     def predict_one(self, x: dict) -> Any:
         if not self._labels.classes:
             return None
-        return self._labels.decide(self._support.decision(self._predict_row(x)))[0]
+        return self._labels.decide(self.decision_function_one(x)[None, :])[0]
 
     def predict_proba_one(self, x: dict) -> dict[Any, float]:
         if not self._labels.classes:
             return {}
-        P = self._labels.probabilities(self._support.decision(self._predict_row(x)))
+        P = self._labels.probabilities(self.decision_function_one(x)[None, :])
         return dict(zip(self._labels.classes, P[0].tolist()))
 
     def predict_many(self, X: Any):
@@ -308,35 +313,3 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
         self._labels = LabelCoder.from_state(state["labels"])
         self._cls = SlotData.from_state(self._support.ids, state["sv_class"])
         self.n_updates = int(state["n_updates"])
-
-
-def _adatron_dual(
-    K: np.ndarray, y: np.ndarray, C: float, norm: int, tol: float = 1e-8, max_epochs: int = 1000
-) -> np.ndarray:
-    """Cyclic exact coordinate ascent on ``max sum(a) - a'Ha/2, 0 <= a <= C`` (no bias).
-
-    ``H = (y y') * K`` (+ ``I / C`` for the 2-norm, whose box is ``[0, inf)``). Stops when no
-    coefficient moved by more than ``tol`` in a sweep. To be folded into the shared
-    coordinate-ascent solver (``streamk.solvers.coordinate``) when it lands.
-    """
-    y = np.asarray(y, dtype=np.float64)
-    H = K * np.outer(y, y)
-    if norm == 2 and math.isfinite(C):
-        H[np.diag_indices_from(H)] += 1.0 / C
-    upper = float(C) if norm == 1 else math.inf
-    d = np.diag(H).copy()
-    eta = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0.0)
-    alpha = np.zeros(len(y))
-    F = np.zeros(len(y))  # H @ alpha
-    for _ in range(max_epochs):
-        moved = 0.0
-        for i in range(len(y)):
-            a = min(max(alpha[i] + eta[i] * (1.0 - F[i]), 0.0), upper)
-            delta = a - alpha[i]
-            if delta != 0.0:
-                alpha[i] = a
-                F += delta * H[i]
-                moved = max(moved, abs(delta))
-        if moved <= tol:
-            break
-    return alpha

@@ -147,7 +147,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     # -- learning ---------------------------------------------------------------------------------
     def learn_one(self, x: dict) -> None:
         row = self._learn_row(x)
-        self._insert(row, self._support.kernel_block(row[None, :])[0])
+        self._insert(row, self._kernel_row(row))
         self._n_learned += 1
 
     def learn_many(self, X: Any) -> None:
@@ -170,19 +170,23 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
                 self._n_learned += 1
 
     # -- scoring ----------------------------------------------------------------------------------
-    def _distances(self, Q: np.ndarray) -> np.ndarray:
-        """Eq. (5.2) for each row of ``Q``."""
+    def _distances(self, Q: np.ndarray, K: np.ndarray | None = None) -> np.ndarray:
+        """Eq. (5.2) for each row of ``Q`` (``K = K(Q, S)`` if already known)."""
         S = self._support
         kqq = S.kernel.diag(Q)
         W = float(S.coef[:, 0].sum()) if S.n else 0.0
         if W <= 0.0:
             return np.zeros(Q.shape[0]) if S.n == 0 else kqq
         _, cc = self._stats()
-        d2 = kqq - (2.0 / W) * S.decision(Q)[:, 0] + cc / (W * W)
+        K = S.kernel_block(Q) if K is None else K
+        d2 = kqq - (2.0 / W) * (K @ S.coef[:, 0]) + cc / (W * W)
         return np.maximum(d2, 0.0)
 
     def score_one(self, x: dict) -> float:
-        return float(self._distances(self._predict_row(x)[None, :])[0])
+        row = self._predict_row(x)
+        if self._support.n == 0:
+            return 0.0
+        return float(self._distances(row[None, :], self._kernel_row(row)[None, :])[0])
 
     def score_many(self, X: Any) -> np.ndarray:
         """Scores of a block of events."""

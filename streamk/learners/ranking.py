@@ -154,7 +154,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
     def learn_one(self, x: dict, y: Hashable) -> None:
         self._rank_index(y)  # reject a bad label before touching any state
         row = self._learn_row(x)
-        k_row = self._support.kernel_block(row[None, :])[0]
+        k_row = self._kernel_row(row)
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, y)
 
     def learn_many(self, X: Any, y: Any) -> None:
@@ -182,7 +182,9 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
     # -- prediction -------------------------------------------------------------------------------
     def score_one(self, x: dict) -> float:
         """The raw score ``f(x)``."""
-        return float(self._support.decision(self._predict_row(x))[0, 0])
+        if self._support.n == 0:
+            return 0.0
+        return float(self._kernel_row(self._predict_row(x)) @ self._support.coef[:, 0])
 
     def predict_one(self, x: dict) -> Hashable:
         return self.ranks[int(self._predict_index(np.array([self.score_one(x)]))[0])]

@@ -11,6 +11,7 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
+from ..solvers.coordinate import svr_dual_no_bias
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, KernelLearner
 
@@ -140,7 +141,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     def learn_one(self, x: dict, y: float) -> None:
         y = _target(y)
         row = self._learn_row(x)
-        k_row = self._support.kernel_block(row[None, :])[0]
+        k_row = self._kernel_row(row)
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, y)
 
     def learn_many(self, X: Any, y: Any) -> None:
@@ -212,12 +213,14 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             S.remove(int(slot))
 
     # -- batch ----------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, max_epochs: int = 1000, tol: float = 1e-8) -> OnlineSVR:
+    def fit(self, X: Any, y: Any, max_epochs: int = 1000, tol: float = 1e-6) -> OnlineSVR:
         """Train from scratch on a fixed set with the cyclic algorithm (CF 7.14) to convergence.
 
-        ``gamma="auto"`` is estimated from the first 200 rows. Examples with a non-zero
-        coefficient become the support set (through the budget policy, in row order); the
-        model then predicts and continues on-line as usual.
+        Solved by :func:`streamk.solvers.coordinate.svr_dual_no_bias` (the same fixed point)
+        until the largest KKT violation is below ``tol`` (a ``ConvergenceWarning`` after
+        ``max_epochs`` sweeps). ``gamma="auto"`` is estimated from the first 200 rows.
+        Examples with a non-zero coefficient become the support set (through the budget policy,
+        in row order); the model then predicts and continues on-line as usual.
         """
         self._reset()
         rows = self._block(X, grow=True)
@@ -230,7 +233,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             self._scale.update(rows[:AUTO_WINDOW])
             self._support.set_kernel(self._auto_kernel.resolve(self._scale))
         K = self._support.kernel.gram(rows, rows)
-        beta = _svr_dual_no_bias(K, targets, self.epsilon, self.C, tol=tol, max_epochs=max_epochs)
+        beta = svr_dual_no_bias(
+            K, targets, self.epsilon, self.C, tol=tol, max_epochs=max_epochs
+        ).alpha
         for i in np.flatnonzero(beta):
             new_id = self._support.next_id
             k_row = self._support.kernel_block(rows[i][None, :])[0]
@@ -242,7 +247,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
     # -- prediction -------------------------------------------------------------------------------
     def predict_one(self, x: dict) -> float:
-        return float(self._support.decision(self._predict_row(x))[0, 0])
+        if self._support.n == 0:
+            return 0.0
+        return float(self._kernel_row(self._predict_row(x)) @ self._support.coef[:, 0])
 
     def predict_many(self, X: Any):
         import pandas as pd
@@ -268,48 +275,3 @@ def _target(y: Any) -> float:
     if not math.isfinite(value):
         raise InvalidInput(f"the target must be finite, got {y!r}")
     return value
-
-
-def _svr_dual_no_bias(
-    K: np.ndarray,
-    y: np.ndarray,
-    epsilon: float,
-    C: float,
-    tol: float = 1e-8,
-    max_epochs: int = 1000,
-) -> np.ndarray:
-    """Cyclic CF 7.14 with ``eta_i = 1/K_ii`` and box ``[-C, C]`` until no coefficient moves
-    by more than ``tol``: the maximiser of ``y'b - eps |b|_1 - b'Kb/2`` over ``|b| <= C``.
-
-    To be folded into the shared coordinate-ascent solver (``streamk.solvers.coordinate``)
-    when it lands.
-    """
-    n = len(y)
-    beta = np.zeros(n)
-    f = np.zeros(n)  # K @ beta
-    kd = np.diag(K).tolist()
-    yl = np.asarray(y, dtype=np.float64).tolist()
-    for _ in range(max_epochs):
-        moved = 0.0
-        for i in range(n):
-            if kd[i] <= 0.0:
-                continue
-            a = float(beta[i])
-            r = yl[i] - float(f[i])
-            if a > 0.0:
-                g = r - epsilon
-            elif a < 0.0:
-                g = r + epsilon
-            else:
-                g = math.copysign(max(abs(r) - epsilon, 0.0), r)
-            a_new = a + g / kd[i]
-            if a * a_new < 0.0:
-                a_new = 0.0
-            a_new = min(max(a_new, -C), C)
-            if a_new != a:
-                beta[i] = a_new
-                f += (a_new - a) * K[i]
-                moved = max(moved, abs(a_new - a))
-        if moved <= tol:
-            break
-    return beta
