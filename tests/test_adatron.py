@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from river import checks
 from scipy.optimize import minimize
 
-from streamk.budget import RemoveOldest
+from streamk.budget import (
+    Forgetron,
+    Merge,
+    Projectron,
+    RemoveOldest,
+    RemoveRandom,
+    RemoveSmallest,
+)
 from streamk.errors import ConfigError, InvalidInput
 from streamk.kernels import RBF, Linear
 from streamk.learners import KernelAdatron
@@ -312,3 +319,28 @@ def test_river_check_estimator(params):
         check(model.clone())
         ran += 1
     assert ran > 20
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        RemoveRandom(8, seed=1),
+        RemoveSmallest(8),
+        Forgetron(8),
+        Projectron(8, eta=0.05),
+        Merge(8),
+    ],
+    ids=lambda p: type(p).__name__,
+)
+def test_every_budget_policy_bounds_the_set_and_keeps_learn_many_exact(policy):
+    X, y = _data(10, m=90, d=2, classes=3)
+    params = dict(kernel=RBF(gamma=0.5), C=1.0, budget=policy)
+    one, many = KernelAdatron(**params), KernelAdatron(**params)
+    for x, label in zip(_dicts(X), y):
+        one.learn_one(x, int(label))
+        assert one.n_support <= 8
+    for s in range(0, 90, 13):
+        many.learn_many(pd.DataFrame(X[s : s + 13]), list(y[s : s + 13]))
+    assert np.array_equal(one.support_.ids, many.support_.ids)
+    assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
+    assert np.mean(one.predict_many(X).to_numpy().astype(int) == y) > 0.4

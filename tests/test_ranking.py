@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from river import checks
 
-from streamk.budget import RemoveOldest
+from streamk.budget import (
+    Forgetron,
+    Merge,
+    Projectron,
+    RemoveOldest,
+    RemoveRandom,
+    RemoveSmallest,
+)
 from streamk.errors import ConfigError, InvalidInput
 from streamk.kernels import RBF, Linear, Polynomial
 from streamk.learners import OnlineRanker
@@ -209,3 +216,29 @@ def test_river_check_estimator(params):
         check(model.clone())
         ran += 1
     assert ran > 20
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        RemoveRandom(8, seed=1),
+        RemoveSmallest(8),
+        Forgetron(8),
+        Projectron(8, eta=0.05),
+        Merge(8),
+    ],
+    ids=lambda p: type(p).__name__,
+)
+def test_every_budget_policy_bounds_the_set_and_keeps_learn_many_exact(policy):
+    X, y = _ordinal(10, m=90, n_ranks=4, noise=0.5)
+    params = dict(kernel=RBF(gamma=0.5), ranks=(1, 2, 3, 4), budget=policy)
+    one, many = OnlineRanker(**params), OnlineRanker(**params)
+    for x, label in zip(_dicts(X), y):
+        one.learn_one(x, int(label))
+        assert one.n_support <= 8
+        assert (np.diff(one.thresholds_) >= 0).all()
+    for s in range(0, 90, 13):
+        many.learn_many(pd.DataFrame(X[s : s + 13]), list(y[s : s + 13]))
+    assert np.array_equal(one.support_.ids, many.support_.ids)
+    assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
+    assert np.array_equal(one.thresholds_, many.thresholds_)

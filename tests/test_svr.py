@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from river import checks
 from scipy.optimize import minimize
 
-from streamk.budget import RemoveOldest
+from streamk.budget import (
+    Forgetron,
+    Merge,
+    Projectron,
+    RemoveOldest,
+    RemoveRandom,
+    RemoveSmallest,
+)
 from streamk.errors import ConfigError, InvalidInput
 from streamk.kernels import RBF, Linear
 from streamk.learners import OnlineSVR
@@ -275,3 +282,29 @@ def test_river_check_estimator(params):
         check(model.clone())
         ran += 1
     assert ran > 15
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        RemoveRandom(8, seed=1),
+        RemoveSmallest(8),
+        Forgetron(8),
+        Projectron(8, eta=0.05),
+        Merge(8),
+    ],
+    ids=lambda p: type(p).__name__,
+)
+@pytest.mark.parametrize("resweeps", [0, 1])
+def test_every_budget_policy_bounds_the_set_and_keeps_learn_many_exact(policy, resweeps):
+    X, y = _data(10, m=90)
+    params = dict(kernel=RBF(gamma=0.5), epsilon=0.05, C=1.0, resweeps=resweeps, budget=policy)
+    one, many = OnlineSVR(**params), OnlineSVR(**params)
+    for x, target in zip(_dicts(X), y):
+        one.learn_one(x, float(target))
+        assert one.n_support <= 8
+    for s in range(0, 90, 13):
+        many.learn_many(pd.DataFrame(X[s : s + 13]), y[s : s + 13])
+    assert np.array_equal(one.support_.ids, many.support_.ids)
+    assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
+    assert np.mean(np.abs(one.predict_many(X) - y)) < np.mean(np.abs(y))
