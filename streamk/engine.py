@@ -1,0 +1,486 @@
+"""The engine: poll, validate, score, learn, snapshot, and only then commit.
+
+One engine runs one model over one source (design.md §1). Each loop turn:
+
+1. poll a batch of records;
+2. decode and validate each; a bad record goes to the dead-letter sink with its
+   reason and position, and is counted;
+3. in stream order, runs of unlabelled events are scored (``predict_many``) and
+   published with the model's snapshot sequence number; runs of labelled events are
+   first scored for the rolling metric, then learned (``learn_many``: the same model as
+   ``learn_one`` on each event in order);
+4. when a snapshot is due (every N events, every T seconds, on revocation and on
+   shutdown): flush the sinks, write the snapshot with the next offset of every
+   partition learned, and only then commit those offsets to the source.
+
+**Exactly-once model state.** A snapshot records, per partition, the offset of the next
+event it has not learned. On start the engine restores the newest valid snapshot and,
+on every assignment, seeks each partition to ``max(snapshot offset, committed offset)``:
+after a crash between snapshot and commit nothing is learned twice, and events learned
+by another engine that owned the partition meanwhile are not learned again. Predictions
+and dead letters are at-least-once: after a crash, events since the last snapshot are
+scored (or rejected) again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from river import base, metrics, utils
+
+from .deadletter import DeadLetter
+from .errors import InvalidEvent, StreamkError
+from .events import DEFAULT_LIMITS, Block, Limits, Schema, decode
+from .metrics import Metrics
+from .sources.base import Record, Source
+
+__all__ = ["Engine", "EngineConfig", "EngineResult"]
+
+log = logging.getLogger("streamk.engine")
+
+
+@dataclass
+class EngineConfig:
+    """How an engine runs. Every field has a default.
+
+    Attributes
+    ----------
+    model_name
+        Name of the model in snapshots (file store directory, Kafka key).
+    max_records
+        Records per poll (the micro-batch size).
+    poll_timeout
+        Seconds a poll waits for the first record.
+    snapshot_every
+        Snapshot after this many records since the last one (``None``: never by count).
+    snapshot_seconds
+        Snapshot when this many seconds passed since the last one (``None``: never by time).
+    stop_when_idle
+        Stop after this many seconds without a record (``None``: run until stopped).
+    max_events
+        Stop after this many records (``None``: no limit).
+    progress_seconds
+        Seconds between progress callbacks.
+    rolling_window
+        Events in the rolling prequential metric.
+    """
+
+    model_name: str = "model"
+    max_records: int = 500
+    poll_timeout: float = 0.5
+    snapshot_every: int | None = 10_000
+    snapshot_seconds: float | None = 60.0
+    stop_when_idle: float | None = None
+    max_events: int | None = None
+    progress_seconds: float = 1.0
+    rolling_window: int = 1000
+    limits: Limits = DEFAULT_LIMITS
+    schema: Schema | None = None
+
+
+@dataclass
+class EngineResult:
+    """What a run did."""
+
+    records: int
+    learned: int
+    scored: int
+    dead_lettered: int
+    snapshots: int
+    seconds: float
+    seq: int
+    positions: dict[int, int]
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class Engine:
+    """Runs a learner over a source with snapshots, predictions and dead letters.
+
+    Parameters
+    ----------
+    source
+        Where records come from (:mod:`streamk.sources`).
+    model_factory
+        Builds a fresh learner when no snapshot exists.
+    store
+        A :class:`~streamk.snapshot.SnapshotStore`; restores on start, saves snapshots.
+    publisher
+        Optional :class:`~streamk.snapshot.kafka.SnapshotPublisher` (``publish(name, data)``).
+    predictions, dead_letters
+        Sinks with ``write(record)``, ``flush()`` and ``close()``; ``None`` drops
+        predictions, while dead letters without a sink are logged (never dropped silently).
+    on_progress
+        Called with :meth:`progress` every ``config.progress_seconds``.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        model_factory: Callable[[], base.Estimator],
+        *,
+        store: Any = None,
+        publisher: Any = None,
+        predictions: Any = None,
+        dead_letters: Any = None,
+        config: EngineConfig | None = None,
+        metrics_registry: Metrics | None = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+    ):
+        self.source = source
+        self.model_factory = model_factory
+        self.store = store
+        self.publisher = publisher
+        self.predictions = predictions
+        self.dead_letters = dead_letters
+        self.config = config or EngineConfig()
+        self.metrics = metrics_registry or Metrics()
+        self.on_progress = on_progress
+        self._stop = threading.Event()
+        self.model: base.Estimator | None = None
+        self.seq = 0
+        self.positions: dict[int, int] = {}  # partition -> next offset learned/handled
+        self._since_snapshot = 0
+        self._last_snapshot = time.monotonic()
+        self._rolling = None
+
+    # -- control --------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the loop to finish its batch, snapshot, commit and return (signal-safe)."""
+        self._stop.set()
+
+    # -- start-up -------------------------------------------------------------------------
+    def restore(self) -> None:
+        """Load the newest valid snapshot, or build a fresh model."""
+        snap = self.store.latest(self.config.model_name) if self.store is not None else None
+        if snap is None:
+            self.model = self.model_factory()
+            self.seq = 0
+            self.positions = {}
+            log.info("no snapshot for %r: starting a fresh model", self.config.model_name)
+        else:
+            self.model = snap.model
+            self.seq = snap.seq
+            self.positions = {
+                int(p): int(o) for p, o in snap.offsets.get(self.source.name, {}).items()
+            }
+            log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
+        metric_class = type(self._metric_for(self.model))
+        self._rolling = utils.Rolling(metric_class, window_size=self.config.rolling_window)
+
+    @staticmethod
+    def _metric_for(model: base.Estimator) -> metrics.base.Metric:
+        return metrics.MAE() if isinstance(model, base.Regressor) else metrics.Accuracy()
+
+    def _on_assigned(self, partitions: list[int]) -> None:
+        committed = self.source.committed(partitions)
+        for p in partitions:
+            target = max(self.positions.get(p, 0), committed.get(p, 0))
+            self.source.seek(p, target)
+            self.positions.setdefault(p, target)
+            self.positions[p] = target
+        log.info(
+            "assigned %s, positions %s", partitions, {p: self.positions[p] for p in partitions}
+        )
+
+    def _on_revoked(self, partitions: list[int]) -> None:
+        log.info("partitions %s revoked: snapshot and commit first", partitions)
+        self.checkpoint(reason="revoked")
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self) -> EngineResult:
+        """Process records until stopped, idle, exhausted or ``max_events``; then checkpoint."""
+        if self.model is None:
+            self.restore()
+        self.source.on_rebalance(self._on_assigned, self._on_revoked)
+        cfg = self.config
+        start = last_progress = time.monotonic()
+        last_record = start
+        records = 0
+        rate_mark = (start, 0)
+        try:
+            while not self._stop.is_set():
+                budget = cfg.max_records
+                if cfg.max_events is not None:
+                    budget = min(budget, cfg.max_events - records)
+                    if budget <= 0:
+                        break
+                batch = self.source.poll(budget, cfg.poll_timeout)
+                now = time.monotonic()
+                if batch:
+                    last_record = now
+                    records += len(batch)
+                    self.metrics.inc("events_in", len(batch))
+                    self._process(batch)
+                    self._since_snapshot += len(batch)
+                elif self.source.exhausted():
+                    break
+                elif cfg.stop_when_idle is not None and now - last_record >= cfg.stop_when_idle:
+                    break
+                if self._snapshot_due(now):
+                    self.checkpoint(reason="due")
+                if now - last_progress >= cfg.progress_seconds:
+                    rate = (records - rate_mark[1]) / max(now - rate_mark[0], 1e-9)
+                    rate_mark = (now, records)
+                    last_progress = now
+                    self.metrics.set("events_per_second", rate)
+                    self.metrics.set("lag", self.source.lag())
+                    if self.on_progress is not None:
+                        self.on_progress(self.progress())
+        finally:
+            if self.model is not None:
+                self.checkpoint(reason="shutdown")
+            self._close_sinks()
+        secs = time.monotonic() - start
+        m = self.metrics.snapshot()
+        return EngineResult(
+            records,
+            int(m["events_learned"]),
+            int(m["events_scored"]),
+            int(m["events_dead_lettered"]),
+            int(m["snapshots_written"]),
+            secs,
+            self.seq,
+            dict(self.positions),
+            m,
+        )
+
+    def progress(self) -> dict[str, Any]:
+        """A status line's worth of figures."""
+        m = self.metrics.snapshot()
+        return {
+            "records": int(m["events_in"]),
+            "events_per_second": m["events_per_second"],
+            "learned": int(m["events_learned"]),
+            "scored": int(m["events_scored"]),
+            "dead_lettered": int(m["events_dead_lettered"]),
+            "lag": self.source.lag(),
+            "support": int(getattr(self.model, "n_support", 0)),
+            "rolling_metric": self._rolling.get() if self._rolling is not None else None,
+            "snapshots": int(m["snapshots_written"]),
+            "seq": self.seq,
+        }
+
+    def _snapshot_due(self, now: float) -> bool:
+        if self._since_snapshot == 0:
+            return False
+        cfg = self.config
+        if cfg.snapshot_every is not None and self._since_snapshot >= cfg.snapshot_every:
+            return True
+        return (
+            cfg.snapshot_seconds is not None and now - self._last_snapshot >= cfg.snapshot_seconds
+        )
+
+    # -- one batch ------------------------------------------------------------------------
+    def _process(self, batch: list[Record]) -> None:
+        run: list[tuple[Record, Any, Any, Any]] = []  # (record, x, y, id) of one kind
+        labelled = None
+        for record in batch:
+            item = self._decode(record)
+            if item is None:
+                self._advance(record)
+                continue
+            for x, y, event_id in item:
+                kind = y is not None
+                if run and kind != labelled:
+                    self._flush_run(run, labelled)
+                    run = []
+                labelled = kind
+                run.append((record, x, y, event_id))
+            if not run or run[-1][0] is not record:
+                self._advance(record)
+        if run:
+            self._flush_run(run, labelled)
+
+    def _decode(self, record: Record) -> list[tuple[Any, Any, Any]] | None:
+        """``[(x, y, id), ...]`` for a valid record; ``None`` after dead-lettering it."""
+        value = record.value
+        try:
+            if value is None:
+                payload = record.payload
+                if payload[:1] in (b"{", b"[") and payload[-1:] in (b"}", b"]"):
+                    from .sources.replay import decode_json_record
+
+                    try:
+                        payload = decode_json_record(payload)
+                    except ValueError as exc:
+                        raise _invalid("undecodable", f"not valid JSON: {exc}") from None
+                value = decode(payload, self.config.limits, self.config.schema)
+            if isinstance(value, Block):
+                ys = value.y.tolist() if isinstance(value.y, np.ndarray) else value.y
+                ids = value.ids
+                return [
+                    (
+                        dict(enumerate(row)),
+                        None if ys is None else ys[i],
+                        None if ids is None else ids[i],
+                    )
+                    for i, row in enumerate(value.X.tolist())
+                ]
+            x = value.x
+            if isinstance(x, str):
+                raise _invalid(
+                    "text_unsupported",
+                    "text features need a string kernel; this learner takes numbers",
+                )
+            if isinstance(x, list):
+                x = dict(enumerate(x))
+            return [(x, value.y, value.id)]
+        except InvalidEvent as exc:
+            self._dead_letter(record, exc)
+            return None
+
+    def _dead_letter(self, record: Record, exc: Exception) -> None:
+        payload = record.payload
+        if payload is None:
+            payload = repr(record.value).encode()
+        letter = DeadLetter(
+            payload,
+            getattr(exc, "reason", str(exc)),
+            self.source.name,
+            record.partition,
+            record.offset,
+            record.timestamp_ms or int(time.time() * 1000),
+            getattr(exc, "code", None) or "rejected",
+        )
+        self.metrics.dead_letter(letter.code)
+        if self.dead_letters is not None:
+            self.dead_letters.write(letter)
+        else:
+            log.warning(
+                "dead letter at %s[%s]@%s: %s",
+                self.source.name,
+                record.partition,
+                record.offset,
+                letter.reason,
+            )
+
+    def _advance(self, record: Record) -> None:
+        self.positions[record.partition] = record.offset + 1
+
+    def _flush_run(self, run: list[tuple[Record, Any, Any, Any]], labelled: bool) -> None:
+        import pandas as pd
+
+        X = _frame([x for _, x, _, _ in run])
+        if labelled:
+            ys = [y for _, _, y, _ in run]
+            try:
+                predictions = self.model.predict_many(X).tolist()
+                self.model.learn_many(X, pd.Series(ys, dtype=object))
+            except (StreamkError, ValueError, TypeError):
+                predictions = self._learn_one_by_one(run)
+            for (record, _, y, _), p in zip(run, predictions):
+                if p is not None:
+                    self._rolling.update(y, p)
+                self._advance(record)
+            learned = sum(1 for p in predictions if p is not _REJECTED)
+            self.metrics.inc("events_learned", learned)
+        else:
+            predictions = self.model.predict_many(X).tolist()
+            for (record, _, _, event_id), p in zip(run, predictions):
+                if self.predictions is not None:
+                    self.predictions.write(
+                        {
+                            "id": event_id,
+                            "prediction": p,
+                            "model_seq": self.seq,
+                            "partition": record.partition,
+                            "offset": record.offset,
+                        }
+                    )
+                self._advance(record)
+            self.metrics.inc("events_scored", len(run))
+        self.metrics.set("support_size", getattr(self.model, "n_support", 0))
+
+    def _learn_one_by_one(self, run) -> list[Any]:
+        """A block the model refused: learn event by event, dead-lettering the bad ones."""
+        out = []
+        for record, x, y, _ in run:
+            try:
+                p = self.model.predict_one(x)
+                self.model.learn_one(x, y)
+                out.append(p)
+            except (StreamkError, ValueError, TypeError) as exc:
+                self._dead_letter(record, _as_invalid(exc))
+                out.append(_REJECTED)
+        return out
+
+    # -- snapshots ------------------------------------------------------------------------
+    def checkpoint(self, reason: str = "due") -> None:
+        """Flush sinks, write a snapshot covering ``positions``, then commit them.
+
+        Does nothing when no record arrived since the last checkpoint (its commit stands).
+        """
+        if self._since_snapshot == 0:
+            return
+        t0 = time.perf_counter()
+        for sink in (self.predictions, self.dead_letters):
+            if sink is not None and hasattr(sink, "flush"):
+                sink.flush()
+        self.seq += 1
+        offsets = {self.source.name: dict(self.positions)}
+        if self.store is not None or self.publisher is not None:
+            from . import snapshot
+
+            data = snapshot.dumps(
+                self.model,
+                offsets=offsets,
+                seq=self.seq,
+                metrics=_numbers(self.metrics.snapshot()),
+                reason=reason,
+            )
+            if self.store is not None:
+                self.store.save(data, self.config.model_name)
+            if self.publisher is not None:
+                self.publisher.publish(self.config.model_name, data)
+        owned = set(self.source.assignment())
+        self.source.commit({p: o for p, o in self.positions.items() if p in owned})
+        self._since_snapshot = 0
+        self._last_snapshot = time.monotonic()
+        self.metrics.inc("snapshots_written")
+        self.metrics.inc("snapshot_seconds_total", time.perf_counter() - t0)
+        self.metrics.set("model_seq", self.seq)
+        log.info("snapshot seq %d (%s) at %s", self.seq, reason, self.positions)
+
+    def _close_sinks(self) -> None:
+        for sink in (self.predictions, self.dead_letters):
+            if sink is not None:
+                try:
+                    sink.close()
+                except Exception:  # noqa: BLE001 - closing must not mask the real outcome
+                    log.exception("closing a sink failed")
+
+
+_REJECTED = object()
+
+
+def _frame(xs: list[dict]) -> Any:
+    """A DataFrame of feature dicts; fast when they share one key order (the usual case)."""
+    import pandas as pd
+
+    keys = tuple(xs[0])
+    if all(tuple(x) == keys for x in xs):
+        values = np.array([list(x.values()) for x in xs], dtype=np.float64)
+        return pd.DataFrame(values, columns=list(keys))
+    return pd.DataFrame(xs)
+
+
+def _invalid(code: str, reason: str) -> InvalidEvent:
+    """An :class:`InvalidEvent` with the ``code``/``reason`` that ``events.decode`` sets."""
+    err = InvalidEvent(f"invalid event [{code}]: {reason}")
+    err.reason = reason  # type: ignore[attr-defined]
+    err.code = code  # type: ignore[attr-defined]
+    return err
+
+
+def _as_invalid(exc: Exception) -> InvalidEvent:
+    return _invalid("rejected_by_model", f"the model rejected the event: {exc}")
+
+
+def _numbers(values: dict[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float))}

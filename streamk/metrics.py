@@ -1,0 +1,120 @@
+"""Counters and gauges of a running engine, and their Prometheus text exposition.
+
+One :class:`Metrics` object per engine. Counters only go up; gauges hold the latest
+value. ``render()`` gives the Prometheus text format; ``serve(port)`` exposes it on
+``http://127.0.0.1:PORT/metrics`` from a daemon thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["Metrics"]
+
+#: name -> (type, help)
+DEFINITIONS: dict[str, tuple[str, str]] = {
+    "events_in": ("counter", "Records polled from the source"),
+    "events_learned": ("counter", "Labelled events learned"),
+    "events_scored": ("counter", "Unlabelled events scored and published"),
+    "events_dead_lettered": ("counter", "Records rejected to the dead-letter destination"),
+    "snapshots_written": ("counter", "Snapshots written"),
+    "snapshot_seconds_total": ("counter", "Time spent writing snapshots and committing"),
+    "consolidations": ("counter", "Consolidations adopted"),
+    "consolidation_seconds_total": ("counter", "Time spent consolidating"),
+    "events_per_second": ("gauge", "Events per second over the last progress interval"),
+    "support_size": ("gauge", "Support vectors held by the model"),
+    "lag": ("gauge", "Records behind the source's end, where known"),
+    "rolling_metric": ("gauge", "Prequential metric over the recent window"),
+    "model_seq": ("gauge", "Sequence number of the last snapshot"),
+}
+
+
+class Metrics:
+    """Thread-safe counters and gauges keyed by the names in :data:`DEFINITIONS`."""
+
+    def __init__(self, prefix: str = "streamk_") -> None:
+        self.prefix = prefix
+        self._values: dict[str, float] = {name: 0.0 for name in DEFINITIONS}
+        self._reasons: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self.started = time.time()
+
+    def inc(self, name: str, value: float = 1.0) -> None:
+        with self._lock:
+            self._values[name] += value
+
+    def set(self, name: str, value: float | None) -> None:
+        if value is None:
+            return
+        with self._lock:
+            self._values[name] = float(value)
+
+    def dead_letter(self, code: str | None) -> None:
+        """Count one rejected record, also by its reason code."""
+        with self._lock:
+            self._values["events_dead_lettered"] += 1
+            key = code or "unknown"
+            self._reasons[key] = self._reasons.get(key, 0) + 1
+
+    def get(self, name: str) -> float:
+        return self._values[name]
+
+    def snapshot(self) -> dict[str, Any]:
+        """A plain dict of every value (for ``--json`` output and snapshot metadata)."""
+        with self._lock:
+            out: dict[str, Any] = dict(self._values)
+            out["dead_letter_reasons"] = dict(self._reasons)
+        return out
+
+    def render(self) -> str:
+        """Prometheus text exposition format (version 0.0.4)."""
+        lines = []
+        with self._lock:
+            for name, (kind, help_text) in DEFINITIONS.items():
+                full = self.prefix + name
+                lines += [
+                    f"# HELP {full} {help_text}",
+                    f"# TYPE {full} {kind}",
+                    f"{full} {self._values[name]:.17g}",
+                ]
+            full = self.prefix + "dead_letter_reasons_total"
+            lines += [
+                f"# HELP {full} Dead-lettered records by reason code",
+                f"# TYPE {full} counter",
+            ]
+            for code, count in sorted(self._reasons.items()):
+                lines.append(f'{full}{{reason="{code}"}} {count}')
+        return "\n".join(lines) + "\n"
+
+    def serve(self, port: int, host: str = "127.0.0.1") -> int:
+        """Expose ``/metrics`` over HTTP from a daemon thread; returns the bound port."""
+        metrics = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                if self.path.rstrip("/") not in ("/metrics", ""):
+                    self.send_error(404)
+                    return
+                body = metrics.render().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self._server.server_address[1]
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
