@@ -122,6 +122,119 @@ def cmd_learn(args: argparse.Namespace) -> int:
     return 0
 
 
+REPLAY_EXAMPLES = """examples:
+  # learn from a recorded log, snapshots to ./snapshots, rejected records to ./dead
+  streamk replay events.jsonl --dead-letter-dir ./dead
+  # the same log again resumes after the newest snapshot: nothing is learned twice
+  streamk replay events.msgpack --learner perceptron --budget 200 --json
+"""
+
+RUN_EXAMPLES = """examples:
+  # consume a topic with the settings of a TOML file (every key: docs/configuration.md)
+  streamk run --config streamk.toml
+  # flags override the file and STREAMK_* variables
+  streamk run --bootstrap-servers kafka:9092 --topic events --group scorers \\
+      --predictions-topic predictions --dead-letter-topic events.dlq --snapshot-every 5000
+"""
+
+
+class _EngineProgress(_Progress):
+    def __call__(self, p: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        lag = "?" if p["lag"] is None else f"{p['lag']:,}"
+        metric = "-" if p["rolling_metric"] is None else f"{p['rolling_metric']:.4f}"
+        line = (
+            f"{p['records']:>10,} records {p['events_per_second']:>9,.0f} ev/s  lag {lag}  "
+            f"support {p['support']:,}  rolling {self.metric_name} {metric}  "
+            f"dead {p['dead_lettered']:,}  snapshots {p['snapshots']}"
+        )
+        print(line, end="\r" if self.tty else "\n", file=sys.stderr, flush=True)
+
+
+def _engine_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    from .config import DEFAULTS
+
+    return {k: getattr(args, k) for k in DEFAULTS if getattr(args, k, None) is not None}
+
+
+def _run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) -> int:
+    from .runner import build_engine, install_signal_handlers
+
+    progress = _EngineProgress("metric", args.quiet or args.json)
+    engine = build_engine(config, source=source, on_progress=progress)
+    install_signal_handlers(engine)
+    result = engine.run()
+    progress.close()
+    summary = {
+        "schema_version": SCHEMA_VERSION,
+        "records": result.records,
+        "learned": result.learned,
+        "scored": result.scored,
+        "dead_lettered": result.dead_lettered,
+        "snapshots": result.snapshots,
+        "seq": result.seq,
+        "seconds": result.seconds,
+        "events_per_second": result.records / result.seconds if result.seconds else None,
+        "positions": result.positions,
+        "support": int(getattr(engine.model, "n_support", 0)),
+        "rolling_metric": engine.progress()["rolling_metric"],
+        "snapshot_dir": config["snapshot_dir"],
+        "machine": _machine(),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        width = max(len(k) for k in summary)
+        for key, value in summary.items():
+            if key not in ("schema_version", "machine"):
+                print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Run the engine over a recorded event log (.jsonl or msgpack), with snapshots."""
+    from .config import load_config
+    from .sources.replay import ReplaySource
+
+    config = load_config(args.config, _engine_overrides(args))
+    return _run_engine(config, ReplaySource(args.log), args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the engine on a Kafka topic (production)."""
+    from .config import load_config
+
+    config = load_config(args.config, _engine_overrides(args))
+    return _run_engine(config, None, args)
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    """Start the local Kafka-compatible broker (tansu) in the foreground until Ctrl-C."""
+    from .broker import serve
+
+    return serve(args.port)
+
+
+def _add_engine_options(p: argparse.ArgumentParser, kafka: bool) -> None:
+    from .config import DEFAULTS
+
+    p.add_argument("--config", help="TOML configuration file")
+    # a replay still publishes snapshots or outputs to Kafka if asked; it only reads a file
+    skip = set() if kafka else {"topic", "group", "transport", "max_poll_interval_ms"}
+    for key, opt in DEFAULTS.items():
+        if key in skip:
+            continue
+        p.add_argument(
+            "--" + key.replace("_", "-"),
+            dest=key,
+            type=opt.kind,
+            help=f"{opt.help} (default: {opt.default!r}) [env: STREAMK_{key.upper()}]",
+        )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamk",
@@ -168,6 +281,35 @@ def build_parser() -> argparse.ArgumentParser:
     learn.add_argument("--quiet", action="store_true", help="no progress display")
     learn.set_defaults(func=cmd_learn)
 
+    replay = sub.add_parser(
+        "replay",
+        help="run the engine over a recorded event log",
+        description=cmd_replay.__doc__,
+        epilog=REPLAY_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    replay.add_argument("log", help="event log: .jsonl (one JSON event per line) or msgpack")
+    _add_engine_options(replay, kafka=False)
+    replay.set_defaults(func=cmd_replay)
+
+    run = sub.add_parser(
+        "run",
+        help="run the engine on a Kafka topic",
+        description=cmd_run.__doc__,
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_engine_options(run, kafka=True)
+    run.set_defaults(func=cmd_run)
+
+    broker = sub.add_parser(
+        "broker",
+        help="start the local Kafka-compatible broker (for trying streamk out)",
+        description=cmd_broker.__doc__,
+    )
+    broker.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    broker.set_defaults(func=cmd_broker)
+
     _add_optional_commands(sub)
     return parser
 
@@ -189,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except StreamkError as exc:
+    except (StreamkError, OSError) as exc:
         print(f"streamk: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

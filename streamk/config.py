@@ -1,0 +1,154 @@
+"""Engine configuration: one table of defaults, a TOML file, ``STREAMK_*`` variables, flags.
+
+Precedence, lowest first: :data:`DEFAULTS`, the TOML file (``streamk run --config``),
+environment variables (``STREAMK_<KEY>`` upper-cased, e.g. ``STREAMK_BOOTSTRAP_SERVERS``),
+command-line flags. Unknown keys and ill-typed values raise :class:`ConfigError` naming
+the key, the value and what was expected. ``streamk run --help`` and
+``docs/configuration.md`` are built from the same table, so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["Option", "DEFAULTS", "load_config", "render_table"]
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    kind: type
+    help: str
+
+
+#: every key a config may set: default, type and meaning
+DEFAULTS: dict[str, Option] = {
+    # source
+    "bootstrap_servers": Option("127.0.0.1:9092", str, "Kafka bootstrap servers, comma-separated"),
+    "topic": Option("events", str, "topic the events are read from"),
+    "group": Option("streamk", str, "consumer group id (engines in one group share partitions)"),
+    "transport": Option("kafka-python", str, "kafka-python, or confluent (extra [kafka-fast])"),
+    "max_poll_interval_ms": Option(300_000, int, "Kafka max.poll.interval.ms (rebalance timeout)"),
+    "security_protocol": Option("PLAINTEXT", str, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
+    "sasl_mechanism": Option("", str, "SASL mechanism, e.g. PLAIN or SCRAM-SHA-512"),
+    "sasl_username": Option("", str, "SASL user name"),
+    "sasl_password": Option("", str, "SASL password (prefer STREAMK_SASL_PASSWORD)"),
+    "ssl_cafile": Option("", str, "CA certificate file for SSL"),
+    # learner
+    "learner": Option("perceptron", str, "perceptron, adatron, svr or ranker"),
+    "kernel": Option("rbf", str, "rbf[:gamma], laplacian[:gamma], linear, poly[:d], +bias"),
+    "budget": Option(500, int, "maximum support vectors (0: unbounded)"),
+    "policy": Option("RemoveOldest", str, "budget policy class name"),
+    # snapshots
+    "model_name": Option("model", str, "model name in snapshot stores and topics"),
+    "snapshot_dir": Option("./snapshots", str, "directory of the file snapshot store"),
+    "snapshot_keep": Option(5, int, "snapshots kept per model in the file store"),
+    "snapshot_every": Option(10_000, int, "snapshot after this many records (0: off)"),
+    "snapshot_seconds": Option(60.0, float, "snapshot after this many seconds (0: off)"),
+    "snapshot_topic": Option("", str, "Kafka topic snapshots are also published to"),
+    # outputs
+    "predictions_topic": Option("", str, "topic predictions of unlabelled events go to"),
+    "predictions_file": Option("", str, "file (.jsonl or .msgpack) predictions go to"),
+    "dead_letter_topic": Option("", str, "topic rejected records go to"),
+    "dead_letter_dir": Option("", str, "directory whose dead-letters.jsonl gets rejected records"),
+    # loop
+    "max_records": Option(500, int, "records per poll (micro-batch size)"),
+    "poll_timeout": Option(0.5, float, "seconds a poll waits for a record"),
+    "max_events": Option(0, int, "stop after this many records (0: no limit)"),
+    "stop_when_idle": Option(0.0, float, "stop after this many idle seconds (0: never)"),
+    "metrics_port": Option(0, int, "serve Prometheus metrics on 127.0.0.1:PORT (0: off)"),
+}
+
+
+def _coerce(key: str, value: Any, source: str) -> Any:
+    kind = DEFAULTS[key].kind
+    if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    if isinstance(value, str):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    elif kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    raise ConfigError(
+        f"{source}: {key} must be {kind.__name__} ({DEFAULTS[key].help}), got {value!r}"
+    )
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The effective configuration: defaults, then file, then environment, then overrides."""
+    config = {k: opt.default for k, opt in DEFAULTS.items()}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"no config file at {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        flat = _flatten(data)
+        unknown = sorted(set(flat) - set(DEFAULTS))
+        if unknown:
+            raise ConfigError(f"{path}: unknown keys {unknown}; known keys: {sorted(DEFAULTS)}")
+        for key, value in flat.items():
+            config[key] = _coerce(key, value, str(path))
+    env = os.environ if environ is None else environ
+    for key in DEFAULTS:
+        name = "STREAMK_" + key.upper()
+        if name in env:
+            config[key] = _coerce(key, env[name], name)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key not in DEFAULTS:
+            raise ConfigError(f"unknown setting {key!r}")
+        config[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
+    _check(config)
+    return config
+
+
+def _flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """Sections are for readers only: ``[snapshots] every = 5`` is not special; keys are flat."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value))
+        else:
+            flat[key] = value
+    return flat
+
+
+def _check(config: dict[str, Any]) -> None:
+    for key in ("budget", "snapshot_every", "max_events", "metrics_port", "snapshot_keep"):
+        if config[key] < 0:
+            raise ConfigError(f"{key} must be >= 0, got {config[key]}")
+    if config["max_records"] < 1:
+        raise ConfigError(f"max_records must be >= 1, got {config['max_records']}")
+    if config["transport"] not in ("kafka-python", "confluent"):
+        raise ConfigError(
+            f"transport must be kafka-python or confluent, got {config['transport']!r}"
+        )
+    interval = config["max_poll_interval_ms"] / 1000
+    if config["poll_timeout"] >= interval:
+        raise ConfigError(
+            f"poll_timeout ({config['poll_timeout']} s) must be well below "
+            f"max_poll_interval_ms ({config['max_poll_interval_ms']} ms), or the group rebalances"
+        )
+
+
+def render_table() -> str:
+    """The DEFAULTS table as Markdown (docs/configuration.md is this text)."""
+    rows = ["| key | default | environment | meaning |", "|---|---|---|---|"]
+    for key, opt in DEFAULTS.items():
+        rows.append(f"| `{key}` | `{opt.default!r}` | `STREAMK_{key.upper()}` | {opt.help} |")
+    return "\n".join(rows) + "\n"

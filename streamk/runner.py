@@ -1,0 +1,155 @@
+"""Build an :class:`~streamk.engine.Engine` from a configuration dict (see :mod:`streamk.config`).
+
+Kept apart from the command line so that tests, the demo and ``streamk run`` assemble
+engines the same way.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .engine import Engine, EngineConfig
+from .errors import ConfigError
+from .metrics import Metrics
+from .sources.base import Source
+
+__all__ = ["model_factory", "build_engine", "kafka_settings", "install_signal_handlers"]
+
+
+def model_factory(config: dict[str, Any]) -> Callable[[], Any]:
+    """A zero-argument callable building the configured learner (checked once, now)."""
+    from .budget import policy_from_spec
+    from .kernels import kernel_from_string
+    from .registry import learner_class
+
+    cls = learner_class(config["learner"])
+    params: dict[str, Any] = {"kernel": kernel_from_string(config["kernel"])}
+    if config["budget"]:
+        params["budget"] = policy_from_spec({"name": config["policy"], "budget": config["budget"]})
+
+    def build() -> Any:
+        return cls(**params)
+
+    build()  # fail at start-up, not at the first event
+    return build
+
+
+def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Security settings passed through to every Kafka client (kafka-python names)."""
+    out: dict[str, Any] = {"security_protocol": config["security_protocol"]}
+    for key in ("sasl_mechanism", "ssl_cafile"):
+        if config[key]:
+            out[key] = config[key]
+    if config["sasl_username"]:
+        out["sasl_plain_username"] = config["sasl_username"]
+        out["sasl_plain_password"] = config["sasl_password"]
+    return out
+
+
+def kafka_source(config: dict[str, Any]) -> Source:
+    """The configured Kafka source (kafka-python or confluent transport)."""
+    if config["transport"] == "confluent":
+        from .sources.kafka_confluent import ConfluentKafkaSource
+
+        return ConfluentKafkaSource(
+            config["bootstrap_servers"],
+            config["topic"],
+            config["group"],
+            consumer_config=kafka_settings(config),
+        )
+    from .sources.kafka import KafkaSource
+
+    return KafkaSource(
+        config["bootstrap_servers"],
+        config["topic"],
+        config["group"],
+        consumer_config=kafka_settings(config),
+        max_poll_interval_ms=config["max_poll_interval_ms"],
+    )
+
+
+def build_engine(
+    config: dict[str, Any],
+    source: Source | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> Engine:
+    """An engine with the configured model, snapshot store, publisher and sinks."""
+    from .snapshot import SnapshotStore
+
+    factory = model_factory(config)
+    source = source if source is not None else kafka_source(config)
+    store = SnapshotStore(config["snapshot_dir"], keep=config["snapshot_keep"])
+    publisher = predictions = dead_letters = None
+    bootstrap, security = config["bootstrap_servers"], kafka_settings(config)
+    if config["snapshot_topic"]:
+        from .snapshot.kafka import SnapshotPublisher
+
+        publisher = SnapshotPublisher(bootstrap, config["snapshot_topic"], producer_config=security)
+    if config["predictions_topic"] and config["predictions_file"]:
+        raise ConfigError("give predictions_topic or predictions_file, not both")
+    if config["predictions_topic"]:
+        from .sinks import KafkaPredictionSink
+
+        predictions = KafkaPredictionSink(
+            bootstrap, config["predictions_topic"], producer_config=security
+        )
+    elif config["predictions_file"]:
+        from .sinks import FilePredictionSink
+
+        path = Path(config["predictions_file"])
+        predictions = FilePredictionSink(path, "msgpack" if path.suffix == ".msgpack" else "jsonl")
+    if config["dead_letter_topic"] and config["dead_letter_dir"]:
+        raise ConfigError("give dead_letter_topic or dead_letter_dir, not both")
+    if config["dead_letter_topic"]:
+        from .sinks import KafkaDeadLetterSink
+
+        dead_letters = KafkaDeadLetterSink(
+            bootstrap, config["dead_letter_topic"], producer_config=security
+        )
+    elif config["dead_letter_dir"]:
+        from .deadletter import DeadLetterFile
+
+        directory = Path(config["dead_letter_dir"])
+        directory.mkdir(parents=True, exist_ok=True)
+        dead_letters = DeadLetterFile(directory / "dead-letters.jsonl")
+    engine_config = EngineConfig(
+        model_name=config["model_name"],
+        max_records=config["max_records"],
+        poll_timeout=config["poll_timeout"],
+        snapshot_every=config["snapshot_every"] or None,
+        snapshot_seconds=config["snapshot_seconds"] or None,
+        stop_when_idle=config["stop_when_idle"] or None,
+        max_events=config["max_events"] or None,
+    )
+    metrics = Metrics()
+    if config["metrics_port"]:
+        metrics.serve(config["metrics_port"])
+    return Engine(
+        source,
+        factory,
+        store=store,
+        publisher=publisher,
+        predictions=predictions,
+        dead_letters=dead_letters,
+        config=engine_config,
+        metrics_registry=metrics,
+        on_progress=on_progress,
+    )
+
+
+def install_signal_handlers(engine: Engine) -> None:
+    """SIGTERM and SIGINT ask the engine to snapshot, commit and exit 0."""
+
+    def handler(signum: int, frame: Any) -> None:
+        print(
+            f"streamk: {signal.Signals(signum).name}: finishing the batch, snapshotting",
+            file=sys.stderr,
+        )
+        engine.stop()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

@@ -1,0 +1,95 @@
+"""Configuration precedence and validation, and `streamk replay` end to end on files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from river import datasets
+
+from streamk.cli import main
+from streamk.config import DEFAULTS, load_config, render_table
+from streamk.deadletter import read_dead_letters
+from streamk.errors import ConfigError
+from streamk.snapshot import SnapshotStore
+from streamk.sources.replay import write_log
+
+
+def test_precedence_defaults_file_env_flags(tmp_path):
+    path = tmp_path / "streamk.toml"
+    path.write_text('[source]\ntopic = "from-file"\ngroup = "g"\n[learner]\nbudget = 50\n')
+    env = {"STREAMK_TOPIC": "from-env", "STREAMK_SNAPSHOT_SECONDS": "7"}
+    config = load_config(path, {"budget": 70}, environ=env)
+    assert config["topic"] == "from-env"  # env beats file
+    assert config["group"] == "g"  # file beats default
+    assert config["budget"] == 70  # flag beats file
+    assert config["snapshot_seconds"] == 7.0  # env strings are converted
+    assert config["kernel"] == DEFAULTS["kernel"].default
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ('tpoic = "x"', "unknown keys"),
+        ('budget = "many"', "budget must be int"),
+        ("budget = -1", ">= 0"),
+        ("max_records = 0", "max_records"),
+        ("x = [", "not valid TOML"),
+        ("poll_timeout = 400.0", "max_poll_interval_ms"),
+    ],
+)
+def test_bad_config_files_name_the_key(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path, environ={})
+
+
+def test_bad_environment_value_names_the_variable():
+    with pytest.raises(ConfigError, match="STREAMK_MAX_RECORDS"):
+        load_config(environ={"STREAMK_MAX_RECORDS": "lots"})
+
+
+def test_every_key_is_documented_and_the_docs_are_current():
+    table = render_table()
+    for key in DEFAULTS:
+        assert f"`{key}`" in table and f"STREAMK_{key.upper()}" in table
+    docs = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+    assert table in docs.read_text(), "regenerate docs/configuration.md from render_table()"
+
+
+def test_replay_command_learns_resumes_and_dead_letters(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    events = [{"x": x, "y": y} for x, y in datasets.Phishing().take(400)]
+    events.insert(100, {"x": {"a": float("inf")}, "y": True})  # rejected: non-finite
+    write_log("log.msgpack", events[:250])
+    args = [
+        "replay",
+        "log.msgpack",
+        "--budget",
+        "50",
+        "--snapshot-every",
+        "100",
+        "--dead-letter-dir",
+        "dead",
+        "--json",
+    ]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["records"] == 250 and first["dead_lettered"] == 1 and first["learned"] == 249
+    # The log grows; a second replay resumes after the newest snapshot.
+    write_log("log.msgpack", events)
+    assert main(args) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["records"] == len(events) - 250
+    assert second["learned"] == len(events) - 250
+    snap = SnapshotStore("snapshots").latest("model")
+    assert snap.offsets == {"log.msgpack": {0: len(events)}}
+    letters = list(read_dead_letters(tmp_path / "dead" / "dead-letters.jsonl"))
+    assert [letter.offset for letter in letters] == [100]
+
+
+def test_replay_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
+    assert main(["replay", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no event log at" in capsys.readouterr().err
