@@ -4,7 +4,8 @@ A snapshot holds a learner's plain-data ``state()``, the stream offsets it has
 learned up to, a sequence number and metrics. Decoding never executes code:
 only classes in an allow-list are imported, and every size is checked against
 the bytes present before anything is allocated. The byte format is specified
-in ``docs/snapshot-format.md``.
+in ``docs/snapshot-format.md``; ``SnapshotPublisher`` and ``SnapshotReader``
+carry snapshots over a compacted Kafka topic in checksummed chunks.
 
 Examples
 --------
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from .codec import ARRAY_DTYPES, decode_state, encode_state
 from .format import FORMAT, VERSION, Snapshot, dumps, loads, seal, verify_bytes
+from .kafka import HotSwapModel, ManifestInfo, PublishResult, SnapshotPublisher, SnapshotReader
 from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits
 from .registry import CLASSES, class_name_of, register_class, resolve_class
 from .store import SnapshotInfo, SnapshotStore
@@ -29,9 +31,14 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "CorruptSnapshot",
+    "HotSwapModel",
     "Limits",
+    "ManifestInfo",
+    "PublishResult",
     "Snapshot",
     "SnapshotInfo",
+    "SnapshotPublisher",
+    "SnapshotReader",
     "SnapshotStore",
     "class_name_of",
     "decode_state",
