@@ -81,8 +81,6 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
 
     """
 
-    _keep_gram = True
-
     def __init__(
         self,
         kernel: Kernel | None = None,
@@ -104,6 +102,10 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
             raise ConfigError(f"resweeps must be an int >= 0, got {resweeps!r}")
         self._reset()
 
+    @property
+    def _keep_gram(self) -> bool:  # K(S, S) is needed only to resweep
+        return self.resweeps > 0
+
     def _reset(self, n_outputs: int = 1) -> None:
         super()._reset(n_outputs)
         self._labels = LabelCoder()
@@ -112,7 +114,7 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
 
     @classmethod
     def _unit_test_params(cls):
-        yield {"C": 1.0, "budget": 50}
+        yield {"C": 1.0, "budget": 30}
 
     @property
     def _multiclass(self) -> bool:
