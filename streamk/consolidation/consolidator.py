@@ -1,0 +1,263 @@
+"""When a learner is handed to a batch solver and back (design.md §6)."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..kernels import Kernel
+from ..measures import select_kernel
+from .solve import Outcome, build, solve_learner
+from .window import TrainingWindow
+
+__all__ = ["Consolidator"]
+
+
+def _replace(live: Any, new: Any) -> None:
+    """Make ``live`` hold ``new``'s state (identity kept, so callers' references stay valid)."""
+    live.__dict__.clear()
+    live.__dict__.update(new.__dict__)
+
+
+class Consolidator:
+    """Periodically re-solve a learner's batch problem on its support set plus recent events.
+
+    Parameters
+    ----------
+    every
+        Consolidate after every ``every`` labelled events (deterministic).
+    seconds
+        ... or when ``seconds`` have passed since the last one (wall clock: not replayable).
+    on_drift
+        ... or when this drift detector (e.g. :class:`streamk.measures.MMDDrift`, any river
+        ``DriftDetector``) flags a drift. It is fed ``x`` (``drift_input="x"``) or the 0/1
+        prequential error (``"error"``; the caller passes it).
+    window, window_size, seed
+        The training window: ``"sliding"`` (last events) or ``"reservoir"`` (seeded uniform sample).
+    mode
+        ``"sync"``: solve in the caller's thread at the trigger (replays give identical models).
+        ``"background"``: solve a copy in a worker thread; events that arrive meanwhile are
+        learned by the live model and buffered, then re-applied with ``learn_one`` to the
+        solution, which replaces the live model's state. The result equals ``"sync"`` on the same
+        stream: a trigger that comes while a job runs waits for it.
+    C, solver, compress, tol, max_epochs, fill
+        Passed to :func:`~streamk.consolidation.solve.solve_learner` (box, ``"adatron"``
+        (no bias, default) or ``"svc"``, budget compression ``"project"`` or ``"largest"``, the
+        fraction ``fill`` of the budget the solution may use).
+    candidate_kernels
+        If given, the kernel with the smallest FSM on the training rows (classifiers) is used
+        for the solve and adopted by the learner.
+
+    Attributes
+    ----------
+    n_consolidations, n_skipped, last_duration, last_objective, last_status,
+    support_before, support_after, last_n_train, last_n_solution, last_replayed, last_kernel.
+    """
+
+    def __init__(
+        self,
+        every: int | None = None,
+        seconds: float | None = None,
+        on_drift: Any = None,
+        window: str = "sliding",
+        window_size: int = 1000,
+        seed: int | None = 0,
+        mode: str = "sync",
+        C: float = 1.0,
+        solver: str = "adatron",
+        compress: str = "project",
+        tol: float = 1e-3,
+        max_epochs: int = 200,
+        candidate_kernels: Sequence[Kernel] | None = None,
+        drift_input: str = "x",
+        fill: float = 0.5,
+    ):
+        if not 0.0 < fill <= 1.0:
+            raise ConfigError(f"fill must be in (0, 1], got {fill!r}")
+        self.fill = fill
+        if every is None and seconds is None and on_drift is None:
+            raise ConfigError("give at least one trigger: every=N, seconds=T or on_drift=detector")
+        if every is not None and (
+            isinstance(every, bool) or not isinstance(every, int) or every < 1
+        ):
+            raise ConfigError(f"every must be a positive int, got {every!r}")
+        if seconds is not None and not seconds > 0:
+            raise ConfigError(f"seconds must be > 0, got {seconds!r}")
+        if mode not in ("sync", "background"):
+            raise ConfigError(f"mode must be 'sync' or 'background', got {mode!r}")
+        if drift_input not in ("x", "error"):
+            raise ConfigError(f"drift_input must be 'x' or 'error', got {drift_input!r}")
+        self.every, self.seconds, self.on_drift = every, seconds, on_drift
+        self.mode, self.C, self.solver, self.compress = mode, C, solver, compress
+        self.tol, self.max_epochs, self.drift_input = tol, max_epochs, drift_input
+        self.candidate_kernels = list(candidate_kernels) if candidate_kernels else None
+        self.window = TrainingWindow(window_size, window, seed)
+        self.n_seen = 0
+        self._since = 0
+        self._t_last = time.monotonic()
+        self.n_consolidations = 0
+        self.n_skipped = 0
+        self.last_duration = 0.0
+        self.last_objective = float("nan")
+        self.last_status = 0
+        self.support_before = 0
+        self.support_after = 0
+        self.last_n_train = 0
+        self.last_n_solution = 0
+        self.last_replayed = 0
+        self.last_kernel: Kernel | None = None
+        self._init_worker()
+
+    def _init_worker(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._result: tuple[Any, Outcome, float] | None = None
+        self._error: BaseException | None = None
+        self._buffer: list[tuple[Any, Any]] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the worker: an in-flight job is dropped (the live model already
+        learned the buffered events, so only that consolidation is lost)."""
+        state = self.__dict__.copy()
+        for k in ("_lock", "_thread", "_result", "_error", "_buffer"):
+            state.pop(k)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_worker()
+
+    # -- the per-event hook ---------------------------------------------------------------------
+    def observe(self, learner: Any, x: dict, y: Any, drift_value: Any = None) -> bool:
+        """Call after ``learner.learn_one(x, y)``. Returns True if a solution was adopted."""
+        if self._thread is not None:  # the live model learned it: the solution must too
+            self._buffer.append((x, y))
+        adopted = self._collect(learner)
+        self.window.add(learner._features.row(x, grow=False), y)
+        self.n_seen += 1
+        self._since += 1
+        if self._due(x if drift_value is None else drift_value):
+            adopted |= self.trigger(learner)
+        return adopted
+
+    def _due(self, drift_value: Any) -> bool:
+        due = self.every is not None and self._since >= self.every
+        if self.seconds is not None and time.monotonic() - self._t_last >= self.seconds:
+            due = True
+        if self.on_drift is not None:
+            self.on_drift.update(drift_value)
+            due |= bool(self.on_drift.drift_detected)
+        return due
+
+    def trigger(self, learner: Any) -> bool:
+        """Consolidate now (sync) or start a job (background). True if adopted now."""
+        self._since = 0
+        self._t_last = time.monotonic()
+        if self.mode == "sync":
+            t0 = time.perf_counter()
+            new, outcome = self._solve(learner)
+            return self._adopt(learner, new, outcome, time.perf_counter() - t0)
+        adopted = self.join(learner)  # one job at a time: keeps the result equal to sync
+        snapshot = copy.deepcopy(learner)
+        self._buffer = []
+        self._thread = threading.Thread(target=self._work, args=(snapshot,), daemon=True)
+        self._thread.start()
+        return adopted
+
+    def _solve(self, learner: Any) -> tuple[Any, Outcome]:
+        Xw, yw = self.window.data()
+        kernel = None
+        if self.candidate_kernels and hasattr(learner, "classes_") and len(set(yw)) >= 2:
+            S = learner.support_
+            width = max(S.X.shape[1], Xw.shape[1])
+            X = np.zeros((Xw.shape[0], width))
+            X[:, : Xw.shape[1]] = Xw
+            kernel = select_kernel(X, np.asarray([str(v) for v in yw]), self.candidate_kernels)
+        outcome = solve_learner(
+            learner,
+            Xw,
+            yw,
+            C=self.C,
+            solver=self.solver,
+            compress=self.compress,
+            tol=self.tol,
+            max_epochs=self.max_epochs,
+            kernel=kernel,
+            fill=self.fill,
+        )
+        new = None if outcome.state is None else build(learner, outcome.state)
+        return new, outcome
+
+    def _work(self, snapshot: Any) -> None:
+        t0 = time.perf_counter()
+        try:
+            new, outcome = self._solve(snapshot)
+        except BaseException as exc:  # re-raised in the caller's thread
+            with self._lock:
+                self._error = exc
+            return
+        with self._lock:
+            self._result = (new, outcome, time.perf_counter() - t0)
+
+    def _collect(self, learner: Any) -> bool:
+        """Adopt a finished background job, if any."""
+        if self._thread is None:
+            return False
+        with self._lock:
+            result, error = self._result, self._error
+            self._result = self._error = None
+        if error is not None:
+            self._thread = None
+            raise error
+        if result is None:
+            return False
+        self._thread.join()
+        self._thread = None
+        new, outcome, seconds = result
+        if new is not None:
+            for x, y in self._buffer:
+                new.learn_one(x, y)
+        self.last_replayed = len(self._buffer)
+        self._buffer = []
+        return self._adopt(learner, new, outcome, seconds)
+
+    def join(self, learner: Any) -> bool:
+        """Wait for a running background job and adopt its result (no-op in sync mode)."""
+        if self._thread is None:
+            return False
+        self._thread.join()
+        return self._collect(learner)
+
+    def _adopt(self, learner: Any, new: Any, outcome: Outcome, seconds: float) -> bool:
+        self.last_duration = seconds
+        self.last_n_train = outcome.n_train
+        if new is None:
+            self.n_skipped += 1
+            return False
+        self.support_before = learner.n_support
+        _replace(learner, new)
+        self.support_after = learner.n_support
+        self.n_consolidations += 1
+        self.last_objective = outcome.objective
+        self.last_status = outcome.status
+        self.last_n_solution = outcome.n_solution
+        self.last_kernel = outcome.kernel
+        return True
+
+    def metrics(self) -> dict[str, float]:
+        """Counters and gauges for the engine's exporter."""
+        return {
+            "consolidations": self.n_consolidations,
+            "consolidations_skipped": self.n_skipped,
+            "consolidation_last_seconds": self.last_duration,
+            "consolidation_last_objective": self.last_objective,
+            "consolidation_support_before": self.support_before,
+            "consolidation_support_after": self.support_after,
+            "consolidation_window_rows": self.window.n,
+        }

@@ -1,0 +1,282 @@
+"""One consolidation step: (support set ∪ window) -> batch solver -> a learner holding the solution.
+
+The learner is rebuilt through its public plain-data contract only: ``state()`` is edited
+(support rows, coefficients, ids, and the per-row extras a learner keeps) and
+``type(learner).from_state`` builds the result, so no learner internals are rewritten.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from ..errors import ConfigError
+from ..kernels import Kernel
+from ..solvers import adatron_dual, rank, svc, svr_dual_no_bias
+from ..support import SupportSet
+
+__all__ = ["Outcome", "solve_learner", "learner_budget", "compress_project", "adopt_state"]
+
+
+@dataclass
+class Outcome:
+    """What one consolidation produced: the new learner state and figures for metrics."""
+
+    state: dict[str, Any] | None
+    objective: float = math.nan
+    n_iter: int = 0
+    status: int = 0
+    n_train: int = 0
+    n_solution: int = 0  # non-zero rows before the budget
+    skipped: str = ""
+    kernel: Kernel | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def learner_budget(learner: Any) -> int | None:
+    """The learner's budget as an int (``None``: unbounded), from its ``budget`` parameter."""
+    b = learner.budget
+    if b is None or isinstance(b, (int, np.integer)):
+        return None if b is None else int(b)
+    return getattr(b, "budget", None)
+
+
+def _pad(A: np.ndarray, width: int) -> np.ndarray:
+    if A.shape[1] == width:
+        return A
+    out = np.zeros((A.shape[0], width))
+    out[:, : A.shape[1]] = A
+    return out
+
+
+def _merge_rows(Xs: np.ndarray, Xw: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Support rows that reappear in the window: ``(keep_support, dup_of_window)``.
+
+    Returns ``keep`` (support rows not in the window, kept as training rows), ``src`` (for each
+    window row, the support slot it duplicates or -1) and the padded stacked rows.
+    """
+    ns, nw = Xs.shape[0], Xw.shape[0]
+    width = max(Xs.shape[1], Xw.shape[1])
+    allrows = np.vstack([_pad(Xs, width), _pad(Xw, width)])
+    if ns == 0 or nw == 0:
+        return np.ones(ns, bool), np.full(nw, -1, dtype=np.intp), allrows
+    _, inv = np.unique(allrows, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    first = np.full(inv.max() + 1, -1, dtype=np.intp)
+    first[inv[:ns][::-1]] = np.arange(ns)[::-1]  # the first support slot of each distinct row
+    src = first[inv[ns:]]
+    # one window row per support slot inherits it (the newest); others are plain window rows
+    hit = np.flatnonzero(src >= 0)
+    if hit.size:
+        _, last = np.unique(src[hit][::-1], return_index=True)
+        owner = np.full(nw, -1, dtype=np.intp)
+        keep_hit = hit[::-1][last]
+        owner[keep_hit] = src[keep_hit]
+        src = owner
+    keep = np.ones(ns, bool)
+    keep[src[src >= 0]] = False
+    return keep, src, allrows
+
+
+def compress_project(K_all: np.ndarray, coef: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Coefficients on rows ``keep`` whose function is the RKHS projection of ``K_all @ coef``.
+
+    ``beta = (K_kk + lam I)^-1 K_k. coef`` (least RKHS-norm distance to the full function; a
+    tiny ridge ``lam = 1e-10 tr(K_kk)/|k|`` guards a singular block).
+    """
+    Kkk = K_all[np.ix_(keep, keep)]
+    lam = 1e-10 * max(float(np.trace(Kkk)) / max(len(keep), 1), 1e-300)
+    rhs = K_all[keep] @ coef
+    return scipy.linalg.solve(Kkk + lam * np.eye(len(keep)), rhs, assume_a="pos")
+
+
+def _classifier_problem(learner, Xw, yw, src, keep_s, coef_s) -> tuple[np.ndarray, np.ndarray]:
+    """±1 targets per column (0 = row not in that column's problem) and warm starts."""
+    Tw = learner._labels.target_matrix(list(yw))
+    Ts = np.sign(coef_s[keep_s])
+    T = np.vstack([Ts, Tw])
+    A0w = np.zeros_like(Tw)
+    has = src >= 0
+    A0w[has] = np.abs(coef_s[src[has]])
+    A0 = np.vstack([np.abs(coef_s[keep_s]), A0w])
+    return T, A0
+
+
+def solve_learner(
+    learner: Any,
+    Xw: np.ndarray,
+    yw: list[Any],
+    *,
+    C: float = 1.0,
+    solver: str = "adatron",
+    compress: str = "project",
+    tol: float = 1e-3,
+    max_epochs: int = 200,
+    kernel: Kernel | None = None,
+    fill: float = 0.5,
+) -> Outcome:
+    """Solve the learner's batch problem on its support set plus the window ``(Xw, yw)``.
+
+    Perceptron-family and adatron classifiers: each one-vs-rest column is the C-SVM dual on
+    its rows; ``solver="adatron"`` solves it without bias (:func:`adatron_dual`, exactly the
+    learners' model class), ``"svc"`` with a bias (:func:`svc`) whose offset cannot be held
+    by a bias-free learner and is dropped (``extra['bias']`` records it). ``OnlineSVR``: the
+    no-bias ε-SVR (:func:`svr_dual_no_bias`). ``OnlineRanker``: the soft-ranking dual
+    (:func:`rank`, CF 8.1) on the window, rescaled to margin 1. Warm starts come from the
+    learner's coefficients. ``kernel`` overrides the learner's kernel (kernel selection).
+
+    Budget: the solution may use ``fill * budget`` rows. If it has more, the rows with the
+    largest ``||coef_i|| sqrt(k(x_i, x_i))`` are kept and the full solution is projected onto
+    their span (``compress="project"``, :func:`compress_project`) or simply truncated
+    (``"largest"``). Leaving room (``fill < 1``) lets the on-line learner add its mistakes until
+    the next consolidation without evicting the solution's support vectors: on Bananas
+    (perceptron, budget 200, every 500) ``fill=1`` fell to 0.60 prequential accuracy, below
+    the plain learner's 0.84, and ``fill=0.5`` rose to 0.87 (eviction unbalances an SVM).
+    """
+    name = type(learner).__name__
+    S = learner.support_
+    kern = kernel if kernel is not None else S.kernel
+    Xs, coef_s, ids_s = S.X.copy(), S.coef.copy(), S.ids.copy()
+    keep_s, src, allrows = _merge_rows(Xs, Xw)
+    ns = Xs.shape[0]
+    Xtr = np.vstack([allrows[:ns][keep_s], allrows[ns:]])
+    ids = np.concatenate([ids_s[keep_s], np.where(src >= 0, ids_s[np.maximum(src, 0)], -1)])
+    if Xtr.shape[0] == 0:
+        return Outcome(None, skipped="empty")
+    K = kern.gram(Xtr, Xtr)
+    out = Outcome(None, n_train=Xtr.shape[0], kernel=kern)
+    extra_rows: dict[str, np.ndarray] = {}
+    if name == "OnlineSVR":
+        targets = learner._targets.align(S.ids)[:, 0]
+        y = np.concatenate([targets[keep_s], np.asarray(yw, dtype=np.float64)])
+        ok = ~np.isnan(y)
+        b0 = np.concatenate(
+            [coef_s[keep_s, 0], np.where(src >= 0, coef_s[np.maximum(src, 0), 0], 0)]
+        )
+        box = learner.C if math.isfinite(learner.C) else C
+        r = svr_dual_no_bias(
+            K[np.ix_(ok, ok)], y[ok], learner.epsilon, box, b0[ok], tol=tol, max_epochs=max_epochs
+        )
+        coef = np.zeros((Xtr.shape[0], 1))
+        coef[ok, 0] = r.alpha
+        out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
+        extra_rows["sv_target"] = y
+    elif name == "OnlineRanker":
+        levels_w = np.array([learner._rank_index(v) for v in yw])
+        if np.unique(levels_w).shape[0] != len(learner.ranks):
+            return Outcome(None, n_train=Xtr.shape[0], skipped="window lacks some ranks")
+        nk = int(keep_s.sum())
+        Xtr, K, ids = Xtr[nk:], K[nk:, nk:], ids[nk:]  # support rows carry no rank: window only
+        r = rank(K, levels_w, C=C, tol=tol)
+        gamma = float(r.info["gamma"])
+        scale = 1.0 / gamma if gamma > 0 else 1.0
+        coef = r.alpha[:, None] * scale
+        out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
+        out.extra["thresholds"] = np.asarray(r.info["thresholds"])[:-1] * scale
+    else:
+        if len(learner.classes_) < 2:
+            return Outcome(None, n_train=Xtr.shape[0], skipped="fewer than two classes")
+        T, A0 = _classifier_problem(learner, Xw, yw, src, keep_s, coef_s)
+        if name == "KernelAdatron":
+            box, norm = learner.C, learner.norm
+        else:
+            box, norm = C, 1
+        coef = np.zeros_like(T)
+        out.objective = 0.0
+        bias = []
+        for c in range(T.shape[1]):
+            rows = np.flatnonzero(T[:, c] != 0)
+            if rows.size == 0:
+                continue
+            Kc, yc = K[np.ix_(rows, rows)], T[rows, c]
+            if solver == "svc" and norm == 1 and np.unique(yc).shape[0] == 2:
+                r = svc(Kc, yc, C=box, tol=tol, alpha0=A0[rows, c])
+                bias.append(r.b)
+            elif solver in ("svc", "adatron"):
+                r = adatron_dual(Kc, yc, box, norm, A0[rows, c], tol=tol, max_epochs=max_epochs)
+            else:
+                raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
+            coef[rows, c] = r.alpha * yc
+            out.objective += r.objective
+            out.n_iter += r.n_iter
+            out.status = max(out.status, r.status)
+        out.extra["bias"] = bias
+        if name == "KernelAdatron":
+            extra_rows["sv_class"] = _class_index(learner, T)
+    nz = np.flatnonzero(np.any(coef != 0, axis=1))
+    out.n_solution = int(nz.size)
+    budget = learner_budget(learner)
+    if budget is not None:
+        budget = max(1, int(fill * budget))
+    if budget is not None and nz.size > budget:
+        score = np.linalg.norm(coef[nz], axis=1) * np.sqrt(np.abs(np.diag(K)[nz]))
+        kept = nz[np.sort(np.argsort(-score, kind="stable")[:budget])]
+        if compress == "project":
+            coef_k = compress_project(K[np.ix_(nz, nz)], coef[nz], np.searchsorted(nz, kept))
+        elif compress == "largest":
+            coef_k = coef[kept]
+        else:
+            raise ConfigError(f"compress must be 'project' or 'largest', got {compress!r}")
+        nz, coef_nz = kept, coef_k
+    else:
+        coef_nz = coef[nz]
+    out.state = adopt_state(
+        learner, Xtr[nz], coef_nz, ids[nz], kern, {k: v[nz] for k, v in extra_rows.items()}
+    )
+    if "thresholds" in out.extra:
+        out.state["thresholds"] = out.extra["thresholds"].tolist()
+    return out
+
+
+def _class_index(learner, T: np.ndarray) -> np.ndarray:
+    """Class index per training row from its ±1 targets (binary: by sign; else the +1 column)."""
+    if T.shape[1] == 1:
+        signs = list(learner._labels.signs)
+        return np.where(T[:, 0] > 0, signs.index(1), signs.index(-1)).astype(np.float64)
+    pos = T > 0
+    return np.where(pos.any(axis=1), np.argmax(pos, axis=1), np.nan)
+
+
+def adopt_state(
+    learner: Any,
+    X: np.ndarray,
+    coef: np.ndarray,
+    ids: np.ndarray,
+    kernel: Kernel,
+    extra_rows: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """``learner.state()`` with the support set replaced by ``(X, coef)``.
+
+    Rows with ``ids >= 0`` keep their id (their age, for age-based budget policies); the others
+    get fresh ids after ``next_id``. Rows are stored oldest first.
+    """
+    state = learner.state()
+    ids = np.asarray(ids, dtype=np.int64).copy()
+    old = state["support"]
+    fresh = ids < 0
+    nxt = int(old["next_id"])
+    ids[fresh] = nxt + np.arange(int(fresh.sum()))
+    order = np.argsort(ids, kind="stable")
+    state["support"] = {
+        "kernel": kernel.to_spec(),
+        "X": np.ascontiguousarray(X[order], dtype=np.float64),
+        "coef": np.ascontiguousarray(coef[order], dtype=np.float64),
+        "ids": ids[order],
+        "next_id": nxt + int(fresh.sum()),
+        "keep_gram": bool(old["keep_gram"]),
+    }
+    for key, values in (extra_rows or {}).items():
+        state[key] = np.asarray(values, dtype=np.float64)[order].reshape(len(order), -1).tolist()
+    return state
+
+
+def build(learner: Any, state: dict[str, Any]) -> Any:
+    """A learner from an edited state (``type(learner).from_state``)."""
+    model = type(learner).from_state(state)
+    if not isinstance(model.support_, SupportSet):  # pragma: no cover - contract check
+        raise ConfigError("from_state did not rebuild a SupportSet")
+    return model
