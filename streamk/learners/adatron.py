@@ -79,6 +79,13 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
     >>> evaluate.progressive_val_score(datasets.Bananas().take(2000), model, metrics.Accuracy())
     Accuracy: 88.19%
 
+    References
+    ----------
+    [^1]: Shawe-Taylor, J. & Cristianini, N. (2004). Kernel Methods for Pattern Analysis,
+        §7.4, Alg. 7.59. Cambridge University Press.
+    [^2]: Friess, T., Cristianini, N. & Campbell, C. (1998). The kernel-adatron algorithm: a
+        fast and simple learning procedure for support vector machines. ICML.
+
     """
 
     def __init__(

@@ -78,6 +78,11 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     >>> auc
     RollingROCAUC: 98.50%
 
+    References
+    ----------
+    [^1]: Shawe-Taylor, J. & Cristianini, N. (2004). Kernel Methods for Pattern Analysis,
+        §5.1, Alg. 5.4. Cambridge University Press.
+
     """
 
     def __init__(

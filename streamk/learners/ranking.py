@@ -84,6 +84,12 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
     >>> model["OnlineRanker"].thresholds_.tolist()
     [-2.0, -1.0, 2.0, 4.0]
 
+    References
+    ----------
+    [^1]: Shawe-Taylor, J. & Cristianini, N. (2004). Kernel Methods for Pattern Analysis,
+        §8.1.2, Alg. 8.14. Cambridge University Press.
+    [^2]: Crammer, K. & Singer, Y. (2001). Pranking with ranking. NIPS 14.
+
     """
 
     def __init__(

@@ -86,6 +86,13 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
     MAE: 0.398718
 
+    References
+    ----------
+    [^1]: Shawe-Taylor, J. & Cristianini, N. (2004). Kernel Methods for Pattern Analysis,
+        §7.4, Alg. 7.61. Cambridge University Press.
+    [^2]: Crammer, K., Dekel, O., Keshet, J., Shalev-Shwartz, S. & Singer, Y. (2006). Online
+        passive-aggressive algorithms. JMLR 7.
+
     """
 
     def __init__(
