@@ -1,0 +1,232 @@
+"""Kernel measures: KTA (Def. 3.20), FSM (Nguyen & Ho 2008) and the linear-time MMD drift detector.
+
+Oracles: the paper's closed forms (8)-(9), its invariance and error-bound theorems, an explicit
+feature-space computation of FSM with the linear kernel, and simulated streams for MMD.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamk.errors import InvalidInput
+from streamk.kernels import RBF, Linear, Polynomial
+from streamk.measures import (
+    MMDDrift,
+    alignment,
+    fsm,
+    fsm_error_bound,
+    fsm_parts,
+    select_kernel,
+)
+
+
+def two_vector_gram(labels_to_vec: np.ndarray, alpha: float) -> np.ndarray:
+    """Gram of points mapped onto two unit vectors with <v1, v2> = alpha (examples 1-2)."""
+    same = labels_to_vec[:, None] == labels_to_vec[None, :]
+    return np.where(same, 1.0, alpha)
+
+
+# -- KTA ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "alpha, expected",
+    [(-1.0, 1.0), (-0.5, 0.95837), (0.0, 0.79057), (0.5, 0.51605), (0.99, 0.25470)],
+)
+def test_kta_best_case_matches_eq8(alpha, expected):
+    n_pos, n_neg = 30, 10
+    y = np.r_[np.ones(n_pos), -np.ones(n_neg)]
+    K = two_vector_gram(y, alpha)
+    n = n_pos + n_neg
+    closed = (n_pos**2 + n_neg**2 - 2 * n_pos * n_neg * alpha) / (
+        n * math.sqrt(n_pos**2 + n_neg**2 + 2 * n_pos * n_neg * alpha**2)
+    )
+    assert alignment(K, y) == pytest.approx(closed, rel=1e-12)
+    assert alignment(K, y) == pytest.approx(expected, abs=5e-6)
+
+
+@pytest.mark.parametrize(
+    "alpha, expected",
+    [(-1.0, 0.0), (-0.5, 0.079057), (0.0, 0.176777), (0.5, 0.237171), (0.99, 0.249997)],
+)
+def test_kta_worst_case_matches_eq9(alpha, expected):
+    y = np.r_[np.ones(30), -np.ones(10)]
+    half = np.r_[np.arange(30) % 2, np.arange(10) % 2]  # half of each class on v1, half on v2
+    K = two_vector_gram(half, alpha)
+    assert alignment(K, y) == pytest.approx(expected, abs=5e-6)
+
+
+def test_kta_is_the_label_formula_and_the_matrix_alignment():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(25, 3))
+    y = np.where(rng.random(25) < 0.5, 1.0, -1.0)
+    K = RBF(gamma=0.3).gram(X, X)
+    assert alignment(K, y) == pytest.approx(y @ K @ y / (25 * np.linalg.norm(K)), rel=1e-12)
+    assert alignment(K, y) == pytest.approx(alignment(K, np.outer(y, y)), rel=1e-12)
+    K2 = Linear().gram(X, X)
+    a = alignment(K, K2)
+    dist = np.linalg.norm(K / np.linalg.norm(K) - K2 / np.linalg.norm(K2)) ** 2
+    assert dist == pytest.approx(2 - 2 * a, rel=1e-10)  # the corrected identity (erratum 5)
+    assert 0.0 <= a <= 1.0
+
+
+# -- FSM ------------------------------------------------------------------------------------------
+def explicit_fsm(X: np.ndarray, y: np.ndarray) -> float:
+    """Definition (11)-(12) computed in input space (linear kernel: phi(x) = x)."""
+    P, N = X[y > 0], X[y < 0]
+    mp, mn = P.mean(axis=0), N.mean(axis=0)
+    e = (mn - mp) / np.linalg.norm(mn - mp)
+    sp = math.sqrt(np.sum(((P - mp) @ e) ** 2) / (len(P) - 1))
+    sn = math.sqrt(np.sum(((N - mn) @ e) ** 2) / (len(N) - 1))
+    return (sp + sn) / np.linalg.norm(mn - mp)
+
+
+def gaussian_classes(seed: int, n: int = 40, d: int = 5, shift: float = 1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(np.arange(n) < n // 3, 1.0, -1.0)  # imbalanced, unsorted after the shuffle
+    X[y > 0] += shift
+    order = rng.permutation(n)
+    return X[order], y[order]
+
+
+@given(st.integers(0, 10_000))
+@settings(max_examples=30, deadline=None)
+def test_fsm_kernel_formula_equals_explicit_feature_space(seed):
+    X, y = gaussian_classes(seed)
+    assert fsm(Linear().gram(X, X), y) == pytest.approx(explicit_fsm(X, y), rel=1e-9)
+
+
+@given(st.integers(0, 10_000), st.floats(0.1, 10.0), st.floats(-5.0, 5.0))
+@settings(max_examples=30, deadline=None)
+def test_fsm_invariant_to_translation_rotation_scaling_kta_is_not(seed, scale, offset):
+    X, y = gaussian_classes(seed)
+    rng = np.random.default_rng(seed + 1)
+    Q, _ = np.linalg.qr(rng.normal(size=(5, 5)))
+    b = offset + rng.normal(size=5)
+    Z = scale * X @ Q + b
+    lin = Linear()
+    assert fsm(lin.gram(Z, Z), y) == pytest.approx(fsm(lin.gram(X, X), y), rel=1e-7)
+
+
+def test_kta_moves_under_translation():
+    X, y = gaussian_classes(3)
+    lin = Linear()
+    moved = [alignment(lin.gram(X + t, X + t), y) for t in (0.0, 1.0, 3.0)]
+    assert max(moved) - min(moved) > 0.05
+
+
+@given(st.integers(0, 10_000), st.floats(0.0, 3.0))
+@settings(max_examples=40, deadline=None)
+def test_error_bound_dominates_the_papers_hyperplane(seed, shift):
+    X, y = gaussian_classes(seed, n=60, d=3, shift=shift)
+    parts = fsm_parts(Linear().gram(X, X), y)
+    bound = fsm_error_bound(parts["fsm"])
+    P, N = X[y > 0], X[y < 0]
+    mp, mn = P.mean(axis=0), N.mean(axis=0)
+    e = (mn - mp) / np.linalg.norm(mn - mp)
+    sp, sn = parts["std_pos"], parts["std_neg"]
+    h = (sn * mp + sp * mn) / (sp + sn)  # eq. (19): the point on the segment, |h-m+|/|h-m-| = sp/sn
+    f = (X - h) @ e  # > 0 on the side of m-
+    predicted = np.where(f > 0, -1.0, 1.0)
+    assert np.mean(predicted != y) <= bound + 1e-12
+
+
+def test_fsm_best_case_is_zero_and_worst_case_infinite():
+    """The paper's text swaps these (erratum 8); the definition gives 0 and +inf."""
+    y = np.r_[np.ones(30), -np.ones(10)]
+    assert fsm(two_vector_gram(y, 0.2), y) == pytest.approx(0.0, abs=1e-7)
+    assert fsm_error_bound(fsm(two_vector_gram(y, 0.2), y)) == pytest.approx(0.0, abs=1e-12)
+    half = np.r_[np.arange(30) % 2, np.arange(10) % 2]
+    assert fsm(two_vector_gram(half, 0.3), y) == math.inf
+    assert fsm_error_bound(math.inf) == 1.0
+
+
+def test_fsm_guards():
+    K = np.eye(4)
+    with pytest.raises(InvalidInput):
+        fsm(K, [1, 1, 1, -1])  # one negative example
+    with pytest.raises(InvalidInput):
+        fsm(K, [1, 2, 3, 1])  # three classes
+    with pytest.raises(InvalidInput):
+        fsm(np.eye(3), [1, -1])
+
+
+def test_fsm_synthetic_rotation_experiment_soft():
+    """§4.1 (soft): linear images of one problem give FSMerr ~ 0.5 at every angle, KTA moves."""
+    rng = np.random.default_rng(0)
+    errs, ktas = [], []
+    for theta in (30, 90, 180):
+        mp = np.array([1.0, 0.0])
+        mn = np.array([math.cos(math.radians(theta)), math.sin(math.radians(theta))])
+        sd = 0.5 * np.linalg.norm(mn - mp)
+        X = np.vstack([mp + sd * rng.normal(size=(500, 2)), mn + sd * rng.normal(size=(500, 2))])
+        y = np.r_[np.ones(500), -np.ones(500)]
+        K = Linear().gram(X, X)
+        errs.append(fsm_error_bound(fsm(K, y)))
+        ktas.append(1 - alignment(K, y))
+    assert all(abs(e - 0.5) < 0.05 for e in errs)
+    assert ktas[0] == pytest.approx(0.93, abs=0.03)
+    assert ktas[0] - ktas[-1] > 0.25
+
+
+def test_select_kernel_prefers_rbf_on_a_ring():
+    rng = np.random.default_rng(1)
+    n = 200
+    r = np.where(np.arange(n) < n // 2, 0.5, 2.0) + 0.1 * rng.normal(size=n)
+    t = rng.uniform(0, 2 * np.pi, n)
+    X = np.c_[r * np.cos(t), r * np.sin(t)]
+    y = np.where(np.arange(n) < n // 2, 1, -1)
+    best = select_kernel(X, y, [Linear(), Polynomial(degree=3), RBF()])
+    assert isinstance(best, RBF) and best.is_resolved
+    assert select_kernel(X, y, [Linear()]) == Linear()
+
+
+# -- MMD drift ------------------------------------------------------------------------------------
+def test_mmd_false_alarms_on_stationary_streams_are_bounded():
+    alarms, tests = 0, 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        det = MMDDrift(RBF(gamma=0.5), window_size=100, alpha=0.01, seed=seed)
+        for v in rng.normal(size=(2000, 2)):
+            det.update(v)
+            alarms += det.drift_detected
+        tests += det.n_tests
+    assert tests == 20 * 19
+    assert alarms / tests <= 0.03  # nominal 0.01; the normal approximation is a little loose
+
+
+def test_mmd_detects_a_mean_shift_within_two_windows():
+    delays = []
+    for seed in range(20):
+        rng = np.random.default_rng(100 + seed)
+        det = MMDDrift(window_size=100, alpha=0.01, seed=seed)  # median-heuristic RBF
+        stream = rng.normal(size=(1600, 2))
+        stream[1050:] += 2.0
+        found = None
+        for t, v in enumerate(stream):
+            det.update({"a": v[0], "b": v[1]})
+            if det.drift_detected and t >= 1050:
+                found = t
+                break
+        delays.append(math.inf if found is None else found - 1050)
+    assert sum(d <= 200 for d in delays) >= 18
+
+
+def test_mmd_threshold_mode_and_config_errors():
+    det = MMDDrift(Linear(), window_size=4, threshold=0.5)
+    for v in [0, 0, 0, 0, 0, 0, 0, 0]:
+        det.update(float(v))
+    assert det.n_tests == 1 and not det.drift_detected and det.statistic_ == 0.0
+    for v in [5, 5, 5, 5]:
+        det.update(float(v))
+    assert det.drift_detected and det.statistic_ > 0.5
+    from streamk.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        MMDDrift(window_size=5)
+    with pytest.raises(ConfigError):
+        MMDDrift(alpha=1.5)
