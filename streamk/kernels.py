@@ -249,6 +249,14 @@ class RBF(_Stationary):
             a_sq = np.einsum("ij,ij->i", A, A)
         if b_sq is None or len(b_sq) != B.shape[0]:
             b_sq = np.einsum("ij,ij->i", B, B)
+        # ||a||^2 + ||b||^2 - 2ab loses about eps * (||a||^2 + ||b||^2) to cancellation; on
+        # features of large magnitude (e.g. dates as day numbers) that can move k by more
+        # than 1e-10. Then compute the distances directly (exact, slower).
+        scale = (a_sq.max(initial=0.0) + b_sq.max(initial=0.0)) * 1e-15 * self.gamma
+        if scale > 1e-10:
+            d2 = cdist(A, B, "sqeuclidean")
+            d2 *= -self.gamma
+            return np.exp(d2, out=d2)
         d2 = A @ B.T
         d2 *= -2.0
         d2 += a_sq[:, None]

@@ -187,3 +187,14 @@ def test_bad_parameters_raise_config_error(bad):
 def test_unknown_or_malformed_specs_raise_config_error(spec):
     with pytest.raises(ConfigError):
         kernel_from_spec(spec)
+
+
+def test_rbf_stays_accurate_on_features_of_large_magnitude():
+    """Dates as day numbers (~7e5): the norm expansion would cancel; values must not drift."""
+    rng = np.random.default_rng(4)
+    A = 7e5 + rng.normal(size=(6, 3))
+    B = 7e5 + rng.normal(size=(5, 3))
+    k = RBF(0.5)
+    expected = np.array([[math.exp(-0.5 * sum((x - y) ** 2 for x, y in zip(a, b))) for b in B]
+                         for a in A])
+    np.testing.assert_allclose(k.gram(A, B), expected, rtol=1e-9, atol=1e-12)
