@@ -7,8 +7,18 @@ recorded event logs or plain Python iterables.
 
 from __future__ import annotations
 
-from . import budget, errors, kernels
-from .budget import RemoveOldest, Unbounded
+__version__ = "0.1.0"  # before the imports: submodules record it in snapshots
+
+from . import budget, errors, kernels, snapshot, solvers
+from .budget import (
+    Forgetron,
+    Merge,
+    Projectron,
+    RemoveOldest,
+    RemoveRandom,
+    RemoveSmallest,
+    Unbounded,
+)
 from .features import FeatureIndex
 from .kernels import (
     RBF,
@@ -22,21 +32,33 @@ from .kernels import (
     Scaled,
     Sum,
     kernel_from_spec,
+    kernel_from_string,
 )
-from .learners import KernelPerceptron
+from .learners import KernelAdatron, KernelNovelty, KernelPerceptron, OnlineRanker, OnlineSVR
+from .learners.budgeted import MarginPerceptron
 from .support import SupportSet
-
-__version__ = "0.1.0"
 
 __all__ = [
     "budget",
     "errors",
     "kernels",
+    "snapshot",
+    "solvers",
     "FeatureIndex",
     "SupportSet",
     "KernelPerceptron",
-    "RemoveOldest",
+    "MarginPerceptron",
+    "KernelAdatron",
+    "OnlineSVR",
+    "OnlineRanker",
+    "KernelNovelty",
     "Unbounded",
+    "RemoveOldest",
+    "RemoveRandom",
+    "RemoveSmallest",
+    "Forgetron",
+    "Projectron",
+    "Merge",
     "RBF",
     "Constant",
     "Cosine",
@@ -48,5 +70,6 @@ __all__ = [
     "Scaled",
     "Sum",
     "kernel_from_spec",
+    "kernel_from_string",
     "__version__",
 ]

@@ -18,6 +18,7 @@ CLASSES: dict[str, str] = {
     "OnlineSVR": "streamk.learners.svr:OnlineSVR",
     "OnlineRanker": "streamk.learners.ranking:OnlineRanker",
     "KernelNovelty": "streamk.learners.novelty:KernelNovelty",
+    "MarginPerceptron": "streamk.learners.budgeted:MarginPerceptron",
 }
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
