@@ -1,21 +1,32 @@
-"""``streamk snapshot ls|show|verify``: inspect snapshot files and stores from a shell."""
+"""``streamk snapshot ls|show|verify``: inspect snapshot files, stores and topics from a shell."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import SnapshotError
+from .errors import SnapshotError, StreamkError
 from .snapshot import DEFAULT_LIMITS, Snapshot, loads, verify_bytes
 from .snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
 
-__all__ = ["cmd_ls", "cmd_show", "cmd_verify", "add_arguments", "main", "SCHEMA_VERSION"]
+__all__ = [
+    "cmd_ls",
+    "cmd_show",
+    "cmd_verify",
+    "cmd_ls_topic",
+    "cmd_show_topic",
+    "add_arguments",
+    "main",
+    "SCHEMA_VERSION",
+]
 
 #: Version of the ``--json`` output layout of these commands.
 SCHEMA_VERSION = 1
@@ -134,7 +145,7 @@ def kernel_spec(state: dict[str, Any]) -> Any:
     return kernel
 
 
-def _describe(path: Path, snap: Snapshot) -> dict[str, Any]:
+def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
     params = snap.state.get("params")
     return {
         "schema_version": SCHEMA_VERSION,
@@ -176,7 +187,10 @@ def cmd_show(path: str, json_out: bool = False) -> int:
         else:
             print(f"CORRUPT {target}: {exc}", file=sys.stderr)
         return CORRUPT
-    info = _describe(target, snap)
+    return _print_description(_describe(target, snap), json_out)
+
+
+def _print_description(info: dict[str, Any], json_out: bool) -> int:
     if json_out:
         print(json.dumps(info, indent=2, default=str))
         return OK
@@ -201,6 +215,59 @@ def cmd_show(path: str, json_out: bool = False) -> int:
     for label, text in lines:
         print(f"{label:<11} {text}")
     return OK
+
+
+def cmd_ls_topic(
+    bootstrap_servers: str, topic: str, json_out: bool = False, timeout: float = 30.0
+) -> int:
+    """List every snapshot manifest on a Kafka topic with its status (checksums verified)."""
+    from .snapshot.kafka import SnapshotReader
+
+    try:
+        infos = SnapshotReader(bootstrap_servers, topic).list(timeout=timeout)
+    except StreamkError as exc:
+        return _usage(str(exc))
+    if json_out:
+        rows = [asdict(info) for info in infos]
+        print(json.dumps({"schema_version": SCHEMA_VERSION, "topic": topic, "snapshots": rows}))
+        return OK
+    if not infos:
+        print(f"no snapshots on topic {topic}")
+        return OK
+    width = max(5, *(len(i.name) for i in infos))
+    print(
+        f"{'MODEL':<{width}}  {'SEQ':>12}  {'SIZE':>12}  {'CHUNKS':>6}  {'STATUS':<10}  "
+        f"{'CREATED (UTC)':<24}  PARTITION/OFFSET"
+    )
+    for i in infos:
+        reason = f"  ({i.reason})" if i.reason else ""
+        print(
+            f"{i.name:<{width}}  {i.seq:>12}  {i.size:>12,}  {i.chunks:>6}  {i.status:<10}  "
+            f"{_iso(i.created_at):<24}  {i.partition}/{i.offset}{reason}"
+        )
+    return OK
+
+
+def cmd_show_topic(
+    bootstrap_servers: str, topic: str, name: str, json_out: bool = False, timeout: float = 30.0
+) -> int:
+    """Describe the newest complete, verified snapshot of `name` on a Kafka topic."""
+    from .snapshot.kafka import SnapshotReader
+
+    try:
+        snap = SnapshotReader(bootstrap_servers, topic).latest(name, timeout=timeout, build=False)
+    except StreamkError as exc:
+        return _usage(str(exc))
+    if snap is None:
+        print(
+            f"no complete, verified snapshot of {name!r} on topic {topic} "
+            "(any that were rejected are logged above)",
+            file=sys.stderr,
+        )
+        return CORRUPT
+    return _print_description(
+        _describe(f"kafka://{bootstrap_servers}/{topic}/{name}", snap), json_out
+    )
 
 
 def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
@@ -252,12 +319,16 @@ _EPILOGS = {
   streamk snapshot ls ./snapshots
   # one model's snapshots as JSON
   streamk snapshot ls ./snapshots/fraud --json
+  # every snapshot manifest on a Kafka topic, with status (latest, ok, incomplete, corrupt)
+  streamk snapshot ls --topic snapshots --bootstrap-servers localhost:9092
 """,
     "show": """examples:
   # the newest snapshot of a model: class, hyper-parameters, offsets, checksum
   streamk snapshot show ./snapshots/fraud
   # one file, machine-readable
   streamk snapshot show ./snapshots/fraud/000000000042.snapshot --json
+  # the newest complete, verified snapshot of a model on a Kafka topic
+  streamk snapshot show --topic snapshots --name fraud --bootstrap-servers localhost:9092
 """,
     "verify": """examples:
   # check every snapshot in a store; exit code 1 if any is corrupt
@@ -297,12 +368,50 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         p = sub.add_parser(
             name, help=text, description=text, epilog=_EPILOGS[name], formatter_class=fmt
         )
-        p.add_argument("path", metavar=metavar, help="snapshot file, model directory or store root")
+        help_path = "snapshot file, model directory or store root"
+        if name == "verify":
+            p.add_argument("path", metavar=metavar, help=help_path)
+        else:
+            p.add_argument("path", metavar=metavar, nargs="?", help=f"{help_path} (or --topic)")
+            _add_topic_arguments(p, with_name=name == "show")
         p.add_argument(
             "--json", action="store_true", help="machine-readable output with schema_version"
         )
-        p.set_defaults(func=funcs[name])
+        p.set_defaults(func=funcs[name] if name == "verify" else _with_topic(name, funcs[name]))
     return parser
+
+
+def _add_topic_arguments(p: argparse.ArgumentParser, *, with_name: bool) -> None:
+    p.add_argument("--topic", help="read snapshots from this Kafka topic instead of a path")
+    p.add_argument(
+        "--bootstrap-servers",
+        default=os.environ.get("STREAMK_BOOTSTRAP_SERVERS", "localhost:9092"),
+        help="Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or localhost:9092)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to read the topic (default: 30)"
+    )
+    if with_name:
+        p.add_argument("--name", help="model name (the record key) to show, with --topic")
+
+
+def _with_topic(command: str, file_func: Any) -> Any:
+    """Dispatch to the topic variant when ``--topic`` is given, else to the path variant."""
+
+    def run(a: argparse.Namespace) -> int:
+        if a.topic is None:
+            if a.path is None:
+                return _usage(f"{command}: give a PATH or --topic")
+            return file_func(a)
+        if a.path is not None:
+            return _usage(f"{command}: give a PATH or --topic, not both")
+        if command == "ls":
+            return cmd_ls_topic(a.bootstrap_servers, a.topic, a.json, a.timeout)
+        if not a.name:
+            return _usage("show --topic needs --name MODEL")
+        return cmd_show_topic(a.bootstrap_servers, a.topic, a.name, a.json, a.timeout)
+
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:

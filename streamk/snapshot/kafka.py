@@ -84,8 +84,15 @@ def _check_name(name: Any) -> str:
 
 def _security(config: dict[str, Any]) -> dict[str, Any]:
     """The client settings an admin client needs too (SSL, SASL, timeouts)."""
-    keep = ("security_protocol", "ssl_", "sasl_", "request_timeout_ms", "client_id")
+    keep = ("security_protocol", "ssl_", "sasl_", "request_timeout_ms", "client_id", "bootstrap_")
     return {k: v for k, v in config.items() if k.startswith(keep)}
+
+
+def _bounded(client: Any, config: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """`config` plus a bootstrap deadline of `timeout` s where the client supports one (3.x)."""
+    if "bootstrap_timeout_ms" in getattr(client, "DEFAULT_CONFIG", {}):
+        config = {"bootstrap_timeout_ms": max(1, int(timeout * 1000)), **config}
+    return config
 
 
 @dataclass(frozen=True)
@@ -150,7 +157,7 @@ class SnapshotPublisher:
     ) -> None:
         kafka = _kafka()
         config = {"acks": "all", "retries": 5, "linger_ms": 5, "max_block_ms": int(timeout * 1000)}
-        config.update(producer_config or {})
+        config = _bounded(kafka.KafkaProducer, {**config, **(producer_config or {})}, timeout)
         max_request = int(config.get("max_request_size", 1048576))
         if not isinstance(chunk_size, int) or not 1 <= chunk_size <= max_request - _OVERHEAD:
             raise ConfigError(
@@ -518,12 +525,11 @@ class SnapshotReader:
         self.consumer_config.update(consumer_config or {})
         self.consumer_config["group_id"] = None  # manual assignment only
 
-    def _consumer(self) -> Any:
+    def _consumer(self, timeout: float) -> Any:
         kafka = _kafka()
+        config = _bounded(kafka.KafkaConsumer, self.consumer_config, timeout)
         try:
-            return kafka.KafkaConsumer(
-                bootstrap_servers=self.bootstrap_servers, **self.consumer_config
-            )
+            return kafka.KafkaConsumer(bootstrap_servers=self.bootstrap_servers, **config)
         except kafka.errors.KafkaError as exc:
             raise SnapshotError(
                 f"cannot connect to {self.bootstrap_servers} to read snapshot topic "
@@ -543,7 +549,7 @@ class SnapshotReader:
     def _scan(self, asm: _Assembler, timeout: float) -> None:
         """Feed every record from the beginning until drained (see class doc) or `timeout`."""
         deadline = time.monotonic() + timeout
-        consumer = self._consumer()
+        consumer = self._consumer(timeout)
         try:
             tps = self._assign(consumer)
             if not tps:
@@ -598,6 +604,7 @@ class SnapshotReader:
         poll_timeout: float = 1.0,
         *,
         after_seq: int = -1,
+        connect_timeout: float = 30.0,
     ) -> None:
         """Call `callback` with each new complete snapshot of `name` (higher seq), until stopped.
 
@@ -608,7 +615,7 @@ class SnapshotReader:
         """
         asm = _Assembler(_check_name(name), self.limits)
         stop = stop_event or threading.Event()
-        consumer = self._consumer()
+        consumer = self._consumer(connect_timeout)
         try:
             while not self._assign(consumer):
                 if stop.wait(poll_timeout):

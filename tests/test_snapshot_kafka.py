@@ -1,0 +1,282 @@
+"""Snapshots over Kafka: chunking, reassembly, rejection of bad parts, follow and hot swap.
+
+Every test runs against the real local broker (tansu) with its own topic. A small
+independent writer (``_raw``) produces messages by the documented scheme, so the
+reader is also checked against the spec, and can be fed incomplete or damaged parts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import math
+import threading
+import time
+import uuid
+
+import msgpack
+import numpy as np
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from river import datasets
+
+import streamk
+from streamk.errors import ConfigError, SnapshotError
+from streamk.snapshot import dumps, loads
+from streamk.snapshot.kafka import (
+    DEFAULT_CHUNK_SIZE,
+    TRANSPORT,
+    HotSwapModel,
+    SnapshotPublisher,
+    SnapshotReader,
+)
+from streamk.snapshot_cli import main as snapshot_main
+
+pytestmark = pytest.mark.kafka
+LOGGER = "streamk.snapshot.kafka"
+ROWS = list(itertools.islice(datasets.Phishing(), 700))
+TEST_X = [x for x, _ in ROWS[600:]]
+
+
+def _perceptron(n: int) -> streamk.KernelPerceptron:
+    model = streamk.KernelPerceptron()
+    for x, y in ROWS[:n]:
+        model.learn_one(x, y)
+    return model
+
+
+def _predictions(model) -> list:
+    return [model.predict_one(x) for x in TEST_X]
+
+
+def _big_model() -> streamk.KernelPerceptron:
+    """A perceptron on random labels over 150 features: ~1,000 support vectors, > 1 MB."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(2000, 150)), rng.integers(0, 2, 2000)
+    model = streamk.KernelPerceptron()
+    for row, label in zip(X, y):
+        model.learn_one(dict(enumerate(row)), bool(label))
+    return model
+
+
+def _read_all(bootstrap: str, topic: str, n: int, timeout: float = 30.0) -> list:
+    """Every record of partition 0, counting records until `n` arrived (never end offsets)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    consumer.seek_to_beginning(tp)
+    records: list = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(records) < n and time.monotonic() < deadline:
+            for batch in consumer.poll(timeout_ms=500).values():
+                records.extend(batch)
+    finally:
+        consumer.close()
+    return records
+
+
+def _raw(bootstrap, topic, name, data, *, seq, chunk_size=4096, skip=(), corrupt=(), manifest=True):
+    """Produce one snapshot by the documented scheme with kafka-python, optionally damaged."""
+    sid, sha = uuid.uuid4().hex, hashlib.sha256(data).hexdigest()
+    n = math.ceil(len(data) / chunk_size)
+    common = [("streamk.format", b"1"), ("streamk.id", sid.encode()), ("streamk.chunks", b"%d" % n)]
+    common += [("streamk.size", b"%d" % len(data)), ("streamk.sha256", sha.encode())]
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    try:
+        for i in range(n):
+            part = data[i * chunk_size : (i + 1) * chunk_size]
+            if i in skip:
+                continue
+            if i in corrupt:
+                part = bytes(b ^ 0x5A for b in part[:64]) + part[64:]
+            headers = [("streamk.kind", b"chunk"), ("streamk.chunk", b"%d" % i), *common]
+            key = f"{name}/{sid}/{i}".encode()
+            producer.send(topic, key=key, value=part, headers=headers, partition=0)
+        if manifest:
+            doc = {"format": TRANSPORT, "version": 1, "name": name, "id": sid, "chunks": n}
+            doc.update(size=len(data), sha256=sha, seq=seq, **{"class": "KernelPerceptron"})
+            value = msgpack.packb(doc, use_bin_type=True)
+            headers = [("streamk.kind", b"manifest"), *common]
+            producer.send(topic, key=name.encode(), value=value, headers=headers, partition=0)
+        producer.flush(timeout=30)
+    finally:
+        producer.close()
+
+
+@pytest.fixture
+def servers(kafka_broker) -> str:
+    return kafka_broker.bootstrap_servers
+
+
+def test_small_snapshot_round_trip_inline(servers, topic_name):
+    model = _perceptron(300)
+    data = dumps(model, offsets={"events": {0: 300}}, seq=1, metrics={"accuracy": 0.9})
+    with SnapshotPublisher(servers, topic_name) as pub:
+        result = pub.publish("phish", data)
+    assert result.chunks == 0 and result.size == len(data) and result.seq == 1
+    snap = SnapshotReader(servers, topic_name).latest("phish", timeout=30)
+    assert snap is not None and snap.seq == 1 and snap.offsets == {"events": {0: 300}}
+    assert snap.checksum == loads(data).checksum and snap.size == len(data)
+    assert _predictions(snap.model) == _predictions(model)
+    assert SnapshotReader(servers, topic_name).latest("other", timeout=30) is None
+
+
+def test_chunked_round_trip_and_tombstones(servers, topic_name):
+    first, second = _perceptron(300), _perceptron(600)
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        r1 = pub.publish("phish", dumps(first, seq=1))
+        r2 = pub.publish("phish", dumps(second, seq=2))
+    assert r1.chunks >= 2 and r2.chunks >= 2 and r2.tombstones == r1.chunks
+    snap = SnapshotReader(servers, topic_name).latest("phish", timeout=30)
+    assert snap is not None and snap.seq == 2
+    assert _predictions(snap.model) == _predictions(second)
+    records = _read_all(servers, topic_name, r1.chunks + r2.chunks + 2 + r1.chunks)
+    tombstoned = {r.key.decode() for r in records if r.value is None}
+    assert tombstoned == {f"phish/{r1.id}/{i}" for i in range(r1.chunks)}
+    assert max(len(r.value) for r in records if r.value is not None) <= 4096 + 512
+
+
+def test_snapshot_over_one_megabyte_with_default_chunks(servers, topic_name):
+    model = _big_model()
+    data = dumps(model, seq=5)
+    assert len(data) > 1_000_000
+    with SnapshotPublisher(servers, topic_name) as pub:
+        result = pub.publish("big", data)
+    assert result.chunks == math.ceil(len(data) / DEFAULT_CHUNK_SIZE) >= 3
+    records = _read_all(servers, topic_name, result.chunks + 1)
+    assert max(len(r.value) for r in records) <= DEFAULT_CHUNK_SIZE  # never relies on > 1 MB
+    snap = SnapshotReader(servers, topic_name).latest("big", timeout=60)
+    assert snap is not None and snap.seq == 5 and snap.checksum == loads(data).checksum
+    rng = np.random.default_rng(1)
+    probe = [dict(enumerate(row)) for row in rng.normal(size=(50, 150))]
+    assert [snap.model.predict_one(x) for x in probe] == [model.predict_one(x) for x in probe]
+
+
+def test_incomplete_snapshots_are_ignored(servers, topic_name, caplog):
+    good = _perceptron(300)
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        pub.publish("phish", dumps(good, seq=1))
+    newer = dumps(_perceptron(600), seq=2)
+    _raw(servers, topic_name, "phish", newer, seq=2, manifest=False)  # publisher died
+    _raw(servers, topic_name, "phish", newer, seq=3, skip={1})  # a chunk never arrived
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        snap = SnapshotReader(servers, topic_name).latest("phish", timeout=30)
+    assert snap is not None and snap.seq == 1
+    assert _predictions(snap.model) == _predictions(good)
+    assert "no manifest" in caplog.text and "1 of 3 chunks missing" in caplog.text
+
+
+def test_corrupt_chunk_is_rejected_with_reason(servers, topic_name, caplog):
+    good = _perceptron(300)
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        pub.publish("phish", dumps(good, seq=1))
+    _raw(servers, topic_name, "phish", dumps(_perceptron(600), seq=2), seq=2, corrupt={0})
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        snap = SnapshotReader(servers, topic_name).latest("phish", timeout=30)
+    assert snap is not None and snap.seq == 1
+    assert "rejecting snapshot 'phish'" in caplog.text and "manifest says" in caplog.text
+
+
+def test_raw_writer_by_the_spec_is_read(servers, topic_name):
+    """An independent writer following docs/snapshot-format.md is understood by the reader."""
+    model = _perceptron(600)
+    SnapshotPublisher(servers, topic_name).close()  # creates the topic
+    _raw(servers, topic_name, "phish", dumps(model, seq=4), seq=4, chunk_size=1000)
+    snap = SnapshotReader(servers, topic_name).latest("phish", timeout=30)
+    assert snap is not None and snap.seq == 4
+    assert _predictions(snap.model) == _predictions(model)
+
+
+def test_older_and_duplicate_snapshots_do_not_win(servers, topic_name, caplog):
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        pub.publish("phish", dumps(_perceptron(600), seq=3))
+        with pytest.raises(SnapshotError, match="only move forward"):
+            pub.publish("phish", dumps(_perceptron(300), seq=2))
+    _raw(servers, topic_name, "phish", dumps(_perceptron(300), seq=2), seq=2)  # late, older
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        snap = SnapshotReader(servers, topic_name).latest("phish", timeout=30)
+    assert snap is not None and snap.seq == 3 and "seq 2 <= 3" in caplog.text
+
+
+def test_two_models_on_one_topic_do_not_mix(servers, topic_name):
+    alpha, beta = _perceptron(300), _perceptron(600)
+    beta2 = _perceptron(450)
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        pub.publish("alpha", dumps(alpha, seq=1, run="a"))
+        pub.publish("beta", dumps(beta, seq=7, run="b"))
+        pub.publish("beta", dumps(beta2, seq=8, run="b"))
+    reader = SnapshotReader(servers, topic_name)
+    a, b = reader.latest("alpha", timeout=30), reader.latest("beta", timeout=30)
+    assert a is not None and a.seq == 1 and a.meta == {"run": "a"}
+    assert b is not None and b.seq == 8 and b.meta == {"run": "b"}
+    assert _predictions(a.model) == _predictions(alpha)
+    assert _predictions(b.model) == _predictions(beta2)
+    listed = [(i.name, i.seq, i.status) for i in reader.list(timeout=30)]
+    assert listed == [("alpha", 1, "latest"), ("beta", 7, "ok"), ("beta", 8, "latest")]
+
+
+def test_follow_and_hot_swap(servers, topic_name):
+    first, second = _perceptron(300), _perceptron(600)
+    pub = SnapshotPublisher(servers, topic_name, chunk_size=4096)
+    seen: list[int] = []
+    got_second, stop = threading.Event(), threading.Event()
+
+    def on_snapshot(snap) -> None:
+        seen.append(snap.seq)
+        if snap.seq == 2:
+            got_second.set()
+
+    reader = SnapshotReader(servers, topic_name)
+    follower = threading.Thread(target=reader.follow, args=("phish", on_snapshot, stop, 0.2))
+    try:
+        pub.publish("phish", dumps(first, seq=1))
+        follower.start()
+        with HotSwapModel(reader, "phish", poll_timeout=0.2) as live:
+            assert live.wait_for(1, timeout=30)
+            assert _predictions(live) == _predictions(first)
+            pub.publish("phish", dumps(second, seq=2))
+            assert live.wait_for(2, timeout=30)
+            assert live.seq == 2 and _predictions(live) == _predictions(second)
+            assert got_second.wait(30)
+    finally:
+        stop.set()
+        follower.join(30)
+        pub.close()
+    assert not follower.is_alive() and seen == [1, 2]
+
+
+def test_cli_ls_and_show_topic(servers, topic_name, capsys):
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        pub.publish("phish", dumps(_perceptron(300), seq=1, offsets={"events": {0: 300}}))
+    args = ["--topic", topic_name, "--bootstrap-servers", servers]
+    assert snapshot_main(["ls", *args]) == 0
+    out = capsys.readouterr().out
+    assert "phish" in out and "latest" in out
+    assert snapshot_main(["show", *args, "--name", "phish", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["class"] == "KernelPerceptron" and doc["seq"] == 1
+    assert doc["offsets"] == {"events": {"0": 300}} and doc["path"].endswith(f"{topic_name}/phish")
+    assert snapshot_main(["show", *args, "--name", "nobody"]) == 1
+
+
+def test_bad_arguments_and_invalid_bytes(servers, topic_name):
+    with pytest.raises(ConfigError, match="chunk_size"):
+        SnapshotPublisher(servers, topic_name, chunk_size=2_000_000)
+    with SnapshotPublisher(servers, topic_name) as pub:
+        with pytest.raises(SnapshotError, match="not a valid snapshot"):
+            pub.publish("phish", b"not a snapshot")
+        with pytest.raises(ConfigError, match="model name"):
+            pub.publish("a/b", dumps(_perceptron(10)))
+
+
+def test_unreachable_broker_fails_within_the_timeout():
+    from streamk.broker import free_port
+
+    nowhere = f"127.0.0.1:{free_port()}"
+    with pytest.raises(SnapshotError, match="cannot connect"):
+        SnapshotReader(nowhere, "snapshots").latest("phish", timeout=1)
+    with pytest.raises(SnapshotError, match="cannot reach"):
+        SnapshotPublisher(nowhere, "snapshots", timeout=1)
