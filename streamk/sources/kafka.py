@@ -1,0 +1,416 @@
+"""A Kafka topic as a :class:`~streamk.sources.base.Source`, on kafka-python.
+
+Two modes:
+
+* **group** (``group_id`` given, ``partitions`` not): the consumer subscribes with a
+  rebalance listener; Kafka spreads partitions over the engines of one group (design §9).
+* **manual** (``partitions=[...]``): a fixed assignment, no group membership; offsets
+  can still be committed and read when a ``group_id`` is given. For tests and
+  single-worker runs.
+
+Offsets are never committed implicitly (``enable_auto_commit`` is forced off, and
+:meth:`KafkaSource.close` commits nothing): the engine commits through
+:meth:`KafkaSource.commit` only after the snapshot covering them is durable (design §7).
+
+Rebalances (group mode) follow the contract of :class:`~streamk.sources.base.Source`:
+the engine's *revoked* handler runs before partitions go away, while this member is
+still their owner (snapshot and commit there); its *assigned* handler runs after the
+new assignment is in place and before fetching starts (seek there). Both run while
+the engine's thread is blocked inside :meth:`KafkaSource.poll`, so they never race
+with record processing.
+
+Threading (kafka-python 3): the client calls rebalance listeners on its IO thread,
+where a blocking consumer call (``commit``, ``committed``) raises ``RuntimeError``.
+So the listener here is an ``AsyncConsumerRebalanceListener`` that runs the engine's
+handler on a short-lived worker thread and awaits it: the handler may call any method
+of this source, and heartbeats keep flowing while it runs. A handler should still be
+prompt (well below ``max_poll_interval_ms``). On kafka-python 2.x the handler runs
+inline on the polling thread, as that client always did.
+
+Partitions *lost* (KIP-429: the member was evicted, e.g. after missing
+``max_poll_interval_ms``) are not revoked: committing would fail or overwrite the new
+owner's position. The handler set with :meth:`KafkaSource.on_lost` is called (discard
+in-flight work; do not commit); without one the event is only logged and recorded in
+:attr:`KafkaSource.rebalances`. The next assignment arrives through *assigned* as usual.
+
+tansu 0.6 reports end offsets wrongly (the start of the last batch, design §8), so
+:meth:`KafkaSource.lag` is approximate there; never use it to decide a topic is drained.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import kafka
+from kafka import KafkaConsumer, TopicPartition
+from kafka import errors as kafka_errors
+from kafka.future import Future
+from kafka.structs import OffsetAndMetadata
+
+from ..errors import BrokerError, ConfigError
+from .base import RebalanceHandler, Record, Source
+
+__all__ = ["KafkaSource", "CommitFailedError", "DEFAULT_CONSUMER_CONFIG"]
+
+log = logging.getLogger(__name__)
+
+#: Consumer settings streamk chooses; ``consumer_config`` may override all but
+#: ``enable_auto_commit`` (offsets are committed by the engine only).
+DEFAULT_CONSUMER_CONFIG: dict[str, Any] = {
+    "enable_auto_commit": False,
+    "auto_offset_reset": "earliest",
+}
+
+_ASYNC_LISTENER = getattr(kafka, "AsyncConsumerRebalanceListener", None)
+
+
+class CommitFailedError(BrokerError):
+    """An offset commit was refused or timed out (e.g. the group rebalanced meanwhile).
+
+    The snapshot still holds the offsets, so nothing is lost: the next owner of the
+    partition restores it and seeks there; the group offset is only a fallback.
+    """
+
+
+class KafkaSource(Source):
+    """Consume one topic with kafka-python.
+
+    Parameters
+    ----------
+    bootstrap_servers : str or list of str
+        ``host:port`` of one or more brokers.
+    topic : str
+        The topic to read; also the source's :attr:`name` in snapshots and dead letters.
+    group_id : str or None
+        Consumer group. Required in group mode; optional in manual mode (needed there
+        only for :meth:`commit` and :meth:`committed`). Default: None.
+    partitions : list of int or None
+        Manual assignment instead of group membership. Default: None (group mode).
+    consumer_config : dict or None
+        Extra ``KafkaConsumer`` settings, passed through unchanged (security:
+        ``security_protocol``, ``ssl_cafile``, ``sasl_mechanism``,
+        ``sasl_plain_username`` ...; tuning: ``max_partition_fetch_bytes`` ...).
+        Unknown keys raise :class:`~streamk.errors.ConfigError`. Default: None.
+    max_poll_interval_ms : int
+        Longest allowed gap between two :meth:`poll` calls before the group evicts this
+        member; tansu also waits this long to complete a join, so tests use ~3000.
+        A key of the same name in ``consumer_config`` wins. Default: 300000.
+    timeout_s : float
+        Bound on every blocking call other than :meth:`poll` (commit, committed,
+        close). Default: 10.0.
+    join_timeout_s : float or None
+        Longest wait inside :meth:`poll` for a pending group join to complete (see
+        ``_complete_join``). Default: None, meaning the rebalance timeout
+        (``max_poll_interval_ms``) plus ``timeout_s``.
+    commit_metadata : str
+        Metadata string stored with each commit (keep it small; a snapshot id fits).
+        Default: "".
+
+    Attributes
+    ----------
+    consumer : kafka.KafkaConsumer
+        The underlying client, for settings this class does not expose.
+    rebalances : list of (str, list of int)
+        Every rebalance callback seen, in order: ``("revoked" | "assigned" | "lost",
+        partitions)``; handy in logs and tests.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        group_id: str | None = None,
+        *,
+        partitions: Iterable[int] | None = None,
+        consumer_config: dict[str, Any] | None = None,
+        max_poll_interval_ms: int = 300_000,
+        timeout_s: float = 10.0,
+        join_timeout_s: float | None = None,
+        commit_metadata: str = "",
+    ) -> None:
+        super().__init__()
+        self.name = topic
+        self.topic = topic
+        self.group_id = group_id
+        self.partitions = None if partitions is None else sorted({int(p) for p in partitions})
+        if self.partitions is None and group_id is None:
+            raise ConfigError(
+                f"KafkaSource({topic!r}) needs a group_id (group mode) or partitions=[...] "
+                "(manual assignment)."
+            )
+        if self.partitions is not None and not self.partitions:
+            raise ConfigError(f"KafkaSource({topic!r}): partitions=[] assigns nothing.")
+        user = dict(consumer_config or {})
+        if user.get("enable_auto_commit"):
+            raise ConfigError(
+                "consumer_config enable_auto_commit=True is not allowed: streamk commits "
+                "offsets itself, after the snapshot that covers them is durable."
+            )
+        config: dict[str, Any] = {
+            **DEFAULT_CONSUMER_CONFIG,
+            "max_poll_interval_ms": int(max_poll_interval_ms),
+            **user,
+            "bootstrap_servers": bootstrap_servers,
+            "group_id": group_id,
+            "enable_auto_commit": False,
+        }
+        self.timeout_ms = int(timeout_s * 1000)
+        if join_timeout_s is None:  # a join waits up to the rebalance timeout, then syncs
+            join_timeout_s = config["max_poll_interval_ms"] / 1000 + timeout_s
+        self.join_timeout_ms = int(join_timeout_s * 1000)
+        self.commit_metadata = commit_metadata
+        self.rebalances: list[tuple[str, list[int]]] = []
+        self._on_lost: RebalanceHandler | None = None
+        self._closing = False
+        self._announced = False
+        self._next: dict[int, int] = {}  # partition -> next offset to be returned
+        self._epoch: dict[int, int] = {}  # partition -> leader epoch of the last record
+        try:
+            self.consumer = KafkaConsumer(**config)
+        except kafka_errors.KafkaConfigurationError as exc:
+            raise ConfigError(f"invalid consumer_config for topic {topic!r}: {exc}") from exc
+        except kafka_errors.KafkaError as exc:
+            raise BrokerError(
+                f"cannot connect to Kafka at {bootstrap_servers} for topic {topic!r}: {exc}. "
+                "Check the address and that the broker is running."
+            ) from exc
+        if self.partitions is not None:
+            self.consumer.assign([TopicPartition(topic, p) for p in self.partitions])
+        else:
+            self.consumer.subscribe([topic], listener=_make_listener(self))
+
+    # -- engine callbacks -----------------------------------------------------------------
+    def on_lost(self, handler: RebalanceHandler | None) -> None:
+        """Register a handler for partitions lost by eviction (discard, never commit)."""
+        self._on_lost = handler
+
+    # -- Source ---------------------------------------------------------------------------
+    def poll(self, max_records: int, timeout: float) -> list[Record]:
+        """Up to ``max_records`` records, per-partition order kept, partitions in order.
+
+        Rebalance handlers run inside this call. Waits at most ``timeout`` seconds
+        for data (a group join may take one extra rebalance timeout on tansu).
+        """
+        if self.partitions is not None and not self._announced:
+            self._announced = True
+            self.rebalances.append(("assigned", list(self.partitions)))
+            if self._on_assigned is not None:
+                self._on_assigned(list(self.partitions))
+        self._complete_join()
+        batches = self.consumer.poll(
+            timeout_ms=max(0, int(timeout * 1000)), max_records=max(1, int(max_records))
+        )
+        out: list[Record] = []
+        for tp in sorted(batches, key=lambda t: t.partition):
+            msgs = batches[tp]
+            if not msgs:
+                continue
+            p = tp.partition
+            out.extend(
+                Record(b"" if m.value is None else m.value, p, m.offset, m.timestamp) for m in msgs
+            )
+            last = msgs[-1]
+            self._next[p] = last.offset + 1
+            epoch = getattr(last, "leader_epoch", None)
+            if epoch is not None:
+                self._epoch[p] = epoch
+        return out
+
+    def _complete_join(self) -> None:
+        """Drive a pending group (re)join to its end, bounded by ``join_timeout_s``.
+
+        kafka-python 3.0.12 discards a join that completes between two polls and sends
+        a fresh JoinGroup (a completed join task is replaced, not read), so with short
+        poll timeouts and work between polls a member can rejoin forever, triggering a
+        rebalance of the whole group each time. Nothing is fetched during an eager
+        rebalance anyway, so waiting here for the join costs no throughput.
+        """
+        coordinator = getattr(self.consumer, "_coordinator", None)
+        if self.partitions is not None or coordinator is None:
+            return
+        if coordinator.need_rejoin():
+            coordinator.poll(timeout_ms=self.join_timeout_ms)
+
+    def seek(self, partition: int, offset: int) -> None:
+        """Read ``partition`` from ``offset`` on; the partition must be assigned."""
+        try:
+            self.consumer.seek(TopicPartition(self.topic, int(partition)), int(offset))
+        except ValueError as exc:
+            raise ValueError(
+                f"cannot seek {self.topic}[{partition}] to {offset}: {exc} "
+                f"(assigned: {self.assignment()})"
+            ) from exc
+        self._next[int(partition)] = int(offset)
+        self._epoch.pop(int(partition), None)
+
+    def committed(self, partitions: list[int]) -> dict[int, int]:
+        """The group's committed next offsets; partitions never committed are left out."""
+        if self.group_id is None:
+            return {}
+        out: dict[int, int] = {}
+        for p in partitions:
+            tp = TopicPartition(self.topic, int(p))
+            try:
+                offset = self.consumer.committed(tp, timeout_ms=self.timeout_ms)
+            except kafka_errors.KafkaError as exc:
+                raise BrokerError(
+                    f"could not read committed offset of {self.topic}[{p}] for group "
+                    f"{self.group_id!r}: {exc}"
+                ) from exc
+            if offset is not None and offset >= 0:
+                out[int(p)] = int(offset)
+        return out
+
+    def commit(self, positions: dict[int, int]) -> None:
+        """Commit ``positions`` (partition -> next offset) for the group, synchronously.
+
+        Raises
+        ------
+        CommitFailedError
+            If the broker refused the commit or it did not finish within ``timeout_s``.
+        """
+        if not positions:
+            return
+        if self.group_id is None:
+            raise ConfigError(
+                f"KafkaSource({self.topic!r}) has no group_id, so it cannot commit offsets."
+            )
+        offsets = {
+            TopicPartition(self.topic, int(p)): OffsetAndMetadata(
+                int(off), self.commit_metadata, self._commit_epoch(int(p), int(off))
+            )
+            for p, off in positions.items()
+        }
+        try:
+            self.consumer.commit(offsets, timeout_ms=self.timeout_ms)
+        except kafka_errors.KafkaError as exc:
+            raise CommitFailedError(
+                f"committing {dict(sorted(positions.items()))} on {self.topic!r} for group "
+                f"{self.group_id!r} failed: {type(exc).__name__}: {exc}. The snapshot still "
+                "holds these offsets; a restart resumes from it."
+            ) from exc
+
+    def _commit_epoch(self, partition: int, offset: int) -> int:
+        # KIP-320: the leader epoch of the last consumed record, when the commit is
+        # exactly our read position; -1 (unknown) otherwise.
+        if self._next.get(partition) == offset:
+            return self._epoch.get(partition, -1)
+        return -1
+
+    def assignment(self) -> list[int]:
+        return sorted(tp.partition for tp in self.consumer.assignment() if tp.topic == self.topic)
+
+    def lag(self) -> int | None:
+        """Records between the read position and the last fetched high watermark.
+
+        Cheap (no network call): uses the high watermarks of recent fetch responses.
+        ``None`` until both are known. Approximate on tansu 0.6 (wrong end offsets).
+        """
+        total, known = 0, False
+        for p in self.assignment():
+            high = self.consumer.highwater(TopicPartition(self.topic, p))
+            pos = self._next.get(p)
+            if high is None or pos is None:
+                continue
+            total += max(0, int(high) - pos)
+            known = True
+        return total if known else None
+
+    def close(self) -> None:
+        """Leave the group and close connections, committing nothing; idempotent.
+
+        The revoked handler is *not* called here: snapshot and commit before closing.
+        """
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            self.consumer.close(autocommit=False, timeout_ms=self.timeout_ms)
+        except kafka_errors.KafkaError as exc:  # closing must not mask the real outcome
+            log.warning("closing the consumer of %s: %s", self.topic, exc)
+
+    # -- rebalance dispatch ---------------------------------------------------------------
+    def _partitions(self, tps: Iterable[TopicPartition]) -> list[int]:
+        return sorted(tp.partition for tp in tps if tp.topic == self.topic)
+
+    def _handler_for(self, kind: str) -> RebalanceHandler | None:
+        if kind == "revoked":
+            return self._on_revoked
+        return self._on_assigned if kind == "assigned" else self._on_lost
+
+    def _prepare(self, kind: str, tps: Iterable[TopicPartition]) -> Callable[[], None] | None:
+        """Record the event; return the call to make, or None when there is nothing to do."""
+        parts = self._partitions(tps)
+        if self._closing:
+            return None
+        if kind == "lost":
+            log.warning(
+                "partitions %s of %s lost (member evicted): not committing", parts, self.topic
+            )
+            for p in parts:
+                self._next.pop(p, None)
+        if kind == "revoked" and not parts:
+            return None  # the first join of a fresh member revokes nothing
+        self.rebalances.append((kind, parts))
+        handler = self._handler_for(kind)
+        if handler is None:
+            return None
+        return lambda: handler(list(parts))
+
+    async def _dispatch_async(self, kind: str, tps: Iterable[TopicPartition]) -> None:
+        call = self._prepare(kind, tps)
+        if call is None:
+            return
+        net = getattr(self.consumer, "_net", None)
+        if net is None or not hasattr(net, "call_soon_threadsafe"):
+            call()  # no IO thread to keep free: run inline
+            return
+        done = Future()
+
+        def work() -> None:
+            try:
+                call()
+            except BaseException as exc:  # noqa: BLE001 - handed back to the IO loop
+                net.call_soon_threadsafe(lambda e=exc: done.failure(e))
+            else:
+                net.call_soon_threadsafe(lambda: done.success(None))
+
+        threading.Thread(target=work, name=f"streamk-rebalance-{kind}", daemon=True).start()
+        await done
+
+    def _dispatch_sync(self, kind: str, tps: Iterable[TopicPartition]) -> None:
+        call = self._prepare(kind, tps)
+        if call is not None:
+            call()
+
+
+def _make_listener(source: KafkaSource) -> Any:
+    """The rebalance listener for this kafka-python version (see the module docstring)."""
+    if _ASYNC_LISTENER is not None:
+
+        class _AsyncListener(_ASYNC_LISTENER):  # type: ignore[misc, valid-type]
+            async def on_partitions_revoked(self, revoked: Any) -> None:
+                await source._dispatch_async("revoked", revoked)
+
+            async def on_partitions_assigned(self, assigned: Any) -> None:
+                await source._dispatch_async("assigned", assigned)
+
+            async def on_partitions_lost(self, lost: Any) -> None:
+                await source._dispatch_async("lost", lost)
+
+        return _AsyncListener()
+
+    class _SyncListener(kafka.ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            source._dispatch_sync("revoked", revoked)
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            source._dispatch_sync("assigned", assigned)
+
+        def on_partitions_lost(self, lost: Any) -> None:
+            source._dispatch_sync("lost", lost)
+
+    return _SyncListener()
