@@ -13,13 +13,14 @@ from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import adatron_dual
 from ._slotdata import SlotData
-from .base import AUTO_WINDOW, KernelLearner
+from .base import AUTO_WINDOW
+from .classifier import KernelClassifier
 from .labels import LabelCoder
 
 __all__ = ["KernelAdatron"]
 
 
-class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
+class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     """Kernel adatron: coordinate ascent on the no-bias SVM dual, one example at a time.
 
     The book's "on-line update rule that models the hard margin SVM with fixed threshold
@@ -123,14 +124,6 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
     def _unit_test_params(cls):
         yield {"C": 1.0, "budget": 30}
 
-    @property
-    def _multiclass(self) -> bool:
-        return True
-
-    @property
-    def classes_(self) -> list[Any]:
-        return list(self._labels.classes)
-
     # -- the problem's constants ------------------------------------------------------------------
     @property
     def _mu(self) -> float:
@@ -178,13 +171,6 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
                 k_row = block.K[j, : self._support.n].copy()
                 block.start = j + 1
                 self._update(rows[i + j], k_row @ self._support.coef, k_row, label)
-
-    def _add_label(self, y: Any) -> None:
-        if y is None:
-            raise InvalidInput("learn_one needs a label; got y=None")
-        remap = self._labels.add(y)
-        if remap is not None:
-            self._support.remap_outputs(remap)
 
     def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
         """One coordinate step on the new example from alpha = 0, then the resweeps."""
@@ -278,36 +264,6 @@ class KernelAdatron(KernelLearner, base.MiniBatchClassifier):
             self.n_updates += 1
         self._n_learned = len(labels)
         return self
-
-    # -- prediction ---------------------------------------------------------------------------
-    def decision_function_one(self, x: dict) -> np.ndarray:
-        """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
-        if self._support.n == 0:
-            return np.zeros(self._support.n_outputs)
-        return self._kernel_row(self._predict_row(x)) @ self._support.coef
-
-    def predict_one(self, x: dict) -> Any:
-        if not self._labels.classes:
-            return None
-        return self._labels.decide(self.decision_function_one(x)[None, :])[0]
-
-    def predict_proba_one(self, x: dict) -> dict[Any, float]:
-        if not self._labels.classes:
-            return {}
-        P = self._labels.probabilities(self.decision_function_one(x)[None, :])
-        return dict(zip(self._labels.classes, P[0].tolist()))
-
-    def predict_many(self, X: Any):
-        import pandas as pd
-
-        F = self._support.decision(self._block(X, grow=False))
-        return pd.Series(self._labels.decide(F), index=getattr(X, "index", None), dtype=object)
-
-    def predict_proba_many(self, X: Any):
-        import pandas as pd
-
-        P = self._labels.probabilities(self._support.decision(self._block(X, grow=False)))
-        return pd.DataFrame(P, columns=self._labels.classes, index=getattr(X, "index", None))
 
     # -- plain data ---------------------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:

@@ -10,13 +10,13 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import InvalidInput
 from ..kernels import Kernel
-from .base import KernelLearner
+from .classifier import KernelClassifier
 from .labels import LabelCoder
 
 __all__ = ["KernelPerceptron"]
 
 
-class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
+class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     """Kernel perceptron on a (optionally budgeted) support set.
 
     The book's on-line algorithm exactly (Shawe-Taylor & Cristianini, Alg. 7.52): predict
@@ -84,14 +84,6 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
     @classmethod
     def _unit_test_params(cls):
         yield {"budget": 100}
-
-    @property
-    def _multiclass(self) -> bool:
-        return True
-
-    @property
-    def classes_(self) -> list[Any]:
-        return list(self._labels.classes)
 
     # -- learning -----------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
@@ -167,13 +159,6 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
         k_row = self._support.kernel_block(row[None, :])[0]
         self._update(row, k_row @ self._support.coef, k_row, y)
 
-    def _add_label(self, y: Any) -> None:
-        if y is None:
-            raise InvalidInput("learn_one needs a label; got y=None")
-        remap = self._labels.add(y)
-        if remap is not None:
-            self._support.remap_outputs(remap)
-
     def _update(
         self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any, targets=None
     ) -> None:
@@ -185,37 +170,6 @@ class KernelPerceptron(KernelLearner, base.MiniBatchClassifier):
             self._policy.insert(self._support, row, np.where(wrong, targets, 0.0), k_row)
             self.n_mistakes += 1
         self._n_learned += 1
-
-    # -- prediction ---------------------------------------------------------------------------
-    def decision_function_one(self, x: dict) -> np.ndarray:
-        """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
-        if self._support.n == 0:
-            return np.zeros(self._support.n_outputs)
-        return self._kernel_row(self._predict_row(x)) @ self._support.coef
-
-    def predict_one(self, x: dict) -> Any:
-        if not self._labels.classes:
-            return None
-        return self._labels.decide(self.decision_function_one(x)[None, :])[0]
-
-    def predict_proba_one(self, x: dict) -> dict[Any, float]:
-        if not self._labels.classes:
-            return {}
-        P = self._labels.probabilities(self.decision_function_one(x)[None, :])
-        return dict(zip(self._labels.classes, P[0].tolist()))
-
-    def predict_many(self, X: Any):
-        import pandas as pd
-
-        F = self._support.decision(self._block(X, grow=False))
-        return pd.Series(self._labels.decide(F), index=getattr(X, "index", None), dtype=object)
-
-    def predict_proba_many(self, X: Any):
-        import pandas as pd
-
-        F = self._support.decision(self._block(X, grow=False))
-        P = self._labels.probabilities(F)
-        return pd.DataFrame(P, columns=self._labels.classes, index=getattr(X, "index", None))
 
     # -- plain data ---------------------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:

@@ -1,0 +1,70 @@
+"""The river classifier surface shared by kernel classifiers with one-vs-rest columns.
+
+A learner that keeps its classes in a :class:`~streamk.learners.labels.LabelCoder`
+(``self._labels``) and one coefficient column per output gets prediction, probabilities
+and label registration from here; it implements only its learning rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidInput
+from .base import KernelLearner
+from .labels import LabelCoder
+
+__all__ = ["KernelClassifier"]
+
+
+class KernelClassifier(KernelLearner):
+    """Mixin: labels, margins, ``predict_*`` for binary and one-vs-rest kernel classifiers."""
+
+    _labels: LabelCoder
+
+    @property
+    def _multiclass(self) -> bool:
+        return True
+
+    @property
+    def classes_(self) -> list[Any]:
+        """Labels seen, in order of first appearance."""
+        return list(self._labels.classes)
+
+    def _add_label(self, y: Any) -> None:
+        """Register ``y``; a new class remaps the coefficient columns (binary -> one-vs-rest)."""
+        if y is None:
+            raise InvalidInput("learn_one needs a label; got y=None")
+        remap = self._labels.add(y)
+        if remap is not None:
+            self._support.remap_outputs(remap)
+
+    def decision_function_one(self, x: dict) -> np.ndarray:
+        """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
+        if self._support.n == 0:
+            return np.zeros(self._support.n_outputs)
+        return self._kernel_row(self._predict_row(x)) @ self._support.coef
+
+    def predict_one(self, x: dict) -> Any:
+        if not self._labels.classes:
+            return None
+        return self._labels.decide(self.decision_function_one(x)[None, :])[0]
+
+    def predict_proba_one(self, x: dict) -> dict[Any, float]:
+        if not self._labels.classes:
+            return {}
+        P = self._labels.probabilities(self.decision_function_one(x)[None, :])
+        return dict(zip(self._labels.classes, P[0].tolist()))
+
+    def predict_many(self, X: Any):
+        import pandas as pd
+
+        F = self._support.decision(self._block(X, grow=False))
+        return pd.Series(self._labels.decide(F), index=getattr(X, "index", None), dtype=object)
+
+    def predict_proba_many(self, X: Any):
+        import pandas as pd
+
+        P = self._labels.probabilities(self._support.decision(self._block(X, grow=False)))
+        return pd.DataFrame(P, columns=self._labels.classes, index=getattr(X, "index", None))
