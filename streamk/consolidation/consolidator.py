@@ -48,8 +48,8 @@ class Consolidator:
         stream: a trigger that comes while a job runs waits for it.
     C, solver, compress, tol, max_epochs, fill
         Passed to :func:`~streamk.consolidation.solve.solve_learner` (box, ``"adatron"``
-        (no bias, default) or ``"svc"``, budget compression ``"project"`` or ``"largest"``, the
-        fraction ``fill`` of the budget the solution may use).
+        (no bias, default) or ``"svc"``; budget compression ``"auto"``, ``"project"``,
+        ``"resolve"`` or ``"largest"``; the fraction ``fill`` of the budget the solution may use).
     candidate_kernels
         If given, the kernel with the smallest FSM on the training rows (classifiers) is used
         for the solve and adopted by the learner.
@@ -71,7 +71,7 @@ class Consolidator:
         mode: str = "sync",
         C: float = 1.0,
         solver: str = "adatron",
-        compress: str = "project",
+        compress: str = "auto",
         tol: float = 1e-3,
         max_epochs: int = 200,
         candidate_kernels: Sequence[Kernel] | None = None,
@@ -161,17 +161,16 @@ class Consolidator:
         self._t_last = time.monotonic()
         if self.mode == "sync":
             t0 = time.perf_counter()
-            new, outcome = self._solve(learner)
+            new, outcome = self._solve(learner, *self.window.data())
             return self._adopt(learner, new, outcome, time.perf_counter() - t0)
         adopted = self.join(learner)  # one job at a time: keeps the result equal to sync
-        snapshot = copy.deepcopy(learner)
+        job = (copy.deepcopy(learner), *self.window.data())  # the window as of the trigger
         self._buffer = []
-        self._thread = threading.Thread(target=self._work, args=(snapshot,), daemon=True)
+        self._thread = threading.Thread(target=self._work, args=job, daemon=True)
         self._thread.start()
         return adopted
 
-    def _solve(self, learner: Any) -> tuple[Any, Outcome]:
-        Xw, yw = self.window.data()
+    def _solve(self, learner: Any, Xw: np.ndarray, yw: list[Any]) -> tuple[Any, Outcome]:
         kernel = None
         if self.candidate_kernels and hasattr(learner, "classes_") and len(set(yw)) >= 2:
             S = learner.support_
@@ -194,10 +193,10 @@ class Consolidator:
         new = None if outcome.state is None else build(learner, outcome.state)
         return new, outcome
 
-    def _work(self, snapshot: Any) -> None:
+    def _work(self, snapshot: Any, Xw: np.ndarray, yw: list[Any]) -> None:
         t0 = time.perf_counter()
         try:
-            new, outcome = self._solve(snapshot)
+            new, outcome = self._solve(snapshot, Xw, yw)
         except BaseException as exc:  # re-raised in the caller's thread
             with self._lock:
                 self._error = exc

@@ -113,7 +113,7 @@ def solve_learner(
     *,
     C: float = 1.0,
     solver: str = "adatron",
-    compress: str = "project",
+    compress: str = "auto",
     tol: float = 1e-3,
     max_epochs: int = 200,
     kernel: Kernel | None = None,
@@ -130,12 +130,17 @@ def solve_learner(
     learner's coefficients. ``kernel`` overrides the learner's kernel (kernel selection).
 
     Budget: the solution may use ``fill * budget`` rows. If it has more, the rows with the
-    largest ``||coef_i|| sqrt(k(x_i, x_i))`` are kept and the full solution is projected onto
-    their span (``compress="project"``, :func:`compress_project`) or simply truncated
-    (``"largest"``). Leaving room (``fill < 1``) lets the on-line learner add its mistakes until
-    the next consolidation without evicting the solution's support vectors: on Bananas
-    (perceptron, budget 200, every 500) ``fill=1`` fell to 0.60 prequential accuracy, below
-    the plain learner's 0.84, and ``fill=0.5`` rose to 0.87 (eviction unbalances an SVM).
+    largest ``||coef_i|| sqrt(k(x_i, x_i))`` are kept, then ``compress="project"`` projects the
+    full solution onto their span (:func:`compress_project`: the closest function, in RKHS norm,
+    that they can express), ``"resolve"`` solves the problem again on those rows only (warm), and
+    ``"largest"`` just truncates. ``"auto"``: ``"resolve"`` for learners whose problem has a box
+    (adatron with ``norm=1``, SVR with finite ``C``: a projection can leave the box), otherwise
+    ``"project"`` (the perceptron's coefficients are unbounded anyway).
+
+    Leaving room (``fill < 1``) lets the on-line learner add its mistakes until the next
+    consolidation without evicting the solution's support vectors. On Bananas (perceptron,
+    budget 200, every 500) ``fill=1`` fell to 0.60 prequential accuracy, below the plain
+    learner's 0.84, and ``fill=0.5`` rose to 0.87 (evicting SVs unbalances an SVM).
     """
     name = type(learner).__name__
     S = learner.support_
@@ -150,63 +155,80 @@ def solve_learner(
     K = kern.gram(Xtr, Xtr)
     out = Outcome(None, n_train=Xtr.shape[0], kernel=kern)
     extra_rows: dict[str, np.ndarray] = {}
+    n = Xtr.shape[0]
     if name == "OnlineSVR":
         targets = learner._targets.align(S.ids)[:, 0]
         y = np.concatenate([targets[keep_s], np.asarray(yw, dtype=np.float64)])
-        ok = ~np.isnan(y)
         b0 = np.concatenate(
             [coef_s[keep_s, 0], np.where(src >= 0, coef_s[np.maximum(src, 0), 0], 0)]
         )
         box = learner.C if math.isfinite(learner.C) else C
-        r = svr_dual_no_bias(
-            K[np.ix_(ok, ok)], y[ok], learner.epsilon, box, b0[ok], tol=tol, max_epochs=max_epochs
-        )
-        coef = np.zeros((Xtr.shape[0], 1))
-        coef[ok, 0] = r.alpha
-        out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
         extra_rows["sv_target"] = y
+        has_box = math.isfinite(learner.C)
+
+        def solve_rows(use: np.ndarray, warm: np.ndarray) -> np.ndarray:
+            ok = np.flatnonzero(use & ~np.isnan(y))
+            r = svr_dual_no_bias(
+                K[np.ix_(ok, ok)], y[ok], learner.epsilon, box, warm[ok, 0], tol=tol,
+                max_epochs=max_epochs,
+            )  # fmt: skip
+            out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
+            coef = np.zeros((n, 1))
+            coef[ok, 0] = r.alpha
+            return coef
+
+        warm0 = b0[:, None]
     elif name == "OnlineRanker":
-        levels_w = np.array([learner._rank_index(v) for v in yw])
-        if np.unique(levels_w).shape[0] != len(learner.ranks):
-            return Outcome(None, n_train=Xtr.shape[0], skipped="window lacks some ranks")
-        nk = int(keep_s.sum())
-        Xtr, K, ids = Xtr[nk:], K[nk:, nk:], ids[nk:]  # support rows carry no rank: window only
-        r = rank(K, levels_w, C=C, tol=tol)
-        gamma = float(r.info["gamma"])
-        scale = 1.0 / gamma if gamma > 0 else 1.0
-        coef = r.alpha[:, None] * scale
-        out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
-        out.extra["thresholds"] = np.asarray(r.info["thresholds"])[:-1] * scale
+        levels = np.r_[np.full(int(keep_s.sum()), -1), [learner._rank_index(v) for v in yw]]
+        if np.unique(levels[levels >= 0]).shape[0] != len(learner.ranks):
+            return Outcome(None, n_train=n, skipped="window lacks some ranks")
+        has_box = False
+
+        def solve_rows(use: np.ndarray, warm: np.ndarray) -> np.ndarray:
+            ok = np.flatnonzero(use & (levels >= 0))  # support rows carry no rank: window only
+            r = rank(K[np.ix_(ok, ok)], levels[ok], C=C, tol=tol)
+            gamma = float(r.info["gamma"])
+            scale = 1.0 / gamma if gamma > 0 else 1.0  # margin 1, the on-line rule's scale
+            out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
+            out.extra["thresholds"] = np.asarray(r.info["thresholds"])[:-1] * scale
+            coef = np.zeros((n, 1))
+            coef[ok, 0] = r.alpha * scale
+            return coef
+
+        warm0 = np.zeros((n, 1))
     else:
         if len(learner.classes_) < 2:
-            return Outcome(None, n_train=Xtr.shape[0], skipped="fewer than two classes")
-        T, A0 = _classifier_problem(learner, Xw, yw, src, keep_s, coef_s)
+            return Outcome(None, n_train=n, skipped="fewer than two classes")
+        T, warm0 = _classifier_problem(learner, Xw, yw, src, keep_s, coef_s)
         if name == "KernelAdatron":
-            box, norm = learner.C, learner.norm
-        else:
-            box, norm = C, 1
-        coef = np.zeros_like(T)
-        out.objective = 0.0
-        bias = []
-        for c in range(T.shape[1]):
-            rows = np.flatnonzero(T[:, c] != 0)
-            if rows.size == 0:
-                continue
-            Kc, yc = K[np.ix_(rows, rows)], T[rows, c]
-            if solver == "svc" and norm == 1 and np.unique(yc).shape[0] == 2:
-                r = svc(Kc, yc, C=box, tol=tol, alpha0=A0[rows, c])
-                bias.append(r.b)
-            elif solver in ("svc", "adatron"):
-                r = adatron_dual(Kc, yc, box, norm, A0[rows, c], tol=tol, max_epochs=max_epochs)
-            else:
-                raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
-            coef[rows, c] = r.alpha * yc
-            out.objective += r.objective
-            out.n_iter += r.n_iter
-            out.status = max(out.status, r.status)
-        out.extra["bias"] = bias
-        if name == "KernelAdatron":
+            box, norm, has_box = learner.C, learner.norm, learner.norm == 1
             extra_rows["sv_class"] = _class_index(learner, T)
+        else:
+            box, norm, has_box = C, 1, False
+        if solver not in ("svc", "adatron"):
+            raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
+
+        def solve_rows(use: np.ndarray, warm: np.ndarray) -> np.ndarray:
+            coef = np.zeros_like(T)
+            out.objective, out.n_iter, out.status, bias = 0.0, 0, 0, []
+            for c in range(T.shape[1]):
+                rows = np.flatnonzero(use & (T[:, c] != 0))
+                if rows.size == 0:
+                    continue
+                Kc, yc, a0 = K[np.ix_(rows, rows)], T[rows, c], np.abs(warm[rows, c])
+                if solver == "svc" and norm == 1 and np.unique(yc).shape[0] == 2:
+                    r = svc(Kc, yc, C=box, tol=tol, alpha0=a0)
+                    bias.append(r.b)
+                else:
+                    r = adatron_dual(Kc, yc, box, norm, a0, tol=tol, max_epochs=max_epochs)
+                coef[rows, c] = r.alpha * yc
+                out.objective += r.objective
+                out.n_iter += r.n_iter
+                out.status = max(out.status, r.status)
+            out.extra["bias"] = bias
+            return coef
+
+    coef = solve_rows(np.ones(n, bool), warm0)
     nz = np.flatnonzero(np.any(coef != 0, axis=1))
     out.n_solution = int(nz.size)
     budget = learner_budget(learner)
@@ -215,12 +237,20 @@ def solve_learner(
     if budget is not None and nz.size > budget:
         score = np.linalg.norm(coef[nz], axis=1) * np.sqrt(np.abs(np.diag(K)[nz]))
         kept = nz[np.sort(np.argsort(-score, kind="stable")[:budget])]
-        if compress == "project":
+        how = compress if compress != "auto" else ("resolve" if has_box else "project")
+        if how == "project":
             coef_k = compress_project(K[np.ix_(nz, nz)], coef[nz], np.searchsorted(nz, kept))
-        elif compress == "largest":
+        elif how == "resolve":
+            use = np.zeros(n, bool)
+            use[kept] = True
+            coef_k = solve_rows(use, coef)[kept]
+        elif how == "largest":
             coef_k = coef[kept]
         else:
-            raise ConfigError(f"compress must be 'project' or 'largest', got {compress!r}")
+            raise ConfigError(
+                f"compress must be 'auto', 'project', 'resolve' or 'largest', got {compress!r}"
+            )
+        out.extra["compress"] = how
         nz, coef_nz = kept, coef_k
     else:
         coef_nz = coef[nz]

@@ -34,7 +34,7 @@ class _Consolidated(base.Wrapper):
         mode: str = "sync",
         C: float = 1.0,
         solver: str = "adatron",
-        compress: str = "project",
+        compress: str = "auto",
         candidate_kernels: Sequence[Kernel] | None = None,
         drift_input: str = "x",
         fill: float = 0.5,

@@ -1,0 +1,300 @@
+"""Consolidation: determinism, the adopted model against independent solvers, budgets, modes."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import threading
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+from river import checks, datasets
+
+from streamk.budget import RemoveSmallest
+from streamk.consolidation import (
+    Consolidated,
+    ConsolidatedClassifier,
+    ConsolidatedRegressor,
+    Consolidator,
+    solve_learner,
+)
+from streamk.consolidation import consolidator as consolidator_module
+from streamk.consolidation.solve import build
+from streamk.errors import ConfigError
+from streamk.kernels import RBF, Laplacian, Linear
+from streamk.learners import KernelAdatron, KernelPerceptron, OnlineRanker, OnlineSVR
+from streamk.measures import MMDDrift
+
+BANANAS = list(itertools.islice(datasets.Bananas(), 2400))
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def run(model, data):
+    for x, y in data:
+        model.learn_one(x, y)
+    return model
+
+
+def rows(data):
+    return np.array([[x[k] for k in sorted(x)] for x, _ in data])
+
+
+def fed(learner, data, **kw):
+    """A learner and a Consolidator that saw ``data`` without consolidating yet."""
+    cons = Consolidator(every=10**9, **kw)
+    for x, y in data:
+        learner.learn_one(x, y)
+        cons.observe(learner, x, y)
+    return learner, cons
+
+
+def training_set(learner, Xw, yw):
+    """Independent reconstruction: distinct rows of support ∪ window with their ±1 labels."""
+    S = learner.support_
+    X = np.vstack([S.X, Xw])
+    lab = np.r_[np.sign(S.coef[:, 0]), np.where(np.asarray(yw, dtype=object) == True, 1.0, -1.0)]  # noqa: E712
+    X, idx = np.unique(X, axis=0, return_index=True)
+    # a row both in the set and the window takes the window's label (the same event)
+    lab_last = {}
+    for r, lb in zip(map(bytes, np.vstack([S.X, Xw])), lab):
+        lab_last[r] = lb
+    return X, np.array([lab_last[bytes(r)] for r in X])
+
+
+# -- determinism and exactness ---------------------------------------------------------------------
+def test_sync_mode_is_deterministic():
+    def once():
+        m = Consolidated(KernelPerceptron(budget=100), every=300, window_size=400)
+        run(m, BANANAS[:1500])
+        return m
+
+    a, b = once(), once()
+    assert a.n_consolidations == b.n_consolidations == 5
+    np.testing.assert_array_equal(a.model.support_.X, b.model.support_.X)
+    np.testing.assert_array_equal(a.model.support_.coef, b.model.support_.coef)
+    test = [x for x, _ in BANANAS[1500:1800]]
+    assert [a.predict_one(x) for x in test] == [b.predict_one(x) for x in test]
+
+
+def test_adopted_model_equals_sklearn_svc_on_the_same_gram():
+    from sklearn.svm import SVC
+
+    learner, cons = fed(KernelPerceptron(kernel=RBF(gamma=1.0)), BANANAS[:600], window_size=300)
+    Xw, yw = cons.window.data()
+    out = solve_learner(learner, Xw, yw, C=1.0, solver="svc", tol=1e-10)
+    adopted = build(learner, out.state)
+    X, y = training_set(learner, Xw, yw)
+    assert out.n_train == len(X)
+    K = RBF(gamma=1.0).gram(X, X)
+    ref = SVC(kernel="precomputed", C=1.0, tol=1e-10).fit(K, y)
+    Xt = rows(BANANAS[2000:2200])
+    expected = ref.decision_function(RBF(gamma=1.0).gram(Xt, X))
+    ours = adopted.support_.decision(Xt)[:, 0] + out.extra["bias"][0]
+    np.testing.assert_allclose(ours, expected, atol=1e-6)
+    assert adopted.n_support == len(ref.support_)
+
+
+def test_adopted_model_equals_the_no_bias_dual_solved_by_lbfgsb():
+    learner, cons = fed(KernelPerceptron(kernel=RBF(gamma=1.0)), BANANAS[:500], window_size=250)
+    Xw, yw = cons.window.data()
+    out = solve_learner(learner, Xw, yw, C=1.0, solver="adatron", tol=1e-9, max_epochs=20000)
+    adopted = build(learner, out.state)
+    X, y = training_set(learner, Xw, yw)
+    H = (y[:, None] * y[None, :]) * RBF(gamma=1.0).gram(X, X)
+
+    def obj(a):  # the bias-free 1-norm soft margin: min 0.5 a'Ha - sum(a), 0 <= a <= C
+        return 0.5 * a @ H @ a - a.sum(), H @ a - 1.0
+
+    res = scipy.optimize.minimize(
+        obj,
+        np.zeros(len(y)),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0, 1.0)] * len(y),
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000},
+    )
+    Xt = rows(BANANAS[2000:2200])
+    expected = RBF(gamma=1.0).gram(Xt, X) @ (res.x * y)
+    np.testing.assert_allclose(adopted.support_.decision(Xt)[:, 0], expected, atol=1e-4)
+    assert out.objective == pytest.approx(res.fun, rel=1e-6)
+
+
+@pytest.mark.parametrize("budget", [40, RemoveSmallest(40)])
+@pytest.mark.parametrize("fill", [0.5, 1.0])
+def test_budget_is_respected_after_every_adoption(budget, fill):
+    m = Consolidated(KernelPerceptron(budget=budget), every=200, window_size=300, fill=fill)
+    for i, (x, y) in enumerate(BANANAS[:1200]):
+        m.learn_one(x, y)
+        assert m.model.n_support <= 40
+        if (i + 1) % 200 == 0:
+            assert m.support_after <= int(fill * 40)
+            assert m.last_n_solution > m.support_after  # compression had work to do
+    assert m.n_consolidations == 6
+
+
+def test_projection_beats_truncation_when_compressing():
+    learner, cons = fed(KernelPerceptron(budget=60), BANANAS[:1000], window_size=500)
+    Xw, yw = cons.window.data()
+    Xt = rows(BANANAS[2000:2400])
+    y_t = np.array([1.0 if y else -1.0 for _, y in BANANAS[2000:2400]])
+    acc = {}
+    for how in ("project", "largest"):
+        out = solve_learner(learner, Xw, yw, compress=how, fill=0.5)
+        assert out.n_solution > 30
+        F = build(learner, out.state).support_.decision(Xt)[:, 0]
+        acc[how] = np.mean(np.where(F >= 0, 1.0, -1.0) == y_t)
+    assert acc["project"] > acc["largest"]
+
+
+# -- background mode ------------------------------------------------------------------------------
+def test_background_equals_sync_with_the_buffered_events_replayed(monkeypatch):
+    gate = threading.Event()
+    first = [True]
+    real = consolidator_module.solve_learner
+
+    def gated(*args, **kwargs):
+        if first[0]:
+            first[0] = False
+            assert gate.wait(60), "the test never opened the gate"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(consolidator_module, "solve_learner", gated)
+    bg = Consolidated(KernelPerceptron(budget=80), every=300, window_size=300, mode="background")
+    for i, (x, y) in enumerate(BANANAS[:1500]):
+        bg.learn_one(x, y)
+        if i == 300 + 57:  # the first job has been held back while 57 events arrived
+            gate.set()
+            bg.consolidator_._thread.join()
+    bg.join()
+    monkeypatch.setattr(consolidator_module, "solve_learner", real)
+    sync = run(
+        Consolidated(KernelPerceptron(budget=80), every=300, window_size=300), BANANAS[:1500]
+    )
+    assert bg.n_consolidations == sync.n_consolidations == 5
+    Xt = rows(BANANAS[1500:1900])
+    np.testing.assert_allclose(bg.model.support_.decision(Xt), sync.model.support_.decision(Xt))
+    assert bg.model.n_learned == sync.model.n_learned == 1500
+
+
+def test_background_wrapper_pickles_mid_job():
+    gate = threading.Event()
+    m = Consolidated(KernelPerceptron(budget=50), every=100, window_size=100, mode="background")
+    run(m, BANANAS[:99])
+    cons = m.consolidator_
+    real = cons._work
+    cons._work = lambda *job: (gate.wait(60), real(*job))  # instance attribute: the test's only
+    run(m, BANANAS[99:100])
+    del cons._work
+    clone = pickle.loads(pickle.dumps(m))
+    gate.set()
+    m.join()
+    assert clone.consolidator_._thread is None and clone.model.n_learned == 100
+    run(clone, BANANAS[100:150])
+
+
+# -- other learners, triggers, river --------------------------------------------------------------
+def test_multiclass_perceptron_consolidates_every_column():
+    data = list(datasets.ImageSegments())
+    m = Consolidated(KernelPerceptron(budget=200), every=1000, window_size=1000)
+    run(m, data[:1800])
+    online = run(KernelPerceptron(budget=200), data[:1800])
+    test = data[1800:]
+    acc = np.mean([m.predict_one(x) == y for x, y in test])
+    acc_online = np.mean([online.predict_one(x) == y for x, y in test])
+    assert m.n_consolidations == 1 and m.model.support_.coef.shape[1] == 7
+    assert (m.model.support_.coef != 0).any(axis=0).all()
+    assert acc >= acc_online - 0.02
+
+
+def test_svr_adatron_and_ranker_consolidate_consistently():
+    trump = list(itertools.islice(datasets.TrumpApproval(), 600))
+    mean = np.mean([y for _, y in trump])
+    trump = [({k: v for k, v in x.items() if k != "ordinal_date"}, y - mean) for x, y in trump]
+    svr = ConsolidatedRegressor(OnlineSVR(kernel=Laplacian(), C=1.0, budget=60), every=200)
+    run(svr, trump)
+    assert svr.n_consolidations == 3 and svr.model.n_support <= 60
+    S = svr.model.support_
+    targets = svr.model._targets.align(S.ids)[:, 0]
+    assert not np.isnan(targets).any()  # every adopted row carries its target for resweeps
+
+    ada = Consolidated(KernelAdatron(C=1.0, budget=60), every=300, window_size=300)
+    run(ada, BANANAS[:900])
+    assert ada.n_consolidations == 3 and ada.model.n_support <= 60
+    alpha = np.abs(ada.model.support_.coef)
+    assert (alpha <= 1.0 + 1e-12).all()
+
+    ranker = Consolidated(OnlineRanker(ranks=(False, True), budget=60), every=300, C=1.0)
+    run(ranker, BANANAS[:900])
+    assert ranker.n_consolidations == 3
+    again = type(ranker.model).from_state(ranker.model.state())
+    xs = [x for x, _ in BANANAS[900:1000]]
+    assert [again.predict_one(x) for x in xs] == [ranker.predict_one(x) for x in xs]
+
+
+def test_drift_detector_triggers_consolidation():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1200, 2))
+    X[600:] += 3.0
+    y = (X[:, 0] + X[:, 1] > np.where(np.arange(1200) < 600, 0.0, 6.0)).tolist()
+    det = MMDDrift(window_size=100, alpha=0.001)
+    m = Consolidated(KernelPerceptron(kernel=RBF(gamma=0.5), budget=100), every=None, on_drift=det)
+    run(m, [({"a": a, "b": b}, t) for (a, b), t in zip(X, y)])
+    assert 1 <= m.n_consolidations <= 3 and det.n_detections == m.n_consolidations
+
+
+def test_kernel_selection_at_consolidation_adopts_the_fsm_choice():
+    m = Consolidated(
+        KernelPerceptron(kernel=Linear(), budget=100),
+        every=400,
+        window_size=400,
+        candidate_kernels=[Linear(), RBF()],
+    )
+    run(m, BANANAS[:800])
+    assert isinstance(m.model.kernel_, RBF) and isinstance(m.last_kernel, RBF)
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError):
+        Consolidator()
+    with pytest.raises(ConfigError):
+        Consolidator(every=0)
+    with pytest.raises(ConfigError):
+        Consolidator(every=5, mode="later")
+    with pytest.raises(ConfigError):
+        Consolidator(every=5, window="all")
+    with pytest.raises(ConfigError):
+        Consolidated(object(), every=5)
+
+
+def test_reservoir_window_is_seeded_and_bounded():
+    a, b = Consolidator(every=10**9, window="reservoir", window_size=50, seed=3), None
+    b = Consolidator(every=10**9, window="reservoir", window_size=50, seed=3)
+    learner = KernelPerceptron(budget=20)
+    for x, y in BANANAS[:500]:
+        learner.learn_one(x, y)
+        a.observe(learner, x, y)
+        b.observe(learner, x, y)
+    Xa, _ = a.window.data()
+    Xb, _ = b.window.data()
+    assert Xa.shape == (50, 2) and np.array_equal(Xa, Xb)
+    assert a.window.seen == 500
+
+
+@pytest.mark.parametrize("cls", [ConsolidatedClassifier, ConsolidatedRegressor])
+def test_river_check_estimator(cls):
+    for params in cls._unit_test_params():
+        checks.check_estimator(cls(**params))
+
+
+def test_unit_test_params_do_consolidate():
+    m = ConsolidatedClassifier(**next(ConsolidatedClassifier._unit_test_params()))
+    run(m, itertools.islice(datasets.Phishing(), 400))
+    assert m.n_consolidations == 2 and m.metrics()["consolidations"] == 2
