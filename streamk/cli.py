@@ -175,7 +175,7 @@ def _run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) -
         "snapshots": result.snapshots,
         "seq": result.seq,
         "seconds": result.seconds,
-        "events_per_second": result.records / result.seconds if result.seconds else None,
+        "events_per_second": result.events_per_second,
         "positions": result.positions,
         "support": int(getattr(engine.model, "n_support", 0)),
         "rolling_metric": engine.progress()["rolling_metric"],
@@ -207,6 +207,31 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config, _engine_overrides(args))
     return _run_engine(config, None, args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Embedded broker, a shipped data set as Kafka events, the engine, snapshots: all local."""
+    from .demo import run_demo
+
+    progress = _EngineProgress("accuracy", args.quiet or args.json)
+    summary = run_demo(
+        args.dir, n_drift=args.n, quiet=args.quiet or args.json, on_progress=progress
+    )
+    progress.close()
+    if args.json:
+        print(
+            json.dumps(
+                {"schema_version": SCHEMA_VERSION, **summary, "machine": _machine()}, indent=2
+            )
+        )
+        return 0
+    width = max(len(k) for k in summary)
+    print()
+    for key, value in summary.items():
+        shown = f"{value:,.4f}" if isinstance(value, float) else value
+        print(f"{key:<{width}}  {shown}")
+    print("\nlook inside a snapshot:  streamk snapshot show " + summary["snapshot_dir"])
+    return 0
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -301,6 +326,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_engine_options(run, kafka=True)
     run.set_defaults(func=cmd_run)
+
+    demo = sub.add_parser(
+        "demo",
+        help="the whole pipeline locally: broker, events, engine, snapshots",
+        description=cmd_demo.__doc__,
+    )
+    demo.add_argument("--dir", default=".", help="where ./snapshots goes (default: .)")
+    demo.add_argument("--n", type=int, default=20_000, help="events of the drifting stream")
+    demo.add_argument("--json", action="store_true", help="print the summary as JSON")
+    demo.add_argument("--quiet", action="store_true", help="no progress display")
+    demo.set_defaults(func=cmd_demo)
 
     broker = sub.add_parser(
         "broker",

@@ -97,6 +97,12 @@ class EngineResult:
     seq: int
     positions: dict[int, int]
     metrics: dict[str, Any] = field(default_factory=dict)
+    busy_seconds: float = 0.0  # from the first record polled to the last one processed
+
+    @property
+    def events_per_second(self) -> float | None:
+        """Records per second while records were flowing (start-up and idle time excluded)."""
+        return self.records / self.busy_seconds if self.busy_seconds > 0 else None
 
 
 class Engine:
@@ -201,6 +207,7 @@ class Engine:
         cfg = self.config
         start = last_progress = time.monotonic()
         last_record = start
+        first_record: float | None = None
         records = 0
         rate_mark = (start, 0)
         try:
@@ -213,11 +220,13 @@ class Engine:
                 batch = self.source.poll(budget, cfg.poll_timeout)
                 now = time.monotonic()
                 if batch:
-                    last_record = now
+                    if first_record is None:
+                        first_record = now
                     records += len(batch)
                     self.metrics.inc("events_in", len(batch))
                     self._process(batch)
                     self._since_snapshot += len(batch)
+                    last_record = time.monotonic()
                 elif self.source.exhausted():
                     break
                 elif cfg.stop_when_idle is not None and now - last_record >= cfg.stop_when_idle:
@@ -238,6 +247,7 @@ class Engine:
             self._close_sinks()
         secs = time.monotonic() - start
         m = self.metrics.snapshot()
+        busy = last_record - first_record if first_record is not None else 0.0
         return EngineResult(
             records,
             int(m["events_learned"]),
@@ -248,6 +258,7 @@ class Engine:
             self.seq,
             dict(self.positions),
             m,
+            busy,
         )
 
     def progress(self) -> dict[str, Any]:
