@@ -483,10 +483,7 @@ def _frame(xs: list[dict]) -> Any:
 
 def _invalid(code: str, reason: str) -> InvalidEvent:
     """An :class:`InvalidEvent` with the ``code``/``reason`` that ``events.decode`` sets."""
-    err = InvalidEvent(f"invalid event [{code}]: {reason}")
-    err.reason = reason  # type: ignore[attr-defined]
-    err.code = code  # type: ignore[attr-defined]
-    return err
+    return InvalidEvent(f"invalid event [{code}]: {reason}", code=code, reason=reason)
 
 
 def _as_invalid(exc: Exception) -> InvalidEvent:

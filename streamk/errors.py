@@ -27,7 +27,16 @@ class InvalidInput(StreamkError, ValueError):
 
 
 class InvalidEvent(StreamkError, ValueError):
-    """An event on a stream failed decoding or validation; it goes to the dead-letter destination."""
+    """An event failed decoding or validation; on a stream it goes to the dead-letter sink.
+
+    ``code`` is a stable identifier (``non_finite``, ``undecodable``, ...) for counting,
+    ``reason`` the human-readable explanation.
+    """
+
+    def __init__(self, message: str, *, code: str | None = None, reason: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.reason = message if reason is None else reason
 
 
 class SnapshotError(StreamkError):
