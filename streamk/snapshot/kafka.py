@@ -7,31 +7,38 @@ keeps them all), then the manifest. Readers trust a snapshot only once its
 manifest arrived and its chunks reassemble to the size and SHA-256 the manifest
 states; then ``loads`` verifies it like a file. After a newer manifest is
 acknowledged the publisher tombstones the previous snapshot's chunk keys so
-compaction can drop them. The scheme is specified in docs/snapshot-format.md
-("Kafka transport"). Needs ``kafka-python`` (imported lazily).
+compaction can drop them. The layout is in ``kafka_scheme.py`` and specified in
+docs/snapshot-format.md ("Kafka transport"). Needs ``kafka-python`` (imported lazily).
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import logging
 import math
-import re
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
-
 from ..errors import ConfigError, SnapshotError
 from .format import Snapshot, loads
+from .hotswap import HotSwapModel
+from .kafka_scheme import (
+    H_INDEX,
+    H_KIND,
+    TRANSPORT,
+    TRANSPORT_VERSION,
+    Assembler,
+    ManifestInfo,
+    build_model,
+    check_name,
+    encode_manifest,
+    headers,
+)
 from .limits import DEFAULT_LIMITS, Limits
-from .registry import resolve_class
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -46,21 +53,9 @@ __all__ = [
 
 log = logging.getLogger("streamk.snapshot.kafka")
 
-TRANSPORT = "streamk.snapshot.kafka"
-TRANSPORT_VERSION = 1
 #: Half of Apache Kafka's default message limit (~1 MB), leaving room for key and headers.
 DEFAULT_CHUNK_SIZE = 512 * 1024
 _OVERHEAD = 4096  # key + headers + record framing, well above what we add
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-_HEX = re.compile(r"[0-9a-f]{64}")
-_MAX_CHUNKS = 1 << 20
-H_FORMAT, H_KIND, H_ID = "streamk.format", "streamk.kind", "streamk.id"
-H_INDEX, H_COUNT, H_SIZE, H_SHA = (
-    "streamk.chunk",
-    "streamk.chunks",
-    "streamk.size",
-    "streamk.sha256",
-)
 
 
 def _kafka() -> Any:
@@ -71,15 +66,6 @@ def _kafka() -> Any:
             'the Kafka snapshot transport needs kafka-python: pip install "kafka-python[crc32c]"'
         ) from exc
     return kafka
-
-
-def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise ConfigError(
-            f"model name {name!r} must be 1-128 characters from A-Z a-z 0-9 . _ - "
-            "starting with a letter or digit (it is the record key; '/' is reserved for chunks)"
-        )
-    return name
 
 
 def _security(config: dict[str, Any]) -> dict[str, Any]:
@@ -108,24 +94,6 @@ class PublishResult:
     partition: int
     offset: int
     tombstones: int
-
-
-@dataclass
-class ManifestInfo:
-    """One manifest seen on the topic; ``status`` is ok, incomplete, corrupt or deleted."""
-
-    name: str
-    id: str
-    seq: int
-    size: int
-    chunks: int
-    sha256: str
-    created_at: float
-    class_name: str
-    partition: int
-    offset: int
-    status: str = "ok"
-    reason: str = ""
 
 
 class SnapshotPublisher:
@@ -223,7 +191,7 @@ class SnapshotPublisher:
             sent for `name`, or the broker did not acknowledge in time (readers then keep
             the previous snapshot: nothing counts before the manifest is acknowledged).
         """
-        _check_name(name)
+        check_name(name)
         buf = bytes(data)
         try:
             snap = loads(buf, self.limits, build=False)
@@ -247,8 +215,7 @@ class SnapshotPublisher:
         n = 0 if len(buf) <= self.chunk_size else math.ceil(len(buf) / self.chunk_size)
         deadline = time.monotonic() + self.timeout
         partition = self._partition(name)
-        common = [(H_FORMAT, b"1"), (H_ID, sid.encode()), (H_COUNT, b"%d" % n)]
-        common += [(H_SIZE, b"%d" % len(buf)), (H_SHA, sha.encode())]
+        common = headers(sid, n, len(buf), sha)
         futures = [
             self._emit(
                 f"{name}/{sid}/{i}",
@@ -259,29 +226,13 @@ class SnapshotPublisher:
             for i in range(n)
         ]
         self._wait(futures, deadline, f"{n} chunks of {name!r}")
-        manifest: dict[str, Any] = {
-            "format": TRANSPORT,
-            "version": TRANSPORT_VERSION,
-            "name": name,
-            "id": sid,
-            "chunks": n,
-            "size": len(buf),
-            "sha256": sha,
-            "seq": snap.seq,
-            "class": snap.class_name,
-            "created_at": snap.created_at,
-            "snapshot_version": snap.version,
-        }
-        if n == 0:
-            manifest["data"] = buf
-        value = msgpack.packb(manifest, use_bin_type=True)
+        value = encode_manifest(name, sid, n, buf, sha, snap)
         future = self._emit(name, value, [(H_KIND, b"manifest"), *common], partition)
         meta = self._wait([future], deadline, f"the manifest of {name!r}")[0]
         prev = self._last.get(name)
         stale = [f"{name}/{prev.id}/{i}" for i in range(prev.chunks)] if prev else []
         try:  # the new snapshot is committed; leftovers would only cost space
-            tomb = [self._emit(key, None, [], partition) for key in stale]
-            self._wait(tomb, time.monotonic() + self.timeout, "tombstones")
+            self._tombstone(stale, partition)
         except SnapshotError as exc:
             log.warning("could not tombstone old chunks of %r: %s", name, exc)
         log.info("published %r seq %d: %d bytes in %d chunks", name, snap.seq, len(buf), n)
@@ -289,11 +240,11 @@ class SnapshotPublisher:
             name, sid, snap.seq, len(buf), sha, n, meta.partition, meta.offset, len(stale)
         )
 
-    def _emit(self, key: str, value: bytes | None, headers: list, partition: int) -> Any:
+    def _emit(self, key: str, value: bytes | None, hdrs: list, partition: int) -> Any:
         kafka = _kafka()
         try:
             return self._producer.send(
-                self.topic, key=key.encode(), value=value, headers=headers, partition=partition
+                self.topic, key=key.encode(), value=value, headers=hdrs, partition=partition
             )
         except kafka.errors.KafkaError as exc:
             raise SnapshotError(
@@ -308,10 +259,34 @@ class SnapshotPublisher:
             return [f.get(timeout=max(0.1, deadline - time.monotonic())) for f in futures]
         except kafka.errors.KafkaError as exc:
             raise SnapshotError(
-                f"broker at {self.bootstrap_servers} did not acknowledge {what} on topic "
-                f"{self.topic!r} within {self.timeout:g} s: {exc}; the snapshot was not "
-                "published (readers keep the previous one)"
+                f"sending {what} to topic {self.topic!r} at {self.bootstrap_servers} failed "
+                f"or was not acknowledged within {self.timeout:g} s: {type(exc).__name__}: "
+                f"{exc}; the snapshot was not published (readers keep the previous one)"
             ) from exc
+
+    def _tombstone(self, keys: list[str], partition: int) -> None:
+        futures = [self._emit(key, None, [], partition) for key in keys]
+        self._wait(futures, time.monotonic() + self.timeout, f"{len(keys)} tombstones")
+
+    def sweep(self, name: str, reader: SnapshotReader | None = None) -> int:
+        """Tombstone every chunk of `name` on the topic that its newest snapshot does not use.
+
+        ``publish`` tombstones the chunks of the snapshot it replaces, but only those this
+        publisher wrote; a restarted writer calls ``sweep`` once to clean up after its
+        predecessor (superseded snapshots, and chunks of one that never got a manifest).
+        Only the single writer of `name` may call it: it would also tombstone chunks
+        another writer is sending right now. Returns the number of tombstones sent.
+        """
+        check_name(name)
+        reader = reader or SnapshotReader(self.bootstrap_servers, self.topic, limits=self.limits)
+        with self._lock:
+            asm = Assembler(name, self.limits)
+            reader.scan(asm, self.timeout)
+            stale = asm.stale_chunks(name)
+            if stale:
+                self._tombstone(stale, self._partition(name))
+                log.info("swept %d stale chunks of %r from %r", len(stale), name, self.topic)
+            return len(stale)
 
     def close(self, timeout: float = 10.0) -> None:
         """Flush and close the producer."""
@@ -322,176 +297,6 @@ class SnapshotPublisher:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _int_header(headers: dict[str, bytes], key: str, hi: int) -> int:
-    raw = headers.get(key, b"")
-    if not raw.isdigit() or len(raw) > 19 or int(raw) > hi:
-        raise ValueError(f"header {key!r} must be a decimal int <= {hi}, got {raw[:24]!r}")
-    return int(raw)
-
-
-def _parse_manifest(value: bytes, limits: Limits) -> dict[str, Any]:
-    m = msgpack.unpackb(
-        value, raw=False, max_bin_len=len(value), max_str_len=4096, max_array_len=0,
-        max_map_len=64, max_ext_len=0, strict_map_key=True,
-    )  # fmt: skip
-    if not isinstance(m, dict) or m.get("format") != TRANSPORT:
-        raise ValueError(f"not a {TRANSPORT} manifest")
-    if not isinstance(m.get("version"), int) or m["version"] > TRANSPORT_VERSION:
-        raise ValueError(f"manifest version {m.get('version')!r} unknown to this reader")
-    for key, kind in (("id", str), ("chunks", int), ("size", int), ("seq", int), ("sha256", str)):
-        if not isinstance(m.get(key), kind) or isinstance(m[key], bool):
-            raise ValueError(f"manifest field {key!r} missing or not {kind.__name__}")
-    if not _HEX.fullmatch(m["sha256"]) or not 0 <= m["size"] <= limits.max_bytes:
-        raise ValueError("manifest sha256 or size out of range")
-    if not 0 <= m["chunks"] <= _MAX_CHUNKS or (m["chunks"] == 0) != isinstance(
-        m.get("data"), bytes
-    ):
-        raise ValueError("manifest 'chunks' must be 0 exactly when the data is inline")
-    return m
-
-
-class _Assembler:
-    """Reassemble snapshots from records in topic order; keep the best verified one per name."""
-
-    def __init__(self, name: str | None, limits: Limits) -> None:
-        self.name, self.limits = name, limits
-        self.pending: dict[str, dict[str, Any]] = {}  # snapshot id -> headers and parts
-        self.pending_bytes = 0
-        self.finished: set[str] = set()
-        self.manifests: deque[ManifestInfo] = deque(maxlen=100_000)
-        self.best: dict[str, Snapshot] = {}
-        self.best_info: dict[str, ManifestInfo] = {}
-        self.fresh: set[str] = set()
-
-    def feed(self, record: Any) -> None:
-        try:
-            key = record.key.decode()
-        except (AttributeError, UnicodeDecodeError):
-            return
-        model, sep, rest = key.partition("/")
-        if self.name is not None and model != self.name:
-            return
-        if not sep:
-            self._manifest(model, record)
-        elif record.value is None:  # tombstone of a chunk key
-            sid = rest.partition("/")[0]
-            part = self.pending.get(sid)
-            if part is not None:
-                self._drop(sid)
-        else:
-            self._chunk(model, rest, record)
-
-    def _chunk(self, model: str, rest: str, record: Any) -> None:
-        headers = {k: v for k, v in (record.headers or [])}
-        try:
-            sid = headers[H_ID].decode()
-            index = _int_header(headers, H_INDEX, _MAX_CHUNKS)
-            count = _int_header(headers, H_COUNT, _MAX_CHUNKS)
-            size = _int_header(headers, H_SIZE, self.limits.max_bytes)
-            if rest != f"{sid}/{index}" or index >= count:
-                raise ValueError("key, id and index disagree")
-        except (KeyError, UnicodeDecodeError, ValueError) as exc:
-            log.warning("ignoring chunk %r at %d/%d: bad headers: %s", rest, record.partition,
-                        record.offset, exc)  # fmt: skip
-            return
-        if sid in self.finished:
-            log.warning("ignoring chunk %d of %r snapshot %s: it arrived after its manifest",
-                        index, model, sid)  # fmt: skip
-            return
-        entry = self.pending.setdefault(sid, {"count": count, "size": size, "parts": {}})
-        old = entry["parts"].get(index)
-        entry["parts"][index] = record.value
-        self.pending_bytes += len(record.value) - (len(old) if old is not None else 0)
-        while self.pending_bytes > self.limits.max_bytes and len(self.pending) > 1:
-            victim = next(iter(self.pending))
-            log.warning("dropping incomplete snapshot %s: pending chunks exceed max_bytes", victim)
-            self._drop(victim)
-
-    def _drop(self, sid: str) -> dict[str, Any] | None:
-        entry = self.pending.pop(sid, None)
-        if entry is not None:
-            self.pending_bytes -= sum(len(p) for p in entry["parts"].values())
-        return entry
-
-    def _manifest(self, model: str, record: Any) -> None:
-        where = f"{model!r} at {record.partition}/{record.offset}"
-        if record.value is None:
-            log.info("snapshot %s deleted by a tombstone", where)
-            self.best.pop(model, None)
-            self.best_info.pop(model, None)
-            self.fresh.discard(model)
-            return
-        try:
-            m = _parse_manifest(record.value, self.limits)
-        except Exception as exc:  # msgpack raises several types on bad input
-            log.warning("ignoring manifest %s: %s", where, exc)
-            return
-        sid = m["id"]
-        info = ManifestInfo(model, sid, m["seq"], m["size"], m["chunks"], m["sha256"],
-                            float(m.get("created_at", 0.0)), str(m.get("class", "?")),
-                            record.partition, record.offset)  # fmt: skip
-        self.manifests.append(info)
-        if sid in self.finished:
-            info.status, info.reason = "duplicate", f"snapshot {sid} was already seen"
-            log.info("ignoring duplicate manifest %s for snapshot %s", where, sid)
-            return
-        self.finished.add(sid)
-        data = m["data"] if m["chunks"] == 0 else self._join(sid, m, info)
-        if data is None:
-            return
-        actual = hashlib.sha256(data).hexdigest()
-        if len(data) != m["size"] or not hmac.compare_digest(actual, m["sha256"]):
-            info.status = "corrupt"
-            info.reason = (f"reassembled {len(data)} bytes hash to {actual[:16]}…, manifest says "
-                           f"{m['size']} bytes, {m['sha256'][:16]}…")  # fmt: skip
-            log.warning("rejecting snapshot %s seq %d: %s", where, m["seq"], info.reason)
-            return
-        current = self.best.get(model)
-        if current is not None and m["seq"] <= current.seq:
-            info.status, info.reason = "stale", f"seq {m['seq']} <= {current.seq} already held"
-            log.info("ignoring snapshot %s: %s", where, info.reason)
-            return
-        try:
-            snap = loads(data, self.limits, build=False)
-            if snap.seq != m["seq"]:
-                raise SnapshotError(f"snapshot seq {snap.seq} != manifest seq {m['seq']}")
-        except SnapshotError as exc:
-            info.status, info.reason = "corrupt", str(exc)
-            log.warning("rejecting snapshot %s: %s", where, exc)
-            return
-        self.best[model], self.best_info[model] = snap, info
-        self.fresh.add(model)
-
-    def _join(self, sid: str, m: dict[str, Any], info: ManifestInfo) -> bytes | None:
-        entry = self._drop(sid) or {"count": m["chunks"], "parts": {}}
-        missing = [i for i in range(m["chunks"]) if i not in entry["parts"]]
-        if missing or entry["count"] != m["chunks"]:
-            info.status = "incomplete"
-            info.reason = (f"{len(missing)} of {m['chunks']} chunks missing (first: "
-                           f"{missing[:5]}); chunk headers say {entry['count']}")  # fmt: skip
-            log.warning("ignoring snapshot %r seq %d: %s", info.name, m["seq"], info.reason)
-            return None
-        return b"".join(entry["parts"][i] for i in range(m["chunks"]))
-
-    def finish(self) -> None:
-        """Log chunks that never got a manifest (a publisher that died mid-snapshot)."""
-        for sid, entry in self.pending.items():
-            log.info("ignoring incomplete snapshot %s: %d of %d chunks, no manifest",
-                     sid, len(entry["parts"]), entry["count"])  # fmt: skip
-
-
-def build_model(snap: Snapshot) -> Snapshot:
-    """Rebuild ``snap.model`` from its verified state through the allow-list."""
-    cls = resolve_class(snap.class_name)
-    try:
-        snap.model = cls.from_state(snap.state)
-    except Exception as exc:
-        raise SnapshotError(
-            f"{snap.class_name}.from_state rejected the snapshot's state: {exc}"
-        ) from exc
-    return snap
 
 
 class SnapshotReader:
@@ -546,8 +351,9 @@ class SnapshotReader:
             consumer.seek_to_beginning(*tps)
         return tps
 
-    def _scan(self, asm: _Assembler, timeout: float) -> None:
+    def scan(self, asm: Assembler, timeout: float) -> None:
         """Feed every record from the beginning until drained (see class doc) or `timeout`."""
+        kafka = _kafka()
         deadline = time.monotonic() + timeout
         consumer = self._consumer(timeout)
         try:
@@ -563,10 +369,9 @@ class SnapshotReader:
                         asm.feed(record)
                 if not got and all(consumer.position(tp) >= ends[tp] for tp in tps):
                     return
-            log.warning(
-                "reading snapshot topic %r took longer than %g s; using what was read", self.topic,
-                timeout,
-            )  # fmt: skip
+            log.warning("reading topic %r took over %g s; using what was read", self.topic, timeout)
+        except kafka.errors.KafkaError as exc:
+            raise SnapshotError(f"reading snapshot topic {self.topic!r} failed: {exc}") from exc
         finally:
             asm.finish()
             consumer.close()
@@ -583,15 +388,15 @@ class SnapshotReader:
             If the broker cannot be reached, or the newest valid snapshot cannot be built
             (class not allowed, ``from_state`` failing): falling back would fail the same way.
         """
-        asm = _Assembler(_check_name(name), self.limits)
-        self._scan(asm, timeout)
+        asm = Assembler(check_name(name), self.limits)
+        self.scan(asm, timeout)
         snap = asm.best.get(name)
         return build_model(snap) if snap is not None and build else snap
 
     def list(self, timeout: float = 30.0) -> list[ManifestInfo]:
         """Every manifest on the topic in topic order, each with its status and reason."""
-        asm = _Assembler(None, self.limits)
-        self._scan(asm, timeout)
+        asm = Assembler(None, self.limits)
+        self.scan(asm, timeout)
         for info in asm.best_info.values():
             info.status = "latest"
         return list(asm.manifests)
@@ -613,7 +418,7 @@ class SnapshotReader:
         (checked every `poll_timeout` seconds). Snapshots that cannot be built are logged
         and skipped. Exceptions from `callback` propagate.
         """
-        asm = _Assembler(_check_name(name), self.limits)
+        asm = Assembler(check_name(name), self.limits)
         stop = stop_event or threading.Event()
         consumer = self._consumer(connect_timeout)
         try:
@@ -638,89 +443,3 @@ class SnapshotReader:
                 callback(snap)
         finally:
             consumer.close()
-
-
-class HotSwapModel:
-    """A scorer's view of the newest snapshot of `name`, swapped atomically as new ones arrive.
-
-    ``predict_one`` uses whichever model is current when it is called; a background
-    thread runs ``reader.follow`` and replaces the model when a higher seq arrives.
-
-    Examples
-    --------
-    >>> with HotSwapModel(SnapshotReader(servers, "snapshots"), "fraud") as live:  # doctest: +SKIP
-    ...     live.wait_for(0, timeout=30)
-    ...     live.predict_one(x)
-    """
-
-    def __init__(self, reader: SnapshotReader, name: str, *, poll_timeout: float = 0.5) -> None:
-        self.reader, self.name, self.poll_timeout = reader, _check_name(name), poll_timeout
-        self._snap: Snapshot | None = None
-        self._cond = threading.Condition()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.error: BaseException | None = None
-
-    def start(self) -> HotSwapModel:
-        """Start following in a daemon thread."""
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name=f"hotswap-{self.name}", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        try:
-            self.reader.follow(self.name, self._swap, self._stop, self.poll_timeout)
-        except BaseException as exc:  # keep serving the current model; report the failure
-            self.error = exc
-            log.error("following snapshots of %r stopped: %s", self.name, exc)
-
-    def _swap(self, snap: Snapshot) -> None:
-        with self._cond:
-            if self._snap is None or snap.seq > self._snap.seq:
-                self._snap = snap  # one reference assignment: readers see old or new, whole
-                log.info("hot-swapped %r to seq %d", self.name, snap.seq)
-            self._cond.notify_all()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop following (the current model stays usable)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def wait_for(self, seq: int, timeout: float) -> bool:
-        """Block until a snapshot with seq >= `seq` is current, at most `timeout` s."""
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: self._snap is not None and self._snap.seq >= seq, timeout
-            )
-
-    @property
-    def snapshot(self) -> Snapshot | None:
-        return self._snap
-
-    @property
-    def seq(self) -> int | None:
-        snap = self._snap
-        return None if snap is None else snap.seq
-
-    @property
-    def model(self) -> Any:
-        snap = self._snap
-        if snap is None:
-            raise SnapshotError(f"no snapshot of {self.name!r} has arrived yet")
-        return snap.model
-
-    def predict_one(self, x: Any) -> Any:
-        return self.model.predict_one(x)
-
-    def predict_proba_one(self, x: Any) -> Any:
-        return self.model.predict_proba_one(x)
-
-    def __enter__(self) -> HotSwapModel:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
