@@ -246,7 +246,18 @@ def _add_engine_options(p: argparse.ArgumentParser, kafka: bool) -> None:
 
     p.add_argument("--config", help="TOML configuration file")
     # a replay still publishes snapshots or outputs to Kafka if asked; it only reads a file
-    skip = set() if kafka else {"topic", "group", "transport", "max_poll_interval_ms"}
+    skip = (
+        set()
+        if kafka
+        else {
+            "topic",
+            "group",
+            "transport",
+            "max_poll_interval_ms",
+            "session_timeout_ms",
+            "heartbeat_interval_ms",
+        }
+    )
     for key, opt in DEFAULTS.items():
         if key in skip:
             continue

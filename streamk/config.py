@@ -35,6 +35,8 @@ DEFAULTS: dict[str, Option] = {
     "group": Option("streamk", str, "consumer group id (engines in one group share partitions)"),
     "transport": Option("kafka-python", str, "kafka-python, or confluent (extra [kafka-fast])"),
     "max_poll_interval_ms": Option(300_000, int, "Kafka max.poll.interval.ms (rebalance timeout)"),
+    "session_timeout_ms": Option(10_000, int, "Kafka session.timeout.ms (a dead engine's leave)"),
+    "heartbeat_interval_ms": Option(3_000, int, "Kafka heartbeat.interval.ms (< session / 3)"),
     "security_protocol": Option("PLAINTEXT", str, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
     "sasl_mechanism": Option("", str, "SASL mechanism, e.g. PLAIN or SCRAM-SHA-512"),
     "sasl_username": Option("", str, "SASL user name"),

@@ -67,7 +67,11 @@ def kafka_source(config: dict[str, Any]) -> Source:
         config["bootstrap_servers"],
         config["topic"],
         config["group"],
-        consumer_config=kafka_settings(config),
+        consumer_config={
+            **kafka_settings(config),
+            "session_timeout_ms": config["session_timeout_ms"],
+            "heartbeat_interval_ms": config["heartbeat_interval_ms"],
+        },
         max_poll_interval_ms=config["max_poll_interval_ms"],
     )
 
