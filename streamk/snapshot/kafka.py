@@ -416,8 +416,10 @@ class SnapshotReader:
         Reads from the beginning, so the first call brings the current snapshot; a batch
         holding several snapshots yields only its newest. Returns when `stop_event` is set
         (checked every `poll_timeout` seconds). Snapshots that cannot be built are logged
-        and skipped. Exceptions from `callback` propagate.
+        and skipped; a deleted model (tombstone on its key) is logged, not called back.
+        Exceptions from `callback` propagate; Kafka errors become ``SnapshotError``.
         """
+        kafka = _kafka()
         asm = Assembler(check_name(name), self.limits)
         stop = stop_event or threading.Event()
         consumer = self._consumer(connect_timeout)
@@ -441,5 +443,7 @@ class SnapshotReader:
                     continue
                 after_seq = snap.seq
                 callback(snap)
+        except kafka.errors.KafkaError as exc:
+            raise SnapshotError(f"following snapshot topic {self.topic!r} failed: {exc}") from exc
         finally:
             consumer.close()
