@@ -11,6 +11,7 @@ __version__ = "0.1.0"  # before the imports: submodules record it in snapshots
 
 from . import budget, errors, kernels, snapshot, solvers
 from .budget import (
+    BudgetPolicy,
     Forgetron,
     Merge,
     Projectron,
@@ -34,8 +35,14 @@ from .kernels import (
     kernel_from_spec,
     kernel_from_string,
 )
-from .learners import KernelAdatron, KernelNovelty, KernelPerceptron, OnlineRanker, OnlineSVR
-from .learners.budgeted import MarginPerceptron
+from .learners import (
+    KernelAdatron,
+    KernelNovelty,
+    KernelPerceptron,
+    MarginPerceptron,
+    OnlineRanker,
+    OnlineSVR,
+)
 from .support import SupportSet
 
 __all__ = [
@@ -52,6 +59,7 @@ __all__ = [
     "OnlineSVR",
     "OnlineRanker",
     "KernelNovelty",
+    "BudgetPolicy",
     "Unbounded",
     "RemoveOldest",
     "RemoveRandom",

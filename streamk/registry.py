@@ -12,6 +12,7 @@ __all__ = ["LEARNERS", "learner_class", "DATASETS", "load_dataset"]
 #: learner name -> "module:Class" (imported only when used)
 LEARNERS: dict[str, str] = {
     "perceptron": "streamk.learners.perceptron:KernelPerceptron",
+    "margin-perceptron": "streamk.learners.budgeted:MarginPerceptron",
     "adatron": "streamk.learners.adatron:KernelAdatron",
     "svr": "streamk.learners.svr:OnlineSVR",
     "ranker": "streamk.learners.ranking:OnlineRanker",

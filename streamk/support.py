@@ -334,6 +334,14 @@ class SupportSet:
             s = t.start
             t.F[s:] += t.K[s:, slot, None] * delta
 
+    def add_coefs(self, D: np.ndarray) -> None:
+        """``coef[:n] += D`` for every row at once (e.g. a projection onto the set)."""
+        D = np.asarray(D, dtype=np.float64).reshape(self.n, self.n_outputs)
+        self._coef[: self.n] += D
+        for t in self._trackers:
+            s = t.start
+            t.F[s:] += t.K[s:, : self.n] @ D
+
     def scale_coef(self, factor: float) -> None:
         """Multiply every coefficient by ``factor`` (e.g. the Forgetron's shrink)."""
         self._coef[: self.n] *= factor

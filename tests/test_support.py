@@ -168,3 +168,21 @@ def test_state_round_trip_preserves_decisions():
     np.testing.assert_array_equal(t.decision(Q), s.decision(Q))
     np.testing.assert_array_equal(t.ids, s.ids)
     assert t.next_id == s.next_id
+
+
+def test_add_coefs_equals_row_by_row_add_coef_and_keeps_a_tracked_block_current():
+    rng = np.random.default_rng(8)
+    one, bulk = SupportSet(RBF(0.6), n_outputs=2), SupportSet(RBF(0.6), n_outputs=2)
+    for _ in range(6):
+        row, coef = rng.normal(size=3), rng.normal(size=2)
+        one.append(row, coef)
+        bulk.append(row, coef)
+    D = rng.normal(size=(6, 2))
+    Q = rng.normal(size=(4, 3))
+    with bulk.track(Q) as block:
+        bulk.add_coefs(D)
+        np.testing.assert_allclose(block.F, brute_decision(RBF(0.6), bulk.X, bulk.coef, Q),
+                                   atol=1e-10)
+    for slot in range(6):
+        one.add_coef(slot, D[slot])
+    np.testing.assert_allclose(bulk.coef, one.coef)

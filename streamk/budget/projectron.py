@@ -25,15 +25,8 @@ MIN_REL_DELTA = 1e-8
 
 
 def add_coef_rows(support: SupportSet, D: np.ndarray) -> None:
-    """``support.coef += D`` through ``support.add_coef`` (one call per non-zero row).
-
-    ``SupportSet`` has no bulk form of ``add_coef`` (one would update a tracked block's
-    decision values with one ``K[:, :n] @ D`` product); until it has, this is the one
-    Python loop over support vectors in the budget package, and it dominates the
-    Projectron's cost at large budgets.
-    """
-    for slot in np.flatnonzero(np.any(D != 0.0, axis=1)):
-        support.add_coef(int(slot), D[slot])
+    """``support.coef += D`` in one vectorised change (tracked blocks updated by one product)."""
+    support.add_coefs(D)
 
 
 @register_policy
