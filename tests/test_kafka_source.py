@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from kafka import KafkaProducer
+from kafka.structs import MemberState
 
 from streamk.broker import QUICK_GROUP_CONFIG, create_topic
 from streamk.errors import ConfigError
@@ -237,3 +238,40 @@ def test_rebalance_revokes_before_assigning_and_commits_on_revoke(kafka_broker, 
             m.stop.set()
         for m in members:
             m.join(timeout=30)
+
+
+def test_evicted_member_sees_lost_not_revoked_and_commits_nothing(kafka_broker, topic_name):
+    """A member that stops polling past max_poll_interval_ms is evicted (KIP-429 lost).
+
+    Its next poll reports the partitions lost (never revoked: no snapshot, no commit),
+    then rejoins and gets them assigned again. One member only: tansu 0.6 keeps a
+    departed leader as the leader of the next generation, which stalls a second member.
+    """
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=2)
+    group = f"g-{topic_name}"
+    a = KafkaSource(bootstrap, topic_name, group, consumer_config=dict(QUICK_GROUP_CONFIG))
+    events: list[tuple[str, list[int]]] = []
+    a.on_rebalance(
+        lambda parts: events.append(("assigned", parts)),
+        lambda parts: events.append(("revoked", parts)),
+    )
+    a.on_lost(lambda parts: events.append(("lost", parts)))
+    try:
+        _wait_polling(a, lambda: bool(events))
+        assert events == [("assigned", [0, 1])]
+        # stop polling until the client gives up its membership (poll interval lapsed)
+        _wait(lambda: a.consumer.group_metadata().state != MemberState.STABLE, [])
+        _wait_polling(a, lambda: len(events) >= 3)
+        assert events == [("assigned", [0, 1]), ("lost", [0, 1]), ("assigned", [0, 1])]
+        assert a.committed([0, 1]) == {}
+    finally:
+        a.close()
+    assert len(events) == 3  # close revokes nothing either
+
+
+def _wait_polling(source: KafkaSource, condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        assert time.monotonic() < deadline, source.rebalances
+        source.poll(100, 0.1)
