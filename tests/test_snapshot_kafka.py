@@ -225,12 +225,12 @@ def test_follow_and_hot_swap(servers, topic_name):
     first, second = _perceptron(300), _perceptron(600)
     pub = SnapshotPublisher(servers, topic_name, chunk_size=4096)
     seen: list[int] = []
-    got_second, stop = threading.Event(), threading.Event()
+    got = {1: threading.Event(), 2: threading.Event()}
+    stop = threading.Event()
 
     def on_snapshot(snap) -> None:
         seen.append(snap.seq)
-        if snap.seq == 2:
-            got_second.set()
+        got[snap.seq].set()
 
     reader = SnapshotReader(servers, topic_name)
     follower = threading.Thread(target=reader.follow, args=("phish", on_snapshot, stop, 0.2))
@@ -240,10 +240,11 @@ def test_follow_and_hot_swap(servers, topic_name):
         with HotSwapModel(reader, "phish", poll_timeout=0.2) as live:
             assert live.wait_for(1, timeout=30)
             assert _predictions(live) == _predictions(first)
+            assert got[1].wait(30)  # both followers hold seq 1 before seq 2 exists
             pub.publish("phish", dumps(second, seq=2))
             assert live.wait_for(2, timeout=30)
             assert live.seq == 2 and _predictions(live) == _predictions(second)
-            assert got_second.wait(30)
+            assert got[2].wait(30) and live.error is None
     finally:
         stop.set()
         follower.join(30)
@@ -312,3 +313,19 @@ def test_equal_seq_replaces_like_the_file_store(servers, topic_name):
         pub.publish("phish", dumps(replay, seq=4))
     snap = SnapshotReader(servers, topic_name).latest("phish", timeout=30)
     assert snap is not None and _predictions(snap.model) == _predictions(replay)
+
+
+def test_models_spread_over_partitions_keep_their_parts_together(servers, topic_name):
+    from streamk.broker import create_topic
+
+    create_topic(servers, topic_name, partitions=3)
+    models = {name: _perceptron(100 * (i + 2)) for i, name in enumerate(["a", "b", "c", "d"])}
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        results = {name: pub.publish(name, dumps(m, seq=1)) for name, m in models.items()}
+    reader = SnapshotReader(servers, topic_name)
+    for name, model in models.items():
+        snap = reader.latest(name, timeout=30)
+        assert snap is not None and _predictions(snap.model) == _predictions(model)
+    assert len({r.partition for r in results.values()}) > 1  # murmur2 spreads these names
+    listed = {(i.name, i.partition, i.status) for i in reader.list(timeout=30)}
+    assert listed == {(n, r.partition, "latest") for n, r in results.items()}

@@ -124,7 +124,12 @@ class SnapshotPublisher:
         timeout: float = 30.0,
     ) -> None:
         kafka = _kafka()
-        config = {"acks": "all", "retries": 5, "linger_ms": 5, "max_block_ms": int(timeout * 1000)}
+        config: dict[str, Any] = {
+            "acks": "all",
+            "retries": 5,
+            "linger_ms": 5,
+            "max_block_ms": int(timeout * 1000),
+        }
         config = _bounded(kafka.KafkaProducer, {**config, **(producer_config or {})}, timeout)
         max_request = int(config.get("max_request_size", 1048576))
         if not isinstance(chunk_size, int) or not 1 <= chunk_size <= max_request - _OVERHEAD:
