@@ -31,13 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from river import base, metrics, utils
 
 from .deadletter import DeadLetter
 from .errors import InvalidEvent, StreamkError
-from .events import DEFAULT_LIMITS, Block, Limits, Schema, decode
+from .events import DEFAULT_LIMITS, Limits, Schema
 from .metrics import Metrics
+from .runs import Run, invalid, split_runs
 from .sources.base import Record, Source
 
 __all__ = ["Engine", "EngineConfig", "EngineResult"]
@@ -289,62 +289,13 @@ class Engine:
 
     # -- one batch ------------------------------------------------------------------------
     def _process(self, batch: list[Record]) -> None:
-        run: list[tuple[Record, Any, Any, Any]] = []  # (record, x, y, id) of one kind
-        labelled = None
-        for record in batch:
-            item = self._decode(record)
-            if item is None:
-                self._advance(record)
-                continue
-            for x, y, event_id in item:
-                kind = y is not None
-                if run and kind != labelled:
-                    self._flush_run(run, labelled)
-                    run = []
-                labelled = kind
-                run.append((record, x, y, event_id))
-            if not run or run[-1][0] is not record:
-                self._advance(record)
-        if run:
-            self._flush_run(run, labelled)
+        cfg = self.config
+        for run in split_runs(batch, cfg.limits, cfg.schema, self._reject):
+            self._flush_run(run)
 
-    def _decode(self, record: Record) -> list[tuple[Any, Any, Any]] | None:
-        """``[(x, y, id), ...]`` for a valid record; ``None`` after dead-lettering it."""
-        value = record.value
-        try:
-            if value is None:
-                payload = record.payload
-                if payload[:1] in (b"{", b"[") and payload[-1:] in (b"}", b"]"):
-                    from .sources.replay import decode_json_record
-
-                    try:
-                        payload = decode_json_record(payload)
-                    except ValueError as exc:
-                        raise _invalid("undecodable", f"not valid JSON: {exc}") from None
-                value = decode(payload, self.config.limits, self.config.schema)
-            if isinstance(value, Block):
-                ys = value.y.tolist() if isinstance(value.y, np.ndarray) else value.y
-                ids = value.ids
-                return [
-                    (
-                        dict(enumerate(row)),
-                        None if ys is None else ys[i],
-                        None if ids is None else ids[i],
-                    )
-                    for i, row in enumerate(value.X.tolist())
-                ]
-            x = value.x
-            if isinstance(x, str):
-                raise _invalid(
-                    "text_unsupported",
-                    "text features need a string kernel; this learner takes numbers",
-                )
-            if isinstance(x, list):
-                x = dict(enumerate(x))
-            return [(x, value.y, value.id)]
-        except InvalidEvent as exc:
-            self._dead_letter(record, exc)
-            return None
+    def _reject(self, record: Record, exc: InvalidEvent) -> None:
+        self._dead_letter(record, exc)
+        self._advance(record)
 
     def _dead_letter(self, record: Record, exc: Exception) -> None:
         payload = record.payload
@@ -374,27 +325,28 @@ class Engine:
     def _advance(self, record: Record) -> None:
         self.positions[record.partition] = record.offset + 1
 
-    def _flush_run(self, run: list[tuple[Record, Any, Any, Any]], labelled: bool) -> None:
+    def _flush_run(self, run: Run) -> None:
         import pandas as pd
 
-        X = _frame([x for _, x, _, _ in run])
-        if labelled:
-            ys = [y for _, _, y, _ in run]
+        X = run.frame()
+        if run.labelled:
             try:
                 predictions = self.model.predict_many(X).tolist()
-                self.model.learn_many(X, pd.Series(ys, dtype=object))
+                self.model.learn_many(X, pd.Series(run.ys, dtype=object))
             except (StreamkError, ValueError, TypeError):
                 predictions = self._learn_one_by_one(run)
-            for (record, _, y, _), p in zip(run, predictions):
+            learned = 0
+            for y, p in zip(run.ys, predictions):
+                if p is _REJECTED:
+                    continue
+                learned += 1
                 if p is not None:
                     self._rolling.update(y, p)
-                self._advance(record)
-            learned = sum(1 for p in predictions if p is not _REJECTED)
             self.metrics.inc("events_learned", learned)
         else:
             predictions = self.model.predict_many(X).tolist()
-            for (record, _, _, event_id), p in zip(run, predictions):
-                if self.predictions is not None:
+            if self.predictions is not None:
+                for record, event_id, p in zip(run.records, run.ids, predictions):
                     self.predictions.write(
                         {
                             "id": event_id,
@@ -404,14 +356,16 @@ class Engine:
                             "offset": record.offset,
                         }
                     )
-                self._advance(record)
             self.metrics.inc("events_scored", len(run))
+        for record in run.records:
+            self._advance(record)
         self.metrics.set("support_size", getattr(self.model, "n_support", 0))
 
-    def _learn_one_by_one(self, run) -> list[Any]:
-        """A block the model refused: learn event by event, dead-lettering the bad ones."""
+    def _learn_one_by_one(self, run: Run) -> list[Any]:
+        """A run the model refused as a block: event by event, dead-lettering the bad ones."""
         out = []
-        for record, x, y, _ in run:
+        for i, (record, y) in enumerate(zip(run.records, run.ys)):
+            x = run.row(i)
             try:
                 p = self.model.predict_one(x)
                 self.model.learn_one(x, y)
@@ -470,24 +424,8 @@ class Engine:
 _REJECTED = object()
 
 
-def _frame(xs: list[dict]) -> Any:
-    """A DataFrame of feature dicts; fast when they share one key order (the usual case)."""
-    import pandas as pd
-
-    keys = tuple(xs[0])
-    if all(tuple(x) == keys for x in xs):
-        values = np.array([list(x.values()) for x in xs], dtype=np.float64)
-        return pd.DataFrame(values, columns=list(keys))
-    return pd.DataFrame(xs)
-
-
-def _invalid(code: str, reason: str) -> InvalidEvent:
-    """An :class:`InvalidEvent` with the ``code``/``reason`` that ``events.decode`` sets."""
-    return InvalidEvent(f"invalid event [{code}]: {reason}", code=code, reason=reason)
-
-
 def _as_invalid(exc: Exception) -> InvalidEvent:
-    return _invalid("rejected_by_model", f"the model rejected the event: {exc}")
+    return invalid("rejected_by_model", f"the model rejected the event: {exc}")
 
 
 def _numbers(values: dict[str, Any]) -> dict[str, float]:

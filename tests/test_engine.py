@@ -180,3 +180,32 @@ def test_rolling_metric_and_progress_are_reported(tmp_path):
     assert seen and seen[-1]["learned"] == len(data)
     assert 0.5 < seen[-1]["rolling_metric"] <= 1.0
     assert not math.isnan(seen[-1]["events_per_second"])
+
+
+def test_runs_keep_stream_order_and_blocks_stay_arrays():
+    from streamk.events import DEFAULT_LIMITS, encode_event
+    from streamk.runs import split_runs
+    from streamk.sources.base import Record
+
+    X = np.arange(12, dtype=float).reshape(4, 3)
+    payloads = [
+        encode_event({"a": 1.0}, y=True),
+        encode_event({"a": 2.0}, y=False),
+        encode_block(X, [True, None, None, False]),  # labelled, 2 unlabelled, labelled
+        b"\xc1",  # undecodable
+        encode_event({"a": 3.0}, id="q"),
+    ]
+    records = [Record(p, 0, i) for i, p in enumerate(payloads)]
+    rejected = []
+    runs = list(split_runs(records, DEFAULT_LIMITS, None, lambda r, e: rejected.append(r.offset)))
+    assert [(r.labelled, len(r)) for r in runs] == [
+        (True, 2),
+        (True, 1),
+        (False, 2),
+        (True, 1),
+        (False, 1),
+    ]
+    assert rejected == [3]
+    assert isinstance(runs[2].frame(), np.ndarray) and runs[2].frame().shape == (2, 3)
+    np.testing.assert_array_equal(runs[3].frame(), X[3:])
+    assert runs[4].ids == ["q"]
