@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..kernels import Kernel
 from ..measures import select_kernel
-from .solve import Outcome, build, solve_learner
+from .solve import Outcome, build, learner_budget, solve_learner
 from .window import TrainingWindow
 
 __all__ = ["Consolidator"]
@@ -45,11 +45,16 @@ class Consolidator:
         ``"background"``: solve a copy in a worker thread; events that arrive meanwhile are
         learned by the live model and buffered, then re-applied with ``learn_one`` to the
         solution, which replaces the live model's state. The result equals ``"sync"`` on the same
-        stream: a trigger that comes while a job runs waits for it.
+        stream: a trigger that comes while a job runs waits for it (``when_full`` is the exception:
+        it looks at the live model, which is not the one the replay produces).
     C, solver, compress, tol, max_epochs, fill
         Passed to :func:`~streamk.consolidation.solve.solve_learner` (box, ``"adatron"``
         (no bias, default) or ``"svc"``; budget compression ``"auto"``, ``"project"``,
         ``"resolve"`` or ``"largest"``; the fraction ``fill`` of the budget the solution may use).
+    when_full
+        ... or when the learner's support set reaches its budget (deterministic): the on-line
+        learner's next mistake would evict a support vector of the adopted solution. Needs
+        ``fill < 1``; the room ``(1 - fill) budget`` then sets the pace.
     candidate_kernels
         If given, the kernel with the smallest FSM on the training rows (classifiers) is used
         for the solve and adopted by the learner.
@@ -77,12 +82,17 @@ class Consolidator:
         candidate_kernels: Sequence[Kernel] | None = None,
         drift_input: str = "x",
         fill: float = 0.5,
+        when_full: bool = True,
     ):
         if not 0.0 < fill <= 1.0:
             raise ConfigError(f"fill must be in (0, 1], got {fill!r}")
-        self.fill = fill
-        if every is None and seconds is None and on_drift is None:
-            raise ConfigError("give at least one trigger: every=N, seconds=T or on_drift=detector")
+        if when_full and fill >= 1.0:
+            raise ConfigError("when_full=True needs fill < 1 (else every event would trigger)")
+        self.fill, self.when_full = fill, when_full
+        if every is None and seconds is None and on_drift is None and not when_full:
+            raise ConfigError(
+                "give at least one trigger: every=N, seconds=T, on_drift=detector or when_full"
+            )
         if every is not None and (
             isinstance(every, bool) or not isinstance(every, int) or every < 1
         ):
@@ -142,12 +152,15 @@ class Consolidator:
         self.window.add(learner._features.row(x, grow=False), y)
         self.n_seen += 1
         self._since += 1
-        if self._due(x if drift_value is None else drift_value):
+        if self._due(learner, x if drift_value is None else drift_value):
             adopted |= self.trigger(learner)
         return adopted
 
-    def _due(self, drift_value: Any) -> bool:
+    def _due(self, learner: Any, drift_value: Any) -> bool:
         due = self.every is not None and self._since >= self.every
+        if self.when_full and self._thread is None:
+            budget = learner_budget(learner)
+            due |= budget is not None and learner.n_support >= budget
         if self.seconds is not None and time.monotonic() - self._t_last >= self.seconds:
             due = True
         if self.on_drift is not None:

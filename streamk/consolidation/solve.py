@@ -117,7 +117,7 @@ def solve_learner(
     tol: float = 1e-3,
     max_epochs: int = 200,
     kernel: Kernel | None = None,
-    fill: float = 0.5,
+    fill: float | None = 0.5,
 ) -> Outcome:
     """Solve the learner's batch problem on its support set plus the window ``(Xw, yw)``.
 
@@ -129,9 +129,10 @@ def solve_learner(
     (:func:`rank`, CF 8.1) on the window, rescaled to margin 1. Warm starts come from the
     learner's coefficients. ``kernel`` overrides the learner's kernel (kernel selection).
 
-    Budget: the solution may use ``fill * budget`` rows. If it has more, the rows with the
-    largest ``||coef_i|| sqrt(k(x_i, x_i))`` are kept, then ``compress="project"`` projects the
-    full solution onto their span (:func:`compress_project`: the closest function, in RKHS norm,
+    Budget: the solution may use ``fill * budget`` rows (``fill=None``: no limit). If it has
+    more, the rows with the largest ``||coef_i|| sqrt(k(x_i, x_i))`` are kept, then
+    ``compress="project"`` projects the full solution onto their span (:func:`compress_project`:
+    the closest function, in RKHS norm,
     that they can express), ``"resolve"`` solves the problem again on those rows only (warm), and
     ``"largest"`` just truncates. ``"auto"``: ``"resolve"`` for learners whose problem has a box
     (adatron with ``norm=1``, SVR with finite ``C``: a projection can leave the box), otherwise
@@ -231,7 +232,7 @@ def solve_learner(
     coef = solve_rows(np.ones(n, bool), warm0)
     nz = np.flatnonzero(np.any(coef != 0, axis=1))
     out.n_solution = int(nz.size)
-    budget = learner_budget(learner)
+    budget = None if fill is None else learner_budget(learner)
     if budget is not None:
         budget = max(1, int(fill * budget))
     if budget is not None and nz.size > budget:

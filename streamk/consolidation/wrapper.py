@@ -38,6 +38,7 @@ class _Consolidated(base.Wrapper):
         candidate_kernels: Sequence[Kernel] | None = None,
         drift_input: str = "x",
         fill: float = 0.5,
+        when_full: bool = True,
     ):
         if not hasattr(model, "support_") or not hasattr(model, "state"):
             raise ConfigError(f"Consolidated wraps a streamk kernel learner, got {model!r}")
@@ -55,6 +56,7 @@ class _Consolidated(base.Wrapper):
         self.candidate_kernels = candidate_kernels
         self.drift_input = drift_input
         self.fill = fill
+        self.when_full = when_full
         self.consolidator_ = Consolidator(
             every=every,
             seconds=seconds,
@@ -69,6 +71,7 @@ class _Consolidated(base.Wrapper):
             candidate_kernels=candidate_kernels,
             drift_input=drift_input,
             fill=fill,
+            when_full=when_full,
         )
 
     @property
