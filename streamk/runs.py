@@ -34,6 +34,7 @@ class Run:
     labelled: bool
     records: list[Record] = field(default_factory=list)
     xs: list[dict] = field(default_factory=list)  # per-event maps ...
+    vectors: list[list[float]] | None = None  # ... or per-event lists (a run holds one form)
     X: np.ndarray | None = None  # ... or one block's rows
     ys: list[Any] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
@@ -45,11 +46,19 @@ class Run:
         """The run's features as the model's ``*_many`` methods take them."""
         if self.X is not None:
             return self.X
+        if self.vectors is not None:
+            if len({len(v) for v in self.vectors}) == 1:
+                return np.asarray(self.vectors, dtype=np.float64)
+            return _frame([dict(enumerate(v)) for v in self.vectors])
         return _frame(self.xs)
 
     def row(self, i: int) -> dict:
         """Event ``i``'s features as a dict (for one-by-one fallbacks)."""
-        return dict(enumerate(self.X[i].tolist())) if self.X is not None else self.xs[i]
+        if self.X is not None:
+            return dict(enumerate(self.X[i].tolist()))
+        if self.vectors is not None:
+            return dict(enumerate(self.vectors[i]))
+        return self.xs[i]
 
 
 def decode_record(record: Record, limits: Limits, schema: Schema | None) -> Any:
@@ -93,13 +102,17 @@ def split_runs(
             yield from _block_runs(record, value)
             continue
         labelled = value.y is not None
-        if run is None or run.labelled != labelled or run.X is not None:
+        x = value.x
+        vector = isinstance(x, list)
+        if run is None or run.labelled != labelled or (run.vectors is not None) != vector:
             if run is not None:
                 yield run
-            run = Run(labelled)
-        x = value.x
+            run = Run(labelled, vectors=[] if vector else None)
         run.records.append(record)
-        run.xs.append(dict(enumerate(x)) if isinstance(x, list) else x)
+        if vector:
+            run.vectors.append(x)
+        else:
+            run.xs.append(x)
         run.ys.append(value.y)
         run.ids.append(value.id)
     if run is not None:
