@@ -182,7 +182,7 @@ def produce(
     format: str | None = None,
     target: str | None = None,
     block_size: int | None = None,
-    batch: int = 10_000,
+    batch: int = 100_000,
     partitions: int | None = None,
     producer_config: dict[str, Any] | None = None,
     progress: Progress | None = None,
@@ -205,7 +205,7 @@ def produce(
     block_size : int or None
         Pack this many CSV rows per block event. Default: None (one event per row).
     batch : int
-        Messages between flushes (waits for the broker's acknowledgements). Default: 10000.
+        Messages between flushes (waits for the broker's acknowledgements). Default: 100000.
     partitions : int or None
         Partitions of a topic created here. Default: None (1).
     producer_config : dict or None
@@ -321,8 +321,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--batch",
         type=int,
-        default=10_000,
-        help="messages between waits for acknowledgement (default: 10000)",
+        default=100_000,
+        help="messages between waits for acknowledgement (default: 100000)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
