@@ -1,6 +1,7 @@
 """Snapshots over Kafka: chunking, reassembly, rejection of bad parts, follow and hot swap.
 
-Every test runs against the real local broker (tansu) with its own topic. A small
+Tests that take ``servers`` run against the real local broker (tansu), each with its
+own topic (the ``kafka`` marker comes with the fixture); the rest need no broker. A small
 independent writer (``_raw``) produces messages by the documented scheme, so the
 reader is also checked against the spec, and can be fed incomplete or damaged parts.
 """
@@ -19,12 +20,14 @@ import uuid
 import msgpack
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from river import datasets
 
 import streamk
 from streamk.errors import ConfigError, SnapshotError
-from streamk.snapshot import dumps, loads
+from streamk.snapshot import Limits, dumps, loads
 from streamk.snapshot.kafka import (
     DEFAULT_CHUNK_SIZE,
     TRANSPORT,
@@ -32,10 +35,11 @@ from streamk.snapshot.kafka import (
     SnapshotPublisher,
     SnapshotReader,
 )
+from streamk.snapshot.kafka_scheme import Assembler
 from streamk.snapshot_cli import main as snapshot_main
 
-pytestmark = pytest.mark.kafka
 LOGGER = "streamk.snapshot.kafka"
+DEFAULT_LIMITS_SMALL = Limits(max_bytes=1000)
 ROWS = list(itertools.islice(datasets.Phishing(), 700))
 TEST_X = [x for x, _ in ROWS[600:]]
 
@@ -329,3 +333,113 @@ def test_models_spread_over_partitions_keep_their_parts_together(servers, topic_
     assert len({r.partition for r in results.values()}) > 1  # murmur2 spreads these names
     listed = {(i.name, i.partition, i.status) for i in reader.list(timeout=30)}
     assert listed == {(n, r.partition, "latest") for n, r in results.items()}
+
+
+def test_deleting_a_model_with_a_tombstone(servers, topic_name):
+    with SnapshotPublisher(servers, topic_name) as pub:
+        pub.publish("phish", dumps(_perceptron(300), seq=1))
+        pub.publish("keep", dumps(_perceptron(300), seq=1))
+    producer = KafkaProducer(bootstrap_servers=servers)
+    producer.send(topic_name, key=b"phish", value=None, partition=0)
+    producer.flush(timeout=30)
+    producer.close()
+    reader = SnapshotReader(servers, topic_name)
+    assert reader.latest("phish", timeout=30) is None
+    assert reader.latest("keep", timeout=30) is not None
+
+
+def test_scoring_during_a_swap_sees_one_whole_model(servers, topic_name):
+    """A scorer predicting in a loop while the model swaps gets old or new answers, never errors."""
+    first, second = _perceptron(300), _perceptron(600)
+    expected = [set(pair) for pair in zip(_predictions(first), _predictions(second))]
+    answers: list[tuple[int, object]] = []
+    done = threading.Event()
+
+    def score() -> None:
+        i = 0
+        while not done.is_set():
+            answers.append((i, live.predict_one(TEST_X[i])))
+            i = (i + 1) % len(TEST_X)
+
+    with SnapshotPublisher(servers, topic_name, chunk_size=4096) as pub:
+        pub.publish("phish", dumps(first, seq=1))
+        with HotSwapModel(SnapshotReader(servers, topic_name), "phish", poll_timeout=0.2) as live:
+            assert live.wait_for(1, timeout=30)
+            scorer = threading.Thread(target=score)
+            scorer.start()
+            try:
+                pub.publish("phish", dumps(second, seq=2))
+                assert live.wait_for(2, timeout=30)
+            finally:
+                done.set()
+                scorer.join(30)
+    assert answers and all(answer in expected[i] for i, answer in answers)
+
+
+class _Record:
+    def __init__(self, key, value, headers, offset):
+        self.key, self.value, self.headers = key, value, headers
+        self.partition, self.offset = 0, offset
+
+
+_header = st.tuples(
+    st.sampled_from(["streamk.id", "streamk.chunk", "streamk.chunks", "streamk.size", "x"]),
+    st.one_of(st.none(), st.binary(max_size=40), st.sampled_from([b"0", b"1", b"7", b"-1"])),
+)
+_record = st.tuples(
+    st.one_of(
+        st.none(),
+        st.binary(max_size=30),
+        st.sampled_from([b"m", b"m/", b"m/x/0", b"m/x/1", b"m//", b"\xff/"]),
+    ),
+    st.one_of(st.none(), st.binary(max_size=200)),
+    st.lists(_header, max_size=6),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_record, max_size=30))
+def test_assembler_never_raises_on_garbage(records):
+    """Arbitrary keys, headers and values are logged and skipped, never raised."""
+    asm = Assembler("m", DEFAULT_LIMITS_SMALL)
+    for offset, (key, value, headers) in enumerate(records):
+        asm.feed(_Record(key, value, headers, offset))
+    asm.finish()
+    assert asm.best == {} and asm.pending_bytes >= 0
+
+
+_SMALL = dumps(_perceptron(150), seq=9)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    chunk_size=st.integers(300, 3000),
+    drop=st.sets(st.integers(0, 30), max_size=2),
+    corrupt=st.sets(st.integers(0, 30), max_size=2),
+    dup=st.sets(st.integers(0, 30), max_size=3),
+    order=st.randoms(use_true_random=False),
+)
+def test_assembler_accepts_exactly_the_intact_snapshot(chunk_size, drop, corrupt, dup, order):
+    """Chunks lost, damaged, duplicated or reordered: the snapshot is accepted iff intact."""
+    data, sid = _SMALL, "a" * 32
+    sha, n = hashlib.sha256(data).hexdigest(), math.ceil(len(_SMALL) / chunk_size)
+    common = [("streamk.id", sid.encode()), ("streamk.chunks", b"%d" % n)]
+    chunks = []
+    for i in range(n):
+        part = data[i * chunk_size : (i + 1) * chunk_size]
+        if i in corrupt:
+            part = bytes([part[0] ^ 1]) + part[1:]
+        if i not in drop:
+            chunks += [(i, part)] * (2 if i in dup else 1)
+    order.shuffle(chunks)
+    asm = Assembler("m", Limits())
+    for offset, (i, part) in enumerate(chunks):
+        headers = [("streamk.chunk", b"%d" % i), *common]
+        asm.feed(_Record(f"m/{sid}/{i}".encode(), part, headers, offset))
+    doc = {"format": TRANSPORT, "version": 1, "id": sid, "chunks": n, "size": len(data)}
+    doc.update(sha256=sha, seq=9)
+    asm.feed(_Record(b"m", msgpack.packb(doc), [], len(chunks)))
+    intact = not (drop | corrupt) & set(range(n))
+    assert ("m" in asm.best) == intact
+    if intact:
+        assert asm.best["m"].checksum == loads(data).checksum and asm.best["m"].seq == 9

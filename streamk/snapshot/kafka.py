@@ -285,7 +285,7 @@ class SnapshotPublisher:
         check_name(name)
         reader = reader or SnapshotReader(self.bootstrap_servers, self.topic, limits=self.limits)
         with self._lock:
-            asm = Assembler(name, self.limits)
+            asm = Assembler(name, self.limits, track_chunks=True)
             reader.scan(asm, self.timeout)
             stale = asm.stale_chunks(name)
             if stale:

@@ -138,6 +138,10 @@ def parse_manifest(value: bytes, limits: Limits) -> dict[str, Any]:
             raise ValueError(f"manifest field {key!r} missing or not {kind.__name__}")
     if not _HEX.fullmatch(m["sha256"]) or not 0 <= m["size"] <= limits.max_bytes:
         raise ValueError("manifest 'sha256' or 'size' out of range")
+    created, cls = m.get("created_at"), m.get("class")  # summary only: never trusted
+    ok_time = isinstance(created, int | float) and not isinstance(created, bool)
+    m["created_at"] = float(created) if ok_time else 0.0
+    m["class"] = cls if isinstance(cls, str) else "?"
     inline = isinstance(m.get("data"), bytes)
     if not 0 <= m["chunks"] <= MAX_CHUNKS or (m["chunks"] == 0) != inline:
         raise ValueError("manifest 'chunks' must be 0 exactly when 'data' is inline")
@@ -167,10 +171,12 @@ class Assembler:
     ----------
     name
         Only this model's records are kept; None keeps every model's (for listing).
+    track_chunks
+        Remember every live chunk key (for ``stale_chunks``, i.e. sweeping).
     """
 
-    def __init__(self, name: str | None, limits: Limits) -> None:
-        self.name, self.limits = name, limits
+    def __init__(self, name: str | None, limits: Limits, *, track_chunks: bool = False) -> None:
+        self.name, self.limits, self.track_chunks = name, limits, track_chunks
         self.pending: dict[str, dict[int, bytes]] = {}  # snapshot id -> index -> bytes
         self.counts: dict[str, int] = {}  # snapshot id -> chunk count from the headers
         self.pending_bytes = 0
@@ -196,7 +202,8 @@ class Assembler:
             self.live_chunks.discard(key)
             self._drop(rest.partition("/")[0])
         else:
-            self.live_chunks.add(key)
+            if self.track_chunks:
+                self.live_chunks.add(key)
             self._chunk(model, rest, record)
 
     def _chunk(self, model: str, rest: str, record: Any) -> None:
@@ -207,7 +214,7 @@ class Assembler:
             count = _int_header(hdrs, H_COUNT, MAX_CHUNKS)
             if rest != f"{sid}/{index}" or index >= count:
                 raise ValueError(f"key {rest!r}, id {sid!r} and index {index} disagree")
-        except (KeyError, UnicodeDecodeError, ValueError) as exc:
+        except (AttributeError, KeyError, UnicodeDecodeError, ValueError) as exc:
             where = f"{record.partition}/{record.offset}"
             log.warning("ignoring chunk %r of %r at %s: bad headers: %s", rest, model, where, exc)
             return
@@ -227,6 +234,7 @@ class Assembler:
             self._drop(victim)
 
     def _drop(self, sid: str) -> dict[int, bytes] | None:
+        self.counts.pop(sid, None)
         parts = self.pending.pop(sid, None)
         if parts is not None:
             self.pending_bytes -= sum(len(p) for p in parts.values())
@@ -246,9 +254,8 @@ class Assembler:
             log.warning("ignoring manifest %s: %s", where, exc)
             return
         info = ManifestInfo(
-            model, m["id"], m["seq"], m["size"], m["chunks"], m["sha256"],
-            float(m.get("created_at", 0.0)), str(m.get("class", "?")),
-            record.partition, record.offset,
+            model, m["id"], m["seq"], m["size"], m["chunks"], m["sha256"], m["created_at"],
+            m["class"], record.partition, record.offset,
         )  # fmt: skip
         self.manifests.append(info)
         status, reason = self._accept(model, m, info)
