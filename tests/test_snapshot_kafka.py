@@ -443,3 +443,32 @@ def test_assembler_accepts_exactly_the_intact_snapshot(chunk_size, drop, corrupt
     assert ("m" in asm.best) == intact
     if intact:
         assert asm.best["m"].checksum == loads(data).checksum and asm.best["m"].seq == 9
+
+
+class _Follower:
+    """A stand-in for SnapshotReader.follow: delivers `snaps`, then fails or waits."""
+
+    def __init__(self, snaps, error=None):
+        self.snaps, self.error, self.delivered = snaps, error, threading.Event()
+
+    def follow(self, name, callback, stop_event, poll_timeout):
+        for snap in self.snaps:
+            callback(snap)
+        self.delivered.set()
+        if self.error is not None:
+            raise self.error
+        stop_event.wait(60)
+
+
+def test_hot_swap_never_goes_back_and_reports_a_dead_follower():
+    newer, older = loads(dumps(_perceptron(600), seq=2)), loads(dumps(_perceptron(300), seq=1))
+    follower = _Follower([newer, older])
+    with HotSwapModel(follower, "phish") as live:
+        assert follower.delivered.wait(30) and live.wait_for(2, timeout=30)
+        assert live.seq == 2 and live.snapshot is newer
+    dead = HotSwapModel(_Follower([], SnapshotError("broker gone")), "phish").start()
+    assert dead.wait_for(0, timeout=30) is False  # returns once the follower is gone
+    assert isinstance(dead.error, SnapshotError)
+    with pytest.raises(SnapshotError, match="no snapshot of 'phish'"):
+        dead.predict_one(TEST_X[0])
+    dead.stop()

@@ -42,11 +42,13 @@ class HotSwapModel:
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._following = False
         self.error: BaseException | None = None
 
     def start(self) -> HotSwapModel:
         """Start following in a daemon thread."""
         if self._thread is None:
+            self._following = True
             self._thread = threading.Thread(
                 target=self._run, name=f"hotswap-{self.name}", daemon=True
             )
@@ -59,6 +61,10 @@ class HotSwapModel:
         except BaseException as exc:  # keep serving the current model; report the failure
             self.error = exc
             log.error("following snapshots of %r stopped: %s", self.name, exc)
+        finally:
+            with self._cond:
+                self._following = False
+                self._cond.notify_all()  # waiters stop waiting for what will not come
 
     def _swap(self, snap: Snapshot) -> None:
         with self._cond:
@@ -74,23 +80,32 @@ class HotSwapModel:
             self._thread.join(timeout)
 
     def wait_for(self, seq: int, timeout: float) -> bool:
-        """Block until a snapshot with seq >= `seq` is current, at most `timeout` s."""
+        """Block until a snapshot with seq >= `seq` is current (True), at most `timeout` s.
+
+        Returns False at once if following has stopped (see ``error``) and it is not.
+        """
+
+        def reached() -> bool:
+            return self._snap is not None and self._snap.seq >= seq
+
         with self._cond:
-            return self._cond.wait_for(
-                lambda: self._snap is not None and self._snap.seq >= seq, timeout
-            )
+            self._cond.wait_for(lambda: reached() or not self._following, timeout)
+            return reached()
 
     @property
     def snapshot(self) -> Snapshot | None:
+        """The current snapshot (model, offsets, seq, metrics), or None before the first."""
         return self._snap
 
     @property
     def seq(self) -> int | None:
+        """The current snapshot's seq, or None before the first."""
         snap = self._snap
         return None if snap is None else snap.seq
 
     @property
     def model(self) -> Any:
+        """The current learner; raises ``SnapshotError`` before the first snapshot."""
         snap = self._snap
         if snap is None:
             raise SnapshotError(f"no snapshot of {self.name!r} has arrived yet")
