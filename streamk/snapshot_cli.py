@@ -355,8 +355,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="snapshot_command", metavar="{ls,show,verify}")
     sub.required = True
     helps = {
-        "ls": ("list snapshots in a store, a model directory or a file", "PATH"),
-        "show": ("describe one snapshot (a file, or a model directory's newest)", "PATH"),
+        "ls": ("list snapshots in a store, a model directory, a file or a Kafka topic", "PATH"),
+        "show": ("describe one snapshot (a file, a model directory's or topic's newest)", "PATH"),
         "verify": ("verify checksums and structure; exit 1 if any is corrupt", "PATH"),
     }
     funcs = {
