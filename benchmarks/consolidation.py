@@ -80,7 +80,7 @@ def holdout(events, budget: int, every: int, window: int, cuts: list[int], test_
     out = []
     for cut in cuts:
         learner = KernelPerceptron(budget=budget)
-        cons = Consolidator(every=10**9, window_size=window)
+        cons = Consolidator(every=10**9, window_size=window, when_full=False)
         for x, y in events[:cut]:
             learner.learn_one(x, y)
             cons.observe(learner, x, y)

@@ -49,7 +49,7 @@ def rows(data):
 
 def fed(learner, data, **kw):
     """A learner and a Consolidator that saw ``data`` without consolidating yet."""
-    cons = Consolidator(every=10**9, **kw)
+    cons = Consolidator(every=10**9, when_full=False, **kw)
     for x, y in data:
         learner.learn_one(x, y)
         cons.observe(learner, x, y)
@@ -247,7 +247,7 @@ def test_svr_adatron_and_ranker_consolidate_consistently():
     alpha = np.abs(ada.model.support_.coef)
     assert (alpha <= 1.0 + 1e-12).all()
 
-    ranker = Consolidated(OnlineRanker(ranks=(False, True), budget=60), every=300, C=1.0)
+    ranker = Consolidated(OnlineRanker(ranks=(False, True), budget=60), every=300, nu=0.3)
     run(ranker, BANANAS[:900])
     assert ranker.n_consolidations >= 3
     again = type(ranker.model).from_state(ranker.model.state())
@@ -291,8 +291,8 @@ def test_config_errors():
 
 
 def test_reservoir_window_is_seeded_and_bounded():
-    a, b = Consolidator(every=10**9, window="reservoir", window_size=50, seed=3), None
-    b = Consolidator(every=10**9, window="reservoir", window_size=50, seed=3)
+    opts = dict(every=10**9, when_full=False, window="reservoir", window_size=50, seed=3)
+    a, b = Consolidator(**opts), Consolidator(**opts)
     learner = KernelPerceptron(budget=20)
     for x, y in BANANAS[:500]:
         learner.learn_one(x, y)

@@ -47,10 +47,11 @@ class Consolidator:
         solution, which replaces the live model's state. The result equals ``"sync"`` on the same
         stream: a trigger that comes while a job runs waits for it (``when_full`` is the exception:
         it looks at the live model, which is not the one the replay produces).
-    C, solver, compress, tol, max_epochs, fill
+    C, solver, compress, tol, max_epochs, fill, nu
         Passed to :func:`~streamk.consolidation.solve.solve_learner` (box, ``"adatron"``
         (no bias, default) or ``"svc"``; budget compression ``"auto"``, ``"project"``,
-        ``"resolve"`` or ``"largest"``; the fraction ``fill`` of the budget the solution may use).
+        ``"resolve"`` or ``"largest"``; the fraction ``fill`` of the budget the solution may
+        use; ``nu`` for the ranker).
     when_full
         ... or when the learner's support set reaches its budget (deterministic): the on-line
         learner's next mistake would evict a support vector of the adopted solution. Needs
@@ -83,12 +84,13 @@ class Consolidator:
         drift_input: str = "x",
         fill: float = 0.5,
         when_full: bool = True,
+        nu: float = 0.3,
     ):
         if not 0.0 < fill <= 1.0:
             raise ConfigError(f"fill must be in (0, 1], got {fill!r}")
         if when_full and fill >= 1.0:
             raise ConfigError("when_full=True needs fill < 1 (else every event would trigger)")
-        self.fill, self.when_full = fill, when_full
+        self.fill, self.when_full, self.nu = fill, when_full, nu
         if every is None and seconds is None and on_drift is None and not when_full:
             raise ConfigError(
                 "give at least one trigger: every=N, seconds=T, on_drift=detector or when_full"
@@ -202,6 +204,7 @@ class Consolidator:
             max_epochs=self.max_epochs,
             kernel=kernel,
             fill=self.fill,
+            nu=self.nu,
         )
         new = None if outcome.state is None else build(learner, outcome.state)
         return new, outcome

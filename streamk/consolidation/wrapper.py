@@ -39,6 +39,7 @@ class _Consolidated(base.Wrapper):
         drift_input: str = "x",
         fill: float = 0.5,
         when_full: bool = True,
+        nu: float = 0.3,
     ):
         if not hasattr(model, "support_") or not hasattr(model, "state"):
             raise ConfigError(f"Consolidated wraps a streamk kernel learner, got {model!r}")
@@ -57,6 +58,7 @@ class _Consolidated(base.Wrapper):
         self.drift_input = drift_input
         self.fill = fill
         self.when_full = when_full
+        self.nu = nu
         self.consolidator_ = Consolidator(
             every=every,
             seconds=seconds,
@@ -72,6 +74,7 @@ class _Consolidated(base.Wrapper):
             drift_input=drift_input,
             fill=fill,
             when_full=when_full,
+            nu=nu,
         )
 
     @property
