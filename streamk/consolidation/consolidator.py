@@ -79,7 +79,7 @@ class Consolidator:
         solver: str = "adatron",
         compress: str = "auto",
         tol: float = 1e-3,
-        max_epochs: int = 200,
+        max_epochs: int = 1000,
         candidate_kernels: Sequence[Kernel] | None = None,
         drift_input: str = "x",
         fill: float = 0.5,

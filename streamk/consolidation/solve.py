@@ -115,7 +115,7 @@ def solve_learner(
     solver: str = "adatron",
     compress: str = "auto",
     tol: float = 1e-3,
-    max_epochs: int = 200,
+    max_epochs: int = 1000,
     kernel: Kernel | None = None,
     fill: float | None = 0.5,
     nu: float = 0.3,
