@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from river import datasets, linear_model, metrics, neighbors, preprocessing
+from river import datasets, linear_model, metrics, multiclass, neighbors, preprocessing
 from river.datasets import synth
 
 from streamk import KernelPerceptron
@@ -101,9 +101,14 @@ def streams(quick: bool) -> dict[str, Callable[[], Any]]:
     }
 
 
-def models(budget: int) -> dict[str, tuple[Callable[[], Any], int]]:
-    """name -> (factory, batch size)."""
-    return {
+def models(budget: int, multiclass_stream: bool) -> dict[str, tuple[Callable[[], Any], int]]:
+    """name -> (factory, batch size); river's binary-only linear models get one-vs-rest."""
+
+    def logreg() -> Any:
+        inner = linear_model.LogisticRegression()
+        return multiclass.OneVsRestClassifier(inner) if multiclass_stream else inner
+
+    out = {
         f"streamk KernelPerceptron learn_one (budget {budget})": (
             lambda: KernelPerceptron(budget=budget),
             1,
@@ -118,7 +123,7 @@ def models(budget: int) -> dict[str, tuple[Callable[[], Any], int]]:
         ),
         "river linear_model.Perceptron": (lambda: linear_model.Perceptron(), 1),
         "river LogisticRegression (scaled)": (
-            lambda: preprocessing.StandardScaler() | linear_model.LogisticRegression(),
+            lambda: preprocessing.StandardScaler() | logreg(),
             1,
         ),
         "river KNNClassifier (scaled)": (
@@ -126,6 +131,9 @@ def models(budget: int) -> dict[str, tuple[Callable[[], Any], int]]:
             1,
         ),
     }
+    if multiclass_stream:  # river's Perceptron is binary only
+        out.pop("river linear_model.Perceptron")
+    return out
 
 
 def run_one(factory, batch_size: int, stream) -> dict[str, Any]:
@@ -154,9 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     for sname, sfactory in streams(args.quick).items():
         is_multiclass = len({y for _, y in sfactory()}) > 2
         base_rates: dict[str, float] = {}
-        for mname, (mfactory, batch) in models(args.budget).items():
-            if is_multiclass and mname.startswith("river linear_model.Perceptron"):
-                continue  # binary-only model
+        for mname, (mfactory, batch) in models(args.budget, is_multiclass).items():
             runs = [run_one(mfactory, batch, sfactory()) for _ in range(repeats)]
             rates = [r["events"] / r["seconds"] for r in runs]
             row = {

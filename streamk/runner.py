@@ -93,6 +93,8 @@ def build_engine(
         from .snapshot.kafka import SnapshotPublisher
 
         publisher = SnapshotPublisher(bootstrap, config["snapshot_topic"], producer_config=security)
+        # This engine is the model's only writer: clean up chunks a predecessor left behind.
+        publisher.sweep(config["model_name"])
     if config["predictions_topic"] and config["predictions_file"]:
         raise ConfigError("give predictions_topic or predictions_file, not both")
     if config["predictions_topic"]:
