@@ -130,13 +130,9 @@ def select_kernel(X: Any, y: Any, candidates: Sequence[Kernel]) -> Kernel:
         raise ConfigError("select_kernel needs at least one candidate kernel")
     scale = ScaleEstimator()
     scale.update(X)
-    best, best_value = None, math.inf
-    for kernel in candidates:
-        k = kernel if kernel.is_resolved else kernel.resolve(scale)
-        value = _multi_fsm(k.gram(X, X), y)
-        if best is None or value < best_value:
-            best, best_value = k, value
-    return best
+    resolved = [k if k.is_resolved else k.resolve(scale) for k in candidates]
+    values = [_multi_fsm(k.gram(X, X), y) for k in resolved]
+    return resolved[int(np.argmin(values))]  # first of equals; FSM = inf loses to any finite
 
 
 class MMDDrift(base.DriftDetector):

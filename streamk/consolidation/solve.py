@@ -236,7 +236,7 @@ def solve_learner(
     nz = np.flatnonzero(np.any(coef != 0, axis=1))
     out.n_solution = int(nz.size)
     budget = None if fill is None else learner_budget(learner)
-    if budget is not None:
+    if budget is not None and fill is not None:
         budget = max(1, int(fill * budget))
     if budget is not None and nz.size > budget:
         score = np.linalg.norm(coef[nz], axis=1) * np.sqrt(np.abs(np.diag(K)[nz]))
