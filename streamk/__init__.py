@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"  # before the imports: submodules record it in snapshots
 
-from . import budget, errors, kernels, snapshot, solvers
+from . import budget, consolidation, errors, kernels, measures, snapshot, solvers
 from .budget import (
     BudgetPolicy,
     Forgetron,
@@ -20,6 +20,7 @@ from .budget import (
     RemoveSmallest,
     Unbounded,
 )
+from .consolidation import Consolidated, Consolidator
 from .features import FeatureIndex
 from .kernels import (
     RBF,
@@ -43,14 +44,23 @@ from .learners import (
     OnlineRanker,
     OnlineSVR,
 )
+from .measures import MMDDrift, alignment, fsm, select_kernel
 from .support import SupportSet
 
 __all__ = [
     "budget",
+    "consolidation",
     "errors",
+    "measures",
     "kernels",
     "snapshot",
     "solvers",
+    "Consolidated",
+    "Consolidator",
+    "MMDDrift",
+    "alignment",
+    "fsm",
+    "select_kernel",
     "FeatureIndex",
     "SupportSet",
     "KernelPerceptron",

@@ -47,6 +47,14 @@ DEFAULTS: dict[str, Option] = {
     "kernel": Option("rbf", str, "rbf[:gamma], laplacian[:gamma], linear, poly[:d], +bias"),
     "budget": Option(500, int, "maximum support vectors (0: unbounded)"),
     "policy": Option("RemoveOldest", str, "budget policy class name"),
+    "consolidate_every": Option(
+        0,
+        int,
+        "re-solve the model by batch SMO every N labelled events "
+        "and when the support set fills (0: off)",
+    ),
+    "consolidate_window": Option(1000, int, "recent labelled events the batch solver sees"),
+    "consolidate_mode": Option("sync", str, "sync (deterministic points) or background (thread)"),
     # snapshots
     "model_name": Option("model", str, "model name in snapshot stores and topics"),
     "snapshot_dir": Option("./snapshots", str, "directory of the file snapshot store"),
@@ -136,6 +144,10 @@ def _check(config: dict[str, Any]) -> None:
             raise ConfigError(f"{key} must be >= 0, got {config[key]}")
     if config["max_records"] < 1:
         raise ConfigError(f"max_records must be >= 1, got {config['max_records']}")
+    if config["consolidate_mode"] not in ("sync", "background"):
+        raise ConfigError(
+            f"consolidate_mode must be sync or background, got {config['consolidate_mode']!r}"
+        )
     if config["transport"] not in ("kafka-python", "confluent"):
         raise ConfigError(
             f"transport must be kafka-python or confluent, got {config['transport']!r}"

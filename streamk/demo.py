@@ -95,6 +95,7 @@ def run_demo(
                 "stop_when_idle": 3.0,
                 "predictions_topic": f"{TOPIC}-predictions",
                 "dead_letter_topic": f"{TOPIC}-dead-letters",
+                "snapshot_topic": f"{TOPIC}-snapshots",
                 "model_name": "demo",
                 "max_poll_interval_ms": QUICK_GROUP_CONFIG["max_poll_interval_ms"],
             }
@@ -116,5 +117,6 @@ def run_demo(
             "events_per_second": result.events_per_second,
             "predictions_topic": config["predictions_topic"],
             "dead_letter_topic": config["dead_letter_topic"],
+            "snapshot_topic": config["snapshot_topic"],
         }
     return summary

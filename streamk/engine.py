@@ -137,6 +137,7 @@ class Engine:
         config: EngineConfig | None = None,
         metrics_registry: Metrics | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
+        wrap_restored: Callable[[Any], Any] | None = None,
     ):
         self.source = source
         self.model_factory = model_factory
@@ -147,6 +148,7 @@ class Engine:
         self.config = config or EngineConfig()
         self.metrics = metrics_registry or Metrics()
         self.on_progress = on_progress
+        self.wrap_restored = wrap_restored
         self._stop = threading.Event()
         self.model: base.Estimator | None = None
         self.seq = 0
@@ -170,7 +172,9 @@ class Engine:
             self.positions = {}
             log.info("no snapshot for %r: starting a fresh model", self.config.model_name)
         else:
-            self.model = snap.model
+            self.model = (
+                snap.model if self.wrap_restored is None else self.wrap_restored(snap.model)
+            )
             self.seq = snap.seq
             self.positions = {
                 int(p): int(o) for p, o in snap.offsets.get(self.source.name, {}).items()
@@ -238,6 +242,7 @@ class Engine:
                     rate_mark = (now, records)
                     last_progress = now
                     self.metrics.set("events_per_second", rate)
+                    self._consolidation_figures()
                     self.metrics.set("lag", self.source.lag())
                     if self.on_progress is not None:
                         self.on_progress(self.progress())
@@ -260,6 +265,12 @@ class Engine:
             m,
             busy,
         )
+
+    def _consolidation_figures(self) -> None:
+        figures = getattr(self.model, "metrics", None)
+        if callable(figures):
+            values = figures()
+            self.metrics.set("consolidations", values.get("consolidations"))
 
     def progress(self) -> dict[str, Any]:
         """A status line's worth of figures."""
@@ -388,12 +399,14 @@ class Engine:
             if sink is not None and hasattr(sink, "flush"):
                 sink.flush()
         self.seq += 1
+        self._consolidation_figures()
         offsets = {self.source.name: dict(self.positions)}
         if self.store is not None or self.publisher is not None:
             from . import snapshot
 
+            learner = getattr(self.model, "_wrapped_model", self.model)  # e.g. Consolidated
             data = snapshot.dumps(
-                self.model,
+                learner,
                 offsets=offsets,
                 seq=self.seq,
                 metrics=_numbers(self.metrics.snapshot()),

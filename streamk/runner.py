@@ -32,10 +32,28 @@ def model_factory(config: dict[str, Any]) -> Callable[[], Any]:
         params["budget"] = policy_from_spec({"name": config["policy"], "budget": config["budget"]})
 
     def build() -> Any:
-        return cls(**params)
+        return consolidated(config)(cls(**params))
 
     build()  # fail at start-up, not at the first event
     return build
+
+
+def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
+    """Wraps a learner in periodic batch consolidation when the config asks for it.
+
+    Snapshots hold the inner learner; a restored one is wrapped again with this (its
+    consolidation window starts empty, see docs/operations.md).
+    """
+    if not config["consolidate_every"]:
+        return lambda model: model
+    from .consolidation import Consolidated
+
+    return lambda model: Consolidated(
+        model,
+        every=config["consolidate_every"],
+        window_size=config["consolidate_window"],
+        mode=config["consolidate_mode"],
+    )
 
 
 def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -137,6 +155,7 @@ def build_engine(
     return Engine(
         source,
         factory,
+        wrap_restored=consolidated(config),
         store=store,
         publisher=publisher,
         predictions=predictions,

@@ -93,3 +93,34 @@ def test_replay_command_learns_resumes_and_dead_letters(tmp_path, capsys, monkey
 def test_replay_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
     assert main(["replay", str(tmp_path / "nope.jsonl")]) == 2
     assert "no event log at" in capsys.readouterr().err
+
+
+def test_replay_with_consolidation_snapshots_the_inner_learner_and_resumes(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    write_log("bananas.msgpack", ({"x": x, "y": y} for x, y in datasets.Bananas().take(1500)))
+    args = [
+        "replay",
+        "bananas.msgpack",
+        "--budget",
+        "100",
+        "--consolidate-every",
+        "400",
+        "--consolidate-window",
+        "300",
+        "--snapshot-every",
+        "500",
+        "--json",
+        "--max-events",
+        "1000",
+    ]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["records"] == 1000
+    snap = SnapshotStore("snapshots").latest("model")
+    assert snap.class_name == "KernelPerceptron" and snap.model.n_support <= 100
+    assert snap.metrics["consolidations"] >= 2
+    assert main(args[:-2]) == 0  # resumes: the restored learner is wrapped again
+    second = json.loads(capsys.readouterr().out)
+    assert second["records"] == 500

@@ -76,6 +76,10 @@ def test_demo_accounts_for_every_event(tmp_path, capsys, monkeypatch):
         assert len(letters) == summary["dead_lettered"]
         letter = DeadLetter.from_dict(msgpack.unpackb(letters[0].value))
         assert letter.reason and letter.source == TOPIC and letter.offset is not None
+        from streamk.snapshot import SnapshotReader
+
+        on_topic = SnapshotReader(bootstrap, f"{TOPIC}-snapshots").latest("demo", timeout=30)
+        assert on_topic.seq == snap.seq and on_topic.checksum == snap.checksum
     finally:
         for b in stops:
             b.stop()
