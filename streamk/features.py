@@ -39,6 +39,7 @@ class FeatureIndex:
         self._col: dict[Hashable, int] = {}
         self._cached_keys: tuple | None = None
         self._cached_cols: np.ndarray | None = None
+        self._last: tuple[tuple, np.ndarray] | None = None  # (items, row) of the last event
         for name in names or []:
             self._add(name)
 
@@ -60,12 +61,18 @@ class FeatureIndex:
         no stored row has them, so they read as 0 there, but they still count in the
         event's own norm (which an RBF kernel needs).
         """
+        items = tuple(x.items())
+        last = self._last
+        if last is not None and last[0] == items and len(last[1]) == len(self.names):
+            return last[1]  # the same event again (test-then-train): same row, read-only
         keys = tuple(x)
         values = _values(x, len(keys))
         if keys == self._cached_keys:
             cols = self._cached_cols
             out = np.zeros(len(self.names))
             out[cols] = values
+            out.flags.writeable = False
+            self._last = (items, out)
             return out
         cols_list = []
         extra = 0
@@ -83,6 +90,8 @@ class FeatureIndex:
             self._cached_keys, self._cached_cols = keys, cols
         out = np.zeros(len(self.names) + extra)
         out[cols] = values
+        out.flags.writeable = False
+        self._last = (items, out) if extra == 0 else None
         return out
 
     # -- a block ------------------------------------------------------------------------------
@@ -153,7 +162,7 @@ def _values(x: Mapping[Hashable, Any], n: int) -> np.ndarray:
             f"every feature value must be a number, got {bad!r:.200}; encode categorical "
             "features first, e.g. with river.preprocessing.OneHotEncoder"
         ) from None
-    if not np.isfinite(values).all():
+    if not math.isfinite(values @ values):  # one dot: NaN/inf propagate (overflow re-checks)
         # None means "absent" (read as 0); NaN and infinities are errors.
         bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(float(v))}
         if bad:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import Kernel, kernel_from_spec
+from .kernels import RBF, Kernel, kernel_from_spec
 
 __all__ = ["SupportSet", "BlockTracker"]
 
@@ -114,6 +114,7 @@ class SupportSet:
         self.width = 0
         self.next_id = 0
         self.rows_version = 0  # changes whenever a stored row or the kernel changes
+        self._sq_max = 0.0  # largest squared norm ever stored (never lowered: a safe bound)
         self._X = np.zeros((capacity, 0))
         self._coef = np.zeros((capacity, n_outputs))
         self._kdiag = np.zeros(capacity)
@@ -184,6 +185,27 @@ class SupportSet:
         else:
             S = _pad_cols(self._X[: self.n], w)
         return self._kernel.gram(Q, S, a_sqnorm=q_sqnorm, b_sqnorm=self._sq[: self.n])
+
+    def kernel_row(self, row: np.ndarray) -> np.ndarray:
+        """``K(row, S)`` for one row: the per-event hot path.
+
+        For an RBF kernel it is one matrix-vector product over the cached squared norms
+        (no block allocation); other kernels, and rows too large for the expansion to be
+        exact to 1e-10 (see :class:`~streamk.kernels.RBF`), take :meth:`kernel_block`.
+        """
+        n = self.n
+        kernel = self._kernel
+        if n and type(kernel) is RBF and row.shape[0] <= self._X.shape[1]:
+            x_sq = float(row @ row)
+            if (x_sq + self._sq_max) * 1e-15 * kernel.gamma <= 1e-10:
+                d = self._X[:n, : row.shape[0]] @ row
+                d *= -2.0
+                d += self._sq[:n]
+                d += x_sq
+                np.maximum(d, 0.0, out=d)
+                d *= -kernel.gamma
+                return np.exp(d, out=d)
+        return self.kernel_block(row[None, :])[0]
 
     def decision(self, Q: np.ndarray) -> np.ndarray:
         """``K(Q, S) @ coef``, ``(len(Q), n_outputs)``."""
@@ -268,6 +290,7 @@ class SupportSet:
         self._X[slot, row.shape[0] :] = 0.0
         self._coef[slot] = coef
         self._sq[slot] = _row_sqnorm(row)
+        self._sq_max = max(self._sq_max, self._sq[slot])
         self._kdiag[slot] = self._kernel.diag_one(row)
         self._ids[slot] = self.next_id
         self.next_id += 1
@@ -317,6 +340,7 @@ class SupportSet:
         self._X[slot, row.shape[0] :] = 0.0
         self._coef[slot] = coef
         self._sq[slot] = _row_sqnorm(row)
+        self._sq_max = max(self._sq_max, self._sq[slot])
         self._kdiag[slot] = self._kernel.diag_one(row)
         self.rows_version += 1
         if self._G is not None:
@@ -406,6 +430,7 @@ class SupportSet:
         s._X[:n, : X.shape[1]] = X
         s._coef[:n] = coef
         s._sq[:n] = [_row_sqnorm(r) for r in s._X[:n]]
+        s._sq_max = float(s._sq[:n].max(initial=0.0))
         s._kdiag[:n] = s._kernel.diag(X) if n else 0.0
         s._ids[:n] = np.asarray(state["ids"], dtype=np.int64)
         s.n = n

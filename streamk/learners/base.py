@@ -65,7 +65,7 @@ class KernelLearner:
             keep_gram=keep_gram,
         )
         self._n_learned = 0
-        self._row_cache: tuple[int, np.ndarray, np.ndarray] | None = None
+        self._row_cache: tuple[int, bytes, np.ndarray] | None = None
 
     # -- public read-only views -----------------------------------------------------------------
     @property
@@ -112,15 +112,11 @@ class KernelLearner:
         """
         support = self._support
         cache = self._row_cache
-        if (
-            cache is not None
-            and cache[0] == support.rows_version
-            and cache[1].shape == row.shape
-            and np.array_equal(cache[1], row)
-        ):
+        key = row.tobytes()
+        if cache is not None and cache[0] == support.rows_version and cache[1] == key:
             return cache[2]
-        k_row = support.kernel_block(row[None, :])[0]
-        self._row_cache = (support.rows_version, row, k_row)
+        k_row = support.kernel_row(row)
+        self._row_cache = (support.rows_version, key, k_row)
         return k_row
 
     def _block(self, X: Any, grow: bool) -> np.ndarray:

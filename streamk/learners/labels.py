@@ -38,6 +38,7 @@ class LabelCoder:
     def __init__(self) -> None:
         self.classes: list[Hashable] = []
         self.signs: list[int] = []  # binary mode: the sign of each class
+        self._targets: dict[Hashable, np.ndarray] = {}  # label -> targets, until a class is added
 
     @property
     def multiclass(self) -> bool:
@@ -51,6 +52,7 @@ class LabelCoder:
         """Register ``label``; return the column remap matrix the model must apply, if any."""
         if label in self.classes:
             return None
+        self._targets = {}
         if len(self.classes) < 2:
             sign = _known_sign(label)
             other = self.signs[0] if self.signs else 0
@@ -74,7 +76,14 @@ class LabelCoder:
         return remap
 
     def targets(self, label: Hashable) -> np.ndarray:
-        """±1 target for each coefficient column."""
+        """±1 target for each coefficient column (a shared array: do not modify it)."""
+        cached = self._targets.get(label)
+        if cached is not None:
+            return cached
+        self._targets[label] = out = self._compute_targets(label)
+        return out
+
+    def _compute_targets(self, label: Hashable) -> np.ndarray:
         if self.multiclass:
             t = -np.ones(len(self.classes))
             t[self.classes.index(label)] = 1.0
@@ -101,7 +110,9 @@ class LabelCoder:
         if not self.multiclass:
             pos = self.classes[self.signs.index(1)]
             neg = self.classes[self.signs.index(-1)]
-            return [pos if f >= 0 else neg for f in F[:, 0]]
+            if m == 1:
+                return [pos if F[0, 0] >= 0 else neg]
+            return [pos if f >= 0 else neg for f in F[:, 0].tolist()]
         return [self.classes[j] for j in np.argmax(F, axis=1)]
 
     def probabilities(self, F: np.ndarray) -> np.ndarray:
@@ -133,4 +144,5 @@ class LabelCoder:
         coder = cls()
         coder.classes = list(state["classes"])
         coder.signs = [int(s) for s in state["signs"]]
+        coder._targets = {}
         return coder
