@@ -1,0 +1,31 @@
+"""The ```python examples of docs/user-guide.md run as written, in order, in one namespace."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def _blocks() -> list[str]:
+    return BLOCK.findall(GUIDE.read_text())
+
+
+def test_the_guide_has_examples() -> None:
+    assert len(_blocks()) >= 6
+
+
+def test_guide_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
+    namespace: dict = {"__name__": "user_guide"}
+    for i, code in enumerate(_blocks(), 1):
+        try:
+            exec(compile(code, f"{GUIDE.name}[block {i}]", "exec"), namespace)
+        except Exception as exc:  # noqa: BLE001 - name the block that failed
+            pytest.fail(f"example {i} of {GUIDE.name} failed: {exc!r}\n{code}")
+    out = capsys.readouterr().out
+    assert "Accuracy: 84.48%" in out  # the figure the guide prints
+    assert "non_finite" in out
