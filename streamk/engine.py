@@ -341,11 +341,18 @@ class Engine:
 
         X = run.frame()
         if run.labelled:
+            before = getattr(self.model, "n_learned", None)
             try:
-                predictions = self.model.predict_many(X).tolist()
-                self.model.learn_many(X, pd.Series(run.ys, dtype=object))
+                learn_predict = getattr(self.model, "learn_predict_many", None)
+                if learn_predict is not None:  # per-event test-then-train in one pass
+                    predictions = learn_predict(X, run.ys)
+                else:
+                    predictions = self.model.predict_many(X).tolist()
+                    self.model.learn_many(X, pd.Series(run.ys, dtype=object))
             except (StreamkError, ValueError, TypeError):
-                predictions = self._learn_one_by_one(run)
+                # Rows before the refused one may be learned already; never learn them twice.
+                done = 0 if before is None else self.model.n_learned - before
+                predictions = [None] * done + self._learn_one_by_one(run, start=done)
             learned = 0
             for y, p in zip(run.ys, predictions):
                 if p is _REJECTED:
@@ -372,11 +379,12 @@ class Engine:
             self._advance(record)
         self.metrics.set("support_size", getattr(self.model, "n_support", 0))
 
-    def _learn_one_by_one(self, run: Run) -> list[Any]:
-        """A run the model refused as a block: event by event, dead-lettering the bad ones."""
+    def _learn_one_by_one(self, run: Run, start: int = 0) -> list[Any]:
+        """A run the model refused as a block: event by event from ``start``, dead-lettering
+        the bad ones."""
         out = []
-        for i, (record, y) in enumerate(zip(run.records, run.ys)):
-            x = run.row(i)
+        for i in range(start, len(run)):
+            record, y, x = run.records[i], run.ys[i], run.row(i)
             try:
                 p = self.model.predict_one(x)
                 self.model.learn_one(x, y)

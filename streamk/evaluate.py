@@ -2,10 +2,10 @@
 
 Each event is first predicted, the prediction is scored, then the model learns the
 event, as ``river.evaluate.progressive_val_score`` does (a ``None`` prediction, made
-before any label was seen, is not scored). With ``batch_size > 1`` a block
-is predicted with ``predict_many`` before ``learn_many`` learns it: faster, and each
-prediction still comes before its own label is learned, but it does not see the
-block's earlier events.
+before any label was seen, is not scored). With ``batch_size > 1`` a model with
+``learn_predict_many`` learns each block in one pass and returns exactly the per-event
+predictions; other models have the block scored with ``predict_many`` before
+``learn_many`` learns it (each prediction then misses the block's earlier events).
 """
 
 from __future__ import annotations
@@ -105,13 +105,20 @@ def prequential(
                 last = now
                 report(now)
     else:
+        from .runs import _frame
+
+        learn_predict = getattr(model, "learn_predict_many", None)
         while chunk := list(itertools.islice(stream, batch_size)):
-            X = pd.DataFrame([x for x, _ in chunk])
+            X = _frame([x for x, _ in chunk])
             ys = [y for _, y in chunk]
-            for y, p in zip(ys, model.predict_many(X).tolist()):
+            if learn_predict is not None:  # exact per-event test-then-train, one block pass
+                predictions = learn_predict(X, ys)
+            else:  # block-level: the block is scored before any of it is learned
+                predictions = model.predict_many(X).tolist()
+                model.learn_many(X, pd.Series(ys, dtype=object))
+            for y, p in zip(ys, predictions):
                 if p is not None:
                     metric.update(y, p)
-            model.learn_many(X, pd.Series(ys, dtype=object))
             n += len(chunk)
             if (now := time.perf_counter()) - last >= every:
                 last = now

@@ -209,3 +209,34 @@ def test_runs_keep_stream_order_and_blocks_stay_arrays():
     assert isinstance(runs[2].frame(), np.ndarray) and runs[2].frame().shape == (2, 3)
     np.testing.assert_array_equal(runs[3].frame(), X[3:])
     assert runs[4].ids == ["q"]
+
+
+def test_a_label_the_model_refuses_mid_block_is_dead_lettered_and_nothing_is_learned_twice(
+    tmp_path,
+):
+    from streamk import OnlineRanker
+
+    rng = np.random.default_rng(2)
+    events = [{"x": rng.normal(size=2).tolist(), "y": int(rng.integers(1, 4))} for _ in range(90)]
+    events[40]["y"] = 9  # not one of the ranks
+    log = tmp_path / "ranks.msgpack"
+    write_log(log, events)
+    dead = tmp_path / "dead.jsonl"
+    with DeadLetterFile(dead) as sink:
+        engine = Engine(
+            ReplaySource(log),
+            lambda: OnlineRanker(ranks=(1, 2, 3)),
+            dead_letters=sink,
+            config=EngineConfig(max_records=64),
+        )
+        result = engine.run()
+    assert result.learned == 89 and result.dead_lettered == 1
+    assert engine.model.n_learned == 89
+    assert [letter.offset for letter in read_dead_letters(dead)] == [40]
+    ref = OnlineRanker(ranks=(1, 2, 3))
+    for i, e in enumerate(events):
+        if i != 40:
+            ref.learn_one(dict(enumerate(e["x"])), e["y"])
+    for e in events[:20]:
+        x = dict(enumerate(e["x"]))
+        assert engine.model.score_one(x) == pytest.approx(ref.score_one(x))

@@ -330,3 +330,43 @@ def test_river_check_estimator(params):
         check(model.clone())
         ran += 1
     assert ran > 20
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    block=st.integers(1, 80),
+    budget=st.sampled_from([None, 7]),
+    n_classes=st.sampled_from([2, 4]),
+    auto=st.booleans(),
+)
+def test_learn_predict_many_gives_the_prequential_predictions_of_learn_one(
+    seed, block, budget, n_classes, auto
+):
+    labels = ("no", "yes") if n_classes == 2 else tuple("abcd")
+    stream = random_stream(AUTO_WINDOW + 100 if auto else 150, 3, seed=seed, labels=labels)
+    params = {"budget": budget} if auto else {"kernel": RBF(0.8), "budget": budget}
+    one, many = KernelPerceptron(**params), KernelPerceptron(**params)
+    expected = []
+    for x, y in stream:
+        expected.append(one.predict_one(x))
+        one.learn_one(x, y)
+    got = []
+    for i in range(0, len(stream), block):
+        chunk = stream[i : i + block]
+        got += many.learn_predict_many(pd.DataFrame([x for x, _ in chunk]), [y for _, y in chunk])
+    assert got == expected
+    assert_same_model(one, many, [x for x, _ in stream[:10]])
+
+
+def test_margin_perceptron_learn_predict_many_matches_learn_one():
+    from streamk import MarginPerceptron
+
+    stream = random_stream(120, 2, seed=3)
+    one, many = MarginPerceptron(kernel=RBF(1.0)), MarginPerceptron(kernel=RBF(1.0))
+    expected = []
+    for x, y in stream:
+        expected.append(one.predict_one(x))
+        one.learn_one(x, y)
+    got = many.learn_predict_many(pd.DataFrame([x for x, _ in stream]), [y for _, y in stream])
+    assert got == expected and one.n_support == many.n_support

@@ -10,6 +10,7 @@ import numpy as np
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
+from .classifier import KernelClassifier
 from .perceptron import KernelPerceptron
 
 __all__ = ["MarginPerceptron"]
@@ -69,6 +70,10 @@ class MarginPerceptron(KernelPerceptron):
     @classmethod
     def _unit_test_params(cls):
         yield {"budget": 100, "margin": 1.0}
+
+    # The perceptron's fast version skips rows it classifies right; margin errors are
+    # among them, so this learner takes the generic row-by-row one.
+    learn_predict_many = KernelClassifier.learn_predict_many
 
     def learn_many(self, X: Any, y: Any) -> None:
         """Rows in order on one tracked kernel block: the same model as ``learn_one``.

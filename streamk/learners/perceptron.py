@@ -16,6 +16,24 @@ from .labels import LabelCoder
 __all__ = ["KernelPerceptron"]
 
 
+_UNSET = object()  # a prediction not made yet (None is a real one: before any label)
+
+
+class _Offset:
+    """A write view of a list shifted by ``start`` (block rows after the warm-up)."""
+
+    __slots__ = ("items", "start")
+
+    def __init__(self, items: list[Any], start: int):
+        self.items, self.start = items, start
+
+    def __getitem__(self, j: int) -> Any:
+        return self.items[self.start + j]
+
+    def __setitem__(self, j: int, value: Any) -> None:
+        self.items[self.start + j] = value
+
+
 class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     """Kernel perceptron on a (optionally budgeted) support set.
 
@@ -94,23 +112,41 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self._update(row, f, k_row, y)
 
     def learn_many(self, X: Any, y: Any) -> None:
+        self._learn_block(X, y, None)
+
+    def learn_predict_many(self, X: Any, y: Any) -> list[Any]:
+        """Test-then-train on a block: learn it, return what ``predict_one`` said before each row.
+
+        The predictions are exactly those of ``predict_one(x); learn_one(x, y)`` row by
+        row (prequential evaluation), at ``learn_many`` speed: no second kernel block.
+        """
+        preds: list[Any] = [_UNSET] * len(y)
+        self._learn_block(X, y, preds)
+        return preds
+
+    def _learn_block(self, X: Any, y: Any, preds: list[Any] | None) -> None:
         rows = self._block(X, grow=True)
         labels = list(y)
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         i = 0
         while i < len(labels) and self._warming_up:  # gamma="auto" still moving: one by one
+            if preds is not None:  # scored before this row moves gamma or adds a class
+                preds[i] = self._labels.decide(self._support.decision(rows[i]))[0]
             self._add_label(labels[i])
             self._learn_dense(rows[i], labels[i])
             i += 1
         if i == len(labels):
             return
         rows, labels = rows[i:], labels[i:]
+        out = None if preds is None else _Offset(preds, i)
         seen = set(self._labels.classes)
         with self._support.track(rows) as block:
             j = 0
             while j < len(labels):
                 if labels[j] not in seen:  # a new class changes the columns: its row alone
+                    if out is not None:
+                        out[j] = self._labels.decide(block.exact(j, self._support.coef)[None])[0]
                     seen.add(labels[j])
                     self._add_label(labels[j])
                     self._learn_tracked(block, j, rows[j], labels[j])
@@ -119,10 +155,10 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 end = j
                 while end < len(labels) and labels[end] in seen:
                     end += 1
-                self._learn_segment(block, rows, labels, j, end)
+                self._learn_segment(block, rows, labels, j, end, out)
                 j = end
 
-    def _learn_segment(self, block, rows, labels, start: int, end: int) -> None:
+    def _learn_segment(self, block, rows, labels, start: int, end: int, out=None) -> None:
         """Rows ``start:end`` (labels all known): jump from mistake to mistake.
 
         ``block.F`` says which rows the current model gets right; those need no work. A row
@@ -140,17 +176,26 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             rows_flagged = flagged.any(axis=1)
             r = int(np.argmax(rows_flagged))
             if not rows_flagged[r]:
-                self._n_learned += end - pos
-                return
+                r = end - pos
+            if out is not None:  # every column had the right sign: predicted = the label
+                for q in range(pos, pos + r):
+                    out[q] = labels[q]
             self._n_learned += r  # rows pos .. pos+r-1 were right: nothing to update
             pos += r
-            self._learn_tracked(block, pos, rows[pos], labels[pos], T[pos - start])
+            if pos == end:
+                return
+            self._learn_tracked(block, pos, rows[pos], labels[pos], T[pos - start], out)
             pos += 1
 
-    def _learn_tracked(self, block, j: int, row: np.ndarray, label: Any, targets=None) -> None:
+    def _learn_tracked(
+        self, block, j: int, row: np.ndarray, label: Any, targets=None, out=None
+    ) -> None:
         k_row = block.K[j, : self._support.n].copy()
         block.start = j + 1
-        self._update(row, k_row @ self._support.coef, k_row, label, targets)
+        f = k_row @ self._support.coef
+        if out is not None and out[j] is _UNSET:
+            out[j] = self._labels.decide(f[None])[0]
+        self._update(row, f, k_row, label, targets)
 
     def _learn_dense(self, row: np.ndarray, y: Any) -> None:
         if self._warming_up:
