@@ -65,6 +65,7 @@ def _markdown(rep: dict[str, Any]) -> str:
         f"(sha256 `{rep['log']['sha256'][:16]}…`)",
         f"- engine: learner `{rep['engine']['learner']}`, kernel `{rep['engine']['kernel']}`, "
         f"budget {rep['engine']['budget']} ({rep['engine']['policy']}), "
+        f"consolidation every {rep['engine'].get('consolidate_every') or '–'} labelled events, "
         f"snapshot every {rep['engine']['snapshot_every']} records",
         f"- learned {rep['result']['learned']:,}, scored {rep['result']['scored']:,}, "
         f"dead-lettered {rep['result']['dead_lettered']:,}; final support size "

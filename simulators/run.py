@@ -35,6 +35,16 @@ from .scenario import Scenario, ScenarioError, load_scenario
 __all__ = ["run_scenario", "main", "ObservedReplay"]
 
 SCHEMA_VERSION = 1
+_REPORTED = (
+    "learner",
+    "kernel",
+    "budget",
+    "policy",
+    "consolidate_every",
+    "consolidate_mode",
+    "snapshot_every",
+    "max_records",
+)
 
 
 class ObservedReplay(ReplaySource):
@@ -112,7 +122,7 @@ def run_scenario(
 
     def observe(records: int) -> None:
         if records >= next_mark[0]:
-            timeline.append(_point(engine.progress(), records))
+            timeline.append(_point(engine, records))
             while next_mark[0] <= records:
                 next_mark[0] += sc.report_every
 
@@ -120,7 +130,7 @@ def run_scenario(
     engine = build_engine(config, source=source)
     result = engine.run()
     source.close()
-    final = _point(engine.progress(), result.records)
+    final = _point(engine, result.records)
     if not timeline or timeline[-1]["records"] != final["records"]:
         timeline.append(final)
     letters = [
@@ -139,8 +149,7 @@ def run_scenario(
             "reused": reused,
             "counts": gen.truth["counts"],
         },
-        "engine": {k: config[k] for k in ("learner", "kernel", "budget", "policy")}
-        | {"snapshot_every": config["snapshot_every"], "max_records": config["max_records"]},
+        "engine": {k: config[k] for k in _REPORTED if k in config},
         "metric": "MAE" if config["learner"] == "svr" else "accuracy",
         "rolling_window": engine.config.rolling_window,
         "every": sc.report_every,
@@ -168,11 +177,22 @@ def run_scenario(
     return report
 
 
-def _point(progress: dict[str, Any], records: int) -> dict[str, Any]:
+def _support(model: Any) -> int:
+    """Support vectors of the learner, also inside a ``Consolidated`` wrapper.
+
+    (``Engine.progress()["support"]`` reads ``model.n_support``, which the wrapper does
+    not forward in streamk 0.1, so it reports 0 with consolidation on.)
+    """
+    inner = getattr(model, "model", model)
+    return int(getattr(inner, "n_support", 0))
+
+
+def _point(engine: Any, records: int) -> dict[str, Any]:
+    progress = engine.progress()
     return {
         "records": records,
         "rolling_metric": progress["rolling_metric"],
-        "support": progress["support"],
+        "support": _support(engine.model),
         "learned": progress["learned"],
         "scored": progress["scored"],
         "dead_lettered": progress["dead_lettered"],

@@ -49,6 +49,7 @@ def test_shipped_scenario_runs_at_reduced_length(path: Path, tmp_path: Path) -> 
     assert rep["result"]["snapshots"] >= 1
     assert rep["timeline"] and rep["timeline"][-1]["records"] == rep["result"]["records"]
     assert rep["timeline"][-1]["rolling_metric"] is not None
+    assert 0 < rep["result"]["support"] <= sc.engine_config().get("budget", 500)
     assert (tmp_path / "report.md").read_text().startswith(f"# Simulation report: {sc.name}")
     assert json.loads((tmp_path / "report.json").read_text())["schema_version"] == 1
 
