@@ -279,6 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"streamk {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
+    demo = sub.add_parser(
+        "demo",
+        help="the whole pipeline locally: broker, events, engine, snapshots",
+        description=cmd_demo.__doc__,
+    )
+    demo.add_argument("--dir", default=".", help="where ./snapshots goes (default: .)")
+    demo.add_argument("--n", type=int, default=20_000, help="events of the drifting stream")
+    demo.add_argument("--json", action="store_true", help="print the summary as JSON")
+    demo.add_argument("--quiet", action="store_true", help="no progress display")
+    demo.set_defaults(func=cmd_demo)
+
     learn = sub.add_parser(
         "learn",
         help="prequential evaluation of a learner on a data set or CSV file",
@@ -338,17 +349,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_options(run, kafka=True)
     run.set_defaults(func=cmd_run)
 
-    demo = sub.add_parser(
-        "demo",
-        help="the whole pipeline locally: broker, events, engine, snapshots",
-        description=cmd_demo.__doc__,
-    )
-    demo.add_argument("--dir", default=".", help="where ./snapshots goes (default: .)")
-    demo.add_argument("--n", type=int, default=20_000, help="events of the drifting stream")
-    demo.add_argument("--json", action="store_true", help="print the summary as JSON")
-    demo.add_argument("--quiet", action="store_true", help="no progress display")
-    demo.set_defaults(func=cmd_demo)
-
     broker = sub.add_parser(
         "broker",
         help="start the local Kafka-compatible broker (for trying streamk out)",
@@ -363,11 +363,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_optional_commands(sub: Any) -> None:
     """Commands whose modules register their own arguments."""
-    try:
-        from . import snapshot_cli
-    except ImportError:  # pragma: no cover - module absent in a partial build
-        return
+    from . import produce, snapshot_cli
+
     snapshot_cli.add_arguments(sub)
+    produce.add_arguments(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
