@@ -1,0 +1,109 @@
+"""A fuzzed mix of valid and malformed messages on a real topic: nothing crashes, nothing is lost."""
+
+from __future__ import annotations
+
+import random
+
+import msgpack
+import pytest
+from kafka import KafkaProducer
+
+from streamk import RBF, KernelPerceptron
+from streamk.broker import create_topic
+from streamk.deadletter import DeadLetterFile, read_dead_letters
+from streamk.engine import Engine, EngineConfig
+from streamk.events import encode_event
+from streamk.sources.kafka import KafkaSource
+
+pytestmark = [pytest.mark.kafka]
+
+
+def malformed(rng: random.Random) -> bytes:
+    """One message that must be rejected, of a randomly chosen kind."""
+    kind = rng.choice(
+        [
+            "random",
+            "truncated",
+            "nan",
+            "inf",
+            "wrong_x",
+            "wrong_y",
+            "huge_map",
+            "unknown_key",
+            "nested",
+            "empty",
+            "not_a_map",
+            "string_value",
+        ]
+    )
+    good = encode_event([rng.random(), rng.random()], y=True)
+    if kind == "random":
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 64))) + b"\xc1"
+    if kind == "truncated":
+        return good[: rng.randint(1, len(good) - 1)]
+    if kind == "nan":
+        return msgpack.packb({"x": [1.0, float("nan")], "y": True})
+    if kind == "inf":
+        return msgpack.packb({"x": {"a": float("-inf")}, "y": False})
+    if kind == "wrong_x":
+        return msgpack.packb({"x": 42, "y": True})
+    if kind == "wrong_y":
+        return msgpack.packb({"x": [1.0, 2.0], "y": {"label": 1}})
+    if kind == "huge_map":
+        return msgpack.packb({"x": {f"f{i}": 1.0 for i in range(20_000)}, "y": True})
+    if kind == "unknown_key":
+        return msgpack.packb({"x": [1.0, 2.0], "label": True})
+    if kind == "nested":
+        inner: object = 1.0
+        for _ in range(200):
+            inner = [inner]
+        return msgpack.packb({"x": inner, "y": True})
+    if kind == "empty":
+        return b""
+    if kind == "not_a_map":
+        return msgpack.packb([1.0, 2.0, 3.0])
+    return msgpack.packb({"x": {"a": "seven"}, "y": True})
+
+
+def test_fuzzed_mix_every_malformed_message_is_dead_lettered_every_valid_one_used(
+    kafka_broker, topic_name, tmp_path
+):
+    rng = random.Random(2026)
+    payloads, bad, n_valid = [], set(), 0
+    for i in range(1500):
+        if rng.random() < 0.15:
+            payloads.append(malformed(rng))
+            bad.add(i)
+        else:
+            x = [rng.gauss(0, 1), rng.gauss(0, 1)]
+            labelled = rng.random() < 0.9
+            payloads.append(encode_event(x, y=(x[0] * x[1] > 0) if labelled else None, id=i))
+            n_valid += 1
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=8 << 20)
+    for p in payloads:
+        producer.send(topic_name, p)
+    producer.flush()
+    producer.close()
+
+    source = KafkaSource(bootstrap, topic_name, group_id=f"{topic_name}-g", partitions=[0])
+    dead = tmp_path / "dead.jsonl"
+    with DeadLetterFile(dead) as sink:
+        engine = Engine(
+            source,
+            lambda: KernelPerceptron(kernel=RBF(1.0), budget=100),
+            dead_letters=sink,
+            config=EngineConfig(
+                max_records=128, stop_when_idle=3.0, snapshot_every=None, snapshot_seconds=None
+            ),
+        )
+        result = engine.run()
+    source.close()
+    letters = list(read_dead_letters(dead))
+    assert result.records == len(payloads)
+    assert {letter.offset for letter in letters} == bad
+    assert all(letter.reason and letter.code for letter in letters)
+    assert sorted(letter.payload for letter in letters) == sorted(payloads[i] for i in bad)
+    assert result.learned + result.scored == n_valid
+    assert engine.positions == {0: len(payloads)}
