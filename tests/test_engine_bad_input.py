@@ -1,4 +1,4 @@
-"""A fuzzed mix of valid and malformed messages on a real topic: nothing crashes, nothing is lost."""
+"""A fuzzed mix of valid and malformed messages on a real topic: no crash, nothing lost."""
 
 from __future__ import annotations
 
