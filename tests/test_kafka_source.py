@@ -25,6 +25,17 @@ pytestmark = pytest.mark.kafka
 DEADLINE_S = 60.0
 
 
+@pytest.fixture(params=["kafka-python", "confluent"])
+def make_source(request: pytest.FixtureRequest) -> type[KafkaSource]:
+    """Each transport behind the same Source interface (confluent-kafka is optional)."""
+    if request.param == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+        from streamk.sources.kafka_confluent import ConfluentKafkaSource
+
+        return ConfluentKafkaSource  # type: ignore[return-value]
+    return KafkaSource
+
+
 def _produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
     """Send events ``id = 0..n-1`` round-robin over the partitions, and wait for acks."""
     producer = KafkaProducer(bootstrap_servers=bootstrap)
@@ -62,11 +73,11 @@ def _check_exactly_once(records: list[Record], n: int) -> None:
         assert offsets == sorted(offsets) == list(range(len(offsets)))
 
 
-def test_manual_assignment_reads_every_event_once(kafka_broker, topic_name):
+def test_manual_assignment_reads_every_event_once(kafka_broker, topic_name, make_source):
     bootstrap = kafka_broker.bootstrap_servers
     create_topic(bootstrap, topic_name, partitions=3)
     _produce(bootstrap, topic_name, 300, 3)
-    source = KafkaSource(bootstrap, topic_name, partitions=[0, 1, 2])
+    source = make_source(bootstrap, topic_name, partitions=[0, 1, 2])
     seen: list[list[int]] = []
     source.on_rebalance(seen.append, lambda parts: None)
     try:
@@ -81,11 +92,11 @@ def test_manual_assignment_reads_every_event_once(kafka_broker, topic_name):
     _check_exactly_once(records, 300)
 
 
-def test_group_mode_reads_every_event_once(kafka_broker, topic_name):
+def test_group_mode_reads_every_event_once(kafka_broker, topic_name, make_source):
     bootstrap = kafka_broker.bootstrap_servers
     create_topic(bootstrap, topic_name, partitions=2)
     _produce(bootstrap, topic_name, 200, 2)
-    source = KafkaSource(
+    source = make_source(
         bootstrap, topic_name, f"g-{topic_name}", consumer_config=dict(QUICK_GROUP_CONFIG)
     )
     assigned: list[list[int]] = []
@@ -101,11 +112,11 @@ def test_group_mode_reads_every_event_once(kafka_broker, topic_name):
     _check_exactly_once(records, 200)
 
 
-def test_seek_then_poll_returns_records_from_that_offset(kafka_broker, topic_name):
+def test_seek_then_poll_returns_records_from_that_offset(kafka_broker, topic_name, make_source):
     bootstrap = kafka_broker.bootstrap_servers
     create_topic(bootstrap, topic_name, partitions=1)
     _produce(bootstrap, topic_name, 50, 1)
-    source = KafkaSource(bootstrap, topic_name, partitions=[0])
+    source = make_source(bootstrap, topic_name, partitions=[0])
     try:
         assert len(_drain(source, 50)) == 50
         source.seek(0, 20)
@@ -118,12 +129,12 @@ def test_seek_then_poll_returns_records_from_that_offset(kafka_broker, topic_nam
         source.close()
 
 
-def test_commit_is_seen_by_a_new_consumer_in_the_group(kafka_broker, topic_name):
+def test_commit_is_seen_by_a_new_consumer_in_the_group(kafka_broker, topic_name, make_source):
     bootstrap = kafka_broker.bootstrap_servers
     create_topic(bootstrap, topic_name, partitions=2)
     _produce(bootstrap, topic_name, 40, 2)
     group = f"g-{topic_name}"
-    first = KafkaSource(bootstrap, topic_name, group, partitions=[0, 1])
+    first = make_source(bootstrap, topic_name, group, partitions=[0, 1])
     try:
         assert first.committed([0, 1]) == {}
         _drain(first, 40)
@@ -131,7 +142,7 @@ def test_commit_is_seen_by_a_new_consumer_in_the_group(kafka_broker, topic_name)
         assert first.committed([0, 1]) == {0: 20, 1: 7}
     finally:
         first.close()
-    second = KafkaSource(bootstrap, topic_name, group, partitions=[0, 1])
+    second = make_source(bootstrap, topic_name, group, partitions=[0, 1])
     try:
         assert second.committed([0, 1]) == {0: 20, 1: 7}
         # with no seek, a group member resumes at the committed offsets
@@ -160,19 +171,31 @@ def test_config_errors_are_clear(kafka_broker, topic_name):
 class _Member(threading.Thread):
     """One group member polling on its own thread, as one engine process would."""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, commit_on_revoke: bool):
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        commit_on_revoke: bool,
+        factory: type[KafkaSource] = KafkaSource,
+    ):
         super().__init__(daemon=True)
-        self.source = KafkaSource(bootstrap, topic, group, consumer_config=dict(QUICK_GROUP_CONFIG))
+        config = dict(QUICK_GROUP_CONFIG)
+        self.source = factory(bootstrap, topic, group, consumer_config=config)
         self.events: list[tuple[str, list[int]]] = []
         self.records: list[Record] = []
         self.read: dict[int, int] = {}
         self.error: BaseException | None = None
+        self.committed_at_assign: list[dict[int, int]] = []
         self.stop = threading.Event()
         self.commit_on_revoke = commit_on_revoke
         self.source.on_rebalance(self._assigned, self._revoked)
 
     def _assigned(self, parts: list[int]) -> None:
         self.events.append(("assigned", parts))
+        # the engine's fallback when no snapshot covers a partition; called from the
+        # handler, on the polling thread (clients are not safe across threads)
+        self.committed_at_assign.append(self.source.committed(parts))
 
     def _revoked(self, parts: list[int]) -> None:
         self.events.append(("revoked", parts))
@@ -200,7 +223,9 @@ def _wait(condition: Callable[[], bool], members: list[_Member]) -> None:
         time.sleep(0.05)  # bounded readiness check: the condition is polled to a deadline
 
 
-def test_rebalance_revokes_before_assigning_and_commits_on_revoke(kafka_broker, topic_name):
+def test_rebalance_revokes_before_assigning_and_commits_on_revoke(
+    kafka_broker, topic_name, make_source
+):
     """Two members of one group on a 4-partition topic: the first gives up half.
 
     The first member's revoked handler commits its read positions (the engine's
@@ -211,7 +236,7 @@ def test_rebalance_revokes_before_assigning_and_commits_on_revoke(kafka_broker, 
     create_topic(bootstrap, topic_name, partitions=4)
     _produce(bootstrap, topic_name, 80, 4)
     group = f"g-{topic_name}"
-    a = _Member(bootstrap, topic_name, group, commit_on_revoke=True)
+    a = _Member(bootstrap, topic_name, group, commit_on_revoke=True, factory=make_source)
     members = [a]
     a.start()
     try:
@@ -219,7 +244,7 @@ def test_rebalance_revokes_before_assigning_and_commits_on_revoke(kafka_broker, 
         assert a.events == [("assigned", [0, 1, 2, 3])]
         assert a.read == {0: 20, 1: 20, 2: 20, 3: 20}
 
-        b = _Member(bootstrap, topic_name, group, commit_on_revoke=False)
+        b = _Member(bootstrap, topic_name, group, commit_on_revoke=False, factory=make_source)
         members.append(b)
         b.start()
         _wait(lambda: len(a.events) >= 3 and len(b.events) >= 1, members)
@@ -229,7 +254,8 @@ def test_rebalance_revokes_before_assigning_and_commits_on_revoke(kafka_broker, 
         assert b.events[0][0] == "assigned"
         theirs = b.events[0][1]
         assert sorted(mine + theirs) == [0, 1, 2, 3]
-        assert b.source.committed(theirs) == {p: 20 for p in theirs}
+        assert b.committed_at_assign[0] == {p: 20 for p in theirs}
+        assert a.committed_at_assign == [{}, {p: 20 for p in mine}]
         assert a.source.rebalances == a.events
         assert len(a.records) == 80 and b.records == []  # b resumed at a's commits
         _check_exactly_once(a.records, 80)
