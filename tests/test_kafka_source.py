@@ -129,6 +129,30 @@ def test_seek_then_poll_returns_records_from_that_offset(kafka_broker, topic_nam
         source.close()
 
 
+def test_seek_in_the_assigned_handler_sets_the_start(kafka_broker, topic_name, make_source):
+    """What the engine does on assignment: seek each partition to its snapshot's offset."""
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=2)
+    _produce(bootstrap, topic_name, 40, 2)
+    source = make_source(
+        bootstrap, topic_name, f"g-{topic_name}", consumer_config=dict(QUICK_GROUP_CONFIG)
+    )
+    starts = {0: 5, 1: 17}
+
+    def assigned(parts: list[int]) -> None:
+        for p in parts:
+            source.seek(p, starts[p])
+
+    source.on_rebalance(assigned, lambda parts: None)
+    try:
+        records = _drain(source, (20 - 5) + (20 - 17))
+        assert source.poll(100, 0.3) == []
+    finally:
+        source.close()
+    for p, start in starts.items():
+        assert [r.offset for r in records if r.partition == p] == list(range(start, 20))
+
+
 def test_commit_is_seen_by_a_new_consumer_in_the_group(kafka_broker, topic_name, make_source):
     bootstrap = kafka_broker.bootstrap_servers
     create_topic(bootstrap, topic_name, partitions=2)
