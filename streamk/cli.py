@@ -177,7 +177,7 @@ def _run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) -
         "seconds": result.seconds,
         "events_per_second": result.events_per_second,
         "positions": result.positions,
-        "support": int(getattr(engine.model, "n_support", 0)),
+        "support": engine.progress()["support"],
         "rolling_metric": engine.progress()["rolling_metric"],
         "snapshot_dir": config["snapshot_dir"],
         "machine": _machine(),

@@ -72,7 +72,10 @@ DEFAULTS: dict[str, Option] = {
     "poll_timeout": Option(0.5, float, "seconds a poll waits for a record"),
     "max_events": Option(0, int, "stop after this many records (0: no limit)"),
     "stop_when_idle": Option(0.0, float, "stop after this many idle seconds (0: never)"),
-    "metrics_port": Option(0, int, "serve Prometheus metrics on 127.0.0.1:PORT (0: off)"),
+    "metrics_port": Option(0, int, "serve Prometheus metrics on METRICS_HOST:PORT (0: off)"),
+    "metrics_host": Option(
+        "127.0.0.1", str, "address the metrics endpoint binds (0.0.0.0 in a container)"
+    ),
 }
 
 

@@ -110,7 +110,7 @@ def run_demo(
             "scored": result.scored,
             "dead_lettered": result.dead_lettered,
             "rolling_accuracy": engine.progress()["rolling_metric"],
-            "support_vectors": int(getattr(engine.model, "n_support", 0)),
+            "support_vectors": engine.progress()["support"],
             "snapshots": result.snapshots,
             "seq": result.seq,
             "snapshot_dir": str(workdir / "snapshots" / "demo"),

@@ -242,6 +242,7 @@ class Engine:
                     rate_mark = (now, records)
                     last_progress = now
                     self.metrics.set("events_per_second", rate)
+                    self.metrics.set("rolling_metric", self._rolling.get())
                     self._consolidation_figures()
                     self.metrics.set("lag", self.source.lag())
                     if self.on_progress is not None:
@@ -266,6 +267,10 @@ class Engine:
             busy,
         )
 
+    def _support_size(self) -> int:
+        learner = getattr(self.model, "_wrapped_model", self.model)  # e.g. Consolidated
+        return int(getattr(learner, "n_support", 0))
+
     def _consolidation_figures(self) -> None:
         figures = getattr(self.model, "metrics", None)
         if callable(figures):
@@ -282,7 +287,7 @@ class Engine:
             "scored": int(m["events_scored"]),
             "dead_lettered": int(m["events_dead_lettered"]),
             "lag": self.source.lag(),
-            "support": int(getattr(self.model, "n_support", 0)),
+            "support": self._support_size(),
             "rolling_metric": self._rolling.get() if self._rolling is not None else None,
             "snapshots": int(m["snapshots_written"]),
             "seq": self.seq,
@@ -366,18 +371,16 @@ class Engine:
             if self.predictions is not None:
                 for record, event_id, p in zip(run.records, run.ids, predictions):
                     self.predictions.write(
-                        {
-                            "id": event_id,
-                            "prediction": p,
-                            "model_seq": self.seq,
-                            "partition": record.partition,
-                            "offset": record.offset,
-                        }
+                        p,
+                        id=event_id,
+                        model_seq=self.seq,
+                        partition=record.partition,
+                        offset=record.offset,
                     )
             self.metrics.inc("events_scored", len(run))
         for record in run.records:
             self._advance(record)
-        self.metrics.set("support_size", getattr(self.model, "n_support", 0))
+        self.metrics.set("support_size", self._support_size())
 
     def _learn_one_by_one(self, run: Run, start: int = 0) -> list[Any]:
         """A run the model refused as a block: event by event from ``start``, dead-lettering

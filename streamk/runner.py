@@ -151,7 +151,7 @@ def build_engine(
     )
     metrics = Metrics()
     if config["metrics_port"]:
-        metrics.serve(config["metrics_port"])
+        metrics.serve(config["metrics_port"], host=config["metrics_host"])
     return Engine(
         source,
         factory,

@@ -72,6 +72,7 @@ def test_demo_accounts_for_every_event(tmp_path, capsys, monkeypatch):
         assert len(predictions) == summary["scored"]
         first = msgpack.unpackb(predictions[0].value)
         assert {"id", "prediction", "model_seq"} <= set(first)
+        assert isinstance(first["prediction"], bool)  # the label itself, not a nested record
         letters = read_topic(bootstrap, f"{TOPIC}-dead-letters", summary["dead_lettered"])
         assert len(letters) == summary["dead_lettered"]
         letter = DeadLetter.from_dict(msgpack.unpackb(letters[0].value))

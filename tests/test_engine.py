@@ -140,29 +140,21 @@ def test_unlabelled_events_are_scored_not_learned(tmp_path):
     ]
     log = tmp_path / "mixed.msgpack"
     write_log(log, events)
-    written = []
-
-    class ListSink:  # a real, trivial sink: the engine's contract is write/flush/close
-        def write(self, record):
-            written.append(record)
-
-        def flush(self):
-            pass
-
-        def close(self):
-            pass
+    from streamk.sinks import FilePredictionSink, read_predictions
 
     engine = Engine(
         ReplaySource(log),
         factory,
-        predictions=ListSink(),
+        predictions=FilePredictionSink(tmp_path / "predictions.jsonl"),
         store=SnapshotStore(tmp_path / "s"),
         config=EngineConfig(max_records=64),
     )
     result = engine.run()
+    written = list(read_predictions(tmp_path / "predictions.jsonl"))
     assert result.learned == 200 and result.scored == 100
     ref = reference_model(data[:200])
     assert [r["prediction"] for r in written] == [ref.predict_one(x) for x, _ in data[200:]]
+    assert all(isinstance(r["prediction"], bool) for r in written)  # a label, not a record
     assert [r["id"] for r in written] == list(range(100))
     assert {r["model_seq"] for r in written} <= {0, 1}
 
