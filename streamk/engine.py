@@ -34,7 +34,7 @@ from typing import Any
 from river import base, metrics, utils
 
 from .deadletter import DeadLetter
-from .errors import InvalidEvent, StreamkError
+from .errors import BrokerError, InvalidEvent, StreamkError
 from .events import DEFAULT_LIMITS, Limits, Schema
 from .metrics import Metrics
 from .runs import Run, invalid, split_runs
@@ -248,9 +248,12 @@ class Engine:
                     if self.on_progress is not None:
                         self.on_progress(self.progress())
         finally:
-            if self.model is not None:
-                self.checkpoint(reason="shutdown")
-            self._close_sinks()
+            try:
+                if self.model is not None:
+                    self.checkpoint(reason="shutdown")
+            finally:
+                self._close_sinks()
+                self.source.close()  # after the last snapshot and commit
         secs = time.monotonic() - start
         m = self.metrics.snapshot()
         busy = last_record - first_record if first_record is not None else 0.0
@@ -428,7 +431,12 @@ class Engine:
             if self.publisher is not None:
                 self.publisher.publish(self.config.model_name, data)
         owned = set(self.source.assignment())
-        self.source.commit({p: o for p, o in self.positions.items() if p in owned})
+        try:
+            self.source.commit({p: o for p, o in self.positions.items() if p in owned})
+        except BrokerError as exc:
+            # The snapshot is durable and holds these offsets, and every assignment seeks to
+            # max(snapshot, committed): a refused commit (e.g. after a rebalance) loses nothing.
+            log.warning("offset commit failed after snapshot seq %d: %s", self.seq, exc)
         self._since_snapshot = 0
         self._last_snapshot = time.monotonic()
         self.metrics.inc("snapshots_written")
