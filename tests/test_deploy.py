@@ -75,8 +75,9 @@ def test_statefulset_gives_time_to_snapshot_and_commit_on_sigterm() -> None:
     text = (DEPLOY / "k8s" / "statefulset.yaml").read_text()
     grace = int(re.search(r"terminationGracePeriodSeconds: (\d+)", text)[1])
     assert grace >= 60
-    port = _config(DEPLOY / "streamk.toml")["metrics_port"]
-    assert f"containerPort: {port}" in text and f"127.0.0.1:{port}/metrics" in text
+    config = _config(DEPLOY / "streamk.toml")
+    assert f"containerPort: {config['metrics_port']}" in text and "path: /metrics" in text
+    assert config["metrics_host"] == "0.0.0.0"  # probes and Prometheus come from outside
     assert "volumeClaimTemplates" in text and "fieldPath: metadata.name" in text
 
 
