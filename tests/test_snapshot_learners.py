@@ -7,9 +7,9 @@ import itertools
 import pytest
 from river import datasets
 
+from streamk import budget
+from streamk.learners import adatron, perceptron
 from streamk.snapshot import SnapshotStore, dumps, loads
-
-perceptron = pytest.importorskip("streamk.learners.perceptron")
 
 
 def split(dataset, n_train: int, n_test: int):
@@ -84,13 +84,67 @@ def _continue_identically(make, n_train: int = 400, n_more: int = 150, n_test: i
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_kernel_perceptron_with_each_budget_policy(policy):
-    budget = pytest.importorskip("streamk.budget")
-    if not hasattr(budget, policy):
-        pytest.skip(f"streamk.budget.{policy} is not in this checkout")
     cls = getattr(budget, policy)
     _continue_identically(lambda: perceptron.KernelPerceptron(budget=cls(30, **POLICIES[policy])))
 
 
 def test_kernel_adatron_round_trip():
-    adatron = pytest.importorskip("streamk.learners.adatron")
     _continue_identically(adatron.KernelAdatron)
+
+
+def test_margin_perceptron_with_a_projectron_round_trip():
+    from streamk import MarginPerceptron, Projectron
+
+    _continue_identically(lambda: MarginPerceptron(budget=Projectron(40)))
+
+
+def test_online_svr_round_trip():
+    from streamk import OnlineSVR, RemoveOldest
+
+    rows = list(datasets.TrumpApproval().take(400))
+    model = OnlineSVR(budget=RemoveOldest(60))
+    for x, y in rows[:250]:
+        model.learn_one(x, y)
+    loaded = loads(dumps(model)).model
+    for x, y in rows[250:320]:
+        model.learn_one(x, y)
+        loaded.learn_one(x, y)
+    for x, _ in rows[250:]:
+        assert loaded.predict_one(x) == model.predict_one(x)
+
+
+def test_online_ranker_round_trip_keeps_its_thresholds():
+    import numpy as np
+
+    from streamk import OnlineRanker
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    ranks = np.digitize(X @ [1.0, -0.5, 0.3], [-0.8, 0.0, 0.8]) + 1
+    model = OnlineRanker(ranks=(1, 2, 3, 4))
+    for row, r in zip(X[:200], ranks[:200]):
+        model.learn_one(dict(enumerate(row)), int(r))
+    loaded = loads(dumps(model)).model
+    np.testing.assert_array_equal(loaded.thresholds_, model.thresholds_)
+    for row, r in zip(X[200:250], ranks[200:250]):
+        model.learn_one(dict(enumerate(row)), int(r))
+        loaded.learn_one(dict(enumerate(row)), int(r))
+    for row in X[200:]:
+        x = dict(enumerate(row))
+        assert loaded.predict_one(x) == model.predict_one(x)
+        assert loaded.score_one(x) == model.score_one(x)
+
+
+def test_kernel_novelty_round_trip():
+    from streamk import KernelNovelty, RemoveOldest
+
+    rows = list(datasets.Phishing().take(300))
+    model = KernelNovelty(budget=RemoveOldest(50))
+    for x, _ in rows[:200]:
+        model.learn_one(x)
+    loaded = loads(dumps(model)).model
+    for x, _ in rows[200:250]:
+        model.learn_one(x)
+        loaded.learn_one(x)
+    for x, _ in rows[200:]:
+        assert loaded.score_one(x) == pytest.approx(model.score_one(x), abs=1e-12)
