@@ -29,3 +29,15 @@ def test_guide_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "Accuracy: 84.48%" in out  # the figure the guide prints
     assert "non_finite" in out
+
+
+def test_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = GUIDE.parents[1] / "README.md"
+    blocks = BLOCK.findall(readme.read_text())
+    assert blocks, "README.md has no python example"
+    namespace: dict = {"__name__": "readme"}
+    for i, code in enumerate(blocks, 1):
+        exec(compile(code, f"README.md[block {i}]", "exec"), namespace)
+    printed = float(re.search(r"Accuracy: ([\d.]+)%", capsys.readouterr().out)[1])
+    documented = float(re.search(r"# Accuracy: ([\d.]+)%", readme.read_text())[1])
+    assert abs(printed - documented) <= 0.05  # rounding of a near-tie may move one event
