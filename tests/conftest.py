@@ -63,3 +63,24 @@ def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name unique within the session, derived from the test's node id."""
     base = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.nodeid.split("::", 1)[-1]).strip("-")
     return f"t-{base[:180]}-{next(_topic_counter)}"
+
+
+@pytest.fixture
+def river_checks():
+    """Run every check of ``river.checks`` on a model (honouring ``_unit_test_skips``).
+
+    Returns how many ran, so a test can assert the suite was not silently empty.
+    ``wrap`` adapts a check first (e.g. to swap a downloaded data set for a shipped one).
+    """
+    from river import checks
+
+    def run(model, wrap=lambda check: check) -> int:
+        ran = 0
+        for check in checks.yield_checks(model):
+            if check.__name__ in model._unit_test_skips():
+                continue
+            wrap(check)(model.clone())
+            ran += 1
+        return ran
+
+    return run

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from river import checks, datasets
+from river import datasets
 
 from streamk import RBF, Constant, KernelPerceptron, Linear, Polynomial, RemoveOldest, Sum
 from streamk.errors import InvalidInput
@@ -321,15 +321,8 @@ def test_bananas_accuracy_with_defaults():
 
 
 @pytest.mark.parametrize("params", list(KernelPerceptron._unit_test_params()))
-def test_river_check_estimator(params):
-    model = KernelPerceptron(**params)
-    ran = 0
-    for check in checks.yield_checks(model):
-        if check.__name__ in model._unit_test_skips():
-            continue
-        check(model.clone())
-        ran += 1
-    assert ran > 20
+def test_river_check_estimator(params, river_checks):
+    assert river_checks(KernelPerceptron(**params)) > 20
 
 
 @settings(max_examples=20, deadline=None)
