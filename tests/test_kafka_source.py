@@ -271,7 +271,12 @@ def test_rebalance_revokes_before_assigning_and_commits_on_revoke(
         b = _Member(bootstrap, topic_name, group, commit_on_revoke=False, factory=make_source)
         members.append(b)
         b.start()
-        _wait(lambda: len(a.events) >= 3 and len(b.events) >= 1, members)
+        # the handlers record their event before their committed() lookup returns: wait
+        # for both, or the lookups may not be in yet
+        _wait(
+            lambda: len(a.committed_at_assign) >= 2 and len(b.committed_at_assign) >= 1,
+            members,
+        )
         assert a.events[1] == ("revoked", [0, 1, 2, 3])
         kind, mine = a.events[2]
         assert kind == "assigned" and 0 < len(mine) < 4
