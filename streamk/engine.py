@@ -31,12 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from river import base, metrics, utils
+from river import base
 
 from .deadletter import DeadLetter
 from .errors import BrokerError, InvalidEvent, StreamkError
 from .events import DEFAULT_LIMITS, Limits, Schema
-from .metrics import Metrics
+from .metrics import Metrics, RollingScore
 from .runs import Run, invalid, split_runs
 from .sources.base import Record, Source
 
@@ -155,7 +155,7 @@ class Engine:
         self.positions: dict[int, int] = {}  # partition -> next offset learned/handled
         self._since_snapshot = 0
         self._last_snapshot = time.monotonic()
-        self._rolling = None
+        self._rolling: RollingScore | None = None
 
     # -- control --------------------------------------------------------------------------
     def stop(self) -> None:
@@ -180,14 +180,12 @@ class Engine:
                 int(p): int(o) for p, o in snap.offsets.get(self.source.name, {}).items()
             }
             log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
-        metric_class = type(self._metric_for(self.model))
-        self._rolling = utils.Rolling(metric_class, window_size=self.config.rolling_window)
-
-    @staticmethod
-    def _metric_for(model: base.Estimator) -> metrics.base.Metric:
-        return metrics.MAE() if isinstance(model, base.Regressor) else metrics.Accuracy()
+        regression = isinstance(self.model, base.Regressor)  # MAE, else accuracy
+        self._rolling = RollingScore(self.config.rolling_window, regression)
 
     def _on_assigned(self, partitions: list[int]) -> None:
+        # A group join can take as long as the rebalance timeout; idle time starts now.
+        self._active_since = time.monotonic()
         committed = self.source.committed(partitions)
         for p in partitions:
             target = max(self.positions.get(p, 0), committed.get(p, 0))
@@ -211,6 +209,7 @@ class Engine:
         cfg = self.config
         start = last_progress = time.monotonic()
         last_record = start
+        self._active_since = start  # idle time counts from the latest record or assignment
         first_record: float | None = None
         records = 0
         rate_mark = (start, 0)
@@ -230,10 +229,13 @@ class Engine:
                     self.metrics.inc("events_in", len(batch))
                     self._process(batch)
                     self._since_snapshot += len(batch)
-                    last_record = time.monotonic()
+                    last_record = self._active_since = time.monotonic()
                 elif self.source.exhausted():
                     break
-                elif cfg.stop_when_idle is not None and now - last_record >= cfg.stop_when_idle:
+                elif (
+                    cfg.stop_when_idle is not None
+                    and now - self._active_since >= cfg.stop_when_idle
+                ):
                     break
                 if self._snapshot_due(now):
                     self.checkpoint(reason="due")
@@ -361,13 +363,14 @@ class Engine:
                 # Rows before the refused one may be learned already; never learn them twice.
                 done = 0 if before is None else self.model.n_learned - before
                 predictions = [None] * done + self._learn_one_by_one(run, start=done)
-            learned = 0
-            for y, p in zip(run.ys, predictions):
-                if p is _REJECTED:
-                    continue
-                learned += 1
-                if p is not None:
-                    self._rolling.update(y, p)
+            ys, predictions = run.ys, list(predictions)
+            if None in predictions or _REJECTED in predictions:  # rare: score only the rest
+                learned = len(predictions) - predictions.count(_REJECTED)
+                kept = [(y, p) for y, p in zip(ys, predictions) if p not in (None, _REJECTED)]
+                ys, predictions = [y for y, _ in kept], [p for _, p in kept]
+            else:
+                learned = len(predictions)
+            self._rolling.update_many(ys, predictions)
             self.metrics.inc("events_learned", learned)
         else:
             predictions = self.model.predict_many(X).tolist()
@@ -381,8 +384,7 @@ class Engine:
                         offset=record.offset,
                     )
             self.metrics.inc("events_scored", len(run))
-        for record in run.records:
-            self._advance(record)
+        self.positions[run.partition] = run.next_offset  # runs never span partitions
         self.metrics.set("support_size", self._support_size())
 
     def _learn_one_by_one(self, run: Run, start: int = 0) -> list[Any]:
