@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
+from math import isfinite
 from typing import Any
 
+import msgpack
 import numpy as np
 
 from .errors import InvalidEvent
-from .events import Block, Limits, Schema, decode
+from .events import _ID_TYPES, _PLAIN_LABELS, Block, Limits, Schema, _check_label, decode
 from .sources.base import Record
+
+_unpackb = msgpack.unpackb
 
 __all__ = ["Run", "decode_record", "split_runs", "invalid"]
 
@@ -29,7 +34,7 @@ def invalid(code: str, reason: str) -> InvalidEvent:
 
 @dataclass
 class Run:
-    """Consecutive events of one kind, with the record each came from."""
+    """Consecutive events of one kind from one partition, with the record each came from."""
 
     labelled: bool
     records: list[Record] = field(default_factory=list)
@@ -42,13 +47,25 @@ class Run:
     def __len__(self) -> int:
         return len(self.records)
 
+    @property
+    def partition(self) -> int:
+        return self.records[-1].partition
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the run's last record: where its partition stands once handled."""
+        return self.records[-1].offset + 1
+
     def frame(self) -> Any:
         """The run's features as the model's ``*_many`` methods take them."""
         if self.X is not None:
             return self.X
         if self.vectors is not None:
-            if len({len(v) for v in self.vectors}) == 1:
-                return np.asarray(self.vectors, dtype=np.float64)
+            widths = set(map(len, self.vectors))
+            if len(widths) == 1:  # one C pass over the flat values: no nested-list parsing
+                n, d = len(self.vectors), widths.pop()
+                flat = np.fromiter(chain.from_iterable(self.vectors), np.float64, n * d)
+                return flat.reshape(n, d)
             return _frame([dict(enumerate(v)) for v in self.vectors])
         return _frame(self.xs)
 
@@ -81,40 +98,99 @@ def decode_record(record: Record, limits: Limits, schema: Schema | None) -> Any:
     return value
 
 
+def _fast_event(payload: Any, limits: Limits, schema: Schema | None) -> Any:
+    """``(x, y, id)`` of the common event (``x`` a list of numbers; ``y``, ``id``), or None.
+
+    Accepts exactly what :func:`~streamk.events.decode` accepts for that shape, with the
+    same msgpack caps; anything else (other keys, maps, blocks, JSON, any doubt, any
+    error) returns None and goes through the full decoder, which gives the reason.
+    """
+    if type(payload) is not bytes:
+        return None
+    n = len(payload)
+    if n > limits._floor:
+        return None
+    try:
+        obj = _unpackb(
+            payload,
+            raw=False,
+            strict_map_key=False,
+            max_str_len=n,
+            max_bin_len=n,
+            max_ext_len=n,
+            max_array_len=n,
+            max_map_len=n,
+        )
+        x = obj["x"]
+        y = obj.get("y")
+        ident = obj.get("id")
+        if (
+            type(x) is not list
+            or len(obj) != 1 + (y is not None) + (ident is not None)
+            or len(x) > limits.max_features
+            or not isfinite(sum(x))  # TypeError for non-numbers: full decoder
+            or (ident is not None and type(ident) not in _ID_TYPES)
+        ):
+            return None
+        if schema is not None:
+            if schema.dim is not None and len(x) != schema.dim:
+                return None
+            if y is not None:
+                _check_label(y, "'y'", schema)
+        elif y is not None and type(y) not in _PLAIN_LABELS:
+            if type(y) is not float or not isfinite(y):
+                return None
+        return x, y, ident
+    except Exception:  # noqa: BLE001 - e.g. not msgpack, not a map, no 'x': full decoder
+        return None
+
+
 def split_runs(
     batch: list[Record],
     limits: Limits,
     schema: Schema | None,
     on_invalid: Callable[[Record, InvalidEvent], None],
 ) -> Iterator[Run]:
-    """Decode ``batch`` and yield its runs in stream order; bad records go to ``on_invalid``."""
+    """Decode ``batch`` and yield its runs in stream order; bad records go to ``on_invalid``.
+
+    A run never spans partitions, so its last record gives its partition's position.
+    The pending run is yielded before a bad record is reported, so outputs and positions
+    follow stream order.
+    """
     run: Run | None = None
+    key: tuple[bool, bool, int] | None = None  # (labelled, list x, partition) of ``run``
+    rows: list[Any] = []
     for record in batch:
-        try:
-            value = decode_record(record, limits, schema)
-        except InvalidEvent as exc:
-            on_invalid(record, exc)
-            continue
-        if isinstance(value, Block):
-            if run is not None:
-                yield run
-                run = None
-            yield from _block_runs(record, value)
-            continue
-        labelled = value.y is not None
-        x = value.x
-        vector = isinstance(x, list)
-        if run is None or run.labelled != labelled or (run.vectors is not None) != vector:
-            if run is not None:
-                yield run
-            run = Run(labelled, vectors=[] if vector else None)
-        run.records.append(record)
-        if vector:
-            run.vectors.append(x)
+        fast = None if record.value is not None else _fast_event(record.payload, limits, schema)
+        if fast is not None:
+            x, y, ident = fast
         else:
-            run.xs.append(x)
-        run.ys.append(value.y)
-        run.ids.append(value.id)
+            try:
+                value = decode_record(record, limits, schema)
+            except InvalidEvent as exc:
+                if run is not None:
+                    yield run
+                    run = key = None
+                on_invalid(record, exc)
+                continue
+            if isinstance(value, Block):
+                if run is not None:
+                    yield run
+                    run = key = None
+                yield from _block_runs(record, value)
+                continue
+            x, y, ident = value.x, value.y, value.id
+        k = (y is not None, isinstance(x, list), record.partition)
+        if k != key:
+            if run is not None:
+                yield run
+            key = k
+            run = Run(k[0], vectors=[] if k[1] else None)
+            rows = run.xs if run.vectors is None else run.vectors
+        run.records.append(record)  # type: ignore[union-attr]
+        rows.append(x)
+        run.ys.append(y)  # type: ignore[union-attr]
+        run.ids.append(ident)  # type: ignore[union-attr]
     if run is not None:
         yield run
 
