@@ -38,13 +38,18 @@ class FeatureIndex:
         self.names: list[Hashable] = []
         self._col: dict[Hashable, int] = {}
         self._cached_keys: tuple | None = None
-        self._cached_cols: np.ndarray | None = None
+        self._cached_cols: np.ndarray | None = None  # None: the keys are in column order
         self._last: tuple[tuple, np.ndarray] | None = None  # (items, row) of the last event
         for name in names or []:
             self._add(name)
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def _cols_of_cache(self) -> np.ndarray:
+        """Column numbers of the cached key order (``None`` stands for ``0 .. n-1``)."""
+        cols = self._cached_cols
+        return np.arange(len(self._cached_keys or ())) if cols is None else cols
 
     def _add(self, name: Hashable) -> int:
         col = len(self.names)
@@ -69,8 +74,11 @@ class FeatureIndex:
         values = _values(x, len(keys))
         if keys == self._cached_keys:
             cols = self._cached_cols
-            out = np.zeros(len(self.names))
-            out[cols] = values
+            if cols is None and len(values) == len(self.names):
+                out = values  # keys in column order: the values are the row
+            else:
+                out = np.zeros(len(self.names))
+                out[self._cols_of_cache()] = values
             out.flags.writeable = False
             self._last = (items, out)
             return out
@@ -87,7 +95,8 @@ class FeatureIndex:
             cols_list.append(c)
         cols = np.asarray(cols_list, dtype=np.intp)
         if extra == 0:
-            self._cached_keys, self._cached_cols = keys, cols
+            in_order = len(cols) == len(self.names) and bool((cols == np.arange(len(cols))).all())
+            self._cached_keys, self._cached_cols = keys, None if in_order else cols
         out = np.zeros(len(self.names) + extra)
         out[cols] = values
         out.flags.writeable = False
