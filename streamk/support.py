@@ -114,6 +114,7 @@ class SupportSet:
         self.width = 0
         self.next_id = 0
         self.rows_version = 0  # changes whenever a stored row or the kernel changes
+        self.version = 0  # changes whenever f changes: rows, kernel or coefficients
         self._sq_max = 0.0  # largest squared norm ever stored (never lowered: a safe bound)
         self._X = np.zeros((capacity, 0))
         self._coef = np.zeros((capacity, n_outputs))
@@ -220,6 +221,7 @@ class SupportSet:
             raise RuntimeError("cannot change the kernel while a block is being tracked")
         self._kernel = kernel
         self.rows_version += 1
+        self.version += 1
         if self.n:
             X = self.X
             self._kdiag[: self.n] = kernel.diag(X)
@@ -256,6 +258,7 @@ class SupportSet:
     def add_outputs(self, count: int = 1) -> None:
         """Append ``count`` coefficient columns, all zero."""
         self._coef = np.hstack([self._coef, np.zeros((self.capacity, count))])
+        self.version += 1
         for t in self._trackers:
             t.F = np.hstack([t.F, np.zeros((t.F.shape[0], count))])
 
@@ -265,6 +268,7 @@ class SupportSet:
         if M.ndim != 2 or M.shape[0] != self.n_outputs:
             raise ValueError(f"remap matrix must have {self.n_outputs} rows, got shape {M.shape}")
         self._coef = self._coef @ M
+        self.version += 1
         for t in self._trackers:
             t.F = t.F @ M
 
@@ -295,6 +299,7 @@ class SupportSet:
         self._ids[slot] = self.next_id
         self.next_id += 1
         self.rows_version += 1
+        self.version += 1
         if self._G is not None:
             if slot:
                 self._G[slot, :slot] = k_row
@@ -327,9 +332,15 @@ class SupportSet:
         self._coef[last] = 0.0
         self.n -= 1
         self.rows_version += 1
+        self.version += 1
 
-    def replace(self, slot: int, row: np.ndarray, coef: np.ndarray) -> None:
-        """Put a new row and coefficients into ``slot`` (e.g. two rows merged into one)."""
+    def replace(self, slot: int, row: np.ndarray, coef: np.ndarray, new_id: bool = False) -> None:
+        """Put a new row and coefficients into ``slot`` (e.g. two rows merged into one).
+
+        With ``new_id`` the row counts as newly inserted (it gets the next insertion id):
+        removing the oldest row and appending costs one slot write instead of moving the
+        last row and its tracked kernel column.
+        """
         row = np.asarray(row, dtype=np.float64).ravel()
         coef = np.asarray(coef, dtype=np.float64).ravel()
         for t in self._trackers:
@@ -342,7 +353,11 @@ class SupportSet:
         self._sq[slot] = _row_sqnorm(row)
         self._sq_max = max(self._sq_max, self._sq[slot])
         self._kdiag[slot] = self._kernel.diag_one(row)
+        if new_id:
+            self._ids[slot] = self.next_id
+            self.next_id += 1
         self.rows_version += 1
+        self.version += 1
         if self._G is not None:
             k = self.kernel_block(row[None, :])[0]
             self._G[slot, : self.n] = k
@@ -354,6 +369,7 @@ class SupportSet:
         """``coef[slot] += delta``."""
         delta = np.asarray(delta, dtype=np.float64)
         self._coef[slot] += delta
+        self.version += 1
         for t in self._trackers:
             s = t.start
             t.F[s:] += t.K[s:, slot, None] * delta
@@ -362,6 +378,7 @@ class SupportSet:
         """``coef[:n] += D`` for every row at once (e.g. a projection onto the set)."""
         D = np.asarray(D, dtype=np.float64).reshape(self.n, self.n_outputs)
         self._coef[: self.n] += D
+        self.version += 1
         for t in self._trackers:
             s = t.start
             t.F[s:] += t.K[s:, : self.n] @ D
@@ -369,6 +386,7 @@ class SupportSet:
     def scale_coef(self, factor: float) -> None:
         """Multiply every coefficient by ``factor`` (e.g. the Forgetron's shrink)."""
         self._coef[: self.n] *= factor
+        self.version += 1
         for t in self._trackers:
             t.F[t.start :] *= factor
 

@@ -22,17 +22,20 @@ __all__ = ["RemoveOldest", "RemoveRandom", "RemoveSmallest", "Forgetron", "forge
 
 @register_policy
 class RemoveOldest(BudgetPolicy):
-    """Sliding window: when full, the oldest support vector leaves before the new one enters."""
+    """Sliding window: when full, the oldest support vector leaves before the new one enters.
+
+    The new vector takes the oldest one's slot (``replace(..., new_id=True)``): one slot
+    write, where removing and appending would also move the last row and its kernel column.
+    """
 
     def __init__(self, budget: int):
         super().__init__(budget)
 
     def insert(self, support, row, coef, k_row):
         if self._full(support):
-            slot = support.oldest()
-            support.remove(slot)
-            k_row = without_slot(k_row, slot)
-        support.append(row, coef, k_row)
+            support.replace(support.oldest(), row, coef, new_id=True)
+        else:
+            support.append(row, coef, k_row)
 
 
 @register_policy

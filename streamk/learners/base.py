@@ -65,7 +65,8 @@ class KernelLearner:
             keep_gram=keep_gram,
         )
         self._n_learned = 0
-        self._row_cache: tuple[int, bytes, np.ndarray] | None = None
+        # (rows_version, version, row bytes, K(row, S), f(row) or None): see _margins
+        self._row_cache: tuple[int, int, bytes, np.ndarray, np.ndarray | None] | None = None
 
     # -- public read-only views -----------------------------------------------------------------
     @property
@@ -113,11 +114,30 @@ class KernelLearner:
         support = self._support
         cache = self._row_cache
         key = row.tobytes()
-        if cache is not None and cache[0] == support.rows_version and cache[1] == key:
-            return cache[2]
+        if cache is not None and cache[0] == support.rows_version and cache[2] == key:
+            return cache[3]
         k_row = support.kernel_row(row)
-        self._row_cache = (support.rows_version, key, k_row)
+        self._row_cache = (support.rows_version, support.version, key, k_row, None)
         return k_row
+
+    def _margins(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(K(row, S), K(row, S) @ coef)``, both reused while the row and the set are unchanged.
+
+        Test-then-train scores the same row twice against the same set; the second call
+        gets the first call's arrays (bit-identical, no arithmetic). Do not modify them.
+        """
+        support = self._support
+        cache = self._row_cache
+        key = row.tobytes()
+        if cache is not None and cache[0] == support.rows_version and cache[2] == key:
+            if cache[1] == support.version and cache[4] is not None:
+                return cache[3], cache[4]
+            k_row = cache[3]  # only coefficients changed since
+        else:
+            k_row = support.kernel_row(row)
+        f = k_row @ support.coef
+        self._row_cache = (support.rows_version, support.version, key, k_row, f)
+        return k_row, f
 
     def _block(self, X: Any, grow: bool) -> np.ndarray:
         return self._features.rows(X, grow=grow)

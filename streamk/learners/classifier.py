@@ -44,12 +44,14 @@ class KernelClassifier(KernelLearner):
         """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
         if self._support.n == 0:
             return np.zeros(self._support.n_outputs)
-        return self._kernel_row(self._predict_row(x)) @ self._support.coef
+        return self._margins(self._predict_row(x))[1].copy()
 
     def predict_one(self, x: dict) -> Any:
         if not self._labels.classes:
             return None
-        return self._labels.decide(self.decision_function_one(x)[None, :])[0]
+        if self._support.n == 0:
+            return self._labels.decide(np.zeros((1, self._support.n_outputs)))[0]
+        return self._labels.decide(self._margins(self._predict_row(x))[1][None, :])[0]
 
     def predict_proba_one(self, x: dict) -> dict[Any, float]:
         if not self._labels.classes:

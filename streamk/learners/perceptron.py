@@ -107,8 +107,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     def learn_one(self, x: dict, y: Any) -> None:
         self._add_label(y)
         row = self._learn_row(x)
-        k_row = self._kernel_row(row)
-        f = k_row @ self._support.coef
+        k_row, f = self._margins(row)  # what predict_one(x) just computed, if it did
         self._update(row, f, k_row, y)
 
     def learn_many(self, X: Any, y: Any) -> None:
@@ -210,10 +209,15 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         """Alg. 7.52: on a mistake (sgn(f) != y, sgn(0) = +1) add the event with alpha = 1."""
         if targets is None:
             targets = self._labels.targets(y)
-        wrong = (f >= 0.0) != (targets > 0.0)
-        if wrong.any():
-            self._policy.insert(self._support, row, np.where(wrong, targets, 0.0), k_row)
-            self.n_mistakes += 1
+        if f.shape[0] == 1:  # binary: a scalar test, no temporary arrays
+            if (f[0] >= 0.0) != (targets[0] > 0.0):
+                self._policy.insert(self._support, row, targets.copy(), k_row)
+                self.n_mistakes += 1
+        else:
+            wrong = (f >= 0.0) != (targets > 0.0)
+            if wrong.any():
+                self._policy.insert(self._support, row, np.where(wrong, targets, 0.0), k_row)
+                self.n_mistakes += 1
         self._n_learned += 1
 
     # -- plain data ---------------------------------------------------------------------------
