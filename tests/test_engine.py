@@ -232,3 +232,62 @@ def test_a_label_the_model_refuses_mid_block_is_dead_lettered_and_nothing_is_lea
     for e in events[:20]:
         x = dict(enumerate(e["x"]))
         assert engine.model.score_one(x) == pytest.approx(ref.score_one(x))
+
+
+_TRICKY = [
+    {"x": [1.0, 2.0], "y": True},
+    {"x": [1, 2.5, True], "y": 3},
+    {"x": [1.0], "y": 0.5},
+    {"x": [1.0], "y": float("nan")},
+    {"x": [1.0], "y": None},
+    {"x": [1.0], "id": 7},
+    {"x": [1.0], "id": "a", "y": "cat"},
+    {"x": [1.0], "id": 1.5},
+    {"x": [1.0], "id": True},
+    {"x": [1.0], "y": [1]},
+    {"x": [1.0], "t": None},
+    {"x": [1.0], "w": 2.0, "y": 1},
+    {"x": [1.0], "label": 1},
+    {"x": [float("inf")]},
+    {"x": [1e308, 1e308]},  # finite values whose sum overflows: accepted
+    {"x": ["a"]},
+    {"x": [[1.0]]},
+    {"x": []},
+    {"x": list(range(20))},
+    {"x": {"a": 1.0}, "y": True},
+    {"x": "text"},
+    {"y": 1},
+    [1.0, 2.0],
+    7,
+]
+
+
+@pytest.mark.parametrize("schema", [None, "dim", "labels"])
+def test_the_fast_decode_path_accepts_and_rejects_exactly_what_decode_does(schema):
+    from streamk.errors import InvalidEvent
+    from streamk.events import Limits, Schema
+    from streamk.runs import decode_record, split_runs
+    from streamk.sources.base import Record
+
+    limits = Limits(max_features=10)
+    schema = {
+        None: None,
+        "dim": Schema(dim=2),
+        "labels": Schema(labels={True, 3, "cat"}, label_kind="class"),
+    }[schema]
+    payloads = [msgpack.packb(e) for e in _TRICKY] + [b"\xc1", b"", b'{"x": [1.0]}']
+    for i, payload in enumerate(payloads):
+        record = Record(payload, 0, i)
+        rejected: list[str] = []
+        runs = list(
+            split_runs([record], limits, schema, lambda r, e, out=rejected: out.append(e.code))
+        )
+        try:
+            event = decode_record(record, limits, schema)
+        except InvalidEvent as exc:
+            assert rejected == [exc.code] and not runs, payload
+            continue
+        assert not rejected and len(runs) == 1, payload
+        run = runs[0]
+        assert (run.ys, run.ids) == ([event.y], [event.id]), payload
+        assert (run.vectors or run.xs)[0] == event.x, payload
