@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
 from ..errors import BrokerError, ConfigError
@@ -38,6 +39,7 @@ from .kafka import CommitFailedError
 __all__ = ["ConfluentKafkaSource"]
 
 log = logging.getLogger(__name__)
+_PARTITION = attrgetter("partition")
 
 _TRANSLATED = {
     "max_poll_interval_ms": "max.poll.interval.ms",
@@ -189,27 +191,29 @@ class ConfluentKafkaSource(Source):
             self._assign_cb(self.consumer, tps)
         msgs = self.consumer.consume(num_messages=max(1, int(max_records)), timeout=timeout)
         out: list[Record] = []
-        ck = self._ck
+        append, no_timestamp = out.append, self._ck.TIMESTAMP_NOT_AVAILABLE
         for m in msgs:
-            err = m.error()
-            if err is not None:
-                if err.code() == ck.KafkaError._PARTITION_EOF:
-                    continue
-                raise BrokerError(f"consuming {self.topic!r} failed: {err}")
+            if m.error() is not None:
+                self._raise_unless_eof(m.error())
+                continue
             ts_type, ts = m.timestamp()
-            p = m.partition()
             value = m.value()
-            out.append(
+            append(
                 Record(
                     b"" if value is None else value,
-                    p,
+                    m.partition(),
                     m.offset(),
-                    None if ts_type == ck.TIMESTAMP_NOT_AVAILABLE else ts,
+                    None if ts_type == no_timestamp else ts,
                 )
             )
-            self._next[p] = m.offset() + 1
-        out.sort(key=lambda r: r.partition)  # stable: per-partition order is kept
+        if out:
+            out.sort(key=_PARTITION)  # stable: per-partition order is kept
+            self._next.update({r.partition: r.offset + 1 for r in out})  # the last one wins
         return out
+
+    def _raise_unless_eof(self, err: Any) -> None:
+        if err.code() != self._ck.KafkaError._PARTITION_EOF:
+            raise BrokerError(f"consuming {self.topic!r} failed: {err}")
 
     def seek(self, partition: int, offset: int) -> None:
         """Read ``partition`` from ``offset`` on; the partition must be assigned."""
