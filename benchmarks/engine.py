@@ -1,17 +1,25 @@
 """Engine throughput over the local broker next to the raw client ceiling, in one run.
 
 Produces N events (``x``: 10 floats, ``y``: a label) as per-event messages and as
-blocks of 500 rows, then measures, over repeats and in the same process:
+blocks of 500 rows, then measures, over interleaved repeats and in the same process:
 
-* the raw ceiling: kafka-python poll + ``streamk.events.decode`` of every message;
-* the engine scoring unlabelled events (``predict_many``; a trained model);
-* the engine learning labelled events (test-then-train, ``learn_many``);
+* the raw ceiling: the client's poll + ``streamk.events.decode`` of every message, with
+  the consumer settings and poll size (500) the engine uses, for kafka-python and
+  confluent-kafka;
+* the engine with a constant model (its own overhead: source records, decode, runs,
+  frames, positions, metrics) scoring and test-then-train, on both transports;
+* the engine scoring unlabelled events (``predict_many``; a trained budget-100 model)
+  and learning labelled events (test-then-train, ``learn_predict_many``);
 * both again on block-encoded events;
 * snapshot + commit cost per snapshot, and resident memory before/after a long run.
 
-Ratios are engine / raw ceiling (medians). Run::
+Every rate is events over the time from the first record received to the last one
+handled (the engine's ``busy_seconds``; connection set-up is excluded on both sides).
+``cpu_us`` is the process CPU time per event, steadier than wall time on a shared
+machine. Ratios are engine / raw ceiling of the same transport and form (medians).
+Run::
 
-    python -m benchmarks.engine            # 100k events, 3 repeats (~5 min)
+    python -m benchmarks.engine            # 100k events, 3 repeats
     python -m benchmarks.engine --quick    # 20k events, 1 repeat
 """
 
@@ -21,22 +29,45 @@ import argparse
 import json
 import resource
 import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from river import base
 
-from benchmarks.raw_kafka import consume, machine, produce
+from benchmarks.raw_kafka import machine, produce
 from streamk import RBF, KernelPerceptron, RemoveOldest
 from streamk.broker import LocalBroker, create_topic
 from streamk.engine import Engine, EngineConfig
 from streamk.events import decode, encode_block, encode_event
 from streamk.snapshot import SnapshotStore
-from streamk.sources.kafka import KafkaSource
+from streamk.sources.kafka import DEFAULT_CONSUMER_CONFIG, KafkaSource
 
 RESULTS = Path(__file__).parent / "results"
 BLOCK = 500
+#: the same fetch settings for the raw ceiling and the engine (kafka-python spelling)
+FETCH = {"max_partition_fetch_bytes": 8 << 20, "fetch_max_bytes": 64 << 20}
 _RUN = 0
+
+
+class ConstantModel(base.Classifier):
+    """Predicts ``True`` and learns nothing: what is left is the engine's own cost."""
+
+    def learn_one(self, x: dict, y: Any) -> None:
+        pass
+
+    def predict_one(self, x: dict) -> bool:
+        return True
+
+    def predict_many(self, X: Any) -> Any:
+        import pandas as pd
+
+        return pd.Series(np.ones(len(X), dtype=bool))
+
+    def learn_predict_many(self, X: Any, y: Any) -> list[bool]:
+        return [True] * len(X)
 
 
 def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -53,17 +84,85 @@ def trained_model(budget: int) -> KernelPerceptron:
     return model
 
 
-def engine_rate(
-    bootstrap: str, topic: str, n_events: int, model, store_dir=None, snapshot_every=None
-) -> dict[str, Any]:
+def _group() -> str:
     global _RUN
     _RUN += 1  # a fresh group each run: committed offsets of an earlier run don't apply
-    source = KafkaSource(bootstrap, topic, partitions=[0], group_id=f"bench-{_RUN}")
+    return f"bench-{time.time_ns()}-{_RUN}"
+
+
+def raw_rate(
+    bootstrap: str, topic: str, n_messages: int, transport: str, rows: int = 1
+) -> dict[str, Any]:
+    """The client's poll + ``decode`` of each message, timed like the engine's busy time."""
+    if transport == "confluent":
+        import confluent_kafka as ck
+
+        consumer = ck.Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": _group(),
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.assign([ck.TopicPartition(topic, 0, 0)])
+
+        def poll() -> list[bytes]:
+            return [m.value() for m in consumer.consume(num_messages=BLOCK, timeout=1.0)]
+
+    else:
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, **DEFAULT_CONSUMER_CONFIG, **FETCH, group_id=_group()
+        )
+        consumer.assign([TopicPartition(topic, 0)])
+
+        def poll() -> list[bytes]:
+            got = consumer.poll(timeout_ms=1000, max_records=BLOCK)
+            return [m.value for msgs in got.values() for m in msgs]
+
+    seen, first, cpu0 = 0, None, 0.0
+    deadline = time.monotonic() + 600
+    while seen < n_messages and time.monotonic() < deadline:
+        values = poll()
+        if values and first is None:
+            first, cpu0 = time.perf_counter(), time.process_time()
+        for value in values:
+            decode(value)
+        seen += len(values)
+    elapsed, cpu = time.perf_counter() - first, time.process_time() - cpu0
+    consumer.close()
+    if seen != n_messages:
+        raise RuntimeError(f"expected {n_messages} records from {topic}, got {seen}")
+    events = seen * rows
+    return {"rate": events / elapsed, "cpu_us": cpu / events * 1e6}
+
+
+def engine_rate(
+    bootstrap: str,
+    topic: str,
+    n_events: int,
+    model,
+    store_dir=None,
+    snapshot_every=None,
+    transport: str = "kafka-python",
+    predictions: Any = None,
+) -> dict[str, Any]:
+    if transport == "confluent":
+        from streamk.sources.kafka_confluent import ConfluentKafkaSource
+
+        source = ConfluentKafkaSource(bootstrap, topic, partitions=[0], group_id=_group())
+    else:
+        source = KafkaSource(
+            bootstrap, topic, partitions=[0], group_id=_group(), consumer_config=FETCH
+        )
     store = SnapshotStore(store_dir) if store_dir is not None else None
     engine = Engine(
         source,
         lambda: model,
         store=store,
+        predictions=predictions,
         config=EngineConfig(
             max_records=BLOCK,
             snapshot_every=snapshot_every,
@@ -72,14 +171,15 @@ def engine_rate(
             max_events=n_events,
         ),
     )
+    cpu = _busy_cpu(source, engine)
     result = engine.run()
-    source.close()
     m = result.metrics
     if result.records != n_events:
         raise RuntimeError(f"engine saw {result.records} of {n_events} records from {topic}")
     events = result.learned + result.scored  # rows: a block record carries many events
     return {
         "rate": events / result.busy_seconds,
+        "cpu_us": (cpu[1] - cpu[0]) / events * 1e6,
         "records": result.records,
         "events": events,
         "snapshots": m["snapshots_written"],
@@ -87,6 +187,26 @@ def engine_rate(
             m["snapshot_seconds_total"] / m["snapshots_written"] if m["snapshots_written"] else None
         ),
     }
+
+
+def _busy_cpu(source: Any, engine: Engine) -> list[float]:
+    """Note process CPU time over the engine's busy span, from the first record received
+    to the end of the last batch handled: ``[start, end]``."""
+    span = [0.0, 0.0]
+    poll, process = source.poll, engine._process
+
+    def timed_poll(max_records: int, timeout: float) -> list[Any]:
+        batch = poll(max_records, timeout)
+        if batch and not span[0]:
+            span[0] = time.process_time()
+        return batch
+
+    def timed_process(batch: list[Any]) -> None:
+        process(batch)
+        span[1] = time.process_time()
+
+    source.poll, engine._process = timed_poll, timed_process
+    return span
 
 
 def rss_mib() -> float:
@@ -107,6 +227,63 @@ def main(argv: list[str] | None = None) -> int:
     unlabelled = [encode_event(row.tolist(), id=i) for i, row in enumerate(X)]
     blocks_lab = [encode_block(X[i : i + BLOCK], y[i : i + BLOCK]) for i in range(0, n, BLOCK)]
     blocks_unl = [encode_block(X[i : i + BLOCK]) for i in range(0, n, BLOCK)]
+    nb, k, cf = len(blocks_lab), args.budget, "confluent"
+    # name -> (measurement, the raw ceiling it is compared with: same transport and topic)
+    raw_kl, raw_ku = "raw: kafka-python poll + decode, labelled", "raw: kafka-python, unlabelled"
+    raw_cl, raw_cu = "raw: confluent poll + decode, labelled", "raw: confluent, unlabelled"
+    raw_b = "raw: kafka-python poll + decode, blocks (rows/s)"
+    cases: dict[str, tuple[Callable[[str], dict[str, Any]], str | None]] = {
+        raw_kl: (lambda b: raw_rate(b, "lab", n, "kp"), None),
+        raw_ku: (lambda b: raw_rate(b, "unl", n, "kp"), None),
+        raw_cl: (lambda b: raw_rate(b, "lab", n, cf), None),
+        raw_cu: (lambda b: raw_rate(b, "unl", n, cf), None),
+        raw_b: (lambda b: raw_rate(b, "blab", nb, "kp", BLOCK), None),
+        "engine overhead: score, constant model": (
+            lambda b: engine_rate(b, "unl", n, ConstantModel()),
+            raw_ku,
+        ),
+        "engine overhead: test-then-train, constant model": (
+            lambda b: engine_rate(b, "lab", n, ConstantModel()),
+            raw_kl,
+        ),
+        "engine overhead: score, constant model, confluent": (
+            lambda b: engine_rate(b, "unl", n, ConstantModel(), transport=cf),
+            raw_cu,
+        ),
+        "engine overhead: test-then-train, constant model, confluent": (
+            lambda b: engine_rate(b, "lab", n, ConstantModel(), transport=cf),
+            raw_cl,
+        ),
+        "engine overhead: score, blocks, constant model": (
+            lambda b: engine_rate(b, "bunl", nb, ConstantModel()),
+            raw_b,
+        ),
+        f"engine: score (budget {k})": (
+            lambda b: engine_rate(b, "unl", n, trained_model(k)),
+            raw_ku,
+        ),
+        f"engine: test-then-train (budget {k})": (
+            lambda b: engine_rate(b, "lab", n, trained_model(k)),
+            raw_kl,
+        ),
+        f"engine: score (budget {k}), confluent": (
+            lambda b: engine_rate(b, "unl", n, trained_model(k), transport=cf),
+            raw_cu,
+        ),
+        f"engine: test-then-train (budget {k}), confluent": (
+            lambda b: engine_rate(b, "lab", n, trained_model(k), transport=cf),
+            raw_cl,
+        ),
+        f"engine: score, blocks (budget {k})": (
+            lambda b: engine_rate(b, "bunl", nb, trained_model(k)),
+            raw_b,
+        ),
+        f"engine: test-then-train, blocks (budget {k})": (
+            lambda b: engine_rate(b, "blab", nb, trained_model(k)),
+            raw_b,
+        ),
+    }
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in cases}
     rows: list[dict[str, Any]] = []
     with LocalBroker() as broker:
         b = broker.bootstrap_servers
@@ -118,74 +295,54 @@ def main(argv: list[str] | None = None) -> int:
         ):
             create_topic(b, topic, partitions=1)
             produce(b, topic, payloads)
-
-        def measure(name: str, fn, events: int) -> None:
-            rates, extra = [], {}
-            for _ in range(repeats):
-                out = fn()
-                rates.append(out["rate"] if isinstance(out, dict) else out)
-                extra = out if isinstance(out, dict) else {}
+        engine_rate(b, "lab", min(n, 2000), ConstantModel())  # warm-up: imports, caches
+        for r in range(repeats):  # interleaved, so machine noise hits every case alike
+            for name, (fn, _) in cases.items():
+                runs[name].append(fn(b))
+                print(f"[{r + 1}/{repeats}] {name:<58} {runs[name][-1]['rate']:>12,.0f} ev/s")
+        for name, (_, ref) in cases.items():
+            rates = [o["rate"] for o in runs[name]]
+            cpu = statistics.median(o["cpu_us"] for o in runs[name])
             rows.append(
                 {
                     "case": name,
-                    "events": events,
+                    "events": n,
                     "events_per_s_median": statistics.median(rates),
                     "events_per_s_min": min(rates),
                     "events_per_s_max": max(rates),
-                    **{k: v for k, v in extra.items() if k != "rate"},
+                    "cpu_us_per_event_median": cpu,
+                    "compared_with": ref,
+                    "runs": rates,
                 }
             )
-            print(
-                f"{name:<58} {statistics.median(rates):>12,.0f} ev/s "
-                f"({min(rates):,.0f}-{max(rates):,.0f})",
-                flush=True,
-            )
+        from streamk.sinks import KafkaPredictionSink
 
-        measure(
-            "raw: kafka-python poll + events.decode", lambda: n / consume(b, "lab", n, decode), n
+        create_topic(b, "predictions", partitions=1)
+        sink = KafkaPredictionSink(b, "predictions")
+        out = engine_rate(b, "unl", n, trained_model(k), predictions=sink)
+        rows.append(
+            {
+                "case": f"engine: score (budget {k}) + publish predictions (kafka-python)",
+                "events": n,
+                "events_per_s_median": out["rate"],
+                "compared_with": raw_ku,
+                **out,
+            }
         )
-        measure(
-            "raw: poll + decode, blocks of 500 (rows/s)",
-            lambda: n / consume(b, "blab", len(blocks_lab), decode),
-            n,
-        )
-        measure(
-            f"engine: score unlabelled (budget {args.budget})",
-            lambda: engine_rate(b, "unl", n, trained_model(args.budget)),
-            n,
-        )
-        measure(
-            f"engine: test-then-train labelled (budget {args.budget})",
-            lambda: engine_rate(b, "lab", n, trained_model(args.budget)),
-            n,
-        )
-        measure(
-            f"engine: score unlabelled, blocks (budget {args.budget})",
-            lambda: engine_rate(b, "bunl", len(blocks_unl), trained_model(args.budget)),
-            n,
-        )
-        measure(
-            f"engine: test-then-train, blocks (budget {args.budget})",
-            lambda: engine_rate(b, "blab", len(blocks_lab), trained_model(args.budget)),
-            n,
-        )
+        print(f"score + publish predictions: {out['rate']:,.0f} ev/s")
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
             before = rss_mib()
             out = engine_rate(
-                b,
-                "lab",
-                n,
-                trained_model(args.budget),
-                store_dir=tmp,
-                snapshot_every=max(n // 10, 1),
+                b, "lab", n, trained_model(k), store_dir=tmp, snapshot_every=max(n // 10, 1)
             )
             rows.append(
                 {
                     "case": "engine with snapshots every n/10",
                     "events": n,
                     "events_per_s_median": out["rate"],
+                    "compared_with": raw_kl,
                     **out,
                     "max_rss_mib_before": before,
                     "max_rss_mib_after": rss_mib(),
@@ -195,21 +352,32 @@ def main(argv: list[str] | None = None) -> int:
                 f"snapshot + commit: {out['snapshot_seconds_each'] * 1e3:.1f} ms each over "
                 f"{out['snapshots']:.0f} snapshots; max RSS {before:.0f} -> {rss_mib():.0f} MiB"
             )
-    raw = rows[0]["events_per_s_median"]
-    raw_block = rows[1]["events_per_s_median"]
-    print(f"\n{'case':<58} {'ev/s':>12} {'/ raw':>7}")
+    by_name = {r["case"]: r for r in rows}
+    print(f"\n{'case':<60} {'ev/s':>11} {'range':>21} {'cpu us/ev':>9} {'/ raw':>6}")
     for r in rows:
-        ref = raw_block if "blocks" in r["case"] else raw
-        r["ratio_vs_raw"] = r["events_per_s_median"] / ref
-        print(f"{r['case']:<58} {r['events_per_s_median']:>12,.0f} {r['ratio_vs_raw']:>7.2f}")
+        ref = r["compared_with"]
+        if ref is not None:
+            r["ratio_vs_raw"] = r["events_per_s_median"] / by_name[ref]["events_per_s_median"]
+            r["cpu_ratio_vs_raw"] = by_name[ref]["cpu_us_per_event_median"] / r.get(
+                "cpu_us_per_event_median", r.get("cpu_us")
+            )
+        spread = f"{r.get('events_per_s_min', 0):,.0f}-{r.get('events_per_s_max', 0):,.0f}"
+        print(
+            f"{r['case']:<60} {r['events_per_s_median']:>11,.0f} {spread:>21} "
+            f"{r.get('cpu_us_per_event_median', r.get('cpu_us')):>9.2f} "
+            f"{r.get('ratio_vs_raw', 1.0):>6.2f}"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / ("engine_quick.json" if args.quick else "engine.json")
     path.write_text(
         json.dumps(
             {
                 "benchmark": "engine",
+                "command": "python -m benchmarks.engine " + " ".join(argv or []),
                 "events": n,
                 "repeats": repeats,
+                "block_rows": BLOCK,
+                "fetch_config": FETCH,
                 "machine": machine(),
                 "rows": rows,
             },
