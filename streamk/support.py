@@ -35,6 +35,27 @@ def _row_sqnorm(row: np.ndarray) -> float:
     return float(row @ row)
 
 
+def _rbf_rows(
+    kernel: Kernel, X: np.ndarray, x_sq: np.ndarray, x_sq_max: float, row: np.ndarray, row_sq: float
+) -> np.ndarray | None:
+    """``k(X[i], row)`` for every ``i`` as one matrix-vector product and six vector passes.
+
+    ``None`` unless ``kernel`` is an :class:`~streamk.kernels.RBF` and the expansion
+    ``||x||^2 + ||row||^2 - 2 x.row`` is exact to 1e-10 (see ``RBF._gram``): the caller
+    then takes the general path. Serves both a new event against the support set and a
+    new support vector against a tracked block.
+    """
+    if type(kernel) is not RBF or (x_sq_max + row_sq) * 1e-15 * kernel.gamma > 1e-10:
+        return None
+    d = X @ row
+    d *= -2.0
+    d += x_sq
+    d += row_sq
+    np.maximum(d, 0.0, out=d)
+    d *= -kernel.gamma
+    return np.exp(d, out=d)
+
+
 def _pad_cols(A: np.ndarray, width: int) -> np.ndarray:
     if A.shape[1] >= width:
         return A
@@ -63,26 +84,36 @@ class BlockTracker:
         Decision values ``F[i] ~= K[i, :n] @ coef[:n]`` (a hint: see above), ``(m, n_outputs)``.
     start
         Rows before ``start`` are done; updates skip them. The learner advances it.
+    coef_l1
+        An upper bound on the largest column sum of ``|coef|``, raised by every change
+        (never lowered), so that :meth:`tolerance` costs no pass over the coefficients.
     """
 
-    __slots__ = ("Q", "sq", "K", "F", "start", "kmax", "bound")
+    __slots__ = ("Q", "sq", "sq_max", "K", "F", "start", "kmax", "bound", "coef_l1")
 
     def __init__(
-        self, Q: np.ndarray, sq: np.ndarray, K: np.ndarray, F: np.ndarray, bound: float | None
+        self,
+        Q: np.ndarray,
+        sq: np.ndarray,
+        K: np.ndarray,
+        F: np.ndarray,
+        bound: float | None,
+        coef: np.ndarray,
     ):
         self.Q = Q
         self.sq = sq
+        self.sq_max = float(sq.max(initial=0.0))
         self.K = K
         self.F = F
         self.start = 0
         self.bound = bound  # the kernel's bound on |k|, if it has one
         self.kmax = bound if bound is not None else (float(np.abs(K).max()) if K.size else 0.0)
+        self.coef_l1 = float(np.abs(coef).sum(axis=0).max()) if coef.size else 0.0
 
-    def tolerance(self, coef: np.ndarray) -> float:
+    def tolerance(self) -> float:
         """A bound well above the rounding residue in ``F``: rows with ``|F| > tolerance``
         have the sign their fresh dot would give."""
-        total = float(np.abs(coef).sum(axis=0).max()) if coef.size else 0.0
-        return 1e-9 * (1.0 + self.kmax * total)
+        return 1e-9 * (1.0 + self.kmax * self.coef_l1)
 
     def exact(self, j: int, coef: np.ndarray) -> np.ndarray:
         """Row ``j``'s decision values computed afresh (``coef`` is ``support.coef``)."""
@@ -195,17 +226,11 @@ class SupportSet:
         exact to 1e-10 (see :class:`~streamk.kernels.RBF`), take :meth:`kernel_block`.
         """
         n = self.n
-        kernel = self._kernel
-        if n and type(kernel) is RBF and row.shape[0] <= self._X.shape[1]:
-            x_sq = float(row @ row)
-            if (x_sq + self._sq_max) * 1e-15 * kernel.gamma <= 1e-10:
-                d = self._X[:n, : row.shape[0]] @ row
-                d *= -2.0
-                d += self._sq[:n]
-                d += x_sq
-                np.maximum(d, 0.0, out=d)
-                d *= -kernel.gamma
-                return np.exp(d, out=d)
+        if n and type(self._kernel) is RBF and row.shape[0] <= self._X.shape[1]:
+            X = self._X[:n, : row.shape[0]]
+            k = _rbf_rows(self._kernel, X, self._sq[:n], self._sq_max, row, float(row @ row))
+            if k is not None:
+                return k
         return self.kernel_block(row[None, :])[0]
 
     def decision(self, Q: np.ndarray) -> np.ndarray:
@@ -271,6 +296,7 @@ class SupportSet:
         self.version += 1
         for t in self._trackers:
             t.F = t.F @ M
+            t.coef_l1 *= float(np.abs(M).sum(axis=0).max())
 
     # -- changes (the only way the set changes) -----------------------------------------------
     def append(self, row: np.ndarray, coef: np.ndarray, k_row: np.ndarray | None = None) -> int:
@@ -373,6 +399,7 @@ class SupportSet:
         for t in self._trackers:
             s = t.start
             t.F[s:] += t.K[s:, slot, None] * delta
+            t.coef_l1 += float(np.abs(delta).max())
 
     def add_coefs(self, D: np.ndarray) -> None:
         """``coef[:n] += D`` for every row at once (e.g. a projection onto the set)."""
@@ -382,6 +409,7 @@ class SupportSet:
         for t in self._trackers:
             s = t.start
             t.F[s:] += t.K[s:, : self.n] @ D
+            t.coef_l1 += float(np.abs(D).sum(axis=0).max())
 
     def scale_coef(self, factor: float) -> None:
         """Multiply every coefficient by ``factor`` (e.g. the Forgetron's shrink)."""
@@ -389,19 +417,24 @@ class SupportSet:
         self.version += 1
         for t in self._trackers:
             t.F[t.start :] *= factor
+            t.coef_l1 *= abs(factor)
 
     def _track_new_column(
         self, t: BlockTracker, slot: int, row: np.ndarray, coef: np.ndarray
     ) -> None:
         s = t.start
+        t.coef_l1 += float(np.abs(coef).max(initial=0.0))
         if s >= t.Q.shape[0]:
             return
         Q = t.Q[s:]
-        R = row[None, :]
-        if Q.shape[1] != R.shape[1]:
-            w = max(Q.shape[1], R.shape[1])
-            Q, R = _pad_cols(Q, w), _pad_cols(R, w)
-        col = self._kernel._gram(Q, R, t.sq[s:], self._sq[slot : slot + 1])[:, 0]
+        w = min(Q.shape[1], row.shape[0])  # absent trailing features are 0: they add nothing
+        col = _rbf_rows(self._kernel, Q[:, :w], t.sq[s:], t.sq_max, row[:w], self._sq[slot])
+        if col is None:
+            R = row[None, :]
+            if Q.shape[1] != R.shape[1]:
+                w = max(Q.shape[1], R.shape[1])
+                Q, R = _pad_cols(Q, w), _pad_cols(R, w)
+            col = self._kernel._gram(Q, R, t.sq[s:], self._sq[slot : slot + 1])[:, 0]
         t.K[s:, slot] = col
         t.F[s:] += col[:, None] * coef[None, :]
         if t.bound is None and col.size:
@@ -417,7 +450,7 @@ class SupportSet:
         if self.n:
             K[:, : self.n] = self.kernel_block(Q, sq)
         F = K[:, : self.n] @ self._coef[: self.n]
-        tracker = BlockTracker(Q, sq, K, F, self._kernel.max_abs)
+        tracker = BlockTracker(Q, sq, K, F, self._kernel.max_abs, self._coef[: self.n])
         self._trackers.append(tracker)
         try:
             yield tracker

@@ -33,6 +33,10 @@ class _Offset:
     def __setitem__(self, j: int, value: Any) -> None:
         self.items[self.start + j] = value
 
+    def put(self, j: int, values: list[Any]) -> None:
+        """Write ``values`` at ``j, j + 1, ...`` in one slice assignment."""
+        self.items[self.start + j : self.start + j + len(values)] = values
+
 
 class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     """Kernel perceptron on a (optionally budgeted) support set.
@@ -165,20 +169,16 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         the fresh dot, exactly as ``learn_one`` would.
         """
         T = self._labels.target_matrix(labels[start:end])
-        positive = T > 0.0
         pos = start
         while pos < end:
-            F = block.F[pos:end]
-            flagged = ((F >= 0.0) != positive[pos - start :]) | (
-                np.abs(F) <= block.tolerance(self._support.coef)
-            )
-            rows_flagged = flagged.any(axis=1)
-            r = int(np.argmax(rows_flagged))
-            if not rows_flagged[r]:
+            # Flagged: F t <= tol, i.e. a wrong sign (sgn(0) = +1) or too close to 0 to trust.
+            below = block.F[pos:end] * T[pos - start :] <= block.tolerance()
+            flagged = below[:, 0] if below.shape[1] == 1 else below.any(axis=1)
+            r = int(np.argmax(flagged))
+            if not flagged[r]:
                 r = end - pos
             if out is not None:  # every column had the right sign: predicted = the label
-                for q in range(pos, pos + r):
-                    out[q] = labels[q]
+                out.put(pos, labels[pos : pos + r])
             self._n_learned += r  # rows pos .. pos+r-1 were right: nothing to update
             pos += r
             if pos == end:
