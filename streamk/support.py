@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .kernels import RBF, Kernel, kernel_from_spec
+from .tracking import BlockTracker, pad_cols, rbf_rows
 
 __all__ = ["SupportSet", "BlockTracker"]
 
@@ -33,91 +34,6 @@ def _sqnorm(A: np.ndarray) -> np.ndarray:
 def _row_sqnorm(row: np.ndarray) -> float:
     """``||row||^2`` of a stored row: one formula, so a restored set is bit-identical."""
     return float(row @ row)
-
-
-def _rbf_rows(
-    kernel: Kernel, X: np.ndarray, x_sq: np.ndarray, x_sq_max: float, row: np.ndarray, row_sq: float
-) -> np.ndarray | None:
-    """``k(X[i], row)`` for every ``i`` as one matrix-vector product and six vector passes.
-
-    ``None`` unless ``kernel`` is an :class:`~streamk.kernels.RBF` and the expansion
-    ``||x||^2 + ||row||^2 - 2 x.row`` is exact to 1e-10 (see ``RBF._gram``): the caller
-    then takes the general path. Serves both a new event against the support set and a
-    new support vector against a tracked block.
-    """
-    if type(kernel) is not RBF or (x_sq_max + row_sq) * 1e-15 * kernel.gamma > 1e-10:
-        return None
-    d = X @ row
-    d *= -2.0
-    d += x_sq
-    d += row_sq
-    np.maximum(d, 0.0, out=d)
-    d *= -kernel.gamma
-    return np.exp(d, out=d)
-
-
-def _pad_cols(A: np.ndarray, width: int) -> np.ndarray:
-    if A.shape[1] >= width:
-        return A
-    out = np.zeros((A.shape[0], width))
-    out[:, : A.shape[1]] = A
-    return out
-
-
-class BlockTracker:
-    """Kernel block of a micro-batch and its decision values, kept current as the set changes.
-
-    ``F`` is updated incrementally (one vector operation per change), so it carries
-    rounding residue: where a column has no non-zero coefficient left, ``F`` may read
-    ``-2.8e-17`` where ``learn_one`` computes exactly 0. Use ``F`` only as a hint to find
-    the rows that need attention, and decide those rows with the fresh dot
-    ``K[j, :n] @ support.coef`` (the arithmetic ``learn_one`` does), so that ties such
-    as the book's ``sgn(0) = +1`` are decided exactly as ``learn_one`` decides them.
-
-    Attributes
-    ----------
-    Q
-        The block's rows, ``(m, w)``.
-    K
-        ``K[i, s] = k(Q[i], support row in slot s)`` for the slots in use, ``(m, capacity)``.
-    F
-        Decision values ``F[i] ~= K[i, :n] @ coef[:n]`` (a hint: see above), ``(m, n_outputs)``.
-    start
-        Rows before ``start`` are done; updates skip them. The learner advances it.
-    coef_l1
-        An upper bound on the largest column sum of ``|coef|``, raised by every change
-        (never lowered), so that :meth:`tolerance` costs no pass over the coefficients.
-    """
-
-    __slots__ = ("Q", "sq", "sq_max", "K", "F", "start", "kmax", "bound", "coef_l1")
-
-    def __init__(
-        self,
-        Q: np.ndarray,
-        sq: np.ndarray,
-        K: np.ndarray,
-        F: np.ndarray,
-        bound: float | None,
-        coef: np.ndarray,
-    ):
-        self.Q = Q
-        self.sq = sq
-        self.sq_max = float(sq.max(initial=0.0))
-        self.K = K
-        self.F = F
-        self.start = 0
-        self.bound = bound  # the kernel's bound on |k|, if it has one
-        self.kmax = bound if bound is not None else (float(np.abs(K).max()) if K.size else 0.0)
-        self.coef_l1 = float(np.abs(coef).sum(axis=0).max()) if coef.size else 0.0
-
-    def tolerance(self) -> float:
-        """A bound well above the rounding residue in ``F``: rows with ``|F| > tolerance``
-        have the sign their fresh dot would give."""
-        return 1e-9 * (1.0 + self.kmax * self.coef_l1)
-
-    def exact(self, j: int, coef: np.ndarray) -> np.ndarray:
-        """Row ``j``'s decision values computed afresh (``coef`` is ``support.coef``)."""
-        return self.K[j, : coef.shape[0]] @ coef
 
 
 class SupportSet:
@@ -215,7 +131,7 @@ class SupportSet:
         if w <= self._X.shape[1]:
             S = self._X[: self.n, :w]
         else:
-            S = _pad_cols(self._X[: self.n], w)
+            S = pad_cols(self._X[: self.n], w)
         return self._kernel.gram(Q, S, a_sqnorm=q_sqnorm, b_sqnorm=self._sq[: self.n])
 
     def kernel_row(self, row: np.ndarray) -> np.ndarray:
@@ -228,7 +144,7 @@ class SupportSet:
         n = self.n
         if n and type(self._kernel) is RBF and row.shape[0] <= self._X.shape[1]:
             X = self._X[:n, : row.shape[0]]
-            k = _rbf_rows(self._kernel, X, self._sq[:n], self._sq_max, row, float(row @ row))
+            k = rbf_rows(self._kernel, X, self._sq[:n], self._sq_max, row, float(row @ row))
             if k is not None:
                 return k
         return self.kernel_block(row[None, :])[0]
@@ -271,13 +187,11 @@ class SupportSet:
             G[:cap, :cap] = self._G
             self._G = G
         for t in self._trackers:
-            K = np.zeros((t.K.shape[0], new))
-            K[:, :cap] = t.K
-            t.K = K
+            t.grow(new)
 
     def _grow_width(self, width: int) -> None:
         if width > self._X.shape[1]:
-            self._X = _pad_cols(self._X, max(width, 2 * self._X.shape[1]))
+            self._X = pad_cols(self._X, max(width, 2 * self._X.shape[1]))
         self.width = max(self.width, width)
 
     def add_outputs(self, count: int = 1) -> None:
@@ -285,7 +199,7 @@ class SupportSet:
         self._coef = np.hstack([self._coef, np.zeros((self.capacity, count))])
         self.version += 1
         for t in self._trackers:
-            t.F = np.hstack([t.F, np.zeros((t.F.shape[0], count))])
+            t.add_outputs(count)
 
     def remap_outputs(self, M: np.ndarray) -> None:
         """Replace the coefficient columns by ``coef @ M`` (e.g. binary to one-vs-rest)."""
@@ -295,8 +209,7 @@ class SupportSet:
         self._coef = self._coef @ M
         self.version += 1
         for t in self._trackers:
-            t.F = t.F @ M
-            t.coef_l1 *= float(np.abs(M).sum(axis=0).max())
+            t.remap(M)
 
     # -- changes (the only way the set changes) -----------------------------------------------
     def append(self, row: np.ndarray, coef: np.ndarray, k_row: np.ndarray | None = None) -> int:
@@ -333,7 +246,7 @@ class SupportSet:
             self._G[slot, slot] = self._kdiag[slot]
         self.n += 1
         for t in self._trackers:
-            self._track_new_column(t, slot, row, coef)
+            t.add_column(self._kernel, slot, row, self._sq[slot], coef)
         return slot
 
     def remove(self, slot: int) -> None:
@@ -342,9 +255,8 @@ class SupportSet:
         if not 0 <= slot <= last:
             raise IndexError(f"slot {slot} out of range for {self.n} support rows")
         for t in self._trackers:
-            s = t.start
-            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
-            t.K[:, slot] = t.K[:, last]
+            t.drop(slot, self._coef[slot])
+            t.move(last, slot)
         if slot != last:
             self._X[slot] = self._X[last]
             self._coef[slot] = self._coef[last]
@@ -370,8 +282,7 @@ class SupportSet:
         row = np.asarray(row, dtype=np.float64).ravel()
         coef = np.asarray(coef, dtype=np.float64).ravel()
         for t in self._trackers:
-            s = t.start
-            t.F[s:] -= t.K[s:, slot, None] * self._coef[slot]
+            t.drop(slot, self._coef[slot])
         self._grow_width(row.shape[0])
         self._X[slot, : row.shape[0]] = row
         self._X[slot, row.shape[0] :] = 0.0
@@ -389,7 +300,7 @@ class SupportSet:
             self._G[slot, : self.n] = k
             self._G[: self.n, slot] = k
         for t in self._trackers:
-            self._track_new_column(t, slot, row, coef)
+            t.add_column(self._kernel, slot, row, self._sq[slot], coef)
 
     def add_coef(self, slot: int, delta: np.ndarray | float) -> None:
         """``coef[slot] += delta``."""
@@ -397,9 +308,7 @@ class SupportSet:
         self._coef[slot] += delta
         self.version += 1
         for t in self._trackers:
-            s = t.start
-            t.F[s:] += t.K[s:, slot, None] * delta
-            t.coef_l1 += float(np.abs(delta).max())
+            t.add_coef(slot, delta)
 
     def add_coefs(self, D: np.ndarray) -> None:
         """``coef[:n] += D`` for every row at once (e.g. a projection onto the set)."""
@@ -407,38 +316,14 @@ class SupportSet:
         self._coef[: self.n] += D
         self.version += 1
         for t in self._trackers:
-            s = t.start
-            t.F[s:] += t.K[s:, : self.n] @ D
-            t.coef_l1 += float(np.abs(D).sum(axis=0).max())
+            t.add_coefs(D)
 
     def scale_coef(self, factor: float) -> None:
         """Multiply every coefficient by ``factor`` (e.g. the Forgetron's shrink)."""
         self._coef[: self.n] *= factor
         self.version += 1
         for t in self._trackers:
-            t.F[t.start :] *= factor
-            t.coef_l1 *= abs(factor)
-
-    def _track_new_column(
-        self, t: BlockTracker, slot: int, row: np.ndarray, coef: np.ndarray
-    ) -> None:
-        s = t.start
-        t.coef_l1 += float(np.abs(coef).max(initial=0.0))
-        if s >= t.Q.shape[0]:
-            return
-        Q = t.Q[s:]
-        w = min(Q.shape[1], row.shape[0])  # absent trailing features are 0: they add nothing
-        col = _rbf_rows(self._kernel, Q[:, :w], t.sq[s:], t.sq_max, row[:w], self._sq[slot])
-        if col is None:
-            R = row[None, :]
-            if Q.shape[1] != R.shape[1]:
-                w = max(Q.shape[1], R.shape[1])
-                Q, R = _pad_cols(Q, w), _pad_cols(R, w)
-            col = self._kernel._gram(Q, R, t.sq[s:], self._sq[slot : slot + 1])[:, 0]
-        t.K[s:, slot] = col
-        t.F[s:] += col[:, None] * coef[None, :]
-        if t.bound is None and col.size:
-            t.kmax = max(t.kmax, float(np.abs(col).max()))
+            t.scale(factor)
 
     # -- micro-batches ------------------------------------------------------------------------
     @contextlib.contextmanager
