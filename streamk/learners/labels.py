@@ -113,7 +113,8 @@ class LabelCoder:
             if m == 1:
                 return [pos if F[0, 0] >= 0 else neg]
             return [pos if f >= 0 else neg for f in F[:, 0].tolist()]
-        return [self.classes[j] for j in np.argmax(F, axis=1)]
+        classes = self.classes
+        return [classes[j] for j in F.argmax(axis=1).tolist()]
 
     def probabilities(self, F: np.ndarray) -> np.ndarray:
         """Rows of class probabilities, columns in ``self.classes`` order.

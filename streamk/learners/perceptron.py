@@ -215,7 +215,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 self.n_mistakes += 1
         else:
             wrong = (f >= 0.0) != (targets > 0.0)
-            if wrong.any():
+            if np.count_nonzero(wrong):  # a plain C call, unlike ndarray.any()
                 self._policy.insert(self._support, row, np.where(wrong, targets, 0.0), k_row)
                 self.n_mistakes += 1
         self._n_learned += 1
