@@ -468,8 +468,11 @@ class ScaleEstimator:
         m = rows.shape[0]
         if m == 0:
             return
-        bmean = rows.mean(axis=0)
-        bm2 = ((rows - bmean) ** 2).sum(axis=0)
+        if m == 1:  # gamma="auto" warm-up: the same numbers without the two reductions
+            bmean, bm2 = rows[0], 0.0
+        else:
+            bmean = rows.mean(axis=0)
+            bm2 = ((rows - bmean) ** 2).sum(axis=0)
         n = self.n + m
         delta = bmean - self.mean
         self.mean = self.mean + delta * (m / n)
