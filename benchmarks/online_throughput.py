@@ -159,11 +159,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     rows = []
+    load_before = os.getloadavg()
     for sname, sfactory in streams(args.quick).items():
         is_multiclass = len({y for _, y in sfactory()}) > 2
         base_rates: dict[str, float] = {}
-        for mname, (mfactory, batch) in models(args.budget, is_multiclass).items():
-            runs = [run_one(mfactory, batch, sfactory()) for _ in range(repeats)]
+        candidates = models(args.budget, is_multiclass)
+        # Repeats go round-robin over the models, so a burst of load from another process
+        # on a shared machine lands on every model alike instead of on one model's repeats.
+        all_runs: dict[str, list[dict[str, Any]]] = {m: [] for m in candidates}
+        for _ in range(repeats):
+            for mname, (mfactory, batch) in candidates.items():
+                all_runs[mname].append(run_one(mfactory, batch, sfactory()))
+        for mname, runs in all_runs.items():
             rates = [r["events"] / r["seconds"] for r in runs]
             row = {
                 "stream": sname,
@@ -205,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": repeats,
         "budget": args.budget,
         "machine": machine_info(),
+        "load_average_1_5_15": {"before": load_before, "after": os.getloadavg()},
         "rows": rows,
     }
     path = RESULTS / ("online_throughput_quick.json" if args.quick else "online_throughput.json")
