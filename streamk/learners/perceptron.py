@@ -174,7 +174,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             # Flagged: F t <= tol, i.e. a wrong sign (sgn(0) = +1) or too close to 0 to trust.
             below = block.F[pos:end] * T[pos - start :] <= block.tolerance()
             flagged = below[:, 0] if below.shape[1] == 1 else below.any(axis=1)
-            r = int(np.argmax(flagged))
+            r = int(flagged.argmax())
             if not flagged[r]:
                 r = end - pos
             if out is not None:  # every column had the right sign: predicted = the label
