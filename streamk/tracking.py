@@ -10,6 +10,8 @@ block) use it.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from .kernels import RBF, Kernel
@@ -26,14 +28,17 @@ def rbf_rows(
     ``||x||^2 + ||row||^2 - 2 x.row`` is exact to 1e-10 (see ``RBF._gram``): the caller
     then takes the general path.
     """
-    if type(kernel) is not RBF or (x_sq_max + row_sq) * 1e-15 * kernel.gamma > 1e-10:
+    if type(kernel) is not RBF:
+        return None
+    gamma = cast(float, kernel.gamma)  # a kernel in use is resolved: never "auto"
+    if (x_sq_max + row_sq) * 1e-15 * gamma > 1e-10:
         return None
     d = X @ row
     d *= -2.0
     d += x_sq
     d += row_sq
     np.maximum(d, 0.0, out=d)
-    d *= -kernel.gamma
+    d *= -gamma
     return np.exp(d, out=d)
 
 

@@ -363,3 +363,28 @@ def test_margin_perceptron_learn_predict_many_matches_learn_one():
         one.learn_one(x, y)
     got = many.learn_predict_many(pd.DataFrame([x for x, _ in stream]), [y for _, y in stream])
     assert got == expected and one.n_support == many.n_support
+
+
+def test_learn_one_rescores_after_a_coefficient_only_change():
+    """predict_one's margins are reused by learn_one only while nothing f depends on moved."""
+    model = KernelPerceptron(kernel=RBF(gamma=0.5))
+    model.learn_one({"a": 0.0}, False)  # f = 0 reads +1: a mistake
+    model.learn_one({"a": 3.0}, True)
+    x = {"a": 2.9}
+    f = model.decision_function_one(x)[0]
+    assert f > 0 and model.predict_one(x) is True
+    model.support_.scale_coef(-1.0)  # the rows stay, the margin flips
+    assert model.decision_function_one(x)[0] == -f
+    model.learn_one(x, True)  # now a mistake: x joins the support set
+    assert model.n_support == 3 and model.n_mistakes == 3
+
+
+def test_remove_oldest_recycles_the_oldest_slot_with_a_new_id():
+    """The new vector takes the oldest one's slot; ids still order the set by insertion."""
+    model = KernelPerceptron(kernel=RBF(gamma=0.5), budget=RemoveOldest(3))
+    for i in range(6):  # alternating labels far apart (f = 0 reads +1): every one a mistake
+        model.learn_one({"a": 10.0 * i}, i % 2 == 1)
+    s = model.support_
+    assert model.n_mistakes == 6
+    assert sorted(s.ids.tolist()) == [3, 4, 5]
+    np.testing.assert_array_equal(s.X[np.argsort(s.ids), 0], [30.0, 40.0, 50.0])
