@@ -50,8 +50,8 @@ class KernelClassifier(KernelLearner):
         if not self._labels.classes:
             return None
         if self._support.n == 0:
-            return self._labels.decide(np.zeros((1, self._support.n_outputs)))[0]
-        return self._labels.decide(self._margins(self._predict_row(x))[1][None, :])[0]
+            return self._labels.decide_one(np.zeros(self._support.n_outputs))
+        return self._labels.decide_one(self._margins(self._predict_row(x))[1])
 
     def predict_proba_one(self, x: dict) -> dict[Any, float]:
         if not self._labels.classes:

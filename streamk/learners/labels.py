@@ -39,6 +39,7 @@ class LabelCoder:
         self.classes: list[Hashable] = []
         self.signs: list[int] = []  # binary mode: the sign of each class
         self._targets: dict[Hashable, np.ndarray] = {}  # label -> targets, until a class is added
+        self._pair: tuple[Hashable, Hashable] | None = None  # (positive, negative) when binary
 
     @property
     def multiclass(self) -> bool:
@@ -66,6 +67,7 @@ class LabelCoder:
                 remap = np.array([[-1.0]])
             self.classes.append(label)
             self.signs.append(sign)
+            self._pair = self._binary_pair()
             return remap
         if len(self.classes) == 2:
             # binary -> one-vs-rest: column of class c is sign_c * f, new class starts at 0
@@ -73,7 +75,13 @@ class LabelCoder:
         else:
             remap = np.hstack([np.eye(len(self.classes)), np.zeros((len(self.classes), 1))])
         self.classes.append(label)
+        self._pair = None
         return remap
+
+    def _binary_pair(self) -> tuple[Hashable, Hashable] | None:
+        if len(self.classes) != 2:
+            return None
+        return self.classes[self.signs.index(1)], self.classes[self.signs.index(-1)]
 
     def targets(self, label: Hashable) -> np.ndarray:
         """±1 target for each coefficient column (a shared array: do not modify it)."""
@@ -99,6 +107,12 @@ class LabelCoder:
             T[np.arange(len(labels)), cols] = 1.0
             return T
         return np.asarray(self.signs, dtype=np.float64)[cols][:, None]
+
+    def decide_one(self, f: np.ndarray) -> Any:
+        """The label for one row of decision values (``decide``'s per-event path)."""
+        if self._pair is not None:
+            return self._pair[0] if f[0] >= 0 else self._pair[1]
+        return self.decide(f[None, :])[0]
 
     def decide(self, F: np.ndarray) -> list[Any]:
         """Labels for decision values ``F`` of shape ``(m, n_outputs)``; sgn(0) = +1."""
@@ -146,4 +160,5 @@ class LabelCoder:
         coder.classes = list(state["classes"])
         coder.signs = [int(s) for s in state["signs"]]
         coder._targets = {}
+        coder._pair = coder._binary_pair()
         return coder

@@ -149,7 +149,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             while j < len(labels):
                 if labels[j] not in seen:  # a new class changes the columns: its row alone
                     if out is not None:
-                        out[j] = self._labels.decide(block.exact(j, self._support.coef)[None])[0]
+                        out[j] = self._labels.decide_one(block.exact(j, self._support.coef))
                     seen.add(labels[j])
                     self._add_label(labels[j])
                     self._learn_tracked(block, j, rows[j], labels[j])
@@ -193,7 +193,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         block.start = j + 1
         f = k_row @ self._support.coef
         if out is not None and out[j] is _UNSET:
-            out[j] = self._labels.decide(f[None])[0]
+            out[j] = self._labels.decide_one(f)
         self._update(row, f, k_row, label, targets)
 
     def _learn_dense(self, row: np.ndarray, y: Any) -> None:
