@@ -46,7 +46,7 @@ from streamk.budget import (
 from streamk.evaluate import prequential
 from streamk.learners.budgeted import MarginPerceptron
 
-from .online_throughput import machine_info
+from .common import machine_info
 
 RESULTS = Path(__file__).parent / "results"
 

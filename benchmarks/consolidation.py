@@ -36,7 +36,7 @@ from streamk.kernels import RBF, Laplacian, Polynomial, ScaleEstimator
 from streamk.learners import KernelPerceptron
 from streamk.measures import alignment, fsm, fsm_error_bound
 
-from .online_throughput import machine_info
+from .common import machine_info
 
 RESULTS = Path(__file__).parent / "results"
 

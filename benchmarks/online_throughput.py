@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ import numpy as np
 from river import datasets, linear_model, metrics, multiclass, neighbors, preprocessing
 from river.datasets import synth
 
+from benchmarks.common import machine_info
 from streamk import KernelPerceptron
 from streamk.evaluate import prequential
 from streamk.kernels import RBF, ScaleEstimator
@@ -219,21 +219,6 @@ def main(argv: list[str] | None = None) -> int:
     path.write_text(json.dumps(out, indent=2))
     print(f"\nwrote {path}")
     return 0
-
-
-def machine_info() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "numpy": np.__version__,
-    }
-    try:
-        cfg = np.show_config(mode="dicts")
-        info["blas"] = cfg.get("Build Dependencies", {}).get("blas", {}).get("name")
-    except Exception:  # noqa: BLE001 - best effort only
-        pass
-    return info
 
 
 if __name__ == "__main__":

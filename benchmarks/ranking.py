@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from typing import Any
 import numpy as np
 from river import compose, linear_model, preprocessing
 
+from benchmarks.common import machine_info
 from streamk.kernels import Linear
 from streamk.learners import OnlineRanker
 
@@ -131,24 +131,6 @@ def run(factory, events: list[tuple[dict, int]]) -> dict[str, Any]:
         "mae_ranks": float(np.mean(np.abs(preds - y))),
         "n_support": int(getattr(model, "n_support", 0)),
     }
-
-
-def machine_info() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "numpy": np.__version__,
-    }
-    try:
-        info["blas"] = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
-    except Exception:  # noqa: BLE001 - best effort only
-        info["blas"] = "unknown"
-    try:
-        info["loadavg_start"] = os.getloadavg()
-    except OSError:
-        pass
-    return info
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -28,6 +26,7 @@ import msgpack
 import numpy as np
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from benchmarks.common import machine_info
 from streamk.broker import LocalBroker, create_topic
 from streamk.events import decode, encode_block, encode_event
 
@@ -42,17 +41,13 @@ CONSUMER_CONFIG: dict[str, Any] = {
 
 
 def machine() -> dict[str, Any]:
-    """Cores, BLAS and library versions, recorded with every result."""
+    """The shared machine record plus the Kafka client, checksum and broker versions."""
     try:
         import crc32c  # noqa: F401
 
         has_crc32c = True
     except ImportError:
         has_crc32c = False
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
-    except Exception:  # older NumPy
-        blas = "unknown"
     try:
         from streamk.broker import find_tansu
 
@@ -62,16 +57,11 @@ def machine() -> dict[str, Any]:
     except Exception:
         tansu = "unknown"
     return {
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-        "blas": blas,
+        **machine_info(),
         "kafka_python": kafka.__version__,
         "crc32c": has_crc32c,
         "msgpack": ".".join(map(str, msgpack.version)),
         "broker": tansu,
-        "loadavg_1_5_15": list(os.getloadavg()),  # the machine is shared: noise shows here
     }
 
 

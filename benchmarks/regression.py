@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -30,6 +29,7 @@ import numpy as np
 from river import compose, datasets, linear_model, neighbors, preprocessing
 from river.datasets import synth
 
+from benchmarks.common import machine_info
 from streamk.learners import OnlineSVR
 
 RESULTS = Path(__file__).parent / "results"
@@ -110,24 +110,6 @@ def run_sklearn(events: list[tuple[dict, float]], prefix: int) -> dict[str, Any]
         "mae_suffix": float(np.abs(pred - y[prefix:]).mean()),
         "n_support": int(len(model.support_)),
     }
-
-
-def machine_info() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "numpy": np.__version__,
-    }
-    try:
-        info["blas"] = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
-    except Exception:  # noqa: BLE001 - best effort only
-        info["blas"] = "unknown"
-    try:
-        info["loadavg_start"] = os.getloadavg()
-    except OSError:
-        pass
-    return info
 
 
 def main(argv: list[str] | None = None) -> int:

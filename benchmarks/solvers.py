@@ -14,37 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.common import machine_info
+
 RESULTS = Path(__file__).resolve().parent / "results" / "solvers.json"
-
-
-def machine() -> dict[str, Any]:
-    """Cores, platform, NumPy and its BLAS (threadpoolctl if present, else numpy.show_config)."""
-    info: dict[str, Any] = {
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "loadavg": os.getloadavg() if hasattr(os, "getloadavg") else None,
-    }
-    try:
-        from threadpoolctl import threadpool_info
-
-        info["blas"] = [
-            {k: d.get(k) for k in ("internal_api", "version", "num_threads", "threading_layer")}
-            for d in threadpool_info()
-        ]
-    except ImportError:
-        cfg = np.show_config(mode="dicts")
-        info["blas"] = cfg.get("Build Dependencies", {}).get("blas")
-    return info
 
 
 def gram(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{r['objective_rel_diff']:>8.1e} {r['decision_agreement']:>6.3f}",
             flush=True,
         )
-    out = {"benchmark": "solvers", "machine": machine(), "repeats": repeats, "results": rows}
+    out = {"benchmark": "solvers", "machine": machine_info(), "repeats": repeats, "results": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2))
     print(f"wrote {args.out}")
