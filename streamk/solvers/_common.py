@@ -46,6 +46,21 @@ class SolverResult:
     gap: float
     info: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_solver(
+        cls, solver: Any, alpha: np.ndarray, b: float, info: dict[str, Any]
+    ) -> SolverResult:
+        """The result of a finished SMO ``Solver``: its counts, objective, status and gap."""
+        return cls(alpha=alpha, b=b, n_iter=solver.n_iter, objective=solver.objective(),
+                   status=solver.status, gap=solver.gap, info=info)  # fmt: skip
+
+
+def run_solver(name: str, solver: Any, alpha0: np.ndarray) -> None:
+    """Solve from ``alpha0``; warn (ConvergenceWarning) if the iteration limit stopped it."""
+    solver.solve(alpha0)
+    if solver.status == 1:
+        warn_max_iter(name, solver.n_iter)
+
 
 def check_gram(K: Any) -> np.ndarray:
     """Return ``K`` as a C-contiguous float64 square matrix, or raise SolverError."""

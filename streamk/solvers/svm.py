@@ -13,7 +13,7 @@ from ._common import (
     check_positive,
     check_targets,
     project_box_equality,
-    warn_max_iter,
+    run_solver,
 )
 from .smo import Solver
 from .smo_nu import SolverNU
@@ -23,11 +23,6 @@ __all__ = ["svc", "nu_svc", "one_class", "hypersphere"]
 
 def _max_iter(max_iter: int | None, n_var: int) -> int:
     return max(10_000_000, 100 * n_var) if max_iter is None else int(max_iter)
-
-
-def _finish(name: str, solver: Solver) -> None:
-    if solver.status == 1:
-        warn_max_iter(name, solver.n_iter)
 
 
 def svc(
@@ -63,18 +58,9 @@ def svc(
     solver = Solver(
         K, y, -np.ones(n), Cv, tol=tol, max_iter=_max_iter(max_iter, n), shrinking=shrinking
     )
-    solver.solve(alpha)
-    _finish("svc", solver)
+    run_solver("svc", solver, alpha)
     rho = solver.calculate_rho()
-    return SolverResult(
-        alpha=solver.alpha,
-        b=-rho,
-        n_iter=solver.n_iter,
-        objective=solver.objective(),
-        status=solver.status,
-        gap=solver.gap,
-        info={"rho": rho},
-    )
+    return SolverResult.from_solver(solver, solver.alpha, -rho, {"rho": rho})
 
 
 def nu_svc(
@@ -117,20 +103,16 @@ def nu_svc(
             alpha[g] = project_box_equality(a0[g], ones[g], ones[g], half)
     solver = SolverNU(K, y, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
                       shrinking=shrinking)  # fmt: skip
-    solver.solve(alpha)
-    _finish("nu_svc", solver)
+    run_solver("nu_svc", solver, alpha)
     rho, r = solver.calculate_rho_r()
     if not r > 0:
         raise SolverError("nu-SVC found r <= 0 (degenerate problem); try a larger nu")
     raw = solver.alpha
-    return SolverResult(
-        alpha=raw / r,
-        b=-rho / r,
-        n_iter=solver.n_iter,
-        objective=solver.objective(),
-        status=solver.status,
-        gap=solver.gap,
-        info={"rho": rho, "r": r, "alpha_raw": raw, "alpha_book": raw / (nu * n)},
+    return SolverResult.from_solver(
+        solver,
+        raw / r,
+        -rho / r,
+        {"rho": rho, "r": r, "alpha_raw": raw, "alpha_book": raw / (nu * n)},
     )
 
 
@@ -160,18 +142,9 @@ def one_class(
         alpha = project_box_equality(a0, ones, ones, total)
     solver = Solver(K, ones, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
                     shrinking=shrinking)  # fmt: skip
-    solver.solve(alpha)
-    _finish("one_class", solver)
+    run_solver("one_class", solver, alpha)
     rho = solver.calculate_rho()
-    return SolverResult(
-        alpha=solver.alpha,
-        b=-rho,
-        n_iter=solver.n_iter,
-        objective=solver.objective(),
-        status=solver.status,
-        gap=solver.gap,
-        info={"rho": rho},
-    )
+    return SolverResult.from_solver(solver, solver.alpha, -rho, {"rho": rho})
 
 
 def hypersphere(
@@ -211,8 +184,7 @@ def hypersphere(
     diag = np.diag(K)
     solver = Solver(K, ones, -0.5 * diag, Cv, tol=tol, max_iter=_max_iter(max_iter, n),
                     shrinking=shrinking)  # fmt: skip
-    solver.solve(alpha)
-    _finish("hypersphere", solver)
+    run_solver("hypersphere", solver, alpha)
     rho = solver.calculate_rho()
     a = solver.alpha
     cn2 = float(a @ (solver.H + 0.5 * diag))  # H = Ka - diag/2 (y = 1)
@@ -221,12 +193,4 @@ def hypersphere(
     info = {"rho": rho, "radius2": r2, "center_norm2": cn2, "W": W}
     if np.isfinite(c):
         info["slack_sum"] = (W - r2) / c
-    return SolverResult(
-        alpha=a,
-        b=2.0 * rho,
-        n_iter=solver.n_iter,
-        objective=solver.objective(),
-        status=solver.status,
-        gap=solver.gap,
-        info=info,
-    )
+    return SolverResult.from_solver(solver, a, 2.0 * rho, info)

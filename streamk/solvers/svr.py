@@ -13,7 +13,7 @@ from ._common import (
     check_positive,
     check_targets,
     project_box_equality,
-    warn_max_iter,
+    run_solver,
 )
 from .smo import Solver
 from .smo_nu import SolverNU
@@ -63,19 +63,14 @@ def svr(
     max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     base = np.concatenate((np.arange(n), np.arange(n)))
     solver = Solver(K, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking)
-    solver.solve(a)
-    if solver.status == 1:
-        warn_max_iter("svr", solver.n_iter)
+    run_solver("svr", solver, a)
     rho = solver.calculate_rho()
     beta = solver.alpha[:n] - solver.alpha[n:]
-    return SolverResult(
-        alpha=beta,
-        b=-rho,
-        n_iter=solver.n_iter,
-        objective=solver.objective(),
-        status=solver.status,
-        gap=solver.gap,
-        info={"rho": rho, "alpha_plus": solver.alpha[:n], "alpha_minus": solver.alpha[n:]},
+    return SolverResult.from_solver(
+        solver,
+        beta,
+        -rho,
+        {"rho": rho, "alpha_plus": solver.alpha[:n], "alpha_minus": solver.alpha[n:]},
     )
 
 
@@ -121,18 +116,9 @@ def nu_svr(
     max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     base = np.concatenate((np.arange(n), np.arange(n)))
     solver = SolverNU(K, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking)
-    solver.solve(a)
-    if solver.status == 1:
-        warn_max_iter("nu_svr", solver.n_iter)
+    run_solver("nu_svr", solver, a)
     rho, r = solver.calculate_rho_r()
     beta = solver.alpha[:n] - solver.alpha[n:]
-    return SolverResult(
-        alpha=beta,
-        b=-rho,
-        n_iter=solver.n_iter,
-        objective=solver.objective(),
-        status=solver.status,
-        gap=solver.gap,
-        info={"rho": rho, "epsilon": -r, "alpha_plus": solver.alpha[:n],
-              "alpha_minus": solver.alpha[n:]},
-    )  # fmt: skip
+    info = {"rho": rho, "epsilon": -r, "alpha_plus": solver.alpha[:n],
+            "alpha_minus": solver.alpha[n:]}  # fmt: skip
+    return SolverResult.from_solver(solver, beta, -rho, info)
