@@ -155,22 +155,11 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         labels = list(y)
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
-        i = 0
-        while i < len(labels) and self._warming_up:  # gamma="auto" still moving: one by one
-            self._add_label(labels[i])
-            self._scale.update(rows[i][None, :])
-            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
-            k_row = self._support.kernel_block(rows[i][None, :])[0]
-            self._update(rows[i], k_row @ self._support.coef, k_row, labels[i])
-            i += 1
-        if i == len(labels):
-            return
-        with self._support.track(rows[i:]) as block:
-            for j, label in enumerate(labels[i:]):
-                self._add_label(label)
-                k_row = block.K[j, : self._support.n].copy()
-                block.start = j + 1
-                self._update(rows[i + j], k_row @ self._support.coef, k_row, label)
+        self._learn_rows(rows, labels, self._learn_block_row)
+
+    def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
+        self._add_label(label)
+        self._update(row, k_row @ self._support.coef, k_row, label)
 
     def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
         """One coordinate step on the new example from alpha = 0, then the resweeps."""

@@ -13,6 +13,7 @@ plumbing so that each learner module holds only its algorithm:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -97,10 +98,35 @@ class KernelLearner:
     def _learn_row(self, x: dict) -> np.ndarray:
         """Dense row of a learned event; during the warm-up it refines ``gamma="auto"``."""
         row = self._features.row(x, grow=True)
+        self._refine_gamma(row)
+        return row
+
+    def _refine_gamma(self, row: np.ndarray) -> None:
+        """During the warm-up, fold a learned row into the ``gamma="auto"`` estimate."""
         if self._warming_up:
             self._scale.update(row[None, :])
             self._support.set_kernel(self._auto_kernel.resolve(self._scale))
-        return row
+
+    def _learn_rows(self, rows: np.ndarray, items: list, step: Callable) -> None:
+        """``step(row, k_row, item)`` for each row in order, as ``learn_one`` would see it.
+
+        ``k_row`` is ``K(row, S)`` for the support set as it is at that row. Warm-up rows go
+        one at a time (the kernel changes with each); the rest share one tracked block, so
+        ``K(block, S)`` is computed once and kept current through every change ``step``
+        makes. This is the exactness contract of ``learn_many``.
+        """
+        i = 0
+        while i < len(items) and self._warming_up:
+            self._refine_gamma(rows[i])
+            step(rows[i], self._support.kernel_block(rows[i][None, :])[0], items[i])
+            i += 1
+        if i == len(items):
+            return
+        with self._support.track(rows[i:]) as block:
+            for j, item in enumerate(items[i:]):
+                k_row = block.K[j, : self._support.n].copy()
+                block.start = j + 1
+                step(rows[i + j], k_row, item)
 
     def _predict_row(self, x: dict) -> np.ndarray:
         return self._features.row(x, grow=False)

@@ -158,21 +158,11 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     def learn_many(self, X: Any) -> None:
         """Learn the rows in order (the same model as ``learn_one`` on each)."""
         rows = self._block(X, grow=True)
-        i = 0
-        while i < rows.shape[0] and self._warming_up:  # gamma="auto" still moving
-            self._scale.update(rows[i][None, :])
-            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
-            self._insert(rows[i], self._support.kernel_block(rows[i][None, :])[0])
-            self._n_learned += 1
-            i += 1
-        if i == rows.shape[0]:
-            return
-        with self._support.track(rows[i:]) as block:
-            for j in range(rows.shape[0] - i):
-                k_row = block.K[j, : self._support.n].copy()
-                block.start = j + 1
-                self._insert(rows[i + j], k_row)
-                self._n_learned += 1
+        self._learn_rows(rows, [None] * rows.shape[0], self._learn_block_row)
+
+    def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, _: Any) -> None:
+        self._insert(row, k_row)
+        self._n_learned += 1
 
     # -- scoring ----------------------------------------------------------------------------------
     def _distances(self, Q: np.ndarray, K: np.ndarray | None = None) -> np.ndarray:

@@ -197,9 +197,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self._update(row, f, k_row, label, targets)
 
     def _learn_dense(self, row: np.ndarray, y: Any) -> None:
-        if self._warming_up:
-            self._scale.update(row[None, :])
-            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
+        self._refine_gamma(row)
         k_row = self._support.kernel_block(row[None, :])[0]
         self._update(row, k_row @ self._support.coef, k_row, y)
 

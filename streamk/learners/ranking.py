@@ -170,20 +170,10 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         for label in labels:
             self._rank_index(label)
-        i = 0
-        while i < len(labels) and self._warming_up:  # gamma="auto" still moving: one by one
-            self._scale.update(rows[i][None, :])
-            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
-            k_row = self._support.kernel_block(rows[i][None, :])[0]
-            self._update(rows[i], float(k_row @ self._support.coef[:, 0]), k_row, labels[i])
-            i += 1
-        if i == len(labels):
-            return
-        with self._support.track(rows[i:]) as block:
-            for j, label in enumerate(labels[i:]):
-                k_row = block.K[j, : self._support.n].copy()
-                block.start = j + 1
-                self._update(rows[i + j], float(k_row @ self._support.coef[:, 0]), k_row, label)
+        self._learn_rows(rows, labels, self._learn_block_row)
+
+    def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
+        self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, label)
 
     # -- prediction -------------------------------------------------------------------------------
     def score_one(self, x: dict) -> float:

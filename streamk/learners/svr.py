@@ -156,21 +156,10 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         targets = [_target(v) for v in y]
         if len(targets) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(targets)} targets")
-        i = 0
-        while i < len(targets) and self._warming_up:  # gamma="auto" still moving: one by one
-            self._scale.update(rows[i][None, :])
-            self._support.set_kernel(self._auto_kernel.resolve(self._scale))
-            k_row = self._support.kernel_block(rows[i][None, :])[0]
-            self._update(rows[i], float(k_row @ self._support.coef[:, 0]), k_row, targets[i])
-            i += 1
-        if i == len(targets):
-            return
-        with self._support.track(rows[i:]) as block:
-            for j, target in enumerate(targets[i:]):
-                k_row = block.K[j, : self._support.n].copy()
-                block.start = j + 1
-                f = float(k_row @ self._support.coef[:, 0])
-                self._update(rows[i + j], f, k_row, target)
+        self._learn_rows(rows, targets, self._learn_block_row)
+
+    def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, target: float) -> None:
+        self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, target)
 
     def _update(self, row: np.ndarray, f: float, k_row: np.ndarray, y: float) -> None:
         kxx = float(self._support.kernel.diag(row[None, :])[0])
