@@ -64,21 +64,14 @@ class _Progress:
 
 def cmd_learn(args: argparse.Namespace) -> int:
     """Prequential (test-then-train) evaluation of a learner on a data set or CSV file."""
-    from .budget import policy_from_spec
     from .evaluate import default_metric, prequential
-    from .kernels import kernel_from_string
-    from .registry import iter_csv, learner_class, load_dataset
+    from .registry import build_learner, iter_csv, load_dataset
 
     if os.path.exists(args.dataset):
         stream = iter_csv(args.dataset, args.target)
     else:
         stream = load_dataset(args.dataset, n=args.n)
-    params: dict[str, Any] = {}
-    if args.kernel:
-        params["kernel"] = kernel_from_string(args.kernel)
-    if args.budget is not None:
-        params["budget"] = policy_from_spec({"name": args.policy, "budget": args.budget})
-    model = learner_class(args.learner)(**params)
+    model = build_learner(args.learner, args.kernel, args.budget, args.policy)
     metric = default_metric(model)
     progress = _Progress(type(metric).__name__, args.quiet or args.json)
     result = prequential(

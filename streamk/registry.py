@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["LEARNERS", "learner_class", "DATASETS", "load_dataset"]
+__all__ = ["LEARNERS", "learner_class", "build_learner", "DATASETS", "load_dataset"]
 
 #: learner name -> "module:Class" (imported only when used)
 LEARNERS: dict[str, str] = {
@@ -29,6 +29,25 @@ def learner_class(name: str) -> type:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"learner {name!r} is not available in this build: {exc}") from None
+
+
+def build_learner(
+    name: str, kernel: str | None = None, budget: int | None = None, policy: str = "RemoveOldest"
+) -> Any:
+    """A learner from command-line style options: kernel text, budget size, policy name.
+
+    ``kernel=None`` keeps the learner's default (``RBF(gamma="auto")``); ``budget=None`` (or
+    0) means unbounded.
+    """
+    from .budget import policy_from_spec
+    from .kernels import kernel_from_string
+
+    params: dict[str, Any] = {}
+    if kernel:
+        params["kernel"] = kernel_from_string(kernel)
+    if budget:
+        params["budget"] = policy_from_spec({"name": policy, "budget": budget})
+    return learner_class(name)(**params)
 
 
 #: data sets shipped inside river (no download) and synthetic streams

@@ -22,17 +22,13 @@ __all__ = ["model_factory", "build_engine", "kafka_settings", "install_signal_ha
 
 def model_factory(config: dict[str, Any]) -> Callable[[], Any]:
     """A zero-argument callable building the configured learner (checked once, now)."""
-    from .budget import policy_from_spec
-    from .kernels import kernel_from_string
-    from .registry import learner_class
-
-    cls = learner_class(config["learner"])
-    params: dict[str, Any] = {"kernel": kernel_from_string(config["kernel"])}
-    if config["budget"]:
-        params["budget"] = policy_from_spec({"name": config["policy"], "budget": config["budget"]})
+    from .registry import build_learner
 
     def build() -> Any:
-        return consolidated(config)(cls(**params))
+        learner = build_learner(
+            config["learner"], config["kernel"], config["budget"], config["policy"]
+        )
+        return consolidated(config)(learner)
 
     build()  # fail at start-up, not at the first event
     return build
