@@ -1,0 +1,60 @@
+"""The sink contracts: what the engine calls on a prediction or dead-letter destination."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..deadletter import DeadLetter
+from ..errors import ConfigError, StreamkError
+
+__all__ = ["SinkError", "PredictionSink", "DeadLetterSink", "Format", "check_format"]
+
+Format = Literal["jsonl", "msgpack"]
+
+
+class SinkError(StreamkError):
+    """Outputs could not be delivered; the engine must not commit past them."""
+
+
+@runtime_checkable
+class PredictionSink(Protocol):
+    """Destination of predictions."""
+
+    def write(
+        self,
+        prediction: Any,
+        *,
+        id: Any = None,
+        proba: dict[Any, float] | None = None,
+        model_seq: int = 0,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        """Queue one prediction of the model version ``model_seq`` for the event at
+        ``(partition, offset)``."""
+
+    def flush(self) -> None:
+        """Block until every queued prediction is durable; raise :class:`SinkError`."""
+
+    def close(self) -> None:
+        """Flush and release resources; idempotent."""
+
+
+@runtime_checkable
+class DeadLetterSink(Protocol):
+    """Destination of rejected events."""
+
+    def write(self, record: DeadLetter) -> None:
+        """Queue one dead letter."""
+
+    def flush(self) -> None:
+        """Block until every queued dead letter is durable; raise :class:`SinkError`."""
+
+    def close(self) -> None:
+        """Flush and release resources; idempotent."""
+
+
+def check_format(format: str, what: str) -> None:
+    """Raise :class:`~streamk.errors.ConfigError` unless ``format`` is a file format."""
+    if format not in ("jsonl", "msgpack"):
+        raise ConfigError(f"{what} format must be 'jsonl' or 'msgpack', not {format!r}.")

@@ -1,0 +1,173 @@
+"""Outputs on Kafka through kafka-python: predictions and dead letters.
+
+Each sink owns one ``KafkaProducer``; delivery failures are collected from the send
+futures and raised by :meth:`~_KafkaSink.flush` as :class:`~streamk.sinks.SinkError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from ..deadletter import DeadLetter
+from ..errors import ConfigError
+from .base import SinkError
+from .records import builtin, prediction_record
+
+__all__ = ["KafkaPredictionSink", "KafkaDeadLetterSink"]
+
+
+class _KafkaSink:
+    """A producer whose failures are collected and raised by :meth:`flush`."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        producer_config: dict[str, Any] | None,
+        timeout_s: float,
+    ) -> None:
+        from kafka import KafkaProducer
+        from kafka import errors as kafka_errors
+
+        self.topic = topic
+        self.timeout_s = timeout_s
+        self.count = 0
+        self._errors: list[BaseException] = []
+        self._closed = False
+        config = {"linger_ms": 5, **(producer_config or {})}
+        try:
+            self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, **config)
+        except kafka_errors.KafkaConfigurationError as exc:
+            raise ConfigError(f"invalid producer_config for sink {topic!r}: {exc}") from exc
+        except kafka_errors.KafkaError as exc:
+            raise SinkError(
+                f"cannot connect to Kafka at {bootstrap_servers} for sink topic {topic!r}: {exc}"
+            ) from exc
+
+    def _send(self, value: bytes, key: bytes | None, headers: list[tuple[str, bytes]]) -> None:
+        if self._closed:
+            raise SinkError(f"sink for topic {self.topic!r} is closed")
+        try:
+            future = self._producer.send(self.topic, value=value, key=key, headers=headers or None)
+        except Exception as exc:  # noqa: BLE001 - buffer full, record too large, closed ...
+            raise SinkError(f"could not queue a record for topic {self.topic!r}: {exc}") from exc
+        future.add_errback(self._errors.append)
+        self.count += 1
+
+    def flush(self) -> None:
+        """Block until every record sent so far is acknowledged (``acks`` setting)."""
+        if self._closed:
+            return
+        try:
+            self._producer.flush(timeout=self.timeout_s)
+        except Exception as exc:  # noqa: BLE001 - KafkaTimeoutError and friends
+            raise SinkError(
+                f"records for topic {self.topic!r} were not acknowledged within "
+                f"{self.timeout_s:g}s: {exc}. Is the broker up?"
+            ) from exc
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise SinkError(
+                f"{len(errors)} record(s) for topic {self.topic!r} failed; first: "
+                f"{type(errors[0]).__name__}: {errors[0]}"
+            ) from errors[0]
+
+    def close(self) -> None:
+        """Flush, then close the producer; idempotent."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._close_producer()
+
+    def _close_producer(self) -> None:
+        # kafka-python's close() flushes again and raises while records are pending,
+        # leaving its sender thread running; after a failed flush those records are
+        # undeliverable (the error was raised), so stop the sender outright.
+        try:
+            self._producer.close(timeout=self.timeout_s)
+        except Exception:  # noqa: BLE001 - already reported by flush()
+            sender = getattr(self._producer, "_sender", None)
+            if sender is not None:
+                sender.force_close()
+            self._producer._closed = True  # no second attempt from __del__
+
+
+class KafkaPredictionSink(_KafkaSink):
+    """Predictions as msgpack records on a Kafka topic, keyed by event id when present.
+
+    Parameters
+    ----------
+    bootstrap_servers : str or list of str
+        ``host:port`` of one or more brokers.
+    topic : str
+        Destination topic (not created here).
+    producer_config : dict or None
+        Extra ``KafkaProducer`` settings (security, ``acks``, ``compression_type`` ...).
+        Default: None, i.e. kafka-python's defaults (``acks="all"``, idempotent)
+        with ``linger_ms=5``.
+    timeout_s : float
+        Bound on :meth:`flush` and :meth:`close`. Default: 30.0.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        producer_config: dict[str, Any] | None = None,
+        *,
+        timeout_s: float = 30.0,
+    ) -> None:
+        super().__init__(bootstrap_servers, topic, producer_config, timeout_s)
+
+    def write(
+        self,
+        prediction: Any,
+        *,
+        id: Any = None,
+        proba: dict[Any, float] | None = None,
+        model_seq: int = 0,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        record = prediction_record(
+            prediction, id=id, proba=proba, model_seq=model_seq, partition=partition, offset=offset
+        )
+        value = msgpack.packb(record, default=builtin)
+        key = None if id is None else str(id).encode("utf-8")
+        self._send(value, key, [])
+
+
+class KafkaDeadLetterSink(_KafkaSink):
+    """Dead letters on a Kafka topic: value ``DeadLetter.to_msgpack()``, key the reason code.
+
+    Headers ``source``, ``partition`` and ``offset`` (UTF-8 text; absent when unknown)
+    let tools route or count without decoding the value.
+
+    Parameters
+    ----------
+    bootstrap_servers, topic, producer_config, timeout_s
+        As for :class:`KafkaPredictionSink`.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        topic: str,
+        producer_config: dict[str, Any] | None = None,
+        *,
+        timeout_s: float = 30.0,
+    ) -> None:
+        super().__init__(bootstrap_servers, topic, producer_config, timeout_s)
+
+    def write(self, record: DeadLetter) -> None:
+        headers = [("source", str(record.source).encode("utf-8"))]
+        for name in ("partition", "offset"):
+            value = getattr(record, name)
+            if value is not None:
+                headers.append((name, str(value).encode("ascii")))
+        self._send(record.to_msgpack(), (record.code or "unknown").encode("utf-8"), headers)
