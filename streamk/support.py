@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from . import accel
 from .kernels import RBF, Kernel, kernel_from_spec
 from .tracking import BlockTracker, pad_cols, rbf_rows
 
@@ -28,12 +29,12 @@ __all__ = ["SupportSet", "BlockTracker"]
 
 
 def _sqnorm(A: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", A, A)
+    return accel.sqnorms(A)
 
 
 def _row_sqnorm(row: np.ndarray) -> float:
     """``||row||^2`` of a stored row: one formula, so a restored set is bit-identical."""
-    return float(row @ row)
+    return accel.row_sqnorm(row)
 
 
 class SupportSet:
@@ -188,6 +189,12 @@ class SupportSet:
             self._G = G
         for t in self._trackers:
             t.grow(new)
+
+    def reserve(self, rows: int, width: int) -> None:
+        """Room for ``rows`` support rows of ``width`` features (contents unchanged)."""
+        self._grow_rows(rows)
+        if width > self._X.shape[1]:
+            self._X = pad_cols(self._X, max(width, 2 * self._X.shape[1]))
 
     def _grow_width(self, width: int) -> None:
         if width > self._X.shape[1]:

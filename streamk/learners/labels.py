@@ -130,6 +130,20 @@ class LabelCoder:
         classes = self.classes
         return [classes[j] for j in F.argmax(axis=1).tolist()]
 
+    def decode(self, codes: list[int], labels: list[Any]) -> list[Any]:
+        """Predictions from class codes (see :func:`streamk.fastpass.perceptron_pass`).
+
+        Code ``-1`` means the row's own label; otherwise binary codes are 1 (positive) and
+        0 (negative) and one-vs-rest codes index :attr:`classes`.
+        """
+        if len(self.classes) == 1:
+            lookup = [self.classes[0], self.classes[0]]
+        elif not self.multiclass:
+            lookup = [self.classes[self.signs.index(-1)], self.classes[self.signs.index(1)]]
+        else:
+            lookup = self.classes
+        return [y if c < 0 else lookup[c] for c, y in zip(codes, labels)]
+
     def probabilities(self, F: np.ndarray) -> np.ndarray:
         """Rows of class probabilities, columns in ``self.classes`` order.
 

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from river import base
 
+from .. import fastpass
 from ..budget import BudgetPolicy
 from ..errors import InvalidInput
 from ..kernels import Kernel
@@ -169,6 +170,16 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         the fresh dot, exactly as ``learn_one`` would.
         """
         T = self._labels.target_matrix(labels[start:end])
+        budget = fastpass.perceptron_budget(self._support, self._policy, block)
+        if budget is not None:  # the same loop, compiled (streamk/_core.pyx)
+            codes = np.empty(block.K.shape[0], dtype=np.int64)
+            self.n_mistakes += fastpass.perceptron_pass(
+                self._support, block, T, start, end, budget, codes
+            )
+            self._n_learned += end - start
+            if out is not None:
+                out.put(start, self._labels.decode(codes[start:end].tolist(), labels[start:end]))
+            return
         pos = start
         while pos < end:
             # Flagged: F t <= tol, i.e. a wrong sign (sgn(0) = +1) or too close to 0 to trust.

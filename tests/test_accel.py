@@ -1,0 +1,146 @@
+"""The compiled core (streamk/_core.pyx) against plain oracles and against the NumPy path."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamk import RBF, KernelPerceptron, Laplacian, accel
+from tests.test_perceptron import plain_one_vs_rest, plain_perceptron, random_stream, rbf
+
+
+def test_the_compiled_core_is_built():
+    # The install compiles it wherever a C compiler exists (CI has one); without it streamk
+    # still works on NumPy alone, which the tests below check too.
+    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
+        pytest.skip("STREAMK_NO_ACCEL is set")
+    assert accel.available()
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def path(request, monkeypatch):
+    if request.param == "compiled" and not accel.available():
+        pytest.skip("compiled core not built")
+    if request.param == "numpy":
+        monkeypatch.setattr(accel, "core", None)
+    return request.param
+
+
+def test_sqnorms_match_an_exact_sum_and_ignore_trailing_zero_padding(path):
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(50, 7)) * 10.0 ** rng.integers(-3, 4, size=(50, 1))
+    got = accel.sqnorms(A)
+    exact = [math.fsum(float(v) ** 2 for v in row) for row in A]
+    np.testing.assert_allclose(got, exact, rtol=1e-14)
+    if path == "compiled":  # the compiled rule promises bit-equality under padding
+        padded = np.hstack([A, np.zeros((50, 9))])
+        assert np.array_equal(accel.sqnorms(padded), got)
+        assert all(accel.row_sqnorm(A[i]) == got[i] for i in range(50))
+
+
+def blocks_of(stream, size):
+    for i in range(0, len(stream), size):
+        chunk = stream[i : i + size]
+        yield pd.DataFrame([x for x, _ in chunk]), [y for _, y in chunk]
+
+
+@pytest.mark.parametrize("budget", [None, 9])
+@pytest.mark.parametrize("block", [1, 37, 400])
+def test_block_pass_matches_the_plain_algorithm(path, budget, block):
+    stream = random_stream(400, 3, seed=3)
+    expected, support = plain_perceptron(stream, rbf(0.7), budget=budget)
+    model = KernelPerceptron(kernel=RBF(0.7), budget=budget)
+    got = []
+    for X, y in blocks_of(stream, block):
+        got += model.learn_predict_many(X, y)
+    assert got[0] is None and got[1:] == expected[1:]  # nothing is predicted before a label
+    assert model.n_support == len(support)
+    # The support rows, oldest first, are the oracle's support set.
+    order = np.argsort(model.support_.ids)
+    rows = model.support_.X[order]
+    want = np.array([[x[f"f{j}"] for j in range(3)] for x, _ in support])
+    assert np.array_equal(rows, want)
+    assert np.array_equal(model.support_.coef[order, 0], [y for _, y in support])
+
+
+def test_block_pass_matches_plain_one_vs_rest(path):
+    classes = ["a", "b", "c", "d"]
+    stream = random_stream(300, 4, seed=5, labels=tuple(classes))
+    seen = list(dict.fromkeys(y for _, y in stream))
+    expected, support = plain_one_vs_rest(stream, rbf(0.5), seen)
+    model = KernelPerceptron(kernel=RBF(0.5))
+    for c in seen:  # all classes known from the start, as in the plain loop
+        model._add_label(c)
+    got = []
+    for X, y in blocks_of(stream, 64):
+        got += model.learn_predict_many(X, y)
+    assert got == expected
+    assert model.n_support == len(support)
+    order = np.argsort(model.support_.ids)
+    want = [[coef[c] for c in seen] for _, coef in support]
+    assert np.array_equal(model.support_.coef[order], want)
+
+
+def _fingerprint(model):
+    s = model.support_
+    order = np.argsort(s.ids)
+    return s.X[order], s.coef[order], s.ids[order], model.n_mistakes, model.classes_
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    block=st.integers(1, 90),
+    budget=st.sampled_from([None, 4, 25]),
+    n_classes=st.sampled_from([1, 2, 3, 5]),
+    grow_features=st.booleans(),
+)
+def test_compiled_and_numpy_paths_learn_the_same_model(
+    seed, block, budget, n_classes, grow_features
+):
+    labels = ("x",) * 2 if n_classes == 1 else tuple(range(n_classes))
+    stream = random_stream(260, 4, seed=seed, labels=labels)
+    if grow_features:  # features appear over time, and a third class arrives mid-block
+        stream = [
+            ({k: v for k, v in x.items() if i > 120 or k in ("f0", "f1")}, y)
+            for i, (x, y) in enumerate(stream)
+        ]
+    runs = []
+    for core in (accel.core, None):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(accel, "core", core)
+            model = KernelPerceptron(kernel=RBF(0.6), budget=budget)
+            preds = []
+            for X, y in blocks_of(stream, block):
+                preds += model.learn_predict_many(X, y)
+            runs.append((preds, _fingerprint(model)))
+    (p1, f1), (p2, f2) = runs
+    assert p1 == p2
+    for a, b in zip(f1[:3], f2[:3]):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    assert f1[3:] == f2[3:]
+
+
+def test_other_kernels_and_policies_take_the_numpy_path_and_still_learn():
+    from streamk import Projectron
+
+    stream = random_stream(200, 3, seed=8)
+    for model in (
+        KernelPerceptron(kernel=Laplacian(0.5), budget=10),
+        KernelPerceptron(kernel=RBF(0.5), budget=Projectron(10)),
+    ):
+        expected = []
+        one = model.clone()
+        for x, y in stream:
+            expected.append(one.predict_one(x))
+            one.learn_one(x, y)
+        got = []
+        for X, y in blocks_of(stream, 50):
+            got += model.learn_predict_many(X, y)
+        assert got == expected
