@@ -8,7 +8,14 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 extensions = [
-    Extension("streamk._core", ["streamk/_core.pyx"], extra_compile_args=["-O3"], optional=True)
+    Extension(
+        "streamk._core",
+        ["streamk/_core.pyx"],
+        include_dirs=["streamk"],
+        depends=["streamk/_fastexp.h"],
+        extra_compile_args=["-O3", "-fno-trapping-math"],
+        optional=True,
+    )
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives={"language_level": "3"}))

@@ -5,6 +5,11 @@ streams; events/s are the median (min-max) over repeats, and ratios are taken ag
 river's linear ``Perceptron`` and against a plain one-event-at-a-time NumPy kernel
 perceptron (the code a user would write by hand).
 
+A second table times learning alone on data held in memory, each model in its own input
+form (dicts for ``learn_one``, pandas blocks of 500 for ``learn_many``): the cost of the
+learners without the stream generator, the metric and the per-event Python loop of the
+prequential harness, which all models share.
+
 Run::
 
     python -m benchmarks.online_throughput            # full run (~3-5 min)
@@ -27,7 +32,7 @@ from river import datasets, linear_model, metrics, multiclass, neighbors, prepro
 from river.datasets import synth
 
 from benchmarks.common import machine_info
-from streamk import KernelPerceptron
+from streamk import KernelPerceptron, accel
 from streamk.evaluate import prequential
 from streamk.kernels import RBF, ScaleEstimator
 
@@ -151,6 +156,63 @@ def run_one(factory, batch_size: int, stream) -> dict[str, Any]:
     }
 
 
+def training_rows(stream_name: str, data: list[tuple[dict, Any]], budget: int, repeats: int):
+    """Learning alone, data in memory: CPU seconds per event of each learner, same run."""
+    import pandas as pd
+
+    X = pd.DataFrame([x for x, _ in data])
+    y = pd.Series([y for _, y in data], dtype=object)
+    blocks = [(X.iloc[i : i + 500], y.iloc[i : i + 500]) for i in range(0, len(data), 500)]
+
+    def one(factory):
+        def run():
+            model = factory()
+            for x, label in data:
+                model.learn_one(x, label)
+
+        return run
+
+    def many():
+        model = KernelPerceptron(budget=budget)
+        for Xb, yb in blocks:
+            model.learn_many(Xb, yb)
+
+    cases = {
+        f"streamk KernelPerceptron learn_many/500 (budget {budget})": many,
+        f"streamk KernelPerceptron learn_one (budget {budget})": one(
+            lambda: KernelPerceptron(budget=budget)
+        ),
+        f"plain NumPy kernel perceptron learn_one (budget {budget})": one(
+            lambda: PlainKernelPerceptron(budget=budget)
+        ),
+    }
+    if len({label for _, label in data}) <= 2:
+        cases["river linear_model.Perceptron learn_one"] = one(linear_model.Perceptron)
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeats):
+        for name, run in cases.items():
+            start = time.process_time()
+            run()
+            times[name].append(time.process_time() - start)
+    rows = []
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    for name, t in times.items():
+        row = {
+            "stream": stream_name,
+            "model": name,
+            "events": len(data),
+            "events_per_s_median": len(data) / medians[name],
+            "events_per_s_min": len(data) / max(t),
+            "events_per_s_max": len(data) / min(t),
+        }
+        for base, key in (("river", "river linear"), ("plain", "plain NumPy")):
+            ref = next((m for n, m in medians.items() if n.startswith(key)), None)
+            if ref is not None:
+                row[f"ratio_vs_{base}"] = ref / medians[name]
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -206,14 +268,27 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['stream']:<24} {r['model']:<58} {r['events_per_s_median']:>10,.0f} "
             f"{vs_river:>8.2f} {vs_plain:>8.2f} {r['accuracy']:>7.4f}"
         )
+    print("\nLearning alone, data in memory (CPU time, median of repeats)")
+    print(f"{'stream':<24} {'model':<58} {'ev/s':>10} {'x river':>8} {'x plain':>8}")
+    training = []
+    for sname, sfactory in streams(args.quick).items():
+        for r in training_rows(sname, list(sfactory()), args.budget, repeats):
+            training.append(r)
+            print(
+                f"{r['stream']:<24} {r['model']:<58} {r['events_per_s_median']:>10,.0f} "
+                f"{r.get('ratio_vs_river', nan):>8.2f} {r.get('ratio_vs_plain', nan):>8.2f}",
+                flush=True,
+            )
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "benchmark": "online_throughput",
         "repeats": repeats,
         "budget": args.budget,
         "machine": machine_info(),
+        "compiled_core": accel.available(),
         "load_average_1_5_15": {"before": load_before, "after": os.getloadavg()},
         "rows": rows,
+        "learning_alone": training,
     }
     path = RESULTS / ("online_throughput_quick.json" if args.quick else "online_throughput.json")
     path.write_text(json.dumps(out, indent=2))

@@ -15,10 +15,26 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   :mod:`streamk.learners.perceptron` is the reference it is tested against.
 """
 
-from libc.math cimport exp, fabs
+from libc.math cimport fabs
 from libc.stdint cimport int64_t
 
 import numpy as np
+
+
+cdef extern from "_fastexp.h" nogil:
+    double sk_exp(double x)
+    void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+    void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
+                          Py_ssize_t n, double gamma)
+    void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                 const double *row, Py_ssize_t w)
+
+
+def scaled_exp(double[::1] a, double factor):
+    """``a[i] = exp(factor * a[i])`` in place (``a``: a flat view of a C-contiguous array)."""
+    if a.shape[0]:
+        with nogil:
+            sk_scaled_exp(&a[0], a.shape[0], factor)
 
 
 def sqnorms(const double[:, ::1] A):
@@ -33,6 +49,20 @@ def sqnorms(const double[:, ::1] A):
             s = s + A[i, k] * A[i, k]
         o[i] = s
     return out
+
+
+def rbf_from_dots(double[:, ::1] D, const double[::1] a_sq, const double[::1] b_sq,
+                  double gamma):
+    """``D[i, j] = exp(-gamma max(0, a_sq[i] + b_sq[j] - 2 D[i, j]))`` in place: an RBF Gram
+    block from its dot products, in one pass instead of five."""
+    cdef Py_ssize_t i, m = D.shape[0], n = D.shape[1]
+    if a_sq.shape[0] != m or b_sq.shape[0] != n:
+        raise ValueError("norms do not match the block's shape")
+    if n == 0:
+        return
+    with nogil:
+        for i in range(m):
+            sk_rbf_from_dots(&D[i, 0], &D[i, 0], &b_sq[0], a_sq[i], n, gamma)
 
 
 def perceptron_pass(
@@ -78,6 +108,8 @@ def perceptron_pass(
     nc_buf = np.empty(max(p, 1))
     cdef double[::1] f = f_buf
     cdef double[::1] nc = nc_buf
+    col_buf = np.empty(max(m, 1))
+    cdef double[::1] col = col_buf
     if wq > wx:
         raise ValueError("support rows are narrower than the block: reserve the width first")
     if budget > 0 and K.shape[1] < min(budget, n + end - start):
@@ -154,17 +186,46 @@ def perceptron_pass(
                 coef[slot, c] = nc[c]
             coef_l1 = coef_l1 + step
             # Its kernel column against the rest of the block, as rbf_rows computes it.
+            if j + 1 < m:
+                sk_dots(&col[j + 1], &Q[j + 1, 0], wq, m - j - 1, &Q[j, 0], wq)
+                sk_rbf_from_dots(&col[j + 1], &col[j + 1], &q_sq[j + 1], q_sq[j], m - j - 1,
+                                 gamma)
             for r in range(j + 1, m):
-                dot = 0.0
-                for k in range(wq):
-                    dot = dot + Q[r, k] * Q[j, k]
-                d = -2.0 * dot
-                d = d + q_sq[r]
-                d = d + q_sq[j]
-                if d < 0.0:
-                    d = 0.0
-                kv = exp(d * -gamma)
+                kv = col[r]
                 K[r, slot] = kv
                 for c in range(p):
                     F[r, c] = F[r, c] + kv * nc[c]
     return n, next_id, mistakes, coef_l1, sq_max
+
+
+def rbf_row(
+    const double[:, ::1] X,
+    const double[::1] s_sq,
+    Py_ssize_t n,
+    const double[::1] row,
+    double sq_max,
+    double gamma,
+):
+    """``exp(-gamma ||X[s] - row||^2)`` for the first ``n`` rows of ``X``, or ``None``.
+
+    The per-event kernel row of an RBF support set, by the norm expansion of
+    :func:`streamk.tracking.rbf_rows` with the row's norm summed as :func:`sqnorms` does.
+    ``None`` when that expansion may be off by more than 1e-10 (``sq_max`` bounds the
+    stored norms), so the caller can take the exact path. ``row`` may be narrower than
+    ``X``: absent features are 0.
+    """
+    cdef Py_ssize_t w = row.shape[0], s, k
+    cdef double row_sq = 0.0, dot, d
+    if w > X.shape[1] or n > X.shape[0]:
+        raise ValueError("row wider than the support rows, or n beyond their count")
+    for k in range(w):
+        row_sq = row_sq + row[k] * row[k]
+    if (sq_max + row_sq) * 1e-15 * gamma > 1e-10:
+        return None
+    out = np.empty(max(n, 1))
+    cdef double[::1] o = out
+    if n:
+        with nogil:
+            sk_dots(&o[0], &X[0, 0], X.shape[1], n, &row[0], w)
+            sk_rbf_from_dots(&o[0], &o[0], &s_sq[0], row_sq, n, gamma)
+    return out[:n]

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from . import accel
+from .accel import scaled_exp
 from .errors import ConfigError
 
 __all__ = [
@@ -253,16 +255,18 @@ class RBF(_Stationary):
         # than 1e-10. Then compute the distances directly (exact, slower).
         scale = (a_sq.max(initial=0.0) + b_sq.max(initial=0.0)) * 1e-15 * self.gamma
         if scale > 1e-10:
-            d2 = cdist(A, B, "sqeuclidean")
-            d2 *= -self.gamma
-            return np.exp(d2, out=d2)
+            return scaled_exp(cdist(A, B, "sqeuclidean"), -self.gamma)
         d2 = A @ B.T
+        if accel.core is not None and d2.flags.c_contiguous:  # one compiled pass
+            accel.core.rbf_from_dots(
+                d2, np.ascontiguousarray(a_sq), np.ascontiguousarray(b_sq), float(self.gamma)
+            )
+            return d2
         d2 *= -2.0
         d2 += a_sq[:, None]
         d2 += b_sq[None, :]
         np.maximum(d2, 0.0, out=d2)
-        d2 *= -self.gamma
-        return np.exp(d2, out=d2)
+        return scaled_exp(d2, -self.gamma)
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
         total_var = float(np.sum(scale.variance))
@@ -277,9 +281,7 @@ class Laplacian(_Stationary):
     """
 
     def _gram(self, A, B, a_sq, b_sq):
-        d1 = cdist(A, B, "cityblock")
-        d1 *= -self.gamma
-        return np.exp(d1, out=d1)
+        return scaled_exp(cdist(A, B, "cityblock"), -self.gamma)
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
         mean_l1 = float(np.sum(2.0 * np.sqrt(scale.variance) / math.sqrt(math.pi)))

@@ -144,6 +144,10 @@ class SupportSet:
         """
         n = self.n
         if n and type(self._kernel) is RBF and row.shape[0] <= self._X.shape[1]:
+            if accel.core is not None and row.flags.c_contiguous and row.dtype == np.float64:
+                k = accel.core.rbf_row(self._X, self._sq, n, row, self._sq_max, self._kernel.gamma)
+                if k is not None:
+                    return k
             X = self._X[:n, : row.shape[0]]
             k = rbf_rows(self._kernel, X, self._sq[:n], self._sq_max, row, float(row @ row))
             if k is not None:

@@ -14,6 +14,7 @@ from typing import cast
 
 import numpy as np
 
+from .accel import scaled_exp
 from .kernels import RBF, Kernel
 
 __all__ = ["BlockTracker", "rbf_rows", "pad_cols"]
@@ -38,8 +39,7 @@ def rbf_rows(
     d += x_sq
     d += row_sq
     np.maximum(d, 0.0, out=d)
-    d *= -gamma
-    return np.exp(d, out=d)
+    return scaled_exp(d, -gamma)
 
 
 def pad_cols(A: np.ndarray, width: int) -> np.ndarray:

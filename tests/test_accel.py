@@ -144,3 +144,40 @@ def test_other_kernels_and_policies_take_the_numpy_path_and_still_learn():
         for X, y in blocks_of(stream, 50):
             got += model.learn_predict_many(X, y)
         assert got == expected
+
+
+def test_the_compiled_exponential_is_within_two_ulp_of_the_c_library(path):
+    rng = np.random.default_rng(1)
+    x = np.concatenate(
+        [-rng.random(200_000) * 708, -rng.random(20_000) * 1e-6, rng.random(20_000) * 700]
+    )
+    want = np.array([math.exp(v) for v in x])
+    got = accel.scaled_exp(x.copy(), 1.0)
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
+    # Scaling happens before the exponential, as in exp(-gamma * d2).
+    np.testing.assert_array_equal(accel.scaled_exp(x[:100] / -0.5, -0.5), got[:100])
+    with np.errstate(over="ignore"):
+        edges = accel.scaled_exp(np.array([0.0, -800.0, 800.0, -np.inf, np.inf]), 1.0)
+    assert edges.tolist() == [1.0, 0.0, math.inf, 0.0, math.inf]
+
+
+@pytest.mark.parametrize("d", [1, 3, 10])
+def test_kernel_rows_and_blocks_match_the_rbf_formula(path, d):
+    from streamk.support import SupportSet
+
+    rng = np.random.default_rng(d)
+    gamma = 0.3
+    support = SupportSet(RBF(gamma))
+    for _ in range(37):  # not a multiple of the four-row unrolling
+        support.append(rng.normal(size=d), np.ones(1))
+    Q = rng.normal(size=(11, d))
+    want = np.array([[math.exp(-gamma * math.fsum((q - s) ** 2)) for s in support.X] for q in Q])
+    np.testing.assert_allclose(support.kernel_block(Q), want, rtol=1e-12, atol=1e-15)
+    for q, w in zip(Q, want):
+        np.testing.assert_allclose(support.kernel_row(q), w, rtol=1e-12, atol=1e-15)
+    # A narrower row (trailing features absent) reads them as 0.
+    short = Q[0, : d - 1] if d > 1 else Q[0, :0]
+    padded = np.concatenate([short, [0.0]])
+    np.testing.assert_allclose(
+        support.kernel_row(np.ascontiguousarray(short)), support.kernel_row(padded), rtol=1e-13
+    )
