@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,16 @@ import msgpack
 
 from ..deadletter import DeadLetter, DeadLetterFile
 from .base import Format, SinkError, check_format
-from .records import builtin, prediction_record
+from .records import (
+    Layout,
+    block_map,
+    builtin,
+    check_layout,
+    encode_json,
+    expand,
+    json_records,
+    pack_records,
+)
 
 __all__ = ["FilePredictionSink", "FileDeadLetterSink", "read_predictions"]
 
@@ -28,12 +37,24 @@ class FilePredictionSink:
     format : {"jsonl", "msgpack"}
         ``"jsonl"`` is readable with ``jq`` (``proba`` keys become strings);
         ``"msgpack"`` keeps types and is compact. Default: "jsonl".
+    layout : {"record", "block"}
+        ``"record"``: one map per event; ``"block"``: one map per :meth:`write_many`
+        call (see :mod:`streamk.sinks.records`). :func:`read_predictions` reads
+        both. Default: "record".
     """
 
-    def __init__(self, path: str | os.PathLike[str], format: Format = "jsonl") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        format: Format = "jsonl",
+        *,
+        layout: Layout = "record",
+    ) -> None:
         check_format(format, "prediction file")
+        check_layout(layout)
         self.path = Path(path)
         self.format = format
+        self.layout = layout
         self.count = 0
         self._fh = open(self.path, "ab")  # noqa: SIM115 - closed in close()
 
@@ -47,17 +68,46 @@ class FilePredictionSink:
         partition: int | None = None,
         offset: int | None = None,
     ) -> None:
+        """Append one prediction (a block of one in the block layout)."""
+        self.write_many(
+            [prediction],
+            ids=[id],
+            offsets=[offset],
+            model_seq=model_seq,
+            partition=partition,
+            probas=None if proba is None else [proba],
+        )
+
+    def write_many(
+        self,
+        predictions: Sequence[Any],
+        *,
+        ids: Sequence[Any],
+        offsets: Sequence[int | None],
+        model_seq: int = 0,
+        partition: int | None = None,
+        probas: Sequence[dict[Any, float] | None] | None = None,
+    ) -> None:
+        """Append the predictions of a run of events of one ``partition``.
+
+        ``ids``, ``offsets`` and ``probas`` (optional) run alongside ``predictions``.
+        """
         if self._fh.closed:
             raise SinkError(f"prediction file {self.path} is closed")
-        record = prediction_record(
-            prediction, id=id, proba=proba, model_seq=model_seq, partition=partition, offset=offset
-        )
-        if self.format == "jsonl":
-            data = json.dumps(record, default=builtin, separators=(",", ":")).encode() + b"\n"
+        columns = (predictions, ids, offsets)
+        fields = {"model_seq": model_seq, "partition": partition, "probas": probas}
+        if self.layout == "block":
+            block = block_map(*columns, **fields)
+            if self.format == "jsonl":
+                data = encode_json(block).encode() + b"\n"
+            else:
+                data = msgpack.packb(block, default=builtin)
+        elif self.format == "jsonl":
+            data = "".join(json_records(*columns, **fields)).encode()
         else:
-            data = msgpack.packb(record, default=builtin)
+            data = b"".join(pack_records(*columns, **fields))
         self._fh.write(data)  # buffered; flush() makes it durable
-        self.count += 1
+        self.count += len(predictions)
 
     def flush(self) -> None:
         """Write buffered records and fsync the file."""
@@ -123,7 +173,11 @@ class FileDeadLetterSink:
 def read_predictions(
     path: str | os.PathLike[str], format: Format | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Yield the records of a prediction file; the format is sniffed when not given."""
+    """Yield the per-event records of a prediction file, whatever its layout.
+
+    The format (``"jsonl"`` or ``"msgpack"``) is sniffed when not given; block maps are
+    expanded into the records they hold, in order.
+    """
     path = Path(path)
     with open(path, "rb") as fh:
         data = fh.read()
@@ -132,6 +186,7 @@ def read_predictions(
     if format == "jsonl":
         for line in data.splitlines():
             if line.strip():
-                yield json.loads(line)
+                yield from expand(json.loads(line))
         return
-    yield from msgpack.Unpacker(io.BytesIO(data), raw=False, strict_map_key=False)
+    for obj in msgpack.Unpacker(io.BytesIO(data), raw=False, strict_map_key=False):
+        yield from expand(obj)
