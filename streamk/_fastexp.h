@@ -23,26 +23,22 @@
 #else
 #define SK_CLONES
 /* out[s] = X[s] . row for s < n (X row-major with leading dimension ldx), each dot summed
- * left to right; four rows at a time so the additions overlap. Not cloned: the same bits
- * on every machine of one build. */
+ * left to right; eight rows at a time so the additions of different rows overlap. Not
+ * cloned: a dot has the same bits wherever its row sits and on every machine of a build. */
 static void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
                     const double *row, Py_ssize_t w)
 {
-    Py_ssize_t s = 0, k;
-    for (; s + 4 <= n; s += 4) {
-        const double *x0 = X + s * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
-        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    Py_ssize_t s = 0, k, i;
+    for (; s + 8 <= n; s += 8) {
+        const double *x = X + s * ldx;
+        double a[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         for (k = 0; k < w; k++) {
             double r = row[k];
-            a0 = a0 + x0[k] * r;
-            a1 = a1 + x1[k] * r;
-            a2 = a2 + x2[k] * r;
-            a3 = a3 + x3[k] * r;
+            for (i = 0; i < 8; i++)
+                a[i] = a[i] + x[i * ldx + k] * r;
         }
-        out[s] = a0;
-        out[s + 1] = a1;
-        out[s + 2] = a2;
-        out[s + 3] = a3;
+        for (i = 0; i < 8; i++)
+            out[s + i] = a[i];
     }
     for (; s < n; s++) {
         const double *x0 = X + s * ldx;
@@ -112,26 +108,22 @@ SK_CLONES static void sk_rbf_from_dots(double *out, const double *dot, const dou
 }
 
 /* out[s] = X[s] . row for s < n (X row-major with leading dimension ldx), each dot summed
- * left to right; four rows at a time so the additions overlap. Not cloned: the same bits
- * on every machine of one build. */
+ * left to right; eight rows at a time so the additions of different rows overlap. Not
+ * cloned: a dot has the same bits wherever its row sits and on every machine of a build. */
 static void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
                     const double *row, Py_ssize_t w)
 {
-    Py_ssize_t s = 0, k;
-    for (; s + 4 <= n; s += 4) {
-        const double *x0 = X + s * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;
-        double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    Py_ssize_t s = 0, k, i;
+    for (; s + 8 <= n; s += 8) {
+        const double *x = X + s * ldx;
+        double a[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         for (k = 0; k < w; k++) {
             double r = row[k];
-            a0 = a0 + x0[k] * r;
-            a1 = a1 + x1[k] * r;
-            a2 = a2 + x2[k] * r;
-            a3 = a3 + x3[k] * r;
+            for (i = 0; i < 8; i++)
+                a[i] = a[i] + x[i * ldx + k] * r;
         }
-        out[s] = a0;
-        out[s + 1] = a1;
-        out[s + 2] = a2;
-        out[s + 3] = a3;
+        for (i = 0; i < 8; i++)
+            out[s + i] = a[i];
     }
     for (; s < n; s++) {
         const double *x0 = X + s * ldx;
