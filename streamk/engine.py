@@ -24,11 +24,13 @@ scored (or rejected) again.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from river import base
@@ -69,6 +71,12 @@ class EngineConfig:
         Seconds between progress callbacks.
     rolling_window
         Events in the rolling prequential metric.
+    freeze_heap
+        While :meth:`Engine.run` loops, leave the objects that existed when it started
+        (modules, the model, clients) out of Python's cyclic garbage collection
+        (``gc.freeze``; undone when it returns). Full collections then walk only what
+        the loop allocated: 5-10% less CPU time per event at ~100k events/s
+        (``benchmarks/engine.py``). Skipped when something else froze the heap first.
     """
 
     model_name: str = "model"
@@ -80,6 +88,7 @@ class EngineConfig:
     max_events: int | None = None
     progress_seconds: float = 1.0
     rolling_window: int = 1000
+    freeze_heap: bool = True
     limits: Limits = DEFAULT_LIMITS
     schema: Schema | None = None
 
@@ -121,6 +130,8 @@ class Engine:
     predictions, dead_letters
         Sinks with ``write(record)``, ``flush()`` and ``close()``; ``None`` drops
         predictions, while dead letters without a sink are logged (never dropped silently).
+        A prediction sink with ``write_many`` (every :mod:`streamk.sinks` one) gets each
+        run of scored events in one call.
     on_progress
         Called with :meth:`progress` every ``config.progress_seconds``.
     """
@@ -207,6 +218,9 @@ class Engine:
             self.restore()
         self.source.on_rebalance(self._on_assigned, self._on_revoked)
         cfg = self.config
+        frozen = cfg.freeze_heap and gc.get_freeze_count() == 0
+        if frozen:
+            gc.freeze()
         start = last_progress = time.monotonic()
         last_record = start
         self._active_since = start  # idle time counts from the latest record or assignment
@@ -254,8 +268,12 @@ class Engine:
                 if self.model is not None:
                     self.checkpoint(reason="shutdown")
             finally:
-                self._close_sinks()
-                self.source.close()  # after the last snapshot and commit
+                try:
+                    self._close_sinks()
+                    self.source.close()  # after the last snapshot and commit
+                finally:
+                    if frozen:
+                        gc.unfreeze()  # start-up objects are collectable again
         secs = time.monotonic() - start
         m = self.metrics.snapshot()
         busy = last_record - first_record if first_record is not None else 0.0
@@ -375,17 +393,26 @@ class Engine:
         else:
             predictions = self.model.predict_many(X).tolist()
             if self.predictions is not None:
-                for record, event_id, p in zip(run.records, run.ids, predictions):
-                    self.predictions.write(
-                        p,
-                        id=event_id,
-                        model_seq=self.seq,
-                        partition=record.partition,
-                        offset=record.offset,
-                    )
+                self._publish(run, predictions)
             self.metrics.inc("events_scored", len(run))
         self.positions[run.partition] = run.next_offset  # runs never span partitions
         self.metrics.set("support_size", self._support_size())
+
+    def _publish(self, run: Run, predictions: list[Any]) -> None:
+        """Hand a run's predictions to the sink: in one ``write_many`` call when it has one."""
+        sink, offsets = self.predictions, list(map(_OFFSET, run.records))
+        write_many = getattr(sink, "write_many", None)
+        if write_many is not None:
+            write_many(
+                predictions,
+                ids=run.ids,
+                offsets=offsets,
+                model_seq=self.seq,
+                partition=run.partition,
+            )
+            return
+        for event_id, offset, p in zip(run.ids, offsets, predictions):
+            sink.write(p, id=event_id, model_seq=self.seq, partition=run.partition, offset=offset)
 
     def _learn_one_by_one(self, run: Run, start: int = 0) -> list[Any]:
         """A run the model refused as a block: event by event from ``start``, dead-lettering
@@ -456,6 +483,7 @@ class Engine:
 
 
 _REJECTED = object()
+_OFFSET = attrgetter("offset")
 
 
 def _as_invalid(exc: Exception) -> InvalidEvent:

@@ -111,16 +111,9 @@ def _fast_event(payload: Any, limits: Limits, schema: Schema | None) -> Any:
     if n > limits._floor:
         return None
     try:
-        obj = _unpackb(
-            payload,
-            raw=False,
-            strict_map_key=False,
-            max_str_len=n,
-            max_bin_len=n,
-            max_ext_len=n,
-            max_array_len=n,
-            max_map_len=n,
-        )
+        # msgpack's default caps are the payload's length (half of it for maps, which
+        # cannot be longer), what ``decode`` sets for a payload this small
+        obj = _unpackb(payload, strict_map_key=False)
         x = obj["x"]
         y = obj.get("y")
         ident = obj.get("id")
@@ -158,8 +151,9 @@ def split_runs(
     follow stream order.
     """
     run: Run | None = None
-    key: tuple[bool, bool, int] | None = None  # (labelled, list x, partition) of ``run``
-    rows: list[Any] = []
+    labelled = vector = False  # the kind of ``run`` ...
+    partition = -1  # ... and its partition
+    add_record = add_row = add_y = add_id = list.append  # bound to ``run``'s lists
     for record in batch:
         fast = None if record.value is not None else _fast_event(record.payload, limits, schema)
         if fast is not None:
@@ -170,27 +164,32 @@ def split_runs(
             except InvalidEvent as exc:
                 if run is not None:
                     yield run
-                    run = key = None
+                    run = None
                 on_invalid(record, exc)
                 continue
             if isinstance(value, Block):
                 if run is not None:
                     yield run
-                    run = key = None
+                    run = None
                 yield from _block_runs(record, value)
                 continue
             x, y, ident = value.x, value.y, value.id
-        k = (y is not None, isinstance(x, list), record.partition)
-        if k != key:
+        if (
+            run is None
+            or (y is not None) is not labelled
+            or isinstance(x, list) is not vector
+            or record.partition != partition
+        ):
             if run is not None:
                 yield run
-            key = k
-            run = Run(k[0], vectors=[] if k[1] else None)
-            rows = run.xs if run.vectors is None else run.vectors
-        run.records.append(record)  # type: ignore[union-attr]
-        rows.append(x)
-        run.ys.append(y)  # type: ignore[union-attr]
-        run.ids.append(ident)  # type: ignore[union-attr]
+            labelled, vector, partition = y is not None, isinstance(x, list), record.partition
+            run = Run(labelled, vectors=[] if vector else None)
+            add_record, add_y, add_id = run.records.append, run.ys.append, run.ids.append
+            add_row = (run.xs if run.vectors is None else run.vectors).append
+        add_record(record)
+        add_row(x)
+        add_y(y)
+        add_id(ident)
     if run is not None:
         yield run
 

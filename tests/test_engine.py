@@ -291,3 +291,114 @@ def test_the_fast_decode_path_accepts_and_rejects_exactly_what_decode_does(schem
         run = runs[0]
         assert (run.ys, run.ids) == ([event.y], [event.id]), payload
         assert (run.vectors or run.xs)[0] == event.x, payload
+
+
+def _mixed_log(tmp_path, n_learn=200, n_score=100):
+    """A log of labelled then unlabelled (id'd) Phishing events, and the data."""
+    data = phishing(n_learn + n_score)
+    events = [{"x": x, "y": y} for x, y in data[:n_learn]] + [
+        {"x": x, "id": f"q{i}"} for i, (x, _) in enumerate(data[n_learn:])
+    ]
+    log = tmp_path / "mixed.msgpack"
+    write_log(log, events)
+    return log, data
+
+
+class ListSink:
+    """A user's prediction sink with only ``write``/``flush``/``close`` (no ``write_many``)."""
+
+    def __init__(self):
+        self.records, self.flushes = [], 0
+
+    def write(self, prediction, *, id=None, proba=None, model_seq=0, partition=None, offset=None):
+        self.records.append((id, prediction, model_seq, partition, offset))
+
+    def flush(self):
+        self.flushes += 1
+
+    def close(self):
+        pass
+
+
+def test_a_sink_without_write_many_still_gets_every_prediction(tmp_path):
+    log, data = _mixed_log(tmp_path)
+    sink = ListSink()
+    engine = Engine(
+        ReplaySource(log), factory, predictions=sink, config=EngineConfig(max_records=64)
+    )
+    result = engine.run()
+    ref = reference_model(data[:200])
+    assert result.scored == 100 and sink.flushes >= 1
+    assert sink.records == [
+        (f"q{i}", ref.predict_one(x), 0, 0, 200 + i) for i, (x, _) in enumerate(data[200:])
+    ]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize(
+    "transport, layout",
+    [("kafka-python", "record"), ("kafka-python", "block"), ("confluent", "record")],
+)
+def test_predictions_published_to_kafka_read_back_event_by_event(
+    kafka_broker, topic_name, tmp_path, transport, layout
+):
+    from kafka import KafkaConsumer, TopicPartition
+
+    from streamk.broker import create_topic
+    from streamk.sinks import ConfluentPredictionSink, KafkaPredictionSink, decode_predictions
+
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=1)
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+        sink = ConfluentPredictionSink(bootstrap, topic_name, layout=layout)
+    else:
+        sink = KafkaPredictionSink(bootstrap, topic_name, layout=layout)
+    log, data = _mixed_log(tmp_path)
+    engine = Engine(
+        ReplaySource(log), factory, predictions=sink, config=EngineConfig(max_records=64)
+    )
+    assert engine.run().scored == 100
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic_name, 0)])
+    records, messages = [], 0
+    try:
+        for _ in range(100):  # bounded: until all 100 predictions are in
+            for batch in consumer.poll(timeout_ms=300).values():
+                messages += len(batch)
+                records += [r for m in batch for r in decode_predictions(m.value)]
+            if len(records) >= 100:
+                break
+    finally:
+        consumer.close()
+    ref = reference_model(data[:200])
+    assert records == [
+        {
+            "id": f"q{i}",
+            "prediction": ref.predict_one(x),
+            "model_seq": 0,
+            "partition": 0,
+            "offset": 200 + i,
+        }
+        for i, (x, _) in enumerate(data[200:])
+    ]
+    # runs of at most 64 records: 100 messages per event, or one per run (200 = 3*64 + 8)
+    assert messages == (100 if layout == "record" else 2)
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+def test_the_heap_is_frozen_only_while_the_loop_runs(tmp_path, freeze):
+    import gc
+
+    log, _ = _mixed_log(tmp_path, 100, 20)
+    seen = []
+    engine = Engine(
+        ReplaySource(log),
+        factory,
+        config=EngineConfig(max_records=16, progress_seconds=0.0, freeze_heap=freeze),
+        on_progress=lambda _: seen.append(gc.get_freeze_count()),
+    )
+    assert gc.get_freeze_count() == 0
+    engine.run()
+    assert seen and all((count > 0) == freeze for count in seen)
+    assert gc.get_freeze_count() == 0  # undone on the way out
