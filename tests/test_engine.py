@@ -402,3 +402,45 @@ def test_the_heap_is_frozen_only_while_the_loop_runs(tmp_path, freeze):
     engine.run()
     assert seen and all((count > 0) == freeze for count in seen)
     assert gc.get_freeze_count() == 0  # undone on the way out
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
+def test_the_configured_transport_publishes_the_predictions(kafka_broker, topic_name, transport):
+    from kafka import KafkaConsumer, TopicPartition
+
+    from streamk.broker import create_topic
+    from streamk.config import load_config
+    from streamk.runner import prediction_sink
+    from streamk.sinks import ConfluentPredictionSink, KafkaPredictionSink, decode_predictions
+
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=1)
+    config = load_config(
+        overrides={
+            "transport": transport,
+            "bootstrap_servers": bootstrap,
+            "predictions_topic": topic_name,
+            "security_protocol": "PLAINTEXT",  # kafka-python's spelling, passed to both
+        },
+        environ={},
+    )
+    sink = prediction_sink(config)
+    kind = ConfluentPredictionSink if transport == "confluent" else KafkaPredictionSink
+    assert type(sink) is kind
+    sink.write_many([True, False], ids=["a", "b"], offsets=[5, 6], model_seq=2, partition=0)
+    sink.close()
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    consumer.assign([TopicPartition(topic_name, 0)])
+    got: list = []
+    try:
+        for _ in range(100):
+            got += [m for batch in consumer.poll(timeout_ms=300).values() for m in batch]
+            if len(got) >= 2:
+                break
+    finally:
+        consumer.close()
+    assert [m.key for m in got] == [b"a", b"b"]
+    assert [decode_predictions(m.value)[0]["prediction"] for m in got] == [True, False]
