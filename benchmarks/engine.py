@@ -11,6 +11,9 @@ blocks of 500 rows, then measures, over interleaved repeats and in the same proc
 * the engine scoring unlabelled events (``predict_many``; a trained budget-100 model)
   and learning labelled events (test-then-train, ``learn_predict_many``);
 * both again on block-encoded events;
+* the engine scoring and publishing every prediction to a topic, one record per event
+  (the default) or one block per run, through kafka-python's and confluent-kafka's
+  producers; these rates run until the sink's last record is acknowledged;
 * snapshot + commit cost per snapshot, and resident memory before/after a long run.
 
 Every rate is events over the time from the first record received to the last one
@@ -171,15 +174,17 @@ def engine_rate(
             max_events=n_events,
         ),
     )
-    cpu = _busy_cpu(source, engine)
+    span = _busy_span(source, engine, predictions)
     result = engine.run()
     m = result.metrics
     if result.records != n_events:
         raise RuntimeError(f"engine saw {result.records} of {n_events} records from {topic}")
     events = result.learned + result.scored  # rows: a block record carries many events
+    # with a sink, until its last record is acknowledged (the shutdown flush)
+    seconds = span["wall"][1] - span["wall"][0] if predictions is not None else None
     return {
-        "rate": events / result.busy_seconds,
-        "cpu_us": (cpu[1] - cpu[0]) / events * 1e6,
+        "rate": events / (seconds or result.busy_seconds),
+        "cpu_us": (span["cpu"][1] - span["cpu"][0]) / events * 1e6,
         "records": result.records,
         "events": events,
         "snapshots": m["snapshots_written"],
@@ -189,24 +194,56 @@ def engine_rate(
     }
 
 
-def _busy_cpu(source: Any, engine: Engine) -> list[float]:
-    """Note process CPU time over the engine's busy span, from the first record received
-    to the end of the last batch handled: ``[start, end]``."""
-    span = [0.0, 0.0]
+def _busy_span(source: Any, engine: Engine, sink: Any = None) -> dict[str, list[float]]:
+    """Note process CPU time and wall time over the engine's busy span, from the first
+    record received to the end of the last batch handled, or with a ``sink`` to the end
+    of its last flush: ``{"cpu": [start, end], "wall": [start, end]}``."""
+    span = {"cpu": [0.0, 0.0], "wall": [0.0, 0.0]}
     poll, process = source.poll, engine._process
+
+    def mark(end: int) -> None:
+        span["cpu"][end], span["wall"][end] = time.process_time(), time.perf_counter()
 
     def timed_poll(max_records: int, timeout: float) -> list[Any]:
         batch = poll(max_records, timeout)
-        if batch and not span[0]:
-            span[0] = time.process_time()
+        if batch and not span["cpu"][0]:
+            mark(0)
         return batch
 
     def timed_process(batch: list[Any]) -> None:
         process(batch)
-        span[1] = time.process_time()
+        mark(1)
 
     source.poll, engine._process = timed_poll, timed_process
+    if sink is not None:
+        flush = sink.flush
+
+        def timed_flush() -> None:
+            flush()
+            mark(1)
+
+        sink.flush = timed_flush
     return span
+
+
+def publish_rate(
+    bootstrap: str, n_events: int, budget: int, transport: str, layout: str
+) -> dict[str, Any]:
+    """Score unlabelled events and publish each prediction (or each run, as a block) to a
+    fresh topic through the transport's producer."""
+    from streamk.sinks import ConfluentPredictionSink, KafkaPredictionSink
+
+    global _RUN
+    _RUN += 1
+    topic = f"predictions-{_RUN}"
+    create_topic(bootstrap, topic, partitions=1)
+    kind = ConfluentPredictionSink if transport == "confluent" else KafkaPredictionSink
+    sink = kind(bootstrap, topic, layout=layout)
+    sink.write(None, id="warm-up")  # connection, metadata and producer id set-up, as for
+    sink.flush()  # the consumers, is not part of the measured span
+    return engine_rate(
+        bootstrap, "unl", n_events, trained_model(budget), transport=transport, predictions=sink
+    )
 
 
 def rss_mib() -> float:
@@ -282,6 +319,22 @@ def main(argv: list[str] | None = None) -> int:
             lambda b: engine_rate(b, "blab", nb, trained_model(k)),
             raw_b,
         ),
+        f"engine: score (budget {k}) + publish predictions (kafka-python)": (
+            lambda b: publish_rate(b, n, k, "kafka-python", "record"),
+            raw_ku,
+        ),
+        f"engine: score (budget {k}) + publish prediction blocks (kafka-python)": (
+            lambda b: publish_rate(b, n, k, "kafka-python", "block"),
+            raw_ku,
+        ),
+        f"engine: score (budget {k}) + publish predictions, confluent": (
+            lambda b: publish_rate(b, n, k, cf, "record"),
+            raw_cu,
+        ),
+        f"engine: score (budget {k}) + publish prediction blocks, confluent": (
+            lambda b: publish_rate(b, n, k, cf, "block"),
+            raw_cu,
+        ),
     }
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in cases}
     rows: list[dict[str, Any]] = []
@@ -299,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(repeats):  # interleaved, so machine noise hits every case alike
             for name, (fn, _) in cases.items():
                 runs[name].append(fn(b))
-                print(f"[{r + 1}/{repeats}] {name:<58} {runs[name][-1]['rate']:>12,.0f} ev/s")
+                print(f"[{r + 1}/{repeats}] {name:<70} {runs[name][-1]['rate']:>12,.0f} ev/s")
         for name, (_, ref) in cases.items():
             rates = [o["rate"] for o in runs[name]]
             cpu = statistics.median(o["cpu_us"] for o in runs[name])
@@ -315,21 +368,6 @@ def main(argv: list[str] | None = None) -> int:
                     "runs": rates,
                 }
             )
-        from streamk.sinks import KafkaPredictionSink
-
-        create_topic(b, "predictions", partitions=1)
-        sink = KafkaPredictionSink(b, "predictions")
-        out = engine_rate(b, "unl", n, trained_model(k), predictions=sink)
-        rows.append(
-            {
-                "case": f"engine: score (budget {k}) + publish predictions (kafka-python)",
-                "events": n,
-                "events_per_s_median": out["rate"],
-                "compared_with": raw_ku,
-                **out,
-            }
-        )
-        print(f"score + publish predictions: {out['rate']:,.0f} ev/s")
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -353,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{out['snapshots']:.0f} snapshots; max RSS {before:.0f} -> {rss_mib():.0f} MiB"
             )
     by_name = {r["case"]: r for r in rows}
-    print(f"\n{'case':<60} {'ev/s':>11} {'range':>21} {'cpu us/ev':>9} {'/ raw':>6}")
+    print(f"\n{'case':<70} {'ev/s':>11} {'range':>21} {'cpu us/ev':>9} {'/ raw':>6}")
     for r in rows:
         ref = r["compared_with"]
         if ref is not None:
@@ -363,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         spread = f"{r.get('events_per_s_min', 0):,.0f}-{r.get('events_per_s_max', 0):,.0f}"
         print(
-            f"{r['case']:<60} {r['events_per_s_median']:>11,.0f} {spread:>21} "
+            f"{r['case']:<70} {r['events_per_s_median']:>11,.0f} {spread:>21} "
             f"{r.get('cpu_us_per_event_median', r.get('cpu_us')):>9.2f} "
             f"{r.get('ratio_vs_raw', 1.0):>6.2f}"
         )
