@@ -18,7 +18,13 @@ class SinkError(StreamkError):
 
 @runtime_checkable
 class PredictionSink(Protocol):
-    """Destination of predictions."""
+    """Destination of predictions.
+
+    A sink may also have ``write_many(predictions, *, ids, offsets, model_seq=0,
+    partition=None, probas=None)`` for a run of events of one partition (every sink in
+    :mod:`streamk.sinks` has); the engine then hands it each run in one call, and calls
+    ``write`` once per event otherwise.
+    """
 
     def write(
         self,
