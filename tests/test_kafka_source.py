@@ -330,3 +330,21 @@ def _wait_polling(source: KafkaSource, condition: Callable[[], bool]) -> None:
     while not condition():
         assert time.monotonic() < deadline, source.rebalances
         source.poll(100, 0.1)
+
+
+def test_confluent_source_takes_the_security_settings_streamk_run_passes(kafka_broker, topic_name):
+    # streamk run builds kafka-python's names (config.kafka_settings); librdkafka has others.
+    pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    from streamk.sources.kafka_confluent import ConfluentKafkaSource
+
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=1)
+    _produce(bootstrap, topic_name, 20, 1)
+    source = ConfluentKafkaSource(
+        bootstrap, topic_name, partitions=[0], consumer_config={"security_protocol": "PLAINTEXT"}
+    )
+    try:
+        records = _drain(source, 20)
+    finally:
+        source.close()
+    _check_exactly_once(records, 20)

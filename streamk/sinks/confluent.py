@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
+from ..sources.kafka_confluent import _TRANSLATED as _SOURCE_NAMES
 from .base import SinkError
 from .messages import encode_messages
 from .records import Layout, check_layout
@@ -27,13 +28,7 @@ log = logging.getLogger(__name__)
 
 #: kafka-python spellings (as ``streamk.runner.kafka_settings`` gives them) -> librdkafka
 _TRANSLATED = {
-    "security_protocol": "security.protocol",
-    "sasl_mechanism": "sasl.mechanism",
-    "sasl_plain_username": "sasl.username",
-    "sasl_plain_password": "sasl.password",
-    "ssl_cafile": "ssl.ca.location",
-    "ssl_certfile": "ssl.certificate.location",
-    "ssl_keyfile": "ssl.key.location",
+    **{k: v for k, v in _SOURCE_NAMES.items() if k.startswith(("security", "sasl", "ssl"))},
     "linger_ms": "linger.ms",
     "batch_size": "batch.size",
     "compression_type": "compression.type",

@@ -42,6 +42,14 @@ log = logging.getLogger(__name__)
 _PARTITION = attrgetter("partition")
 
 _TRANSLATED = {
+    # kafka-python's security settings, as streamk run passes them (config.kafka_settings)
+    "security_protocol": "security.protocol",
+    "sasl_mechanism": "sasl.mechanism",
+    "sasl_plain_username": "sasl.username",
+    "sasl_plain_password": "sasl.password",
+    "ssl_cafile": "ssl.ca.location",
+    "ssl_certfile": "ssl.certificate.location",
+    "ssl_keyfile": "ssl.key.location",
     "max_poll_interval_ms": "max.poll.interval.ms",
     "session_timeout_ms": "session.timeout.ms",
     "heartbeat_interval_ms": "heartbeat.interval.ms",
