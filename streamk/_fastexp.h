@@ -22,33 +22,6 @@
 #define SK_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define SK_CLONES
-/* out[s] = X[s] . row for s < n (X row-major with leading dimension ldx), each dot summed
- * left to right; eight rows at a time so the additions of different rows overlap. Not
- * cloned: a dot has the same bits wherever its row sits and on every machine of a build. */
-static void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
-                    const double *row, Py_ssize_t w)
-{
-    Py_ssize_t s = 0, k, i;
-    for (; s + 8 <= n; s += 8) {
-        const double *x = X + s * ldx;
-        double a[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-        for (k = 0; k < w; k++) {
-            double r = row[k];
-            for (i = 0; i < 8; i++)
-                a[i] = a[i] + x[i * ldx + k] * r;
-        }
-        for (i = 0; i < 8; i++)
-            out[s + i] = a[i];
-    }
-    for (; s < n; s++) {
-        const double *x0 = X + s * ldx;
-        double a0 = 0.0;
-        for (k = 0; k < w; k++)
-            a0 = a0 + x0[k] * row[k];
-        out[s] = a0;
-    }
-}
-
 #endif
 
 static inline double sk_exp(double x)
