@@ -7,7 +7,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..deadletter import DeadLetter
 from ..errors import ConfigError, StreamkError
 
-__all__ = ["SinkError", "PredictionSink", "DeadLetterSink", "Format", "check_format"]
+__all__ = [
+    "SinkError",
+    "PredictionSink",
+    "DeadLetterSink",
+    "WritesOneAsMany",
+    "Format",
+    "check_format",
+]
 
 Format = Literal["jsonl", "msgpack"]
 
@@ -44,6 +51,30 @@ class PredictionSink(Protocol):
 
     def close(self) -> None:
         """Flush and release resources; idempotent."""
+
+
+class WritesOneAsMany:
+    """``write`` for a prediction sink built around ``write_many``: a run of one."""
+
+    def write(
+        self,
+        prediction: Any,
+        *,
+        id: Any = None,
+        proba: dict[Any, float] | None = None,
+        model_seq: int = 0,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        """Write one prediction (a block of one in the block layout)."""
+        self.write_many(  # type: ignore[attr-defined]
+            [prediction],
+            ids=[id],
+            offsets=[offset],
+            model_seq=model_seq,
+            partition=partition,
+            probas=None if proba is None else [proba],
+        )
 
 
 @runtime_checkable

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..sources.kafka_confluent import _TRANSLATED as _SOURCE_NAMES
-from .base import SinkError
+from .base import SinkError, WritesOneAsMany
 from .messages import encode_messages
 from .records import Layout, check_layout
 
@@ -41,7 +41,7 @@ def producer_settings(config: dict[str, Any] | None) -> dict[str, Any]:
     return {_TRANSLATED.get(k, k): v for k, v in (config or {}).items()}
 
 
-class ConfluentPredictionSink:
+class ConfluentPredictionSink(WritesOneAsMany):
     """Predictions as msgpack records on a Kafka topic, through confluent-kafka.
 
     Parameters
@@ -104,26 +104,6 @@ class ConfluentPredictionSink:
     def _on_delivery(self, err: Any, msg: Any) -> None:
         if err is not None:
             self._errors.append(err)
-
-    def write(
-        self,
-        prediction: Any,
-        *,
-        id: Any = None,
-        proba: dict[Any, float] | None = None,
-        model_seq: int = 0,
-        partition: int | None = None,
-        offset: int | None = None,
-    ) -> None:
-        """Queue one prediction (a block of one in the block layout)."""
-        self.write_many(
-            [prediction],
-            ids=[id],
-            offsets=[offset],
-            model_seq=model_seq,
-            partition=partition,
-            probas=None if proba is None else [proba],
-        )
 
     def write_many(
         self,

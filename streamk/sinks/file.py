@@ -12,7 +12,7 @@ from typing import Any
 import msgpack
 
 from ..deadletter import DeadLetter, DeadLetterFile
-from .base import Format, SinkError, check_format
+from .base import Format, SinkError, WritesOneAsMany, check_format
 from .records import (
     Layout,
     block_map,
@@ -27,7 +27,7 @@ from .records import (
 __all__ = ["FilePredictionSink", "FileDeadLetterSink", "read_predictions"]
 
 
-class FilePredictionSink:
+class FilePredictionSink(WritesOneAsMany):
     """Predictions appended to a file: JSON lines or concatenated msgpack maps.
 
     Parameters
@@ -57,26 +57,6 @@ class FilePredictionSink:
         self.layout = layout
         self.count = 0
         self._fh = open(self.path, "ab")  # noqa: SIM115 - closed in close()
-
-    def write(
-        self,
-        prediction: Any,
-        *,
-        id: Any = None,
-        proba: dict[Any, float] | None = None,
-        model_seq: int = 0,
-        partition: int | None = None,
-        offset: int | None = None,
-    ) -> None:
-        """Append one prediction (a block of one in the block layout)."""
-        self.write_many(
-            [prediction],
-            ids=[id],
-            offsets=[offset],
-            model_seq=model_seq,
-            partition=partition,
-            probas=None if proba is None else [proba],
-        )
 
     def write_many(
         self,

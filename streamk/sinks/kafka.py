@@ -11,7 +11,7 @@ from typing import Any
 
 from ..deadletter import DeadLetter
 from ..errors import ConfigError
-from .base import SinkError
+from .base import SinkError, WritesOneAsMany
 from .messages import encode_messages
 from .records import Layout, check_layout
 
@@ -120,7 +120,7 @@ class _KafkaSink:
             self._producer._closed = True  # no second attempt from __del__
 
 
-class KafkaPredictionSink(_KafkaSink):
+class KafkaPredictionSink(WritesOneAsMany, _KafkaSink):
     """Predictions as msgpack records on a Kafka topic, keyed by event id when present.
 
     Parameters
@@ -154,26 +154,6 @@ class KafkaPredictionSink(_KafkaSink):
         check_layout(layout)
         self.layout = layout
         super().__init__(bootstrap_servers, topic, producer_config, timeout_s)
-
-    def write(
-        self,
-        prediction: Any,
-        *,
-        id: Any = None,
-        proba: dict[Any, float] | None = None,
-        model_seq: int = 0,
-        partition: int | None = None,
-        offset: int | None = None,
-    ) -> None:
-        """Queue one prediction (a block of one in the block layout)."""
-        self.write_many(
-            [prediction],
-            ids=[id],
-            offsets=[offset],
-            model_seq=model_seq,
-            partition=partition,
-            probas=None if proba is None else [proba],
-        )
 
     def write_many(
         self,
