@@ -38,14 +38,10 @@ def perceptron_budget(support: SupportSet, policy: BudgetPolicy, block: BlockTra
         budget = 0
     else:
         return None
-    # The same precision rule as rbf_rows: the norm expansion must be exact to 1e-10.
-    gamma = float(support.kernel.gamma)
-    if (block.sq_max + max(support._sq_max, block.sq_max)) * 1e-15 * gamma > 1e-10:
+    if not support.kernel.expansion_exact(block.sq_max + max(support._sq_max, block.sq_max)):
         return None
     if not (block.Q.flags.c_contiguous and block.K.flags.c_contiguous):
         return None
-    if not block.F.flags.c_contiguous:
-        block.F = np.ascontiguousarray(block.F)
     return budget
 
 
@@ -66,6 +62,7 @@ def perceptron_pass(
     added = end - start
     rows = support.n + added if budget == 0 else max(support.n, min(budget, support.n + added))
     support.reserve(rows, block.Q.shape[1])  # also widens the tracker's kernel block
+    block.F = np.ascontiguousarray(block.F)  # no copy unless a remap left it strided
     n, next_id, mistakes, coef_l1, sq_max = accel.core.perceptron_pass(
         block.K,
         block.F,
@@ -89,10 +86,5 @@ def perceptron_pass(
     block.start = end
     block.coef_l1 = coef_l1
     if mistakes:
-        support.n = n
-        support.next_id = next_id
-        support.width = max(support.width, block.Q.shape[1])
-        support._sq_max = max(support._sq_max, sq_max)
-        support.rows_version += 1
-        support.version += 1
+        support.after_compiled_changes(n, next_id, block.Q.shape[1], sq_max)
     return mistakes

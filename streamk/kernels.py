@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from . import accel
-from .accel import scaled_exp
+from .accel import rbf_from_dots, scaled_exp
 from .errors import ConfigError
 
 __all__ = [
@@ -253,20 +252,15 @@ class RBF(_Stationary):
         # ||a||^2 + ||b||^2 - 2ab loses about eps * (||a||^2 + ||b||^2) to cancellation; on
         # features of large magnitude (e.g. dates as day numbers) that can move k by more
         # than 1e-10. Then compute the distances directly (exact, slower).
-        scale = (a_sq.max(initial=0.0) + b_sq.max(initial=0.0)) * 1e-15 * self.gamma
-        if scale > 1e-10:
+        if not self.expansion_exact(a_sq.max(initial=0.0) + b_sq.max(initial=0.0)):
             return scaled_exp(cdist(A, B, "sqeuclidean"), -self.gamma)
-        d2 = A @ B.T
-        if accel.core is not None and d2.flags.c_contiguous:  # one compiled pass
-            accel.core.rbf_from_dots(
-                d2, np.ascontiguousarray(a_sq), np.ascontiguousarray(b_sq), float(self.gamma)
-            )
-            return d2
-        d2 *= -2.0
-        d2 += a_sq[:, None]
-        d2 += b_sq[None, :]
-        np.maximum(d2, 0.0, out=d2)
-        return scaled_exp(d2, -self.gamma)
+        return rbf_from_dots(A @ B.T, a_sq, b_sq, self.gamma)
+
+    def expansion_exact(self, sq_bound: float) -> bool:
+        """Whether ``||a||^2 + ||b||^2 - 2ab`` is exact to 1e-10 in ``k`` for rows whose
+        squared norms add up to at most ``sq_bound`` (the rule every RBF path applies;
+        ``streamk/_core.pyx``'s ``rbf_row`` repeats it in C)."""
+        return not sq_bound * 1e-15 * self.gamma > 1e-10
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
         total_var = float(np.sum(scale.variance))

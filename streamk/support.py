@@ -197,12 +197,14 @@ class SupportSet:
     def reserve(self, rows: int, width: int) -> None:
         """Room for ``rows`` support rows of ``width`` features (contents unchanged)."""
         self._grow_rows(rows)
+        self._grow_cols(width)
+
+    def _grow_cols(self, width: int) -> None:
         if width > self._X.shape[1]:
             self._X = pad_cols(self._X, max(width, 2 * self._X.shape[1]))
 
     def _grow_width(self, width: int) -> None:
-        if width > self._X.shape[1]:
-            self._X = pad_cols(self._X, max(width, 2 * self._X.shape[1]))
+        self._grow_cols(width)
         self.width = max(self.width, width)
 
     def add_outputs(self, count: int = 1) -> None:
@@ -312,6 +314,17 @@ class SupportSet:
             self._G[: self.n, slot] = k
         for t in self._trackers:
             t.add_column(self._kernel, slot, row, self._sq[slot], coef)
+
+    def after_compiled_changes(self, n: int, next_id: int, width: int, sq_max: float) -> None:
+        """Counters after :func:`streamk.fastpass.perceptron_pass` changed the buffers in place
+        (rows appended or replaced): the one change that does not go through the methods
+        above, because it runs in compiled code."""
+        self.n = n
+        self.next_id = next_id
+        self.width = max(self.width, width)
+        self._sq_max = max(self._sq_max, sq_max)
+        self.rows_version += 1
+        self.version += 1
 
     def add_coef(self, slot: int, delta: np.ndarray | float) -> None:
         """``coef[slot] += delta``."""

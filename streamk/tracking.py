@@ -32,7 +32,7 @@ def rbf_rows(
     if type(kernel) is not RBF:
         return None
     gamma = cast(float, kernel.gamma)  # a kernel in use is resolved: never "auto"
-    if (x_sq_max + row_sq) * 1e-15 * gamma > 1e-10:
+    if not kernel.expansion_exact(x_sq_max + row_sq):
         return None
     d = X @ row
     d *= -2.0
