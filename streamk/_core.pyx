@@ -22,7 +22,6 @@ import numpy as np
 
 
 cdef extern from "_fastexp.h" nogil:
-    double sk_exp(double x)
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
@@ -37,17 +36,25 @@ def scaled_exp(double[::1] a, double factor):
             sk_scaled_exp(&a[0], a.shape[0], factor)
 
 
+cdef inline double _sqnorm(const double *a, Py_ssize_t w) noexcept nogil:
+    """``a . a`` summed left to right (trailing zeros change nothing)."""
+    cdef double s = 0.0
+    cdef Py_ssize_t k
+    for k in range(w):
+        s = s + a[k] * a[k]
+    return s
+
+
 def sqnorms(const double[:, ::1] A):
     """``||A[i]||^2`` for each row, summed in index order (see the module docstring)."""
-    cdef Py_ssize_t m = A.shape[0], w = A.shape[1], i, k
+    cdef Py_ssize_t m = A.shape[0], w = A.shape[1], i
     out = np.empty(m)
     cdef double[::1] o = out
-    cdef double s
-    for i in range(m):
-        s = 0.0
-        for k in range(w):
-            s = s + A[i, k] * A[i, k]
-        o[i] = s
+    if w:
+        for i in range(m):
+            o[i] = _sqnorm(&A[i, 0], w)
+    else:
+        o[:] = 0.0
     return out
 
 
@@ -101,7 +108,7 @@ def perceptron_pass(
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t j, r, c, s, k, slot, best_c
     cdef Py_ssize_t mistakes = 0
-    cdef double tol, acc, kv, dot, d, step, best, sq_max = 0.0
+    cdef double tol, kv, step, best, sq_max = 0.0
     cdef bint flagged, wrong, any_wrong
     cdef int64_t oldest
     f_buf = np.empty(max(p, 1))
@@ -112,9 +119,7 @@ def perceptron_pass(
     cdef double[::1] col = col_buf
     if wq > wx:
         raise ValueError("support rows are narrower than the block: reserve the width first")
-    if budget > 0 and K.shape[1] < min(budget, n + end - start):
-        raise ValueError("the block's kernel buffer is too small: reserve the rows first")
-    if budget <= 0 and K.shape[1] < n + end - start:
+    if K.shape[1] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
         raise ValueError("the block's kernel buffer is too small: reserve the rows first")
     with nogil:
         for j in range(start, end):
@@ -214,12 +219,12 @@ def rbf_row(
     stored norms), so the caller can take the exact path. ``row`` may be narrower than
     ``X``: absent features are 0.
     """
-    cdef Py_ssize_t w = row.shape[0], s, k
-    cdef double row_sq = 0.0, dot, d
+    cdef Py_ssize_t w = row.shape[0]
+    cdef double row_sq = 0.0
     if w > X.shape[1] or n > X.shape[0]:
         raise ValueError("row wider than the support rows, or n beyond their count")
-    for k in range(w):
-        row_sq = row_sq + row[k] * row[k]
+    if w:
+        row_sq = _sqnorm(&row[0], w)
     if (sq_max + row_sq) * 1e-15 * gamma > 1e-10:
         return None
     out = np.empty(max(n, 1))
