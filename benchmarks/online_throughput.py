@@ -35,6 +35,7 @@ from benchmarks.common import machine_info
 from streamk import KernelPerceptron, accel
 from streamk.evaluate import prequential
 from streamk.kernels import RBF, ScaleEstimator
+from streamk.learners.base import regamma_at
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -79,7 +80,8 @@ class PlainKernelPerceptron:
         row = np.fromiter(x.values(), float)
         if self.scale.n < self.warmup:
             self.scale.update(row[None, :])
-            self.gamma = RBF().resolve(self.scale).gamma
+            if regamma_at(self.scale.n):
+                self.gamma = RBF().resolve(self.scale).gamma
         f = self._f(row)
         if len(self.classes) <= 2:
             t = np.array([1.0 if y == self.classes[0] else -1.0])

@@ -263,7 +263,7 @@ class RBF(_Stationary):
         return not sq_bound * 1e-15 * self.gamma > 1e-10
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
-        total_var = float(np.sum(scale.variance))
+        total_var = math.fsum(scale.variance)  # exactly rounded: the same for any feature order
         return 2.0 / total_var if total_var > 0 else 1.0
 
 
@@ -278,7 +278,7 @@ class Laplacian(_Stationary):
         return scaled_exp(cdist(A, B, "cityblock"), -self.gamma)
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
-        mean_l1 = float(np.sum(2.0 * np.sqrt(scale.variance) / math.sqrt(math.pi)))
+        mean_l1 = math.fsum(2.0 * np.sqrt(scale.variance) / math.sqrt(math.pi))
         return 2.0 / mean_l1 if mean_l1 > 0 else 1.0
 
 

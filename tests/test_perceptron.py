@@ -183,6 +183,24 @@ def test_gamma_auto_freezes_after_the_warm_up_window():
     assert model.kernel is None  # the user's parameter is left as given
 
 
+def test_gamma_auto_is_re_estimated_at_the_documented_counts():
+    """After each of the first ten rows, then every tenth up to AUTO_WINDOW; each value is
+    2 / sum Var over the rows seen so far (numpy's variance as the oracle)."""
+    stream = random_stream(AUTO_WINDOW + 30, 3, seed=8)
+    X = np.array([[x[f"f{j}"] for j in range(3)] for x, _ in stream])
+    model = KernelPerceptron()
+    changed_at = []
+    gamma = model.kernel_.gamma  # 1.0 until the variance is positive
+    for n, (x, y) in enumerate(stream, start=1):
+        model.learn_one(x, y)
+        if model.kernel_.gamma != gamma:
+            gamma = model.kernel_.gamma
+            changed_at.append(n)
+            assert gamma == pytest.approx(2.0 / X[:n].var(axis=0).sum(), rel=1e-9)
+    expected = [n for n in range(1, AUTO_WINDOW + 1) if n <= 10 or n % 10 == 0]
+    assert changed_at == expected[1:]  # after one row the variance is 0: gamma stays 1.0
+
+
 def test_novikoff_mistake_bound_on_separable_data():
     """Thm 7.53: updates <= R^2 / gamma^2 for data with a no-bias margin gamma."""
     rng = np.random.default_rng(6)

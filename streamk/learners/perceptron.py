@@ -21,7 +21,7 @@ _UNSET = object()  # a prediction not made yet (None is a real one: before any l
 
 
 class _Offset:
-    """A write view of a list shifted by ``start`` (block rows after the warm-up)."""
+    """A write view of a list shifted by ``start`` (the rows of one run under one kernel)."""
 
     __slots__ = ("items", "start")
 
@@ -134,16 +134,19 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         i = 0
-        while i < len(labels) and self._warming_up:  # gamma="auto" still moving: one by one
-            if preds is not None:  # scored before this row moves gamma or adds a class
-                preds[i] = self._labels.decide(self._support.decision(rows[i]))[0]
-            self._add_label(labels[i])
-            self._learn_dense(rows[i], labels[i])
-            i += 1
-        if i == len(labels):
-            return
-        rows, labels = rows[i:], labels[i:]
-        out = None if preds is None else _Offset(preds, i)
+        while i < len(labels):  # one run per kernel: the whole block after the warm-up
+            first = _UNSET
+            if preds is not None and self._warming_up:  # scored before its row moves gamma
+                first = self._labels.decide(self._support.decision(rows[i]))[0]
+            end = self._fold_kernel_run(rows, i)
+            out = None if preds is None else _Offset(preds, i)
+            self._learn_run(rows[i:end], labels[i:end], out)
+            if first is not _UNSET:
+                preds[i] = first
+            i = end
+
+    def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
+        """Rows learned under one kernel: one tracked block, new classes one row at a time."""
         seen = set(self._labels.classes)
         with self._support.track(rows) as block:
             j = 0
@@ -206,11 +209,6 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if out is not None and out[j] is _UNSET:
             out[j] = self._labels.decide_one(f)
         self._update(row, f, k_row, label, targets)
-
-    def _learn_dense(self, row: np.ndarray, y: Any) -> None:
-        self._refine_gamma(row)
-        k_row = self._support.kernel_block(row[None, :])[0]
-        self._update(row, k_row @ self._support.coef, k_row, y)
 
     def _update(
         self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any, targets=None
