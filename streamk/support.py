@@ -33,8 +33,27 @@ def _sqnorm(A: np.ndarray) -> np.ndarray:
 
 
 def _row_sqnorm(row: np.ndarray) -> float:
-    """``||row||^2`` of a stored row: one formula, so a restored set is bit-identical."""
+    """``||row||^2`` of a stored row: one formula, so a restored set is bit-identical.
+
+    A contiguous float64 row (every row :meth:`SupportSet.append` sees from a learner)
+    goes to the compiled sum directly, without :func:`~streamk.accel.row_sqnorm`'s copy
+    check; the sum is the same one.
+    """
+    core = accel.core
+    if core is not None and row.flags.c_contiguous and row.dtype == np.float64:
+        return float(core.sqnorms(row[None, :])[0])
     return accel.row_sqnorm(row)
+
+
+def _as_vector(a: np.ndarray | Any) -> np.ndarray:
+    """``a`` as a 1-D float64 array; a plain 1-D float64 array is returned as it is.
+
+    The per-mistake path receives exactly such arrays (a learner's row and targets), so
+    the common case costs three attribute checks instead of ``asarray`` and ``ravel``.
+    """
+    if type(a) is np.ndarray and a.ndim == 1 and a.dtype == np.float64:
+        return a
+    return np.asarray(a, dtype=np.float64).ravel()
 
 
 class SupportSet:
@@ -122,7 +141,7 @@ class SupportSet:
 
     def oldest(self) -> int:
         """Slot of the support row inserted first."""
-        return int(np.argmin(self._ids[: self.n]))
+        return int(self._ids[: self.n].argmin())  # the method: no dispatch through np.argmin
 
     # -- kernel evaluation ----------------------------------------------------------------------
     def kernel_block(self, Q: np.ndarray, q_sqnorm: np.ndarray | None = None) -> np.ndarray:
@@ -231,23 +250,14 @@ class SupportSet:
         ``k_row`` is ``K(row, S)`` before the insertion, if the caller already has it
         (used only to keep the Gram matrix current).
         """
-        row = (
-            row.ravel()
-            if isinstance(row, np.ndarray) and row.dtype == np.float64
-            else (np.asarray(row, dtype=np.float64).ravel())
-        )
-        coef = np.asarray(coef, dtype=np.float64).ravel()
+        row = _as_vector(row)
+        coef = _as_vector(coef)
         slot = self.n
         if self._G is not None and k_row is None and slot:
             k_row = self.kernel_block(row[None, :])[0]
-        self._grow_rows(slot + 1)
-        self._grow_width(row.shape[0])
-        self._X[slot, : row.shape[0]] = row
-        self._X[slot, row.shape[0] :] = 0.0
-        self._coef[slot] = coef
-        self._sq[slot] = _row_sqnorm(row)
-        self._sq_max = max(self._sq_max, self._sq[slot])
-        self._kdiag[slot] = self._kernel.diag_one(row)
+        if slot >= self._X.shape[0]:
+            self._grow_rows(slot + 1)
+        self._put(slot, row, coef)
         self._ids[slot] = self.next_id
         self.next_id += 1
         self.rows_version += 1
@@ -292,17 +302,11 @@ class SupportSet:
         removing the oldest row and appending costs one slot write instead of moving the
         last row and its tracked kernel column.
         """
-        row = np.asarray(row, dtype=np.float64).ravel()
-        coef = np.asarray(coef, dtype=np.float64).ravel()
+        row = _as_vector(row)
+        coef = _as_vector(coef)
         for t in self._trackers:
             t.drop(slot, self._coef[slot])
-        self._grow_width(row.shape[0])
-        self._X[slot, : row.shape[0]] = row
-        self._X[slot, row.shape[0] :] = 0.0
-        self._coef[slot] = coef
-        self._sq[slot] = _row_sqnorm(row)
-        self._sq_max = max(self._sq_max, self._sq[slot])
-        self._kdiag[slot] = self._kernel.diag_one(row)
+        self._put(slot, row, coef)
         if new_id:
             self._ids[slot] = self.next_id
             self.next_id += 1
@@ -314,6 +318,24 @@ class SupportSet:
             self._G[: self.n, slot] = k
         for t in self._trackers:
             t.add_column(self._kernel, slot, row, self._sq[slot], coef)
+
+    def _put(self, slot: int, row: np.ndarray, coef: np.ndarray) -> None:
+        """Write ``row`` (1-D float64) and ``coef`` into ``slot`` with its cached norm and
+        ``k(row, row)``: the part :meth:`append` and :meth:`replace` share (counters, ids,
+        Gram and trackers are theirs)."""
+        w = row.shape[0]
+        if w > self.width:
+            self._grow_width(w)
+        X = self._X
+        X[slot, :w] = row
+        if w < X.shape[1]:  # absent trailing features read as 0
+            X[slot, w:] = 0.0
+        self._coef[slot] = coef
+        sq = _row_sqnorm(row)
+        self._sq[slot] = sq
+        if sq > self._sq_max:
+            self._sq_max = sq
+        self._kdiag[slot] = self._kernel.diag_one(row)
 
     def after_compiled_changes(self, n: int, next_id: int, width: int, sq_max: float) -> None:
         """Counters after :func:`streamk.fastpass.perceptron_pass` changed the buffers in place
