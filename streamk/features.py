@@ -39,7 +39,9 @@ class FeatureIndex:
         self._col: dict[Hashable, int] = {}
         self._cached_keys: tuple | None = None
         self._cached_cols: np.ndarray | None = None  # None: the keys are in column order
-        self._last: tuple[tuple, np.ndarray] | None = None  # (items, row) of the last event
+        # (keys, values, row) of the last event: keys and values compared apart equal the
+        # items compared together, and the value list is also what the row is built from
+        self._last: tuple[tuple, list, np.ndarray] | None = None
         for name in names or []:
             self._add(name)
 
@@ -66,12 +68,17 @@ class FeatureIndex:
         no stored row has them, so they read as 0 there, but they still count in the
         event's own norm (which an RBF kernel needs).
         """
-        items = tuple(x.items())
-        last = self._last
-        if last is not None and last[0] == items and len(last[1]) == len(self.names):
-            return last[1]  # the same event again (test-then-train): same row, read-only
         keys = tuple(x)
-        values = _values(x, len(keys))
+        vals = list(x.values())
+        last = self._last
+        if (
+            last is not None
+            and last[0] == keys
+            and last[1] == vals
+            and len(last[2]) == len(self.names)
+        ):
+            return last[2]  # the same event again (test-then-train): same row, read-only
+        values = _values(x, vals)
         if keys == self._cached_keys:
             cols = self._cached_cols
             if cols is None and len(values) == len(self.names):
@@ -79,8 +86,8 @@ class FeatureIndex:
             else:
                 out = np.zeros(len(self.names))
                 out[self._cols_of_cache()] = values
-            out.flags.writeable = False
-            self._last = (items, out)
+            out.setflags(write=False)
+            self._last = (keys, vals, out)
             return out
         cols_list = []
         extra = 0
@@ -99,8 +106,8 @@ class FeatureIndex:
             self._cached_keys, self._cached_cols = keys, None if in_order else cols
         out = np.zeros(len(self.names) + extra)
         out[cols] = values
-        out.flags.writeable = False
-        self._last = (items, out) if extra == 0 else None
+        out.setflags(write=False)
+        self._last = (keys, vals, out) if extra == 0 else None
         return out
 
     # -- a block ------------------------------------------------------------------------------
@@ -162,21 +169,24 @@ class FeatureIndex:
         return cls([tuple(n) if isinstance(n, list) else n for n in names])
 
 
-def _values(x: Mapping[Hashable, Any], n: int) -> np.ndarray:
+def _values(x: Mapping[Hashable, Any], vals: list[Any]) -> np.ndarray:
+    """``vals`` (the values of ``x``, in order) as float64, checked to be finite."""
     try:
-        values = np.fromiter(x.values(), dtype=np.float64, count=n)
+        values = np.fromiter(vals, dtype=np.float64, count=len(vals))
     except (TypeError, ValueError):
         bad = {k: v for k, v in x.items() if not _is_number(v)}
         raise InvalidInput(
             f"every feature value must be a number, got {bad!r:.200}; encode categorical "
             "features first, e.g. with river.preprocessing.OneHotEncoder"
         ) from None
-    if not math.isfinite(values @ values):  # one dot: NaN/inf propagate (overflow re-checks)
+    # One dot: NaN/inf propagate (overflow re-checks). The method, not ``@``: a third of the
+    # cost on a short row, and only finiteness is read.
+    if not math.isfinite(values.dot(values)):
         # None means "absent" (read as 0); NaN and infinities are errors.
         bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(float(v))}
         if bad:
             raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
-        values = np.array([0.0 if v is None else float(v) for v in x.values()])
+        values = np.array([0.0 if v is None else float(v) for v in vals])
     return values
 
 
