@@ -46,12 +46,14 @@ def _row_sqnorm(row: np.ndarray) -> float:
 
 
 def _as_vector(a: np.ndarray | Any) -> np.ndarray:
-    """``a`` as a 1-D float64 array; a plain 1-D float64 array is returned as it is.
+    """``a`` as a contiguous 1-D float64 array; such an array is returned as it is.
 
     The per-mistake path receives exactly such arrays (a learner's row and targets), so
-    the common case costs three attribute checks instead of ``asarray`` and ``ravel``.
+    the common case costs four attribute checks instead of ``asarray`` and ``ravel``.
+    Anything else is converted as before (``ravel`` copies a strided row: kernels'
+    ``diag`` may round differently on strided data).
     """
-    if type(a) is np.ndarray and a.ndim == 1 and a.dtype == np.float64:
+    if type(a) is np.ndarray and a.ndim == 1 and a.dtype == np.float64 and a.flags.c_contiguous:
         return a
     return np.asarray(a, dtype=np.float64).ravel()
 
