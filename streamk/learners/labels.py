@@ -39,6 +39,7 @@ class LabelCoder:
         self.classes: list[Hashable] = []
         self.signs: list[int] = []  # binary mode: the sign of each class
         self._targets: dict[Hashable, np.ndarray] = {}  # label -> targets, until a class is added
+        self._positive: dict[Hashable, list[bool]] = {}  # label -> targets > 0, likewise
         self._pair: tuple[Hashable, Hashable] | None = None  # (positive, negative) when binary
 
     @property
@@ -54,6 +55,7 @@ class LabelCoder:
         if label in self.classes:
             return None
         self._targets = {}
+        self._positive = {}
         if len(self.classes) < 2:
             sign = _known_sign(label)
             other = self.signs[0] if self.signs else 0
@@ -89,6 +91,20 @@ class LabelCoder:
         if cached is not None:
             return cached
         self._targets[label] = out = self._compute_targets(label)
+        return out
+
+    def positive(self, label: Hashable) -> list[bool]:
+        """``targets(label) > 0`` as Python bools (a shared list: do not modify it).
+
+        The per-event mistake test of a perceptron, ``sgn(f) != target`` column by column
+        with ``sgn(0) = +1``, is ``[v >= 0.0 for v in f.tolist()] != positive(label)``: for a
+        handful of columns, Python comparisons cost a fraction of NumPy's ufunc calls on
+        arrays that small, and the answer is the same (NaN compares false either way).
+        """
+        cached = self._positive.get(label)
+        if cached is not None:
+            return cached
+        self._positive[label] = out = (self.targets(label) > 0.0).tolist()
         return out
 
     def _compute_targets(self, label: Hashable) -> np.ndarray:
@@ -174,5 +190,6 @@ class LabelCoder:
         coder.classes = list(state["classes"])
         coder.signs = [int(s) for s in state["signs"]]
         coder._targets = {}
+        coder._positive = {}
         coder._pair = coder._binary_pair()
         return coder
