@@ -23,6 +23,15 @@ import numpy as np
 
 cdef extern from "_fastexp.h" nogil:
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+    void sk_expf_array(float *a, Py_ssize_t n)
+    void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W,
+                       Py_ssize_t n, const float *V, Py_ssize_t ldv, const float *v_sq,
+                       const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t m,
+                       const float *q_sq, float gamma)
+    void sk_hint_column(double *F, Py_ssize_t ldf, Py_ssize_t p, const double *wts,
+                        const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0,
+                        Py_ssize_t r1, const float *v, float v_sq, const float *q_sq,
+                        float gamma)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
     void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
@@ -72,6 +81,34 @@ def rbf_from_dots(double[:, ::1] D, const double[::1] a_sq, const double[::1] b_
             sk_rbf_from_dots(&D[i, 0], &D[i, 0], &b_sq[0], a_sq[i], n, gamma)
 
 
+cdef inline Py_ssize_t _slot_for_new(const int64_t *ids, Py_ssize_t n,
+                                     Py_ssize_t budget) noexcept nogil:
+    """Where a new support vector goes: ``n`` (appended) unless the budget is full, then
+    the slot of the oldest vector (remove-oldest)."""
+    cdef Py_ssize_t s, slot = 0
+    cdef int64_t oldest
+    if budget <= 0 or n < budget:
+        return n
+    oldest = ids[0]
+    for s in range(1, n):
+        if ids[s] < oldest:
+            oldest = ids[s]
+            slot = s
+    return slot
+
+
+cdef inline void _store(double *x, Py_ssize_t wx, const double *row, Py_ssize_t wq,
+                        double *coef, const double *nc, Py_ssize_t p) noexcept nogil:
+    """A new support row (zero-padded to the set's width) and its coefficients."""
+    cdef Py_ssize_t k
+    for k in range(wq):
+        x[k] = row[k]
+    for k in range(wq, wx):
+        x[k] = 0.0
+    for k in range(p):
+        coef[k] = nc[k]
+
+
 def perceptron_pass(
     double[:, ::1] K,
     double[:, ::1] F,
@@ -106,11 +143,10 @@ def perceptron_pass(
     Returns ``(n, next_id, n_mistakes, coef_l1, largest new squared norm)``.
     """
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
-    cdef Py_ssize_t j, r, c, s, k, slot, best_c
+    cdef Py_ssize_t j, r, c, s, slot, best_c
     cdef Py_ssize_t mistakes = 0
     cdef double tol, kv, step, best, sq_max = 0.0
     cdef bint flagged, wrong, any_wrong
-    cdef int64_t oldest
     f_buf = np.empty(max(p, 1))
     nc_buf = np.empty(max(p, 1))
     cdef double[::1] f = f_buf
@@ -163,32 +199,21 @@ def perceptron_pass(
                 continue
             mistakes += 1
             # A mistake: the row joins the set, in the oldest vector's slot when full.
-            if budget > 0 and n >= budget:
-                slot = 0
-                oldest = ids[0]
-                for s in range(1, n):
-                    if ids[s] < oldest:
-                        oldest = ids[s]
-                        slot = s
+            slot = _slot_for_new(&ids[0], n, budget)
+            if slot < n:
                 for r in range(j + 1, m):
                     kv = K[r, slot]
                     for c in range(p):
                         F[r, c] = F[r, c] - kv * coef[slot, c]
             else:
-                slot = n
                 n += 1
-            for k in range(wq):
-                X[slot, k] = Q[j, k]
-            for k in range(wq, wx):
-                X[slot, k] = 0.0
+            _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
             s_sq[slot] = q_sq[j]
             if q_sq[j] > sq_max:
                 sq_max = q_sq[j]
             kdiag[slot] = 1.0
             ids[slot] = next_id
             next_id += 1
-            for c in range(p):
-                coef[slot, c] = nc[c]
             coef_l1 = coef_l1 + step
             # Its kernel column against the rest of the block, as rbf_rows computes it.
             if j + 1 < m:
@@ -234,3 +259,309 @@ def rbf_row(
             sk_dots(&o[0], &X[0, 0], X.shape[1], n, &row[0], w)
             sk_rbf_from_dots(&o[0], &o[0], &s_sq[0], row_sq, n, gamma)
     return out[:n]
+
+
+# Float32's unit roundoff: every float32 operation is exact to a factor (1 + d), |d| <= U32.
+cdef double U32 = 5.9604644775390625e-08
+
+
+def _hint_setup(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n):
+    """The float32 side of the hints: the block's rows and the first ``n`` support rows,
+    centred on the block's mean and rounded. Returns ``(Qt, q_sq32, S32, s_sq32, q_big,
+    s_big)``: rows transposed ``(w, m)`` and their squared norms (taken in float64 before
+    rounding, over all of a support row's features), room for every support slot, and
+    the largest squared norms (the bound's inputs)."""
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], wx = X.shape[1], j, k
+    cdef double h, x, q_big = 0.0, s_big = 0.0
+    center_buf = np.zeros(w)
+    cdef double[::1] center = center_buf
+    Qt_buf = np.empty((w, m), dtype=np.float32)
+    cdef float[:, ::1] Qt = Qt_buf
+    q32_buf = np.empty(m, dtype=np.float32)
+    cdef float[::1] q_sq32 = q32_buf
+    S32_buf = np.empty((X.shape[0], w), dtype=np.float32)
+    cdef float[:, ::1] S32 = S32_buf
+    s32_buf = np.empty(X.shape[0], dtype=np.float32)
+    cdef float[::1] s_sq32 = s32_buf
+    if w > wx or n > X.shape[0]:
+        raise ValueError("support rows narrower than the block, or n beyond them")
+    with nogil:
+        for j in range(m):
+            for k in range(w):
+                center[k] += Q[j, k]
+        for k in range(w):
+            center[k] /= max(m, 1)
+        for j in range(m):
+            h = 0.0
+            for k in range(w):
+                x = Q[j, k] - center[k]
+                Qt[k, j] = <float>x
+                h += x * x
+            q_sq32[j] = <float>h
+            q_big = max(q_big, h)
+        for j in range(n):
+            h = 0.0
+            for k in range(w):
+                x = X[j, k] - center[k]
+                S32[j, k] = <float>x
+                h += x * x
+            for k in range(w, wx):
+                h += X[j, k] * X[j, k]
+            s_sq32[j] = <float>h
+            s_big = max(s_big, h)
+    return Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big
+
+
+cdef bint _hint_applies(double gamma, Py_ssize_t w, double q_big, double s_big,
+                        double limit) noexcept:
+    """Whether the hints' bound holds (its first-order term at most ``limit`` <= 1e-3)."""
+    cdef double sq = q_big + max(q_big, s_big)
+    return sq < 1e30 and 1.03 * gamma * (w + 8) * U32 * sq <= limit
+
+
+cdef inline double _hint_tol(double gamma, Py_ssize_t w, float q_sq32, double L,
+                             double M) noexcept nogil:
+    """``E_r``, the bound on ``|H - f|`` for a row (see :func:`perceptron_hint_pass`)."""
+    return (10.0 * U32 + 1e-9) * (1.0 + L) + 2.0 * 1.03 * gamma * (w + 8) * U32 * (
+        q_sq32 * 1.01 * L + M)
+
+
+cdef void _hint_sums(const double[:, ::1] coef, const float[::1] s_sq32, Py_ssize_t n,
+                     double *L, double *M) noexcept nogil:
+    """``L``, the largest column sum of ``|coef|``, and ``M``, the sum of each vector's
+    largest ``|coef|`` times its squared norm (1% over, for the float32 rounding)."""
+    cdef Py_ssize_t s, c, p = coef.shape[1]
+    cdef double h, cmax
+    L[0] = 0.0
+    M[0] = 0.0
+    for c in range(p):
+        h = 0.0
+        for s in range(n):
+            h += fabs(coef[s, c])
+        L[0] = max(L[0], h)
+    for s in range(n):
+        cmax = 0.0
+        for c in range(p):
+            cmax = max(cmax, fabs(coef[s, c]))
+        M[0] += cmax * s_sq32[s] * 1.01
+
+
+def hint_values(const double[:, ::1] Q, const double[:, ::1] X, const double[:, ::1] coef,
+                double gamma):
+    """The hints ``H`` (``(p, m)``) of block ``Q`` against support rows ``X`` with
+    coefficients ``coef``, and each row's bound ``E_r``, as :func:`perceptron_hint_pass`
+    computes them before its first row; ``None`` where that pass would not use them. For
+    tests: ``|H - f| <= E_r`` is the claim the pass rests on."""
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], n = X.shape[0], p = coef.shape[1], j
+    cdef double L = 0.0, M = 0.0
+    if coef.shape[0] != n or w == 0:
+        raise ValueError("one coefficient row per support row, and at least one feature")
+    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
+    if not _hint_applies(gamma, w, q_big, s_big, 1e-3):
+        return None
+    cdef float[:, ::1] Qt = Qt_buf
+    cdef float[::1] q_sq32 = q32_buf
+    cdef float[:, ::1] S32 = S32_buf
+    cdef float[::1] s_sq32 = s32_buf
+    H_buf = np.zeros((p, m))
+    cdef double[:, ::1] H = H_buf
+    E_buf = np.empty(m)
+    cdef double[::1] E = E_buf
+    with nogil:
+        _hint_sums(coef, s_sq32, n, &L, &M)
+        if n and m:
+            sk_hint_block(&H[0, 0], m, p, &coef[0, 0], n, &S32[0, 0], w, &s_sq32[0],
+                          &Qt[0, 0], m, w, m, &q_sq32[0], <float>gamma)
+        for j in range(m):
+            E[j] = _hint_tol(gamma, w, q_sq32[j], L, M)
+    return H_buf, E_buf
+
+
+
+def perceptron_hint_pass(
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const double[:, ::1] T,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double gamma,
+    int64_t[::1] codes,
+    double hint_limit,
+):
+    """Learn the rows of a micro-batch (targets ``T``) with the kernel perceptron, finding
+    the rows that need work from float32 decision hints; ``None`` (nothing changed) when
+    the hints' error bound would exceed ``hint_limit`` (see below).
+
+    ``Q``/``q_sq`` are the block's rows and their squared norms (as :func:`sqnorms` sums
+    them); ``X``, ``s_sq``, ``coef``, ``kdiag``, ``ids`` are the support set's buffers with
+    room for every row that may join, the first ``n`` in use. Rows and support vectors are
+    centred on the block's mean and rounded to float32 (distances do not change; the
+    rounding error shrinks with the norms). No kernel matrix is kept: the hints
+    ``H[c, r] ~= f_c(row r)`` cost one float32 kernel value per (support vector, row), and
+    a change to the set updates the hints of the later rows by one column.
+
+    A hint is trusted only where its sign is certain: ``|H - f| <= E_r``, the bound below,
+    proven for float32 arithmetic. With ``u`` float32's unit roundoff, ``w`` features and
+    squared norms taken after centring, a float32 kernel value is off by at most
+    ``1.03 g (w + 8) u (||q||^2 + ||s||^2) + 5u`` (the norm expansion, the product with
+    ``g`` and a 4-ulp exp), valid while the first term stays below ``hint_limit`` (at most
+    1e-3, where the bound is linearised), so ``E_r = 2 (1.03 g (w + 8) u (||q_r||^2 L + M)
+    + 5u L) + 1e-9 (1 + L)``, with ``L`` the l1 norm of the coefficients that ever entered
+    the hints and ``M`` the same weighted by each vector's squared norm (a removed vector
+    counts twice: its column was added once and taken out once). The factor 2 is a margin;
+    1e-9 covers the float64 sums, and ``5u L`` the float64 rounding of the centring (the
+    caller's ``RBF.expansion_exact`` check keeps it below 1e-10 in ``k``). A row whose hint
+    is within ``E_r`` of 0 is decided afresh in float64 from the support rows, with the
+    arithmetic of ``learn_one``.
+
+    ``codes[j]`` as in :func:`perceptron_pass`. Returns ``(n, next_id, n_mistakes, largest
+    new squared norm, rows decided afresh)``.
+    """
+    cdef Py_ssize_t m = Q.shape[0], p = T.shape[1], wq = Q.shape[1], wx = X.shape[1]
+    cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot, best_c
+    cdef Py_ssize_t mistakes = 0, fresh = 0
+    cdef double step, best, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
+    cdef float g32 = <float>gamma
+    cdef bint certain, wrong, any_wrong
+    if wq == 0 or wq > wx or T.shape[0] != m or q_sq.shape[0] != m or coef.shape[1] != p:
+        raise ValueError("no features, support rows narrower than the block, or shapes differ")
+    if cap < (n + m if budget <= 0 else min(budget, n + m)):
+        raise ValueError("the support buffers are too small: reserve the rows first")
+    if m == 0:
+        return n, next_id, 0, 0.0, 0
+    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
+    if not _hint_applies(gamma, wq, q_big, s_big, hint_limit):
+        return None
+    cdef float[:, ::1] Qt = Qt_buf
+    cdef float[::1] q_sq32 = q32_buf
+    cdef float[:, ::1] S32 = S32_buf
+    cdef float[::1] s_sq32 = s32_buf
+    H_buf = np.zeros((p, m))
+    cdef double[:, ::1] H = H_buf
+    f_buf = np.empty(p)
+    cdef double[::1] f = f_buf
+    nc_buf = np.empty(p)
+    cdef double[::1] nc = nc_buf
+    krow_buf = np.empty(cap)
+    cdef double[::1] krow = krow_buf
+    with nogil:
+        _hint_sums(coef, s_sq32, n, &L, &M)
+        if n and wq:  # the hints: one float32 kernel value per (support vector, row)
+            sk_hint_block(&H[0, 0], m, p, &coef[0, 0], n, &S32[0, 0], wq, &s_sq32[0],
+                          &Qt[0, 0], m, wq, m, &q_sq32[0], g32)
+        for j in range(m):
+            tol = _hint_tol(gamma, wq, q_sq32[j], L, M)
+            certain = True
+            any_wrong = False
+            for c in range(p):
+                h = H[c, j] * T[j, c]
+                if h > tol:
+                    continue
+                if h < -tol and p == 1:
+                    any_wrong = True  # binary: a certain mistake needs no exact value
+                    continue
+                certain = False
+                break
+            if certain and not any_wrong:
+                codes[j] = -1
+                continue
+            if certain:  # binary, the hint's sign certainly wrong: it predicted -T
+                codes[j] = 1 if T[j, 0] < 0.0 else 0
+                nc[0] = T[j, 0]
+                step = fabs(nc[0])
+            else:  # decided afresh, exactly as learn_one computes it
+                fresh += 1
+                for c in range(p):
+                    f[c] = 0.0
+                if n:
+                    sk_dots(&krow[0], &X[0, 0], wx, n, &Q[j, 0], wq)
+                    sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], q_sq[j], n, gamma)
+                for s in range(n):
+                    for c in range(p):
+                        f[c] = f[c] + krow[s] * coef[s, c]
+                if p == 1:
+                    codes[j] = 1 if f[0] >= 0.0 else 0
+                else:
+                    best_c = 0
+                    best = f[0]
+                    for c in range(1, p):
+                        if f[c] > best:
+                            best = f[c]
+                            best_c = c
+                    codes[j] = best_c
+                any_wrong = False
+                step = 0.0
+                for c in range(p):
+                    wrong = (f[c] >= 0.0) != (T[j, c] > 0.0)
+                    nc[c] = T[j, c] if wrong else 0.0
+                    if wrong:
+                        any_wrong = True
+                        step = max(step, fabs(nc[c]))
+                if not any_wrong:
+                    continue
+            mistakes += 1
+            slot = _slot_for_new(&ids[0], n, budget)
+            if slot < n:  # the oldest vector leaves the later rows' hints
+                cmax = 0.0
+                for c in range(p):
+                    f[c] = -coef[slot, c]
+                    cmax = max(cmax, fabs(f[c]))
+                if j + 1 < m:
+                    sk_hint_column(&H[0, 0], m, p, &f[0], &Qt[0, 0], m, wq, j + 1, m,
+                                   &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
+                L = L + cmax
+                M = M + cmax * s_sq32[slot] * 1.01
+            else:
+                n += 1
+            _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
+            s_sq[slot] = q_sq[j]
+            if q_sq[j] > sq_max:
+                sq_max = q_sq[j]
+            kdiag[slot] = 1.0
+            ids[slot] = next_id
+            next_id += 1
+            for k in range(wq):
+                S32[slot, k] = Qt[k, j]
+            s_sq32[slot] = q_sq32[j]
+            L = L + step
+            M = M + step * q_sq32[j] * 1.01
+            if j + 1 < m:  # the new vector enters them
+                sk_hint_column(&H[0, 0], m, p, &nc[0], &Qt[0, 0], m, wq, j + 1, m,
+                               &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
+    return n, next_id, mistakes, sq_max, fresh
+
+
+def expf32(float[::1] a):
+    """``a[i] = exp(a[i])`` in place, in float32 (the hint pass's exponential; for tests)."""
+    if a.shape[0]:
+        with nogil:
+            sk_expf_array(&a[0], a.shape[0])
+
+
+def welford_each(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, double[::1] m2):
+    """Fold ``rows`` one at a time into a running mean and sum of squared deviations
+    (Welford), with exactly the operations of :meth:`streamk.scale.ScaleEstimator.update`
+    for one row, so the result is the same to the bit. Returns the new count."""
+    cdef Py_ssize_t i, k, w = rows.shape[1]
+    cdef double r1, r2, delta
+    cdef volatile double t  # no fused multiply-add: NumPy rounds the product first
+    if mean.shape[0] != w or m2.shape[0] != w:
+        raise ValueError("statistics and rows differ in width")
+    for i in range(rows.shape[0]):
+        r1 = 1.0 / <double>(n + 1)
+        r2 = <double>n / <double>(n + 1)
+        for k in range(w):
+            delta = rows[i, k] - mean[k]
+            t = delta * r1
+            mean[k] = mean[k] + t
+            t = delta * delta
+            t = t * r2
+            m2[k] = (m2[k] + 0.0) + t
+        n += 1
+    return n

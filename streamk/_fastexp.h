@@ -107,4 +107,245 @@ static void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
     }
 }
 
+/* ---- float32, for decision hints only -------------------------------------------------------
+ * The block pass of streamk/_core.pyx (perceptron_hint_pass) finds the rows of a micro-batch
+ * that need attention from decision values computed in float32, with a proven error bound;
+ * every decision it takes from them is one whose sign the bound makes certain, and every
+ * other row is decided in float64 as learn_one decides it. */
+
+/* exp(x) in float32 for x <= 88: Cody-Waite reduction (ln2hi has 16 significant bits, so
+ * k*ln2hi is exact for the |k| <= 126 used here) and the Taylor series to r^7 (truncation
+ * below 0.2 ulp). Within 4 ulp of the true value (tests/test_accel.py checks it); x < -87
+ * gives 0, whose absolute error (< 1.7e-38) the hint bound absorbs. */
+static inline float sk_expf(float x)
+{
+    const float log2e = 1.44269504088896341f;
+    const float ln2hi = 0.693145751953125f;
+    const float ln2lo = 1.428606765330187045e-06f;
+    const float shift = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    float xc = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    float kf = xc * log2e + shift;
+    float k = kf - shift;
+    float r = (xc - k * ln2hi) - k * ln2lo;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t bits;
+    memcpy(&bits, &kf, sizeof bits);
+    bits = (bits - (int32_t)0x4B400000 + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    float res = p * scale;
+    return x < -87.0f ? 0.0f : res;
+}
+
+/* a[i] = exp(a[i]) in float32 (the test hook for sk_expf). */
+SK_CLONES static void sk_expf_array(float *a, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        a[i] = sk_expf(a[i]);
+}
+
+/* Eight lanes of float32 with GCC's vector extension (clang has it too): the compiler
+ * emits one AVX2 instruction per operation, or two SSE2 ones in the baseline clone. */
+typedef float sk_v8f __attribute__((vector_size(32)));
+typedef int32_t sk_v8i __attribute__((vector_size(32)));
+typedef float sk_v4f __attribute__((vector_size(16)));
+typedef double sk_v4d __attribute__((vector_size(32)));
+
+/* sk_expf on eight lanes of x <= 0, operation for operation, except that x < -87 gives
+ * exp(-87) (< 1.7e-38) instead of 0: the same absolute error bound, two operations fewer.
+ * C has no ?: on vectors: a mask does the clamp. */
+static inline sk_v8f sk_expf8(sk_v8f x)
+{
+    const sk_v8f lo = {-87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f};
+    sk_v8i under = x < lo;
+    sk_v8f xc = (sk_v8f)((under & (sk_v8i)lo) | (~under & (sk_v8i)x));
+    sk_v8f kf = xc * 1.44269504088896341f + 12582912.0f;
+    sk_v8f k = kf - 12582912.0f;
+    sk_v8f r = (xc - k * 0.693145751953125f) - k * 1.428606765330187045e-06f;
+    sk_v8f p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    sk_v8i bits = ((sk_v8i)kf - (int32_t)0x4B400000 + 127) << 23;
+    return p * (sk_v8f)bits;
+}
+
+/* k(v, row r) for the eight rows r .. r + 7 of a block: the dots from the transposed rows Qt
+ * (w x ldq), then the norm expansion and the float32 exp. */
+static inline sk_v8f sk_rbf8(const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r,
+                             const float *v, float v_sq, sk_v8f q_sq, float gamma)
+{
+    sk_v8f acc = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    sk_v8f q;
+    for (Py_ssize_t k = 0; k < w; k++) {
+        memcpy(&q, Qt + k * ldq + r, sizeof q);
+        acc = acc + q * v[k];
+    }
+    sk_v8f d = (q_sq + v_sq) - 2.0f * acc;
+    d = (sk_v8f)(~(d < 0.0f) & (sk_v8i)d);
+    return sk_expf8(d * -gamma);
+}
+
+/* sk_rbf8 for the 32 rows r .. r + 31 at once: each broadcast feature of v serves four
+ * groups of rows, which roughly halves the instructions of the dots. */
+static inline void sk_rbf32(sk_v8f out[4], const float *Qt, Py_ssize_t ldq, Py_ssize_t w,
+                            Py_ssize_t r, const float *v, float v_sq, const sk_v8f q_sq[4],
+                            float gamma)
+{
+    sk_v8f a0 = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, a1 = a0, a2 = a0, a3 = a0;
+    sk_v8f q0, q1, q2, q3;
+    for (Py_ssize_t k = 0; k < w; k++) {
+        const float *row = Qt + k * ldq + r;
+        float vk = v[k];
+        memcpy(&q0, row, sizeof q0);
+        memcpy(&q1, row + 8, sizeof q1);
+        memcpy(&q2, row + 16, sizeof q2);
+        memcpy(&q3, row + 24, sizeof q3);
+        a0 = a0 + q0 * vk;
+        a1 = a1 + q1 * vk;
+        a2 = a2 + q2 * vk;
+        a3 = a3 + q3 * vk;
+    }
+    sk_v8f acc[4] = {a0, a1, a2, a3};
+    for (int i = 0; i < 4; i++) {
+        sk_v8f d = (q_sq[i] + v_sq) - 2.0f * acc[i];
+        d = (sk_v8f)(~(d < 0.0f) & (sk_v8i)d);
+        out[i] = sk_expf8(d * -gamma);
+    }
+}
+
+/* f[0..7] += c * kv, in float64. */
+static inline void sk_add8(double *f, double c, sk_v8f kv)
+{
+    sk_v4f half;
+    sk_v4d lo, hi;
+    memcpy(&lo, f, sizeof lo);
+    memcpy(&hi, f + 4, sizeof hi);
+    memcpy(&half, &kv, sizeof half);
+    lo = lo + c * __builtin_convertvector(half, sk_v4d);
+    memcpy(&half, (const char *)&kv + sizeof half, sizeof half);
+    hi = hi + c * __builtin_convertvector(half, sk_v4d);
+    memcpy(f, &lo, sizeof lo);
+    memcpy(f + 4, &hi, sizeof hi);
+}
+
+/* The scalar form of one (vector, row) pair: the rows after the last group of eight. */
+static inline double sk_rbf1(const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r,
+                             const float *v, float v_sq, float q_sq, float gamma)
+{
+    float acc = 0.0f;
+    for (Py_ssize_t k = 0; k < w; k++)
+        acc = acc + Qt[k * ldq + r] * v[k];
+    float d = q_sq + v_sq;
+    d = d - 2.0f * acc;
+    d = d < 0.0f ? 0.0f : d;
+    return (double)sk_expf(-gamma * d);
+}
+
+/* H[c * ldh + r] += sum_s W[s * p + c] k(V[s], row r) for r < m, c < p, s < n: the decision
+ * hints of a block against n vectors (rows of V, leading dimension ldv, squared norms v_sq),
+ * with k the RBF kernel evaluated in float32 from the norm expansion. Qt holds the block's
+ * rows transposed (w x ldq), q_sq their squared norms; rows and vectors are centred on one
+ * point (distances do not change, rounding shrinks). Eight rows at a time: their features
+ * stay in the first-level cache while every vector passes, and for one output their sums
+ * stay in registers. The sums are in float64. */
+SK_CLONES static void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W,
+                                     Py_ssize_t n, const float *V, Py_ssize_t ldv,
+                                     const float *v_sq, const float *Qt, Py_ssize_t ldq,
+                                     Py_ssize_t w, Py_ssize_t m, const float *q_sq, float gamma)
+{
+    Py_ssize_t r = 0, s, c;
+    for (; r + 32 <= m; r += 32) {
+        sk_v8f qs[4], kv[4];
+        memcpy(qs, q_sq + r, sizeof qs);
+        if (p == 1) {
+            double h[32] = {0.0};
+            for (s = 0; s < n; s++) {
+                if (W[s] == 0.0)
+                    continue;
+                sk_rbf32(kv, Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma);
+                for (int i = 0; i < 4; i++)
+                    sk_add8(h + 8 * i, W[s], kv[i]);
+            }
+            for (int i = 0; i < 32; i++)
+                H[r + i] += h[i];
+            continue;
+        }
+        for (s = 0; s < n; s++) {
+            sk_rbf32(kv, Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma);
+            for (c = 0; c < p; c++)
+                if (W[s * p + c] != 0.0)
+                    for (int i = 0; i < 4; i++)
+                        sk_add8(H + c * ldh + r + 8 * i, W[s * p + c], kv[i]);
+        }
+    }
+    for (; r + 8 <= m; r += 8) {
+        sk_v8f qs;
+        memcpy(&qs, q_sq + r, sizeof qs);
+        if (p == 1) {
+            double h[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+            for (s = 0; s < n; s++)
+                if (W[s] != 0.0)
+                    sk_add8(h, W[s], sk_rbf8(Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma));
+            for (int i = 0; i < 8; i++)
+                H[r + i] += h[i];
+            continue;
+        }
+        for (s = 0; s < n; s++) {
+            sk_v8f kv = sk_rbf8(Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma);
+            for (c = 0; c < p; c++)
+                if (W[s * p + c] != 0.0)
+                    sk_add8(H + c * ldh + r, W[s * p + c], kv);
+        }
+    }
+    for (; r < m; r++)
+        for (s = 0; s < n; s++) {
+            double kv = sk_rbf1(Qt, ldq, w, r, V + s * ldv, v_sq[s], q_sq[r], gamma);
+            for (c = 0; c < p; c++)
+                H[c * ldh + r] += W[s * p + c] * kv;
+        }
+}
+
+/* H[c * ldh + r] += wts[c] k(v, row r) for r0 <= r < r1: one vector's column of the hints
+ * (a vector joining or leaving the set), as in sk_hint_block. */
+SK_CLONES static void sk_hint_column(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *wts,
+                                      const float *Qt, Py_ssize_t ldq, Py_ssize_t w,
+                                      Py_ssize_t r0, Py_ssize_t r1, const float *v, float v_sq,
+                                      const float *q_sq, float gamma)
+{
+    Py_ssize_t r = r0, c;
+    for (; r + 32 <= r1; r += 32) {
+        sk_v8f qs[4], kv[4];
+        memcpy(qs, q_sq + r, sizeof qs);
+        sk_rbf32(kv, Qt, ldq, w, r, v, v_sq, qs, gamma);
+        for (c = 0; c < p; c++)
+            if (wts[c] != 0.0)
+                for (int i = 0; i < 4; i++)
+                    sk_add8(H + c * ldh + r + 8 * i, wts[c], kv[i]);
+    }
+    for (; r + 8 <= r1; r += 8) {
+        sk_v8f qs;
+        memcpy(&qs, q_sq + r, sizeof qs);
+        sk_v8f kv = sk_rbf8(Qt, ldq, w, r, v, v_sq, qs, gamma);
+        for (c = 0; c < p; c++)
+            if (wts[c] != 0.0)
+                sk_add8(H + c * ldh + r, wts[c], kv);
+    }
+    for (; r < r1; r++) {
+        double kv = sk_rbf1(Qt, ldq, w, r, v, v_sq, q_sq[r], gamma);
+        for (c = 0; c < p; c++)
+            H[c * ldh + r] += wts[c] * kv;
+    }
+}
+
 #endif

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from . import accel
 from .kernels import _as_2d, _pad_to
 
 __all__ = ["ScaleEstimator"]
@@ -45,6 +46,21 @@ class ScaleEstimator:
         self.mean = self.mean + delta * (m / n)
         self._m2 = self._m2 + bm2 + delta**2 * (self.n * m / n)
         self.n = n
+
+    def update_each(self, rows: np.ndarray) -> None:
+        """Fold ``rows`` one at a time: the same numbers, to the bit, as ``update(row)`` for
+        each row in turn (which a learner's warm-up must reproduce), in one compiled call."""
+        rows = _as_2d(rows)
+        if rows.shape[0] == 0:
+            return
+        if accel.core is None:
+            for row in rows:
+                self.update(row[None, :])
+            return
+        self.update(rows[:1])  # grows the vectors to the rows' width if needed
+        rows = _pad_to(rows[1:], self.mean.shape[0])
+        self.mean, self._m2 = self.mean.copy(), self._m2.copy()
+        self.n = accel.core.welford_each(np.ascontiguousarray(rows), self.n, self.mean, self._m2)
 
     @property
     def variance(self) -> np.ndarray:

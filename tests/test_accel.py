@@ -181,3 +181,141 @@ def test_kernel_rows_and_blocks_match_the_rbf_formula(path, d):
     np.testing.assert_allclose(
         support.kernel_row(np.ascontiguousarray(short)), support.kernel_row(padded), rtol=1e-13
     )
+
+
+# -- the float32 hints of learn_many (streamk._core.perceptron_hint_pass) -------------------
+needs_core = pytest.mark.skipif(not accel.available(), reason="compiled core not built")
+U32 = 2.0**-24
+
+
+@needs_core
+def test_the_float32_exponential_is_within_four_ulp():
+    rng = np.random.default_rng(2)
+    x = np.concatenate([-rng.random(200_000) * 87, -rng.random(20_000) * 1e-4, [0.0, -87.0]])
+    x = x.astype(np.float32)
+    want = np.exp(x.astype(np.float64))
+    got = x.copy()
+    accel.core.expf32(got)
+    ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert np.all(np.abs(got - want) <= 4 * ulp)
+    below = np.array([-87.5, -100.0, -1e30], dtype=np.float32)
+    accel.core.expf32(below)
+    assert below.tolist() == [0.0, 0.0, 0.0]
+
+
+def _exact_decisions(Q, X, coef, gamma):
+    """f_c(q) = sum_s coef[s, c] exp(-gamma ||q - s||^2), from the differences, summed with
+    fsum (rows narrower than X read the missing features as 0)."""
+    Qp = np.zeros((Q.shape[0], X.shape[1]))
+    Qp[:, : Q.shape[1]] = Q
+    k = np.exp(-gamma * ((Qp[:, None, :] - X[None, :, :]) ** 2).sum(axis=2))
+    return np.array(
+        [[math.fsum(k[r] * coef[:, c]) for r in range(Q.shape[0])] for c in range(coef.shape[1])]
+    )
+
+
+@needs_core
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    m=st.integers(1, 75),
+    n=st.integers(0, 45),
+    w=st.integers(1, 12),
+    extra=st.integers(0, 3),
+    p=st.sampled_from([1, 3]),
+    offset=st.sampled_from([0.0, 5.0, 1e3]),
+    spread=st.sampled_from([1e-3, 1.0, 20.0]),
+    gamma_scale=st.sampled_from([0.01, 1.0, 4.0]),
+)
+def test_the_hints_are_within_their_bound_of_the_exact_decision(
+    seed, m, n, w, extra, p, offset, spread, gamma_scale
+):
+    """|H - f| <= E_r for every row: the claim the hint pass decides rows by."""
+    rng = np.random.default_rng(seed)
+    Q = offset + spread * rng.normal(size=(m, w))
+    X = offset + spread * rng.normal(size=(n, w + extra))  # support rows may be wider
+    X[:, w:] = spread * rng.normal(size=(n, extra))
+    coef = rng.choice([-1.0, 1.0], size=(n, p)) * rng.random((n, p)) * 2
+    gamma = gamma_scale / (w * spread**2)
+    got = accel.core.hint_values(Q, X, coef, gamma)
+    Qc = Q - Q.mean(axis=0)
+    Xc = X.copy()
+    Xc[:, :w] -= Q.mean(axis=0)
+    sq = (Qc**2).sum(axis=1).max() + max(
+        (Qc**2).sum(axis=1).max(), (Xc**2).sum(axis=1).max(initial=0)
+    )
+    if got is None:  # only when the documented condition fails
+        assert 1.03 * gamma * (w + 8) * U32 * sq > 1e-3
+        return
+    H, E = got
+    f = _exact_decisions(Q, X, coef, gamma)
+    assert np.all(np.abs(H - f) <= E)
+    assert np.all(E < 1e-3 * (1.0 + np.abs(coef).sum(axis=0).max()) + 1e-6)
+
+
+def _counting_runs(monkeypatch):
+    """Wrap fastpass.perceptron_run; returns the list of its results, appended per call."""
+    from streamk import fastpass
+
+    results = []
+    run = fastpass.perceptron_run
+
+    def counted(*args):
+        out = run(*args)
+        results.append((args[2].shape[0], out))
+        return out
+
+    monkeypatch.setattr(fastpass, "perceptron_run", counted)
+    return results
+
+
+@needs_core
+@pytest.mark.parametrize("labels", [(True, False), ("a", "b", "c")])
+def test_learn_many_uses_the_hints_and_decides_few_rows_afresh(monkeypatch, labels):
+    stream = random_stream(3000, 6, seed=4, labels=labels)
+    one = KernelPerceptron(budget=120)
+    expected = []
+    for x, y in stream:
+        expected.append(one.predict_one(x))
+        one.learn_one(x, y)
+    results = _counting_runs(monkeypatch)
+    many = KernelPerceptron(budget=120)
+    got = []
+    for X, y in blocks_of(stream, 250):
+        got += many.learn_predict_many(X, y)
+    assert got == expected
+    assert np.array_equal(
+        many.support_.X[np.argsort(many.support_.ids)], one.support_.X[np.argsort(one.support_.ids)]
+    )
+    used = [(rows, out) for rows, out in results if out is not None]
+    assert sum(rows for rows, _ in used) >= 2500  # after the warm-up, every run
+    mistakes = sum(out[0] for _, out in used)
+    fresh = sum(out[1] for _, out in used)
+    assert mistakes > 100
+    # Binary mistakes are certain from the hint; one-vs-rest ones are decided afresh.
+    assert fresh <= (0.05 * 2500 if len(labels) == 2 else mistakes + 0.05 * 2500)
+
+
+@needs_core
+def test_the_hints_step_aside_when_their_bound_is_loose(monkeypatch):
+    """One feature spread over [0, 100] against gamma = 1: neighbours still matter, but the
+    centred squared norms (~2500) make the float32 bound too loose, so learn_many takes the
+    float64 path, and still learns exactly what learn_one learns."""
+    rng = np.random.default_rng(6)
+    stream = [
+        ({"f0": 100.0 * rng.random(), "f1": rng.random(), "f2": rng.random()}, y)
+        for _, y in random_stream(400, 3, seed=6)
+    ]
+    one = KernelPerceptron(kernel=RBF(1.0), budget=40)
+    expected = []
+    for x, y in stream:
+        expected.append(one.predict_one(x))
+        one.learn_one(x, y)
+    results = _counting_runs(monkeypatch)
+    model = KernelPerceptron(kernel=RBF(1.0), budget=40)
+    got = []
+    for X, y in blocks_of(stream, 60):
+        got += model.learn_predict_many(X, y)
+    assert got == expected
+    assert model.n_mistakes == one.n_mistakes > 50
+    assert results and all(out is None for _, out in results)

@@ -157,6 +157,31 @@ def test_scale_estimator_grows_with_new_features():
     np.testing.assert_allclose(scale.variance, full.var(axis=0))
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_scale_estimator_folds_rows_one_at_a_time_to_the_bit(compiled, monkeypatch):
+    """update_each(rows) gives exactly the numbers of update(row) row after row (a
+    learner's warm-up relies on it), and the variance numpy computes."""
+    from streamk import accel
+
+    if compiled and not accel.available():
+        pytest.skip("compiled core not built")
+    if not compiled:
+        monkeypatch.setattr(accel, "core", None)
+    rng = np.random.default_rng(3)
+    X = rng.normal(loc=[0.0, 1e3, -5.0], scale=[1.0, 0.1, 30.0], size=(150, 3))
+    one, each = ScaleEstimator(), ScaleEstimator()
+    one.update(X[:7, :2])
+    each.update(X[:7, :2])
+    for row in X[7:]:
+        one.update(row[None, :])
+    each.update_each(X[7:])  # a third feature appears here: the vectors grow
+    assert each.n == one.n == 150
+    assert np.array_equal(each.mean, one.mean) and np.array_equal(each._m2, one._m2)
+    padded = X.copy()
+    padded[:7, 2] = 0.0
+    np.testing.assert_allclose(each.variance, padded.var(axis=0), rtol=1e-9)
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -195,6 +220,7 @@ def test_rbf_stays_accurate_on_features_of_large_magnitude():
     A = 7e5 + rng.normal(size=(6, 3))
     B = 7e5 + rng.normal(size=(5, 3))
     k = RBF(0.5)
-    expected = np.array([[math.exp(-0.5 * sum((x - y) ** 2 for x, y in zip(a, b))) for b in B]
-                         for a in A])
+    expected = np.array(
+        [[math.exp(-0.5 * sum((x - y) ** 2 for x, y in zip(a, b))) for b in B] for a in A]
+    )
     np.testing.assert_allclose(k.gram(A, B), expected, rtol=1e-9, atol=1e-12)

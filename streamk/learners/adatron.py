@@ -13,7 +13,7 @@ from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import adatron_dual
 from ._slotdata import SlotData
-from .base import AUTO_WINDOW
+from .base import AUTO_WINDOW, as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder
 
@@ -152,7 +152,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
 
     def learn_many(self, X: Any, y: Any) -> None:
         rows = self._block(X, grow=True)
-        labels = list(y)
+        labels = as_list(y)
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         self._learn_rows(rows, labels, self._learn_block_row)
@@ -227,7 +227,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         """
         self._reset()
         rows = self._block(X, grow=True)
-        labels = list(y)
+        labels = as_list(y)
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         for label in labels:

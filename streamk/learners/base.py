@@ -25,10 +25,17 @@ from ..features import FeatureIndex
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from ..support import SupportSet
 
-__all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at"]
+__all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at", "as_list"]
 
 #: Number of learned rows over which ``gamma="auto"`` is estimated before it is frozen.
 AUTO_WINDOW = 200
+
+
+def as_list(y: Any) -> list[Any]:
+    """A block's labels as a list: ``y.tolist()`` for pandas and NumPy (one C call, Python
+    scalars; ``list(series)`` costs 60 ns a label), else ``list(y)``."""
+    tolist = getattr(y, "tolist", None)
+    return tolist() if callable(tolist) else list(y)
 
 
 def regamma_at(n: int) -> bool:
@@ -129,13 +136,16 @@ class KernelLearner:
         The run stops before the next row that moves the kernel (see :func:`regamma_at`);
         after the warm-up it is the whole block. Row ``start`` itself may have moved it.
         """
-        end = start
-        while end < rows.shape[0] and self._warming_up:
-            if end > start and regamma_at(self._scale.n + 1):
-                return end
-            self._refine_gamma(rows[end])
-            end += 1
-        return rows.shape[0]
+        if not self._warming_up:
+            return rows.shape[0]
+        self._refine_gamma(rows[start])
+        if not self._warming_up:  # that row froze gamma
+            return rows.shape[0]
+        n = self._scale.n
+        change = next(k for k in range(n + 1, AUTO_WINDOW + 1) if regamma_at(k))
+        end = min(rows.shape[0], start + change - n)
+        self._scale.update_each(rows[start + 1 : end])  # counts n + 1 .. change - 1: no change
+        return end
 
     def _learn_rows(self, rows: np.ndarray, items: list, step: Callable) -> None:
         """``step(row, k_row, item)`` for each row in order, as ``learn_one`` would see it.

@@ -10,6 +10,7 @@ import numpy as np
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
+from .base import as_list
 from .classifier import KernelClassifier
 from .perceptron import KernelPerceptron
 
@@ -82,7 +83,7 @@ class MarginPerceptron(KernelPerceptron):
         running values say are right: a correctly classified row can be a margin error).
         """
         rows = self._block(X, grow=True)
-        labels = list(y)
+        labels = as_list(y)
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         self._learn_rows(rows, labels, self._learn_block_row)

@@ -11,6 +11,7 @@ from .. import fastpass
 from ..budget import BudgetPolicy
 from ..errors import InvalidInput
 from ..kernels import Kernel
+from .base import as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder
 
@@ -130,7 +131,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
 
     def _learn_block(self, X: Any, y: Any, preds: list[Any] | None) -> None:
         rows = self._block(X, grow=True)
-        labels = list(y)
+        labels = as_list(y)
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         i = 0
@@ -146,8 +147,19 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             i = end
 
     def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
-        """Rows learned under one kernel: one tracked block, new classes one row at a time."""
+        """Rows learned under one kernel: one compiled pass when it applies, else one tracked
+        block with the rows of new classes one at a time."""
         seen = set(self._labels.classes)
+        if seen.issuperset(labels):
+            codes = np.empty(len(labels), dtype=np.int64)
+            T = self._labels.target_matrix(labels)
+            done = fastpass.perceptron_run(self._support, self._policy, rows, T, codes)
+            if done is not None:
+                self.n_mistakes += done[0]
+                self._n_learned += len(labels)
+                if out is not None:
+                    out.put(0, self._labels.decode(codes.tolist(), labels))
+                return
         with self._support.track(rows) as block:
             j = 0
             while j < len(labels):

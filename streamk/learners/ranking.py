@@ -11,7 +11,7 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
-from .base import KernelLearner
+from .base import KernelLearner, as_list
 
 __all__ = ["OnlineRanker"]
 
@@ -165,7 +165,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
 
     def learn_many(self, X: Any, y: Any) -> None:
         rows = self._block(X, grow=True)
-        labels = list(y)
+        labels = as_list(y)
         if len(labels) != rows.shape[0]:
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         for label in labels:
