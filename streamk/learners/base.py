@@ -118,7 +118,9 @@ class KernelLearner:
     def _learn_row(self, x: dict) -> np.ndarray:
         """Dense row of a learned event; during the warm-up it refines ``gamma="auto"``."""
         row = self._features.row(x, grow=True)
-        self._refine_gamma(row)
+        scale = self._scale
+        if scale is not None and scale.n < AUTO_WINDOW:  # _warming_up, inlined: every event
+            self._refine_gamma(row)
         return row
 
     def _refine_gamma(self, row: np.ndarray) -> None:
@@ -198,7 +200,7 @@ class KernelLearner:
             k_row = cache[3]  # only coefficients changed since
         else:
             k_row = support.kernel_row(row)
-        f = k_row @ support.coef
+        f = k_row.dot(support._coef[: support.n])
         self._row_cache = (support.rows_version, support.version, key, k_row, f)
         return k_row, f
 
