@@ -115,9 +115,10 @@ class LabelCoder:
         return np.array([float(self.signs[self.classes.index(label)])])
 
     def target_matrix(self, labels: list[Hashable]) -> np.ndarray:
-        """±1 targets for known labels, one row per label, ``(len(labels), n_outputs)``."""
+        """±1 targets for known labels, one row per label, ``(len(labels), n_outputs)``;
+        ``KeyError`` if a label is not a known class."""
         index = {c: i for i, c in enumerate(self.classes)}
-        cols = np.fromiter((index[y] for y in labels), dtype=np.intp, count=len(labels))
+        cols = np.fromiter(map(index.__getitem__, labels), dtype=np.intp, count=len(labels))
         if self.multiclass:
             T = -np.ones((len(labels), len(self.classes)))
             T[np.arange(len(labels)), cols] = 1.0

@@ -149,10 +149,12 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
         """Rows learned under one kernel: one compiled pass when it applies, else one tracked
         block with the rows of new classes one at a time."""
-        seen = set(self._labels.classes)
-        if seen.issuperset(labels):
-            codes = np.empty(len(labels), dtype=np.int64)
+        try:
             T = self._labels.target_matrix(labels)
+        except KeyError:  # a class not seen before: the tracked path below adds it
+            T = None
+        if T is not None:
+            codes = np.empty(len(labels), dtype=np.int64)
             done = fastpass.perceptron_run(self._support, self._policy, rows, T, codes)
             if done is not None:
                 self.n_mistakes += done[0]
@@ -160,6 +162,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 if out is not None:
                     out.put(0, self._labels.decode(codes.tolist(), labels))
                 return
+        seen = set(self._labels.classes)
         with self._support.track(rows) as block:
             j = 0
             while j < len(labels):
