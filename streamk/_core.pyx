@@ -314,9 +314,10 @@ def _hint_setup(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n):
 
 cdef bint _hint_applies(double gamma, Py_ssize_t w, double q_big, double s_big,
                         double limit) noexcept:
-    """Whether the hints' bound holds (its first-order term at most ``limit`` <= 1e-3)."""
+    """Whether the hints' bound holds: its first-order term at most ``limit``, and never
+    above 1e-3, where the bound's linearisation is proven."""
     cdef double sq = q_big + max(q_big, s_big)
-    return sq < 1e30 and 1.03 * gamma * (w + 8) * U32 * sq <= limit
+    return sq < 1e30 and 1.03 * gamma * (w + 8) * U32 * sq <= min(limit, 1e-3)
 
 
 cdef inline double _hint_tol(double gamma, Py_ssize_t w, float q_sq32, double L,
