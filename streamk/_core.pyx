@@ -109,6 +109,33 @@ cdef inline void _store(double *x, Py_ssize_t wx, const double *row, Py_ssize_t 
         coef[k] = nc[k]
 
 
+cdef inline bint _decide(const double *f, const double *t, Py_ssize_t p, double *nc,
+                        double *step, int64_t *code) noexcept nogil:
+    """What Alg. 7.52 does with a row's exact decision values ``f`` (targets ``t``): the
+    prediction ``code`` (binary: 1 if ``f >= 0``; one-vs-rest: the arg-max column), the new
+    vector's coefficients ``nc`` (``t`` where the sign is wrong, sgn(0) = +1, else 0) and
+    their largest magnitude ``step``. Returns whether the row is a mistake."""
+    cdef Py_ssize_t c, best_c = 0
+    cdef double best = f[0]
+    cdef bint wrong, any_wrong = False
+    if p == 1:
+        code[0] = 1 if f[0] >= 0.0 else 0
+    else:
+        for c in range(1, p):
+            if f[c] > best:
+                best = f[c]
+                best_c = c
+        code[0] = best_c
+    step[0] = 0.0
+    for c in range(p):
+        wrong = (f[c] >= 0.0) != (t[c] > 0.0)
+        nc[c] = t[c] if wrong else 0.0
+        if wrong:
+            any_wrong = True
+            step[0] = max(step[0], fabs(nc[c]))
+    return any_wrong
+
+
 def perceptron_pass(
     double[:, ::1] K,
     double[:, ::1] F,
@@ -143,10 +170,10 @@ def perceptron_pass(
     Returns ``(n, next_id, n_mistakes, coef_l1, largest new squared norm)``.
     """
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
-    cdef Py_ssize_t j, r, c, s, slot, best_c
+    cdef Py_ssize_t j, r, c, s, slot
     cdef Py_ssize_t mistakes = 0
-    cdef double tol, kv, step, best, sq_max = 0.0
-    cdef bint flagged, wrong, any_wrong
+    cdef double tol, kv, step, sq_max = 0.0
+    cdef bint flagged
     f_buf = np.empty(max(p, 1))
     nc_buf = np.empty(max(p, 1))
     cdef double[::1] f = f_buf
@@ -176,26 +203,7 @@ def perceptron_pass(
                 kv = K[j, s]
                 for c in range(p):
                     f[c] = f[c] + kv * coef[s, c]
-            if p == 1:
-                codes[j] = 1 if f[0] >= 0.0 else 0
-            else:
-                best_c = 0
-                best = f[0]
-                for c in range(1, p):
-                    if f[c] > best:
-                        best = f[c]
-                        best_c = c
-                codes[j] = best_c
-            any_wrong = False
-            step = 0.0
-            for c in range(p):
-                wrong = (f[c] >= 0.0) != (T[j - start, c] > 0.0)
-                nc[c] = T[j - start, c] if wrong else 0.0
-                if wrong:
-                    any_wrong = True
-                    if fabs(nc[c]) > step:
-                        step = fabs(nc[c])
-            if not any_wrong:
+            if not _decide(&f[0], &T[j - start, 0], p, &nc[0], &step, &codes[j]):
                 continue
             mistakes += 1
             # A mistake: the row joins the set, in the oldest vector's slot when full.
@@ -378,7 +386,6 @@ def hint_values(const double[:, ::1] Q, const double[:, ::1] X, const double[:, 
     return H_buf, E_buf
 
 
-
 def perceptron_hint_pass(
     const double[:, ::1] Q,
     const double[::1] q_sq,
@@ -425,11 +432,11 @@ def perceptron_hint_pass(
     new squared norm, rows decided afresh)``.
     """
     cdef Py_ssize_t m = Q.shape[0], p = T.shape[1], wq = Q.shape[1], wx = X.shape[1]
-    cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot, best_c
+    cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot
     cdef Py_ssize_t mistakes = 0, fresh = 0
-    cdef double step, best, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
+    cdef double step, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
     cdef float g32 = <float>gamma
-    cdef bint certain, wrong, any_wrong
+    cdef bint certain, any_wrong
     if wq == 0 or wq > wx or T.shape[0] != m or q_sq.shape[0] != m or coef.shape[1] != p:
         raise ValueError("no features, support rows narrower than the block, or shapes differ")
     if cap < (n + m if budget <= 0 else min(budget, n + m)):
@@ -486,25 +493,7 @@ def perceptron_hint_pass(
                 for s in range(n):
                     for c in range(p):
                         f[c] = f[c] + krow[s] * coef[s, c]
-                if p == 1:
-                    codes[j] = 1 if f[0] >= 0.0 else 0
-                else:
-                    best_c = 0
-                    best = f[0]
-                    for c in range(1, p):
-                        if f[c] > best:
-                            best = f[c]
-                            best_c = c
-                    codes[j] = best_c
-                any_wrong = False
-                step = 0.0
-                for c in range(p):
-                    wrong = (f[c] >= 0.0) != (T[j, c] > 0.0)
-                    nc[c] = T[j, c] if wrong else 0.0
-                    if wrong:
-                        any_wrong = True
-                        step = max(step, fabs(nc[c]))
-                if not any_wrong:
+                if not _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j]):
                     continue
             mistakes += 1
             slot = _slot_for_new(&ids[0], n, budget)

@@ -50,6 +50,12 @@ def _compiled_budget(support: SupportSet, policy: BudgetPolicy, trackers: int) -
     return None
 
 
+def _buffers(support: SupportSet) -> tuple[np.ndarray, ...]:
+    """The support set's buffers a compiled pass writes, in its argument order: rows,
+    squared norms, coefficients, ``k(x, x)``, insertion ids."""
+    return support._X, support._sq, support._coef, support._kdiag, support._ids
+
+
 def _rows_after(support: SupportSet, added: int, budget: int) -> int:
     """Support rows needed once ``added`` more vectors may have joined."""
     n = support.n
@@ -88,11 +94,7 @@ def perceptron_run(
     done = accel.core.perceptron_hint_pass(
         rows,
         q_sq,
-        support._X,
-        support._sq,
-        support._coef,
-        support._kdiag,
-        support._ids,
+        *_buffers(support),
         np.ascontiguousarray(T, dtype=np.float64),
         support.n,
         budget,
@@ -130,11 +132,7 @@ def perceptron_pass(
         block.F,
         block.Q,
         block.sq,
-        support._X,
-        support._sq,
-        support._coef,
-        support._kdiag,
-        support._ids,
+        *_buffers(support),
         np.ascontiguousarray(T, dtype=np.float64),
         start,
         end,
