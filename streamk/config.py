@@ -65,6 +65,12 @@ DEFAULTS: dict[str, Option] = {
     # outputs
     "predictions_topic": Option("", str, "topic predictions of unlabelled events go to"),
     "predictions_file": Option("", str, "file (.jsonl or .msgpack) predictions go to"),
+    "predictions_layout": Option(
+        "record",
+        str,
+        "record (a message per prediction) or block (a message per poll batch; read "
+        "either with streamk.sinks.decode_predictions)",
+    ),
     "dead_letter_topic": Option("", str, "topic rejected records go to"),
     "dead_letter_dir": Option("", str, "directory whose dead-letters.jsonl gets rejected records"),
     # loop
@@ -150,6 +156,10 @@ def _check(config: dict[str, Any]) -> None:
     if config["consolidate_mode"] not in ("sync", "background"):
         raise ConfigError(
             f"consolidate_mode must be sync or background, got {config['consolidate_mode']!r}"
+        )
+    if config["predictions_layout"] not in ("record", "block"):
+        raise ConfigError(
+            f"predictions_layout must be record or block, got {config['predictions_layout']!r}"
         )
     if config["transport"] not in ("kafka-python", "confluent"):
         raise ConfigError(

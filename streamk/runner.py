@@ -97,20 +97,26 @@ def kafka_source(config: dict[str, Any]) -> Source:
 
 
 def prediction_sink(config: dict[str, Any]) -> Any:
-    """The sink of ``predictions_topic``, on the configured transport's producer.
+    """The sink of ``predictions_topic``, on the configured transport's producer, in the
+    configured ``predictions_layout``.
 
     With ``transport = "confluent"`` (the ``[kafka-fast]`` extra) predictions go out
     through librdkafka, about 25x cheaper per record than kafka-python's producer; the
     records, keys and partitions are the same.
     """
     topic, security = config["predictions_topic"], kafka_settings(config)
+    layout = config["predictions_layout"]
     if config["transport"] == "confluent":
         from .sinks import ConfluentPredictionSink
 
-        return ConfluentPredictionSink(config["bootstrap_servers"], topic, producer_config=security)
+        return ConfluentPredictionSink(
+            config["bootstrap_servers"], topic, producer_config=security, layout=layout
+        )
     from .sinks import KafkaPredictionSink
 
-    return KafkaPredictionSink(config["bootstrap_servers"], topic, producer_config=security)
+    return KafkaPredictionSink(
+        config["bootstrap_servers"], topic, producer_config=security, layout=layout
+    )
 
 
 def build_engine(
@@ -140,7 +146,11 @@ def build_engine(
         from .sinks import FilePredictionSink
 
         path = Path(config["predictions_file"])
-        predictions = FilePredictionSink(path, "msgpack" if path.suffix == ".msgpack" else "jsonl")
+        predictions = FilePredictionSink(
+            path,
+            "msgpack" if path.suffix == ".msgpack" else "jsonl",
+            layout=config["predictions_layout"],
+        )
     if config["dead_letter_topic"] and config["dead_letter_dir"]:
         raise ConfigError("give dead_letter_topic or dead_letter_dir, not both")
     if config["dead_letter_topic"]:

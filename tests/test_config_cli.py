@@ -37,6 +37,7 @@ def test_precedence_defaults_file_env_flags(tmp_path):
         ("max_records = 0", "max_records"),
         ("x = [", "not valid TOML"),
         ("poll_timeout = 400.0", "max_poll_interval_ms"),
+        ('predictions_layout = "blocks"', "predictions_layout must be record or block"),
     ],
 )
 def test_bad_config_files_name_the_key(tmp_path, text, message):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
@@ -405,8 +406,11 @@ def test_the_heap_is_frozen_only_while_the_loop_runs(tmp_path, freeze):
 
 
 @pytest.mark.kafka
+@pytest.mark.parametrize("layout", ["record", "block"])
 @pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
-def test_the_configured_transport_publishes_the_predictions(kafka_broker, topic_name, transport):
+def test_the_configured_transport_publishes_the_predictions(
+    kafka_broker, topic_name, transport, layout
+):
     from kafka import KafkaConsumer, TopicPartition
 
     from streamk.broker import create_topic
@@ -423,6 +427,7 @@ def test_the_configured_transport_publishes_the_predictions(kafka_broker, topic_
             "transport": transport,
             "bootstrap_servers": bootstrap,
             "predictions_topic": topic_name,
+            "predictions_layout": layout,
             "security_protocol": "PLAINTEXT",  # kafka-python's spelling, passed to both
         },
         environ={},
@@ -438,9 +443,43 @@ def test_the_configured_transport_publishes_the_predictions(kafka_broker, topic_
     try:
         for _ in range(100):
             got += [m for batch in consumer.poll(timeout_ms=300).values() for m in batch]
-            if len(got) >= 2:
+            if len(got) >= (2 if layout == "record" else 1):
                 break
     finally:
         consumer.close()
-    assert [m.key for m in got] == [b"a", b"b"]
-    assert [decode_predictions(m.value)[0]["prediction"] for m in got] == [True, False]
+    records = [r for m in got for r in decode_predictions(m.value)]
+    assert [r["prediction"] for r in records] == [True, False]
+    assert [r["id"] for r in records] == ["a", "b"]
+    if layout == "record":  # a message per prediction, keyed by the event id
+        assert [m.key for m in got] == [b"a", b"b"]
+    else:  # one message for the run, keyed by its source partition
+        assert [m.key for m in got] == [b"0"]
+
+
+@pytest.mark.parametrize("layout", ["record", "block"])
+def test_the_configured_layout_reaches_the_prediction_file(tmp_path, layout):
+    """predictions_layout applies to a predictions_file too; read_predictions reads both."""
+    from streamk.config import load_config
+    from streamk.runner import build_engine
+    from streamk.sinks import read_predictions
+
+    path = tmp_path / "predictions.msgpack"
+    config = load_config(
+        overrides={
+            "predictions_file": str(path),
+            "predictions_layout": layout,
+            "snapshot_dir": str(tmp_path / "snapshots"),
+            "snapshot_seconds": 0.0,
+            "stop_when_idle": 0.2,
+            "budget": 20,
+        },
+        environ={},
+    )
+    events = [({"x": float(i % 7)}, i % 2 == 0) for i in range(30)]
+    events += [({"x": float(i % 7)}, None) for i in range(12)]  # to score only
+    engine = build_engine(config, source=IterableSource(events))
+    engine.run()  # closes the sinks when it stops
+    records = list(read_predictions(path))
+    assert [r["offset"] for r in records] == list(range(30, 42))
+    maps = list(msgpack.Unpacker(io.BytesIO(path.read_bytes()), raw=False))
+    assert len(maps) == (12 if layout == "record" else 1)
