@@ -71,6 +71,9 @@ DEFAULTS: dict[str, Option] = {
         "record (a message per prediction) or block (a message per poll batch; read "
         "either with streamk.sinks.decode_predictions)",
     ),
+    "predictions_proba": Option(
+        False, bool, "publish each prediction's class probabilities too (classifiers)"
+    ),
     "dead_letter_topic": Option("", str, "topic rejected records go to"),
     "dead_letter_dir": Option("", str, "directory whose dead-letters.jsonl gets rejected records"),
     # loop
@@ -85,11 +88,18 @@ DEFAULTS: dict[str, Option] = {
 }
 
 
+_BOOLEANS = {"true": True, "1": True, "yes": True, "on": True}
+_BOOLEANS.update({"false": False, "0": False, "no": False, "off": False})
+
+
 def _coerce(key: str, value: Any, source: str) -> Any:
     kind = DEFAULTS[key].kind
     if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
-    if isinstance(value, str):
+    if kind is bool:
+        if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+            return _BOOLEANS[value.strip().lower()]
+    elif isinstance(value, str):
         try:
             return kind(value)
         except ValueError:

@@ -71,6 +71,9 @@ class EngineConfig:
         Seconds between progress callbacks.
     rolling_window
         Events in the rolling prequential metric.
+    publish_proba
+        Publish each scored event's class probabilities (``predict_proba_many``) with its
+        prediction. A second pass over the run's kernel rows: opt-in.
     freeze_heap
         While :meth:`Engine.run` loops, leave the objects that existed when it started
         (modules, the model, clients) out of Python's cyclic garbage collection
@@ -88,6 +91,7 @@ class EngineConfig:
     max_events: int | None = None
     progress_seconds: float = 1.0
     rolling_window: int = 1000
+    publish_proba: bool = False
     freeze_heap: bool = True
     limits: Limits = DEFAULT_LIMITS
     schema: Schema | None = None
@@ -393,12 +397,21 @@ class Engine:
         else:
             predictions = self.model.predict_many(X).tolist()
             if self.predictions is not None:
-                self._publish(run, predictions)
+                probas = self._probas(X) if self.config.publish_proba else None
+                self._publish(run, predictions, probas)
             self.metrics.inc("events_scored", len(run))
         self.positions[run.partition] = run.next_offset  # runs never span partitions
         self.metrics.set("support_size", self._support_size())
 
-    def _publish(self, run: Run, predictions: list[Any]) -> None:
+    def _probas(self, X: Any) -> list[dict[Any, float]]:
+        """Each row's class probabilities as ``{label: p}`` (``predict_proba_many``)."""
+        frame = self.model.predict_proba_many(X)
+        labels = frame.columns.tolist()
+        return [dict(zip(labels, row)) for row in frame.to_numpy().tolist()]
+
+    def _publish(
+        self, run: Run, predictions: list[Any], probas: list[dict[Any, float]] | None = None
+    ) -> None:
         """Hand a run's predictions to the sink: in one ``write_many`` call when it has one."""
         sink, offsets = self.predictions, list(map(_OFFSET, run.records))
         write_many = getattr(sink, "write_many", None)
@@ -409,10 +422,19 @@ class Engine:
                 offsets=offsets,
                 model_seq=self.seq,
                 partition=run.partition,
+                probas=probas,
             )
             return
-        for event_id, offset, p in zip(run.ids, offsets, predictions):
-            sink.write(p, id=event_id, model_seq=self.seq, partition=run.partition, offset=offset)
+        for i, (event_id, offset, p) in enumerate(zip(run.ids, offsets, predictions)):
+            proba = None if probas is None else probas[i]
+            sink.write(
+                p,
+                id=event_id,
+                proba=proba,
+                model_seq=self.seq,
+                partition=run.partition,
+                offset=offset,
+            )
 
     def _learn_one_by_one(self, run: Run, start: int = 0) -> list[Any]:
         """A run the model refused as a block: event by event from ``start``, dead-lettering

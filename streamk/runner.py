@@ -173,7 +173,13 @@ def build_engine(
         snapshot_seconds=config["snapshot_seconds"] or None,
         stop_when_idle=config["stop_when_idle"] or None,
         max_events=config["max_events"] or None,
+        publish_proba=config["predictions_proba"],
     )
+    if config["predictions_proba"] and not hasattr(factory(), "predict_proba_many"):
+        raise ConfigError(
+            f"predictions_proba needs a classifier; learner {config['learner']!r} has no "
+            "class probabilities"
+        )
     metrics = Metrics()
     if config["metrics_port"]:
         metrics.serve(config["metrics_port"], host=config["metrics_host"])

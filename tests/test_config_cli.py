@@ -38,6 +38,7 @@ def test_precedence_defaults_file_env_flags(tmp_path):
         ("x = [", "not valid TOML"),
         ("poll_timeout = 400.0", "max_poll_interval_ms"),
         ('predictions_layout = "blocks"', "predictions_layout must be record or block"),
+        ('predictions_proba = "maybe"', "predictions_proba must be bool"),
     ],
 )
 def test_bad_config_files_name_the_key(tmp_path, text, message):
@@ -45,6 +46,12 @@ def test_bad_config_files_name_the_key(tmp_path, text, message):
     path.write_text(text + "\n")
     with pytest.raises(ConfigError, match=message):
         load_config(path, environ={})
+
+
+@pytest.mark.parametrize("text,value", [("true", True), ("0", False), (" Off ", False)])
+def test_a_boolean_key_reads_the_usual_spellings(text, value):
+    config = load_config(environ={"STREAMK_PREDICTIONS_PROBA": text})
+    assert config["predictions_proba"] is value
 
 
 def test_bad_environment_value_names_the_variable():

@@ -483,3 +483,59 @@ def test_the_configured_layout_reaches_the_prediction_file(tmp_path, layout):
     assert [r["offset"] for r in records] == list(range(30, 42))
     maps = list(msgpack.Unpacker(io.BytesIO(path.read_bytes()), raw=False))
     assert len(maps) == (12 if layout == "record" else 1)
+
+
+def test_predictions_proba_publishes_each_events_probabilities(tmp_path):
+    """predictions_proba: every scored event's record carries predict_proba_one's numbers
+    for the model as it stood (the labelled events before it, learned one by one)."""
+    from streamk.config import load_config
+    from streamk.runner import build_engine, model_factory
+    from streamk.sinks import read_predictions
+
+    path = tmp_path / "predictions.msgpack"
+    config = load_config(
+        path=None,
+        overrides={
+            "predictions_file": str(path),
+            "predictions_proba": "true",  # as an environment variable would give it
+            "snapshot_dir": str(tmp_path / "snapshots"),
+            "snapshot_seconds": 0.0,
+            "stop_when_idle": 0.2,
+            "budget": 20,
+        },
+        environ={},
+    )
+    rng = np.random.default_rng(5)
+    labelled = [({"a": float(a), "b": float(b)}, a > b) for a, b in rng.normal(size=(60, 2))]
+    unlabelled = [({"a": float(a), "b": float(b)}, None) for a, b in rng.normal(size=(15, 2))]
+    engine = build_engine(config, source=IterableSource(labelled + unlabelled))
+    engine.run()
+    oracle = model_factory(config)()
+    for x, y in labelled:
+        oracle.learn_one(x, y)
+    records = list(read_predictions(path))
+    assert len(records) == 15
+    for record, (x, _) in zip(records, unlabelled):
+        want = oracle.predict_proba_one(x)
+        assert record["proba"].keys() == want.keys()
+        for label, p in want.items():
+            assert record["proba"][label] == pytest.approx(p, abs=1e-9)
+        assert record["prediction"] == oracle.predict_one(x)
+
+
+def test_predictions_proba_needs_a_classifier(tmp_path):
+    from streamk.config import load_config
+    from streamk.errors import ConfigError
+    from streamk.runner import build_engine
+
+    config = load_config(
+        overrides={
+            "learner": "svr",
+            "predictions_proba": True,
+            "predictions_file": str(tmp_path / "p.jsonl"),
+            "snapshot_dir": str(tmp_path / "snapshots"),
+        },
+        environ={},
+    )
+    with pytest.raises(ConfigError, match="predictions_proba needs a classifier"):
+        build_engine(config, source=IterableSource([]))
