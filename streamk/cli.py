@@ -254,12 +254,17 @@ def _add_engine_options(p: argparse.ArgumentParser, kafka: bool) -> None:
     for key, opt in DEFAULTS.items():
         if key in skip:
             continue
-        p.add_argument(
-            "--" + key.replace("_", "-"),
-            dest=key,
-            type=opt.kind,
-            help=f"{opt.help} (default: {opt.default!r}) [env: STREAMK_{key.upper()}]",
-        )
+        help_text = f"{opt.help} (default: {opt.default!r}) [env: STREAMK_{key.upper()}]"
+        if opt.kind is bool:  # --key / --no-key; absent leaves the file's or env's value
+            p.add_argument(
+                "--" + key.replace("_", "-"),
+                dest=key,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+            continue
+        p.add_argument("--" + key.replace("_", "-"), dest=key, type=opt.kind, help=help_text)
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress display")
 

@@ -54,6 +54,16 @@ def test_a_boolean_key_reads_the_usual_spellings(text, value):
     assert config["predictions_proba"] is value
 
 
+@pytest.mark.parametrize(
+    "flag,value", [([], None), (["--predictions-proba"], True), (["--no-predictions-proba"], False)]
+)
+def test_a_boolean_key_is_a_flag_pair_on_the_command_line(flag, value):
+    from streamk.cli import _engine_overrides, build_parser
+
+    args = build_parser().parse_args(["run", *flag])
+    assert _engine_overrides(args).get("predictions_proba") is value
+
+
 def test_bad_environment_value_names_the_variable():
     with pytest.raises(ConfigError, match="STREAMK_MAX_RECORDS"):
         load_config(environ={"STREAMK_MAX_RECORDS": "lots"})
