@@ -97,8 +97,9 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
     if kind is bool:
-        if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
-            return _BOOLEANS[value.strip().lower()]
+        spelling = value.strip().lower() if isinstance(value, str) else None
+        if spelling in _BOOLEANS:
+            return _BOOLEANS[spelling]
     elif isinstance(value, str):
         try:
             return kind(value)

@@ -57,10 +57,11 @@ class ScaleEstimator:
             for row in rows:
                 self.update(row[None, :])
             return
-        self.update(rows[:1])  # grows the vectors to the rows' width if needed
-        rows = _pad_to(rows[1:], self.mean.shape[0])
-        self.mean, self._m2 = self.mean.copy(), self._m2.copy()
-        self.n = accel.core.welford_each(np.ascontiguousarray(rows), self.n, self.mean, self._m2)
+        # The first row grows the vectors to the rows' width if needed; update() leaves
+        # fresh arrays of its own, which the compiled fold may then change in place.
+        self.update(rows[:1])
+        rows = np.ascontiguousarray(_pad_to(rows[1:], self.mean.shape[0]), dtype=np.float64)
+        self.n = accel.core.welford_each(rows, self.n, self.mean, self._m2)
 
     @property
     def variance(self) -> np.ndarray:
