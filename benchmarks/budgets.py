@@ -1,7 +1,7 @@
 """Accuracy and throughput of every budget policy at several budgets, next to river's models.
 
 Every model runs the same prequential protocol (predict, score, learn, one event at a
-time; :func:`streamk.evaluate.prequential`) on the same materialised streams: river's
+time; :func:`streamk.cli.evaluate.prequential`) on the same materialised streams: river's
 Bananas, Phishing and ImageSegments (multiclass), and drifting synthetic streams (SEA
 with two concept drifts, Agrawal with a concept change, Hyperplane with ``mag_change``).
 Kernel learners: ``KernelPerceptron`` (Alg. 7.52) and ``MarginPerceptron`` (margin 1),
@@ -43,7 +43,7 @@ from streamk.budget import (
     RemoveSmallest,
     Unbounded,
 )
-from streamk.evaluate import prequential
+from streamk.cli.evaluate import prequential
 from streamk.learners.budgeted import MarginPerceptron
 
 from .common import machine_info

@@ -33,8 +33,8 @@ from river.datasets import synth
 from streamk.consolidation import Consolidated, Consolidator, solve_learner
 from streamk.consolidation.solve import build
 from streamk.kernels import RBF, Laplacian, Polynomial, ScaleEstimator
+from streamk.kernels.measures import alignment, fsm, fsm_error_bound
 from streamk.learners import KernelPerceptron
-from streamk.measures import alignment, fsm, fsm_error_bound
 
 from .common import machine_info
 

@@ -3,7 +3,7 @@
 Produces N events (``x``: 10 floats, ``y``: a label) as per-event messages and as
 blocks of 500 rows, then measures, over interleaved repeats and in the same process:
 
-* the raw ceiling: the client's poll + ``streamk.events.decode`` of every message, with
+* the raw ceiling: the client's poll + ``streamk.engine.events.decode`` of every message, with
   the consumer settings and poll size (500) the engine uses, for kafka-python and
   confluent-kafka;
 * the engine with a constant model (its own overhead: source records, decode, runs,
@@ -42,9 +42,9 @@ from river import base
 
 from benchmarks.raw_kafka import machine, produce
 from streamk import RBF, KernelPerceptron, RemoveOldest
-from streamk.broker import LocalBroker, create_topic
+from streamk.cli.broker import LocalBroker, create_topic
 from streamk.engine import Engine, EngineConfig
-from streamk.events import decode, encode_block, encode_event
+from streamk.engine.events import decode, encode_block, encode_event
 from streamk.snapshot import SnapshotStore
 from streamk.sources.kafka import DEFAULT_CONSUMER_CONFIG, KafkaSource
 

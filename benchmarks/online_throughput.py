@@ -33,7 +33,7 @@ from river.datasets import synth
 
 from benchmarks.common import machine_info
 from streamk import KernelPerceptron, accel
-from streamk.evaluate import prequential
+from streamk.cli.evaluate import prequential
 from streamk.kernels import RBF, ScaleEstimator
 from streamk.learners.base import regamma_at
 

@@ -4,7 +4,7 @@ Run: ``python -m benchmarks.raw_kafka`` (starts a local tansu broker; ``--bootst
 uses an existing one). Produces N small msgpack events (``x``: 10 floats, ``y``: int)
 and the same rows as blocks, then times in the same run, over repeats, a manual-
 assignment consumer that (a) only polls, (b) polls and ``msgpack.unpackb``-s each
-value, (c) polls and runs ``streamk.events.decode`` (full validation), (d) polls
+value, (c) polls and runs ``streamk.engine.events.decode`` (full validation), (d) polls
 blocks and decodes them (rows/s). Records are counted, never end offsets (tansu 0.6
 reports them wrongly). Prints a table; writes ``benchmarks/results/raw_kafka.json``.
 """
@@ -27,8 +27,8 @@ import numpy as np
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from benchmarks.common import machine_info
-from streamk.broker import LocalBroker, create_topic
-from streamk.events import decode, encode_block, encode_event
+from streamk.cli.broker import LocalBroker, create_topic
+from streamk.engine.events import decode, encode_block, encode_event
 
 RESULTS = Path(__file__).resolve().parent / "results" / "raw_kafka.json"
 CONSUMER_CONFIG: dict[str, Any] = {
@@ -49,7 +49,7 @@ def machine() -> dict[str, Any]:
     except ImportError:
         has_crc32c = False
     try:
-        from streamk.broker import find_tansu
+        from streamk.cli.broker import find_tansu
 
         tansu = subprocess.run(
             [str(find_tansu()), "--version"], capture_output=True, text=True, timeout=10

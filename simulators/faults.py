@@ -3,7 +3,7 @@
 Every payload is one record of the log in either format: in a msgpack log it frames as
 exactly one msgpack value (so the records after it keep their offsets), in a JSON-lines
 log it is one line without a newline. The ``code`` is ``InvalidEvent.code`` as
-``streamk.events.decode`` (or the engine's run splitter) sets it.
+``streamk.engine.events.decode`` (or the engine's run splitter) sets it.
 
 =============  =====================  ==========================================
 kind           code                   payload
@@ -28,7 +28,7 @@ from typing import Any
 
 import msgpack
 
-from streamk.events import DEFAULT_LIMITS
+from streamk.engine.events import DEFAULT_LIMITS
 
 __all__ = ["KINDS", "CODES", "malformed"]
 

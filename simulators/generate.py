@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamk.events import encode_event
+from streamk.engine.events import encode_event
 
 from .faults import CODES, malformed
 from .scenario import Scenario, ScenarioError, load_scenario

@@ -7,7 +7,7 @@
 fault was dead-lettered with its reason and nothing else was, 1 otherwise, 2 for a bad
 scenario file.
 
-The engine is the production one, assembled by :func:`streamk.runner.build_engine` over a
+The engine is the production one, assembled by :func:`streamk.engine.runner.build_engine` over a
 :class:`~streamk.sources.replay.ReplaySource`; run outputs (snapshots, dead letters,
 predictions) are deleted before each run, so a run never resumes from an earlier one.
 """
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamk.config import load_config
-from streamk.deadletter import read_dead_letters
-from streamk.runner import build_engine
+from streamk.engine.config import load_config
+from streamk.engine.deadletter import read_dead_letters
+from streamk.engine.runner import build_engine
 from streamk.sources.base import Record
 from streamk.sources.replay import ReplaySource
 

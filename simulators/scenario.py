@@ -9,7 +9,7 @@ ill-typed value raises :class:`ScenarioError` naming the file, the table and the
                       delay (events between the unlabelled event and its label)
     [faults]          duplicates (share), out_of_order (share), window (events)
     [faults.malformed] one share per kind in simulators.faults.KINDS
-    [engine]          keys of streamk.config.DEFAULTS (learner, kernel, budget, ...)
+    [engine]          keys of streamk.engine.config.DEFAULTS (learner, kernel, budget, ...)
     [report]          every (events between timeline points)
 
 See ``simulators/README.md`` for the meaning of each key.
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streamk.config import DEFAULTS
+from streamk.engine.config import DEFAULTS
 from streamk.errors import ConfigError, StreamkError
 
 from .faults import KINDS
@@ -278,8 +278,8 @@ def _engine(raw: Any, where: str) -> dict[str, Any]:
                 f"(known: {sorted(set(DEFAULTS) - RESERVED_ENGINE_KEYS)})"
             )
         out[key] = _typed(value, DEFAULTS[key].kind, f"{where}: [engine] {key}")
-    from streamk.config import load_config
-    from streamk.runner import model_factory
+    from streamk.engine.config import load_config
+    from streamk.engine.runner import model_factory
 
     try:  # ranges, cross-key checks, learner/kernel/policy names: as the engine would
         model_factory(load_config(overrides={**ENGINE_DEFAULTS, **out}, environ={}))

@@ -7,9 +7,8 @@ recorded event logs or plain Python iterables.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"  # before the imports: submodules record it in snapshots
-
-from . import budget, consolidation, errors, kernels, measures, snapshot, solvers
+from . import budget, consolidation, errors, kernels, snapshot, solvers
+from ._version import __version__
 from .budget import (
     BudgetPolicy,
     Forgetron,
@@ -21,7 +20,6 @@ from .budget import (
     Unbounded,
 )
 from .consolidation import Consolidated, Consolidator
-from .features import FeatureIndex
 from .kernels import (
     RBF,
     Constant,
@@ -35,7 +33,9 @@ from .kernels import (
     Sum,
     kernel_from_spec,
     kernel_from_string,
+    measures,
 )
+from .kernels.measures import MMDDrift, alignment, fsm, select_kernel
 from .learners import (
     KernelAdatron,
     KernelNovelty,
@@ -44,8 +44,8 @@ from .learners import (
     OnlineRanker,
     OnlineSVR,
 )
-from .measures import MMDDrift, alignment, fsm, select_kernel
-from .support import SupportSet
+from .learners.features import FeatureIndex
+from .learners.support import SupportSet
 
 __all__ = [
     "budget",

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from streamk.broker import LocalBroker, find_tansu
+from streamk.cli.broker import LocalBroker, find_tansu
 from streamk.errors import BrokerError
 
 _topic_counter = itertools.count()

@@ -163,7 +163,7 @@ def test_the_compiled_exponential_is_within_two_ulp_of_the_c_library(path):
 
 @pytest.mark.parametrize("d", [1, 3, 10])
 def test_kernel_rows_and_blocks_match_the_rbf_formula(path, d):
-    from streamk.support import SupportSet
+    from streamk.learners.support import SupportSet
 
     rng = np.random.default_rng(d)
     gamma = 0.3
@@ -255,7 +255,7 @@ def test_the_hints_are_within_their_bound_of_the_exact_decision(
 
 def _counting_runs(monkeypatch):
     """Wrap fastpass.perceptron_run; returns the list of its results, appended per call."""
-    from streamk import fastpass
+    from streamk.learners import fastpass
 
     results = []
     run = fastpass.perceptron_run

@@ -14,7 +14,7 @@ import msgpack
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from streamk.broker import QUICK_GROUP_CONFIG, LocalBroker, create_topic, find_tansu
+from streamk.cli.broker import QUICK_GROUP_CONFIG, LocalBroker, create_topic, find_tansu
 from streamk.errors import BrokerError
 
 N = 500
@@ -180,7 +180,7 @@ def test_non_executable_binary_is_refused(tmp_path) -> None:
 def test_broker_dies_with_a_killed_parent() -> None:
     """SIGKILL of the owning Python process (no atexit) still takes the broker down."""
     code = (
-        "import sys\nfrom streamk.broker import LocalBroker\n"
+        "import sys\nfrom streamk.cli.broker import LocalBroker\n"
         "b = LocalBroker()\nprint(b.pid, flush=True)\nsys.stdin.read()\n"
     )
     parent = subprocess.Popen(
@@ -203,7 +203,11 @@ def test_broker_dies_with_a_killed_parent() -> None:
 def test_serve_runs_until_ctrl_c() -> None:
     """``serve()`` prints the bootstrap address, serves, and stops its broker on SIGINT."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from streamk.broker import serve; sys.exit(serve())"],
+        [
+            sys.executable,
+            "-c",
+            "import sys; from streamk.cli.broker import serve; sys.exit(serve())",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -247,7 +247,7 @@ def test_bananas_target_with_defaults():
     """Issue 4's target: >= 0.88 prequential accuracy on Bananas at budget 200, defaults."""
     from river import datasets
 
-    from streamk.evaluate import prequential
+    from streamk.cli.evaluate import prequential
 
     model = MarginPerceptron(budget=Projectron(200))
     res = prequential(model, datasets.Bananas(), every=1e9)

@@ -23,7 +23,7 @@ from streamk.budget import (
 from streamk.budget.removal import forgetron_phi
 from streamk.errors import ConfigError
 from streamk.kernels import RBF, Linear, Polynomial
-from streamk.support import SupportSet
+from streamk.learners.support import SupportSet
 
 
 def filled(kernel, n, n_outputs=1, seed=0, d=3):

@@ -11,9 +11,9 @@ from river import datasets, evaluate, metrics
 
 from streamk import KernelPerceptron, RemoveOldest
 from streamk.cli import main
+from streamk.engine.registry import iter_csv
 from streamk.errors import ConfigError
 from streamk.kernels import RBF, Constant, Sum, kernel_from_string
-from streamk.registry import iter_csv
 
 
 def test_learn_json_matches_river_progressive_validation(capsys):

@@ -9,8 +9,8 @@ import pytest
 from river import datasets
 
 from streamk.cli import main
-from streamk.config import DEFAULTS, load_config, render_table
-from streamk.deadletter import read_dead_letters
+from streamk.engine.config import DEFAULTS, load_config, render_table
+from streamk.engine.deadletter import read_dead_letters
 from streamk.errors import ConfigError
 from streamk.snapshot import SnapshotStore
 from streamk.sources.replay import write_log
@@ -58,7 +58,8 @@ def test_a_boolean_key_reads_the_usual_spellings(text, value):
     "flag,value", [([], None), (["--predictions-proba"], True), (["--no-predictions-proba"], False)]
 )
 def test_a_boolean_key_is_a_flag_pair_on_the_command_line(flag, value):
-    from streamk.cli import _engine_overrides, build_parser
+    from streamk.cli.main import build_parser
+    from streamk.cli.run import engine_overrides as _engine_overrides
 
     args = build_parser().parse_args(["run", *flag])
     assert _engine_overrides(args).get("predictions_proba") is value

@@ -24,8 +24,8 @@ from streamk.consolidation import consolidator as consolidator_module
 from streamk.consolidation.solve import build
 from streamk.errors import ConfigError
 from streamk.kernels import RBF, Laplacian, Linear
+from streamk.kernels.measures import MMDDrift
 from streamk.learners import KernelAdatron, KernelPerceptron, OnlineRanker, OnlineSVR
-from streamk.measures import MMDDrift
 
 BANANAS = list(itertools.islice(datasets.Bananas(), 2400))
 

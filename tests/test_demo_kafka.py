@@ -7,8 +7,8 @@ import pytest
 from kafka import KafkaConsumer, TopicPartition
 
 from streamk.cli import main
-from streamk.deadletter import DeadLetter
-from streamk.demo import TOPIC, demo_events
+from streamk.cli.demo import TOPIC, demo_events
+from streamk.engine.deadletter import DeadLetter
 from streamk.snapshot import SnapshotStore
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -37,7 +37,7 @@ def read_topic(bootstrap: str, topic: str, expected: int, timeout_ms: int = 20_0
 def test_demo_accounts_for_every_event(tmp_path, capsys, monkeypatch):
     import json
 
-    import streamk.runner as runner
+    import streamk.engine.runner as runner
 
     captured_bootstrap = {}
     real_build = runner.build_engine
@@ -51,7 +51,7 @@ def test_demo_accounts_for_every_event(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(runner, "build_engine", spy)
     # Keep the broker alive after the demo so the output topics can be read back.
     stops = []
-    from streamk import broker as broker_module
+    from streamk.cli import broker as broker_module
 
     monkeypatch.setattr(
         broker_module.LocalBroker, "__exit__", lambda self, *exc: stops.append(self) or False

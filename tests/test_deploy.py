@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streamk.config import DEFAULTS, load_config
+from streamk.engine.config import DEFAULTS, load_config
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 YAML_FILES = [DEPLOY / "docker-compose.yml", *sorted((DEPLOY / "k8s").glob("*.yaml"))]

@@ -12,9 +12,9 @@ import pytest
 from river import datasets
 
 from streamk import KernelPerceptron, RemoveOldest
-from streamk.deadletter import DeadLetterFile, read_dead_letters
 from streamk.engine import Engine, EngineConfig
-from streamk.events import encode_block
+from streamk.engine.deadletter import DeadLetterFile, read_dead_letters
+from streamk.engine.events import encode_block
 from streamk.snapshot import SnapshotStore
 from streamk.sources.iterable import IterableSource
 from streamk.sources.replay import ReplaySource, write_log
@@ -176,8 +176,8 @@ def test_rolling_metric_and_progress_are_reported(tmp_path):
 
 
 def test_runs_keep_stream_order_and_blocks_stay_arrays():
-    from streamk.events import DEFAULT_LIMITS, encode_event
-    from streamk.runs import split_runs
+    from streamk.engine.events import DEFAULT_LIMITS, encode_event
+    from streamk.engine.runs import split_runs
     from streamk.sources.base import Record
 
     X = np.arange(12, dtype=float).reshape(4, 3)
@@ -265,9 +265,9 @@ _TRICKY = [
 
 @pytest.mark.parametrize("schema", [None, "dim", "labels"])
 def test_the_fast_decode_path_accepts_and_rejects_exactly_what_decode_does(schema):
+    from streamk.engine.events import Limits, Schema
+    from streamk.engine.runs import decode_record, split_runs
     from streamk.errors import InvalidEvent
-    from streamk.events import Limits, Schema
-    from streamk.runs import decode_record, split_runs
     from streamk.sources.base import Record
 
     limits = Limits(max_features=10)
@@ -345,7 +345,7 @@ def test_predictions_published_to_kafka_read_back_event_by_event(
 ):
     from kafka import KafkaConsumer, TopicPartition
 
-    from streamk.broker import create_topic
+    from streamk.cli.broker import create_topic
     from streamk.sinks import ConfluentPredictionSink, KafkaPredictionSink, decode_predictions
 
     bootstrap = kafka_broker.bootstrap_servers
@@ -413,9 +413,9 @@ def test_the_configured_transport_publishes_the_predictions(
 ):
     from kafka import KafkaConsumer, TopicPartition
 
-    from streamk.broker import create_topic
-    from streamk.config import load_config
-    from streamk.runner import prediction_sink
+    from streamk.cli.broker import create_topic
+    from streamk.engine.config import load_config
+    from streamk.engine.runner import prediction_sink
     from streamk.sinks import ConfluentPredictionSink, KafkaPredictionSink, decode_predictions
 
     if transport == "confluent":
@@ -459,8 +459,8 @@ def test_the_configured_transport_publishes_the_predictions(
 @pytest.mark.parametrize("layout", ["record", "block"])
 def test_the_configured_layout_reaches_the_prediction_file(tmp_path, layout):
     """predictions_layout applies to a predictions_file too; read_predictions reads both."""
-    from streamk.config import load_config
-    from streamk.runner import build_engine
+    from streamk.engine.config import load_config
+    from streamk.engine.runner import build_engine
     from streamk.sinks import read_predictions
 
     path = tmp_path / "predictions.msgpack"
@@ -488,8 +488,8 @@ def test_the_configured_layout_reaches_the_prediction_file(tmp_path, layout):
 def test_predictions_proba_publishes_each_events_probabilities(tmp_path):
     """predictions_proba: every scored event's record carries predict_proba_one's numbers
     for the model as it stood (the labelled events before it, learned one by one)."""
-    from streamk.config import load_config
-    from streamk.runner import build_engine, model_factory
+    from streamk.engine.config import load_config
+    from streamk.engine.runner import build_engine, model_factory
     from streamk.sinks import read_predictions
 
     path = tmp_path / "predictions.msgpack"
@@ -524,9 +524,9 @@ def test_predictions_proba_publishes_each_events_probabilities(tmp_path):
 
 
 def test_predictions_proba_needs_a_classifier(tmp_path):
-    from streamk.config import load_config
+    from streamk.engine.config import load_config
+    from streamk.engine.runner import build_engine
     from streamk.errors import ConfigError
-    from streamk.runner import build_engine
 
     config = load_config(
         overrides={

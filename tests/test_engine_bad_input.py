@@ -9,10 +9,10 @@ import pytest
 from kafka import KafkaProducer
 
 from streamk import RBF, KernelPerceptron
-from streamk.broker import create_topic
-from streamk.deadletter import DeadLetterFile, read_dead_letters
+from streamk.cli.broker import create_topic
 from streamk.engine import Engine, EngineConfig
-from streamk.events import encode_event
+from streamk.engine.deadletter import DeadLetterFile, read_dead_letters
+from streamk.engine.events import encode_event
 from streamk.sources.kafka import KafkaSource
 
 pytestmark = [pytest.mark.kafka]

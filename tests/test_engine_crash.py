@@ -13,8 +13,8 @@ import pytest
 from kafka import KafkaProducer
 
 from streamk import RBF, KernelPerceptron, RemoveOldest
-from streamk.broker import create_topic
-from streamk.events import encode_event
+from streamk.cli.broker import create_topic
+from streamk.engine.events import encode_event
 from streamk.snapshot import SnapshotStore
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]

@@ -14,8 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from streamk.errors import ConfigError, InvalidEvent
-from streamk.events import (
+from streamk.engine.events import (
     Block,
     DeadLetter,
     DeadLetterFile,
@@ -27,6 +26,7 @@ from streamk.events import (
     encode_event,
     read_dead_letters,
 )
+from streamk.errors import ConfigError, InvalidEvent
 
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

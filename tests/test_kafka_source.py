@@ -14,9 +14,9 @@ import pytest
 from kafka import KafkaProducer
 from kafka.structs import MemberState
 
-from streamk.broker import QUICK_GROUP_CONFIG, create_topic
+from streamk.cli.broker import QUICK_GROUP_CONFIG, create_topic
+from streamk.engine.events import decode, encode_event
 from streamk.errors import ConfigError
-from streamk.events import decode, encode_event
 from streamk.sources.base import Record
 from streamk.sources.kafka import KafkaSource
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from streamk.errors import InvalidInput
 from streamk.kernels import RBF, Linear, Polynomial
-from streamk.measures import (
+from streamk.kernels.measures import (
     MMDDrift,
     alignment,
     fsm,

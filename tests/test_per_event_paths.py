@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from streamk.errors import InvalidInput
-from streamk.features import FeatureIndex
 from streamk.kernels import RBF, Linear
+from streamk.learners.features import FeatureIndex
 from streamk.learners.labels import LabelCoder
-from streamk.support import SupportSet
+from streamk.learners.support import SupportSet
 
 
 # -- FeatureIndex.row ---------------------------------------------------------------------------

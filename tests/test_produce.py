@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
+from streamk.cli.produce import add_arguments, iter_messages, produce
+from streamk.engine.events import Block, Event, decode
 from streamk.errors import ConfigError, InvalidInput
-from streamk.events import Block, Event, decode
-from streamk.produce import add_arguments, iter_messages, produce
 from streamk.sources.base import Record
 from streamk.sources.kafka import KafkaSource
 from streamk.sources.replay import write_log

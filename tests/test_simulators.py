@@ -19,7 +19,7 @@ from simulators.report import compare_dead_letters
 from simulators.run import main as run_main
 from simulators.run import run_scenario
 from simulators.scenario import ScenarioError, load_scenario, parse_scenario
-from streamk.deadletter import read_dead_letters
+from streamk.engine.deadletter import read_dead_letters
 from streamk.snapshot import SnapshotStore
 
 pytestmark = pytest.mark.simulation

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from streamk.broker import LocalBroker, create_topic
-from streamk.deadletter import DeadLetter, read_dead_letters
+from streamk.cli.broker import LocalBroker, create_topic
+from streamk.engine.deadletter import DeadLetter, read_dead_letters
 from streamk.errors import ConfigError
 from streamk.sinks import (
     ConfluentPredictionSink,

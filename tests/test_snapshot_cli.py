@@ -8,8 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from streamk.snapshot import SnapshotStore, register_class
-from streamk.snapshot_cli import (
+from streamk.cli.snapshot import (
     SCHEMA_VERSION,
     add_arguments,
     cmd_ls,
@@ -19,6 +18,7 @@ from streamk.snapshot_cli import (
     main,
     support_size,
 )
+from streamk.snapshot import SnapshotStore, register_class
 
 
 class Tiny:

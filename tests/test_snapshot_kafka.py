@@ -26,6 +26,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from river import datasets
 
 import streamk
+from streamk.cli.snapshot import main as snapshot_main
 from streamk.errors import ConfigError, SnapshotError
 from streamk.snapshot import Limits, dumps, loads
 from streamk.snapshot.kafka import (
@@ -36,7 +37,6 @@ from streamk.snapshot.kafka import (
     SnapshotReader,
 )
 from streamk.snapshot.kafka_scheme import Assembler
-from streamk.snapshot_cli import main as snapshot_main
 
 LOGGER = "streamk.snapshot.kafka"
 DEFAULT_LIMITS_SMALL = Limits(max_bytes=1000)
@@ -281,7 +281,7 @@ def test_bad_arguments_and_invalid_bytes(servers, topic_name):
 
 
 def test_unreachable_broker_fails_within_the_timeout():
-    from streamk.broker import free_port
+    from streamk.cli.broker import free_port
 
     nowhere = f"127.0.0.1:{free_port()}"
     with pytest.raises(SnapshotError, match="cannot connect"):
@@ -320,7 +320,7 @@ def test_equal_seq_replaces_like_the_file_store(servers, topic_name):
 
 
 def test_models_spread_over_partitions_keep_their_parts_together(servers, topic_name):
-    from streamk.broker import create_topic
+    from streamk.cli.broker import create_topic
 
     create_topic(servers, topic_name, partitions=3)
     models = {name: _perceptron(100 * (i + 2)) for i, name in enumerate(["a", "b", "c", "d"])}

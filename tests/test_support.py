@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamk.errors import InvalidInput
-from streamk.features import FeatureIndex
 from streamk.kernels import RBF, Linear, Polynomial
-from streamk.support import SupportSet
+from streamk.learners.features import FeatureIndex
+from streamk.learners.support import SupportSet
 
 # -- FeatureIndex --------------------------------------------------------------------------
 
@@ -181,8 +181,9 @@ def test_add_coefs_equals_row_by_row_add_coef_and_keeps_a_tracked_block_current(
     Q = rng.normal(size=(4, 3))
     with bulk.track(Q) as block:
         bulk.add_coefs(D)
-        np.testing.assert_allclose(block.F, brute_decision(RBF(0.6), bulk.X, bulk.coef, Q),
-                                   atol=1e-10)
+        np.testing.assert_allclose(
+            block.F, brute_decision(RBF(0.6), bulk.X, bulk.coef, Q), atol=1e-10
+        )
     for slot in range(6):
         one.add_coef(slot, D[slot])
     np.testing.assert_allclose(bulk.coef, one.coef)

@@ -3,7 +3,7 @@
 A policy is passed to a learner as ``budget=Policy(200)`` (an ``int`` means
 ``RemoveOldest(int)``, ``None`` means unbounded). The learner calls
 :meth:`BudgetPolicy.insert` whenever its algorithm wants a new support vector; the
-policy changes the :class:`~streamk.support.SupportSet` only through its methods, so
+policy changes the :class:`~streamk.learners.support.SupportSet` only through its methods, so
 micro-batch tracking keeps ``learn_many`` exactly equal to ``learn_one``.
 
 =================  ================================================================

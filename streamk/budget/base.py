@@ -3,7 +3,7 @@
 A policy is passed to a learner as ``budget=Policy(200)`` (an ``int`` means
 ``RemoveOldest(int)``, ``None`` means unbounded). The learner calls
 :meth:`BudgetPolicy.insert` whenever its algorithm wants a new support vector; the
-policy changes the :class:`~streamk.support.SupportSet` only through its methods
+policy changes the :class:`~streamk.learners.support.SupportSet` only through its methods
 (``append``, ``remove``, ``replace``, ``add_coef``, ``scale_coef``), so micro-batch
 tracking keeps ``learn_many`` equal to ``learn_one`` whatever the policy does.
 """
@@ -11,12 +11,14 @@ tracking keeps ``learn_many`` equal to ``learn_one`` whatever the policy does.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..support import SupportSet
+
+if TYPE_CHECKING:  # annotations only: learners import the policies
+    from ..learners.support import SupportSet
 
 __all__ = [
     "BudgetPolicy",

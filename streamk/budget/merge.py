@@ -8,14 +8,17 @@ gradient descent for large-scale SVM training", JMLR 13 (2012), §4.3; BudgetedS
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..kernels import RBF
-from ..support import SupportSet
 from .base import BudgetPolicy, oldest_among, register_policy
 from .removal import removal_cost
+
+if TYPE_CHECKING:  # annotations only: learners import the policies
+    from ..learners.support import SupportSet
 
 __all__ = ["Merge", "merge_weight"]
 

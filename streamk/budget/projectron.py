@@ -9,13 +9,15 @@ downdate), never O(n³) except to rebuild after a change it did not make.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ConfigError
-from ..support import SupportSet
 from .base import BudgetPolicy, register_policy, without_slot
+
+if TYPE_CHECKING:  # annotations only: learners import the policies
+    from ..learners.support import SupportSet
 
 __all__ = ["Projectron"]
 

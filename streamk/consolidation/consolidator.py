@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..kernels import Kernel
-from ..measures import select_kernel
+from ..kernels.measures import select_kernel
 from .solve import Outcome, build, learner_budget, solve_learner
 from .window import TrainingWindow
 
@@ -35,7 +35,7 @@ class Consolidator:
     seconds
         ... or when ``seconds`` have passed since the last one (wall clock: not replayable).
     on_drift
-        ... or when this drift detector (e.g. :class:`streamk.measures.MMDDrift`, any river
+        ... or when this drift detector (e.g. :class:`streamk.kernels.measures.MMDDrift`, any river
         ``DriftDetector``) flags a drift. It is fed ``x`` (``drift_input="x"``) or the 0/1
         prequential error (``"error"``; the caller passes it).
     window, window_size, seed

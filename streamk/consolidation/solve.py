@@ -16,8 +16,8 @@ import scipy.linalg
 
 from ..errors import ConfigError
 from ..kernels import Kernel
+from ..learners.support import SupportSet
 from ..solvers import adatron_dual, rank, svc, svr_dual_no_bias
-from ..support import SupportSet
 
 __all__ = ["Outcome", "solve_learner", "learner_budget", "compress_project", "adopt_state"]
 

@@ -1,6 +1,6 @@
 """Per-support-vector values (labels, targets) that follow the rows of a SupportSet.
 
-A :class:`~streamk.support.SupportSet` moves rows (swap-remove) and budget policies evict
+A :class:`~streamk.learners.support.SupportSet` moves rows (swap-remove) and budget policies evict
 rows the learner never sees, so a learner that needs something per support vector beyond
 its coefficient (the adatron's label, the SVR's target) keys it by the rows' insertion
 ids and re-aligns it with the current slots on demand: one comparison when nothing moved,

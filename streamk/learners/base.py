@@ -3,11 +3,11 @@
 A learner mixes :class:`KernelLearner` into a river base class. The mixin owns the
 plumbing so that each learner module holds only its algorithm:
 
-* feature dicts / frames to dense rows (:class:`~streamk.features.FeatureIndex`);
+* feature dicts / frames to dense rows (:class:`~streamk.learners.features.FeatureIndex`);
 * ``gamma="auto"``: the kernel's width is re-estimated from the learned rows after each
   of the first ten, then after every tenth up to :attr:`AUTO_WINDOW`, then frozen (the
   resolved value is in ``state()``; see :func:`regamma_at`);
-* the :class:`~streamk.support.SupportSet` and the budget policy;
+* the :class:`~streamk.learners.support.SupportSet` and the budget policy;
 * ``state()`` / ``from_state()``: plain data for snapshots.
 """
 
@@ -21,9 +21,9 @@ import numpy as np
 
 from ..budget import BudgetPolicy, make_policy, policy_from_spec
 from ..errors import ConfigError
-from ..features import FeatureIndex
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
-from ..support import SupportSet
+from .features import FeatureIndex
+from .support import SupportSet
 
 __all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at", "as_list"]
 

@@ -148,7 +148,7 @@ class LabelCoder:
         return [classes[j] for j in F.argmax(axis=1).tolist()]
 
     def decode(self, codes: list[int], labels: list[Any]) -> list[Any]:
-        """Predictions from class codes (see :func:`streamk.fastpass.perceptron_pass`).
+        """Predictions from class codes (see :func:`streamk.learners.fastpass.perceptron_pass`).
 
         Code ``-1`` means the row's own label; otherwise binary codes are 1 (positive) and
         0 (negative) and one-vs-rest codes index :attr:`classes`.

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 from river import base
 
-from .. import fastpass
 from ..budget import BudgetPolicy
 from ..errors import InvalidInput
 from ..kernels import Kernel
+from . import fastpass
 from .base import as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder

@@ -15,7 +15,7 @@ A prediction record is a map ``{id, prediction, proba?, model_seq, partition, of
 JSON lines or concatenated msgpack maps in a file. The opt-in block layout writes one
 map per run instead (:mod:`streamk.sinks.records`); :func:`decode_predictions` and
 :func:`read_predictions` give per-event records for either. A dead letter on Kafka is
-:meth:`~streamk.deadletter.DeadLetter.to_msgpack` keyed by its reason code, with
+:meth:`~streamk.engine.deadletter.DeadLetter.to_msgpack` keyed by its reason code, with
 ``source``, ``partition`` and ``offset`` headers.
 
 Modules: :mod:`~streamk.sinks.base` (contracts), :mod:`~streamk.sinks.records` (the
@@ -29,7 +29,7 @@ from __future__ import annotations
 from .base import DeadLetterSink, PredictionSink, SinkError
 from .confluent import ConfluentPredictionSink
 from .file import FileDeadLetterSink, FilePredictionSink, read_predictions
-from .kafka import KafkaDeadLetterSink, KafkaPredictionSink, _KafkaSink  # noqa: F401 - produce
+from .kafka import KafkaDeadLetterSink, KafkaPredictionSink, KafkaSink  # noqa: F401 - produce
 from .records import Layout, decode_predictions, prediction_record
 
 __all__ = [

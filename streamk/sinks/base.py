@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ..deadletter import DeadLetter
+from ..engine.deadletter import DeadLetter
 from ..errors import ConfigError, StreamkError
 
 __all__ = [

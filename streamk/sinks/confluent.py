@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from ..sources.kafka_confluent import _TRANSLATED as _SOURCE_NAMES
+from ..sources.kafka_confluent import SETTING_NAMES as _SOURCE_NAMES
 from .base import SinkError, WritesOneAsMany
 from .messages import encode_messages
 from .records import Layout, check_layout
@@ -26,7 +26,7 @@ __all__ = ["ConfluentPredictionSink", "producer_settings"]
 
 log = logging.getLogger(__name__)
 
-#: kafka-python spellings (as ``streamk.runner.kafka_settings`` gives them) -> librdkafka
+#: kafka-python spellings (as ``streamk.engine.runner.kafka_settings`` gives them) -> librdkafka
 _TRANSLATED = {
     **{k: v for k, v in _SOURCE_NAMES.items() if k.startswith(("security", "sasl", "ssl"))},
     "linger_ms": "linger.ms",

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgpack
 
-from ..deadletter import DeadLetter, DeadLetterFile
+from ..engine.deadletter import DeadLetter, DeadLetterFile
 from .base import Format, SinkError, WritesOneAsMany, check_format
 from .records import (
     Layout,
@@ -109,13 +109,13 @@ class FilePredictionSink(WritesOneAsMany):
 
 
 class FileDeadLetterSink:
-    """Dead letters appended to a file (a :class:`~streamk.deadletter.DeadLetterFile`).
+    """Dead letters appended to a file (a :class:`~streamk.engine.deadletter.DeadLetterFile`).
 
     Parameters
     ----------
     path : str or path-like
         File to append to (created if missing); read back with
-        :func:`~streamk.deadletter.read_dead_letters`.
+        :func:`~streamk.engine.deadletter.read_dead_letters`.
     format : {"jsonl", "msgpack"}
         Default: "jsonl".
     """

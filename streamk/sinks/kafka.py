@@ -1,7 +1,7 @@
 """Outputs on Kafka through kafka-python: predictions and dead letters.
 
 Each sink owns one ``KafkaProducer``; delivery failures are collected from the send
-futures and raised by :meth:`~_KafkaSink.flush` as :class:`~streamk.sinks.SinkError`.
+futures and raised by :meth:`~KafkaSink.flush` as :class:`~streamk.sinks.SinkError`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..deadletter import DeadLetter
+from ..engine.deadletter import DeadLetter
 from ..errors import ConfigError
 from .base import SinkError, WritesOneAsMany
 from .messages import encode_messages
@@ -18,7 +18,7 @@ from .records import Layout, check_layout
 __all__ = ["KafkaPredictionSink", "KafkaDeadLetterSink"]
 
 
-class _KafkaSink:
+class KafkaSink:
     """A producer whose failures are collected and raised by :meth:`flush`."""
 
     def __init__(
@@ -120,7 +120,7 @@ class _KafkaSink:
             self._producer._closed = True  # no second attempt from __del__
 
 
-class KafkaPredictionSink(WritesOneAsMany, _KafkaSink):
+class KafkaPredictionSink(WritesOneAsMany, KafkaSink):
     """Predictions as msgpack records on a Kafka topic, keyed by event id when present.
 
     Parameters
@@ -176,7 +176,7 @@ class KafkaPredictionSink(WritesOneAsMany, _KafkaSink):
         self.count += len(predictions)
 
 
-class KafkaDeadLetterSink(_KafkaSink):
+class KafkaDeadLetterSink(KafkaSink):
     """Dead letters on a Kafka topic: value ``DeadLetter.to_msgpack()``, key the reason code.
 
     Headers ``source``, ``partition`` and ``offset`` (UTF-8 text; absent when unknown)

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-from .. import __version__
+from .._version import __version__
 from ..errors import SnapshotError
 from .codec import as_bytes, from_plain, to_plain, unpack
 from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits

@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..events import Event
+from ..engine.events import Event
 from .base import Record, Source
 
 __all__ = ["IterableSource"]

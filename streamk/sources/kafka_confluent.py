@@ -16,7 +16,7 @@ that is not fetching yet).
 ``sasl.mechanism``, ``ssl.ca.location`` ...). The kafka-python spellings of the group
 timing keys (``max_poll_interval_ms``, ``session_timeout_ms``,
 ``heartbeat_interval_ms``) and ``auto_offset_reset`` are translated, so
-``streamk.broker.QUICK_GROUP_CONFIG`` works with both transports.
+``streamk.cli.broker.QUICK_GROUP_CONFIG`` works with both transports.
 
 Call every method from the polling thread (or from a handler): a ``committed`` call
 from another thread while ``consume`` runs was seen to hang past its timeout.
@@ -41,7 +41,7 @@ __all__ = ["ConfluentKafkaSource"]
 log = logging.getLogger(__name__)
 _PARTITION = attrgetter("partition")
 
-_TRANSLATED = {
+SETTING_NAMES = {
     # kafka-python's security settings, as streamk run passes them (config.kafka_settings)
     "security_protocol": "security.protocol",
     "sasl_mechanism": "sasl.mechanism",
@@ -113,7 +113,7 @@ class ConfluentKafkaSource(Source):
                 f"ConfluentKafkaSource({topic!r}) needs a group_id (group mode) or "
                 "partitions=[...] (manual assignment)."
             )
-        user = {_TRANSLATED.get(k, k): v for k, v in (consumer_config or {}).items()}
+        user = {SETTING_NAMES.get(k, k): v for k, v in (consumer_config or {}).items()}
         if str(user.get("enable.auto.commit", "false")).lower() == "true":
             raise ConfigError(
                 "consumer_config enable.auto.commit=true is not allowed: streamk commits "

@@ -4,7 +4,7 @@ Two formats, by file extension:
 
 * ``.jsonl`` / ``.ndjson``: one JSON event map per line;
 * anything else (``.msgpack``, ``.mpk``, ``.log``): msgpack event maps written one after
-  another (what appending ``streamk.events.encode_event(...)`` to a file gives).
+  another (what appending ``streamk.engine.events.encode_event(...)`` to a file gives).
 
 The offset of a record is its index in the file (0-based), so a replay of the same log
 gives the same positions and, with ``sync`` consolidation, the same models. A msgpack
@@ -23,7 +23,7 @@ from typing import Any
 
 import msgpack
 
-from ..events import encode_event
+from ..engine.events import encode_event
 from .base import Record, Source
 
 __all__ = ["ReplaySource", "write_log"]

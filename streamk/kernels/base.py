@@ -14,13 +14,16 @@ with its number, is what a snapshot records.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.spatial.distance import cdist
 
-from .accel import rbf_from_dots, scaled_exp
-from .errors import ConfigError
+from ..accel import rbf_from_dots, scaled_exp
+from ..errors import ConfigError
+
+if TYPE_CHECKING:  # annotations only: the estimator imports this module
+    from .scale import ScaleEstimator
 
 __all__ = [
     "Kernel",
@@ -34,9 +37,6 @@ __all__ = [
     "Scaled",
     "Normalized",
     "Cosine",
-    "ScaleEstimator",
-    "kernel_from_spec",
-    "kernel_from_string",
 ]
 
 AUTO = "auto"
@@ -437,8 +437,3 @@ class Normalized(Kernel):
 def Cosine() -> Kernel:
     """Cosine similarity: ``Normalized(Linear())``."""
     return Normalized(Linear())
-
-
-# Built from data, specs and text: kept in their own modules, re-exported here.
-from .kernel_specs import kernel_from_spec, kernel_from_string  # noqa: E402
-from .scale import ScaleEstimator  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["LEARNERS", "learner_class", "build_learner", "DATASETS", "load_dataset"]
 
@@ -39,8 +39,8 @@ def build_learner(
     ``kernel=None`` keeps the learner's default (``RBF(gamma="auto")``); ``budget=None`` (or
     0) means unbounded.
     """
-    from .budget import policy_from_spec
-    from .kernels import kernel_from_string
+    from ..budget import policy_from_spec
+    from ..kernels import kernel_from_string
 
     params: dict[str, Any] = {}
     if kernel:

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SnapshotError, StreamkError
-from .snapshot import DEFAULT_LIMITS, Snapshot, loads, verify_bytes
-from .snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
+from ..errors import SnapshotError, StreamkError
+from ..snapshot import DEFAULT_LIMITS, Snapshot, loads, verify_bytes
+from ..snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
 
 __all__ = [
     "cmd_ls",
@@ -221,7 +221,7 @@ def cmd_ls_topic(
     bootstrap_servers: str, topic: str, json_out: bool = False, timeout: float = 30.0
 ) -> int:
     """List every snapshot manifest on a Kafka topic with its status (checksums verified)."""
-    from .snapshot.kafka import SnapshotReader
+    from ..snapshot.kafka import SnapshotReader
 
     try:
         infos = SnapshotReader(bootstrap_servers, topic).list(timeout=timeout)
@@ -252,7 +252,7 @@ def cmd_show_topic(
     bootstrap_servers: str, topic: str, name: str, json_out: bool = False, timeout: float = 30.0
 ) -> int:
     """Describe the newest complete, verified snapshot of `name` on a Kafka topic."""
-    from .snapshot.kafka import SnapshotReader
+    from ..snapshot.kafka import SnapshotReader
 
     try:
         snap = SnapshotReader(bootstrap_servers, topic).latest(name, timeout=timeout, build=False)
@@ -415,7 +415,7 @@ def _with_topic(command: str, file_func: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``snapshot ...`` standalone: ``python -m streamk.snapshot_cli ls ./snapshots``."""
+    """Run ``snapshot ...`` standalone: ``python -m streamk.cli.snapshot ls ./snapshots``."""
     parser = argparse.ArgumentParser(prog="streamk")
     add_arguments(parser.add_subparsers(dest="command", required=True))
     argv = list(sys.argv[1:] if argv is None else argv)

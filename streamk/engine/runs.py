@@ -18,9 +18,10 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from .errors import InvalidEvent
-from .events import _ID_TYPES, _PLAIN_LABELS, Block, Limits, Schema, _check_label, decode
-from .sources.base import Record
+from ..errors import InvalidEvent
+from ..sources.base import Record
+from .events import decode
+from .schema import _ID_TYPES, _PLAIN_LABELS, Block, Limits, Schema, _check_label
 
 _unpackb = msgpack.unpackb
 
@@ -66,8 +67,8 @@ class Run:
                 n, d = len(self.vectors), widths.pop()
                 flat = np.fromiter(chain.from_iterable(self.vectors), np.float64, n * d)
                 return flat.reshape(n, d)
-            return _frame([dict(enumerate(v)) for v in self.vectors])
-        return _frame(self.xs)
+            return dicts_frame([dict(enumerate(v)) for v in self.vectors])
+        return dicts_frame(self.xs)
 
     def row(self, i: int) -> dict:
         """Event ``i``'s features as a dict (for one-by-one fallbacks)."""
@@ -84,7 +85,7 @@ def decode_record(record: Record, limits: Limits, schema: Schema | None) -> Any:
     if value is None:
         payload = record.payload
         if payload[:1] in (b"{", b"[") and payload[-1:] in (b"}", b"]"):
-            from .sources.replay import decode_json_record
+            from ..sources.replay import decode_json_record
 
             try:
                 payload = decode_json_record(payload)
@@ -101,7 +102,7 @@ def decode_record(record: Record, limits: Limits, schema: Schema | None) -> Any:
 def _fast_event(payload: Any, limits: Limits, schema: Schema | None) -> Any:
     """``(x, y, id)`` of the common event (``x`` a list of numbers; ``y``, ``id``), or None.
 
-    Accepts exactly what :func:`~streamk.events.decode` accepts for that shape, with the
+    Accepts exactly what :func:`~streamk.engine.events.decode` accepts for that shape, with the
     same msgpack caps; anything else (other keys, maps, blocks, JSON, any doubt, any
     error) returns None and goes through the full decoder, which gives the reason.
     """
@@ -217,7 +218,7 @@ def _block_runs(record: Record, block: Block) -> Iterator[Run]:
         start = end
 
 
-def _frame(xs: list[dict]) -> Any:
+def dicts_frame(xs: list[dict]) -> Any:
     """A DataFrame of feature dicts; fast when they share one key order (the usual case)."""
     import pandas as pd
 

@@ -5,8 +5,9 @@ a text string), and optionally ``y`` (bool/int/float/str label), ``id`` (str or
 int), ``t`` (timestamp), ``w`` (positive weight) and ``group`` (ranking query
 id). A **block** carries many rows at once: ``X`` raw little-endian
 ``<f4``/``<f8`` bytes with ``shape`` ``[n, d]`` and ``dtype``; ``y`` a list or
-raw bytes with ``y_dtype``; optional ``ids`` list (decoded in :mod:`streamk.blocks`).
-Dead-letter records live in :mod:`streamk.deadletter` and are re-exported here.
+raw bytes with ``y_dtype``; optional ``ids`` list (decoded in :mod:`streamk.engine.blocks`).
+The rules both forms share are in :mod:`streamk.engine.schema`.
+Dead-letter records live in :mod:`streamk.engine.deadletter` and are re-exported here.
 
 Decisions (documented once, here):
 
@@ -33,14 +34,34 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn
+from collections.abc import Iterable
+from typing import Any, NoReturn
 
 import msgpack
 import numpy as np
 
-from .errors import ConfigError, InvalidEvent, InvalidInput
+from ..errors import InvalidEvent, InvalidInput
+from .blocks import decode_block
+from .schema import (
+    _ANY_SCHEMA,
+    _ID_TYPES,
+    _PLAIN_LABELS,
+    DEFAULT_LIMITS,
+    EVENT_KEYS,
+    Block,
+    Event,
+    Limits,
+    Schema,
+    _check_label,
+    _check_map,
+    _check_number,
+    _check_vector_size,
+    _fail,
+    _kind,
+    _scan_numbers,
+    _short,
+    _unknown_keys,
+)
 
 __all__ = [
     "Event",
@@ -56,128 +77,8 @@ __all__ = [
     "read_dead_letters",
 ]
 
-EVENT_KEYS = frozenset({"x", "y", "id", "t", "w", "group"})
-BLOCK_KEYS = frozenset({"X", "shape", "dtype", "y", "y_dtype", "ids"})
-X_DTYPES: dict[str, np.dtype[Any]] = {"<f4": np.dtype("<f4"), "<f8": np.dtype("<f8")}
-Y_DTYPES: dict[str, np.dtype[Any]] = {k: np.dtype(k) for k in ("<f4", "<f8", "<i4", "<i8", "|b1")}
-_KEY_TYPES = frozenset({str, int})
-_LABEL_TYPES = frozenset({bool, int, float, str})
-_PLAIN_LABELS = frozenset({bool, int, str})  # need no further check without a schema
 _unpackb = msgpack.unpackb
-_ID_TYPES = frozenset({str, int})
 _LIMIT_RE = re.compile(r"(\d+) exceeds max_(str|bin|array|map|ext)_len\((\d+)\)")
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Size limits enforced while decoding (protect memory and CPU from bad producers).
-
-    Parameters
-    ----------
-    max_payload_bytes
-        Largest accepted message (Apache Kafka's default message limit is 1 MB).
-    max_features
-        Most entries in ``x`` (map or list), and most columns ``d`` in a block.
-    max_string_bytes
-        Longest string anywhere (text ``x``, labels, ids, feature names).
-    max_block_rows
-        Most rows ``n`` in a block (and so most items in its ``y``/``ids`` lists).
-    """
-
-    max_payload_bytes: int = 1 << 20
-    max_features: int = 10_000
-    max_string_bytes: int = 1 << 20
-    max_block_rows: int = 65_536
-    # Derived msgpack caps, computed once (decode is the per-event hot path).
-    _array_cap: int = field(init=False, repr=False, compare=False)
-    _map_cap: int = field(init=False, repr=False, compare=False)
-    _floor: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        for name in ("max_payload_bytes", "max_features", "max_string_bytes", "max_block_rows"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise ConfigError(f"Limits.{name} must be a positive integer, got {value!r}.")
-        array_cap = max(self.max_features, self.max_block_rows)
-        map_cap = max(self.max_features, 16)
-        floor = min(self.max_payload_bytes, self.max_string_bytes, array_cap, map_cap)
-        object.__setattr__(self, "_array_cap", array_cap)
-        object.__setattr__(self, "_map_cap", map_cap)
-        object.__setattr__(self, "_floor", floor)
-
-
-@dataclass(frozen=True, slots=True)
-class Schema:
-    """What a stream's events must look like beyond the generic format.
-
-    Parameters
-    ----------
-    dim
-        Fixed feature dimension: list ``x`` must have exactly ``dim`` values,
-        map ``x`` at most ``dim`` entries (integer names in ``[0, dim)``),
-        blocks ``d == dim``; text ``x`` is rejected.
-    labels
-        Fixed label set; any other label is rejected.
-    label_kind
-        ``"any"``; ``"class"`` (bool, int or str); ``"number"`` (int or float).
-    unknown_keys
-        ``"reject"`` (default) or ``"ignore"`` unknown top-level keys.
-    """
-
-    dim: int | None = None
-    labels: frozenset[Any] | None = None
-    label_kind: Literal["any", "class", "number"] = "any"
-    unknown_keys: Literal["reject", "ignore"] = "reject"
-
-    def __post_init__(self) -> None:
-        if self.dim is not None and (type(self.dim) is not int or self.dim < 1):
-            raise ConfigError(f"Schema.dim must be a positive integer or None, got {self.dim!r}.")
-        if self.labels is not None:
-            object.__setattr__(self, "labels", frozenset(self.labels))
-        if self.label_kind not in ("any", "class", "number"):
-            raise ConfigError(
-                f"Schema.label_kind must be any|class|number, not {self.label_kind!r}."
-            )
-        if self.unknown_keys not in ("reject", "ignore"):
-            raise ConfigError(
-                f"Schema.unknown_keys must be reject|ignore, not {self.unknown_keys!r}."
-            )
-
-
-DEFAULT_LIMITS = Limits()
-_ANY_SCHEMA = Schema()
-
-
-@dataclass(slots=True)
-class Event:
-    """One decoded, validated event; ``x`` is the map, list or text as sent."""
-
-    x: dict[str | int, float] | list[float] | str
-    y: bool | int | float | str | None = None
-    id: str | int | None = None
-    t: float | None = None
-    w: float | None = None
-    group: str | int | None = None
-
-
-@dataclass(slots=True)
-class Block:
-    """A decoded block: ``X`` is a read-only ``(n, d)`` view of the payload bytes."""
-
-    X: np.ndarray
-    y: list[Any] | np.ndarray | None = None
-    ids: list[str | int] | None = None
-
-    def __len__(self) -> int:
-        return int(self.X.shape[0])
-
-    def rows(self) -> Iterator[Event]:
-        """The block's rows as events (``x`` a list of floats), in order."""
-        ys = self.y.tolist() if isinstance(self.y, np.ndarray) else self.y
-        for i, row in enumerate(self.X.tolist()):
-            yield Event(
-                row, None if ys is None else ys[i], None if self.ids is None else self.ids[i]
-            )
 
 
 # -- encoding -----------------------------------------------------------------------
@@ -231,32 +132,6 @@ def encode_block(X: Any, y: Any = None, ids: Iterable[Any] | None = None) -> byt
 
 
 # -- decoding -----------------------------------------------------------------------
-def _fail(code: str, reason: str) -> NoReturn:
-    exc = InvalidEvent(f"invalid event [{code}]: {reason}")
-    exc.code = code  # type: ignore[attr-defined]
-    exc.reason = reason  # type: ignore[attr-defined]
-    raise exc
-
-
-_KINDS = {
-    dict: "a map",
-    list: "a list",
-    str: "a string",
-    bytes: "bytes",
-    int: "an integer",
-    float: "a float",
-    bool: "a bool",
-    type(None): "nil",
-}
-
-
-def _kind(value: Any) -> str:
-    return _KINDS.get(type(value), f"a {type(value).__name__}")
-
-
-def _short(value: Any, width: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def decode(
@@ -318,8 +193,6 @@ def _decode(payload: Any, limits: Limits, schema: Schema) -> Event | Block:
     if type(obj) is not dict:
         _fail("not_a_map", f"an event must be a msgpack map, got {_kind(obj)}")
     if "X" in obj:
-        from .blocks import decode_block  # the block form lives in its own module
-
         return decode_block(obj, limits, schema)
     if not EVENT_KEYS.issuperset(obj) and schema.unknown_keys == "reject":
         _unknown_keys(obj, EVENT_KEYS)
@@ -389,88 +262,6 @@ def _unpack_failure(exc: Exception, n: int, limits: Limits) -> NoReturn:
             f"a map of {claimed} entries exceeds max_features={limits.max_features}",
         )
     _fail("too_large", f"an array of {claimed} items exceeds max_features/max_block_rows")
-
-
-def _unknown_keys(obj: dict[Any, Any], allowed: frozenset[str]) -> NoReturn:
-    if "x" in obj and "X" in obj:
-        _fail("unknown_key", "the map has both 'x' (one event) and 'X' (a block); send one")
-    extra = sorted(_short(k, 30) for k in obj.keys() - allowed)
-    _fail(
-        "unknown_key",
-        f"unknown key(s) {', '.join(extra[:5])}; allowed: {', '.join(sorted(allowed))}",
-    )
-
-
-def _scan_numbers(items: Iterable[tuple[Any, Any]], where: str, code: str) -> None:
-    """Slow path after a fast check failed: find the first bad value and say which."""
-    for key, value in items:
-        tv = type(value)
-        if tv is float:
-            if not math.isfinite(value):
-                _fail("non_finite", f"{where}[{_short(key)}] is {value!r}; numbers must be finite")
-        elif tv is not int and tv is not bool:
-            _fail(code, f"{where}[{_short(key)}] is {_kind(value)}, expected a number")
-
-
-def _check_vector_size(x: list[Any], limits: Limits, schema: Schema) -> None:
-    if len(x) > limits.max_features:
-        _fail(
-            "too_many_features",
-            f"'x' has {len(x)} values, above max_features={limits.max_features}",
-        )
-    if schema.dim is not None and len(x) != schema.dim:
-        _fail("dimension", f"'x' has {len(x)} values but the schema fixes dim={schema.dim}")
-
-
-def _check_map(x: dict[Any, Any], limits: Limits, schema: Schema) -> None:
-    if len(x) > limits.max_features:
-        _fail(
-            "too_many_features",
-            f"'x' has {len(x)} features, above max_features={limits.max_features}",
-        )
-    if not _KEY_TYPES.issuperset(map(type, x)):
-        bad = next(k for k in x if type(k) not in _KEY_TYPES)
-        _fail(
-            "bad_x",
-            f"feature name {_short(bad)} is {_kind(bad)}; names must be strings or integers",
-        )
-    if schema.dim is not None:
-        if len(x) > schema.dim:
-            _fail("dimension", f"'x' has {len(x)} features but the schema fixes dim={schema.dim}")
-        for k in x:
-            if type(k) is int and not 0 <= k < schema.dim:
-                _fail("dimension", f"feature index {k} is outside [0, {schema.dim})")
-    try:
-        total = sum(x.values())
-    except TypeError:
-        total = math.nan
-    if not math.isfinite(total):
-        _scan_numbers(x.items(), "'x'", "bad_x")
-
-
-def _check_number(value: Any, where: str) -> None:
-    tv = type(value)
-    if tv is float:
-        if not math.isfinite(value):
-            _fail("non_finite", f"{where} is {value!r}; numbers must be finite")
-    elif tv is not int:
-        _fail("bad_field", f"{where} must be a number, got {_kind(value)}")
-
-
-def _check_label(y: Any, where: str, schema: Schema) -> None:
-    ty = type(y)
-    if ty is float:
-        if not math.isfinite(y):
-            _fail("non_finite", f"label {where} is {y!r}; labels must be finite")
-    elif ty not in _LABEL_TYPES:
-        _fail("bad_label", f"label {where} must be a bool, int, float or string, got {_kind(y)}")
-    if schema.label_kind == "class" and ty is float:
-        _fail("bad_label", f"label {where} is a float ({y!r}) but the schema expects class labels")
-    if schema.label_kind == "number" and (ty is str or ty is bool):
-        _fail("bad_label", f"label {where} is {_kind(y)} but the schema expects numeric labels")
-    if schema.labels is not None and y not in schema.labels:
-        known = ", ".join(sorted(map(_short, schema.labels))[:10])
-        _fail("unknown_label", f"label {where} = {_short(y)} is not in the label set {{{known}}}")
 
 
 from .deadletter import DeadLetter, DeadLetterFile, read_dead_letters  # noqa: E402

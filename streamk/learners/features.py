@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidInput
+from ..errors import InvalidInput
 
 __all__ = ["FeatureIndex"]
 

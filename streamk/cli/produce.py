@@ -6,7 +6,7 @@ Inputs, chosen by ``format`` or the file suffix:
   one unless ``target`` names another) becomes ``y`` (an int, else a float, else text;
   an empty cell means unlabelled); the other columns become ``x``, a map from column
   name to number (an empty cell means the feature is absent). With ``block_size=N``
-  rows are packed N at a time into block events (:func:`~streamk.events.encode_block`,
+  rows are packed N at a time into block events (:func:`~streamk.engine.events.encode_block`,
   ``x`` then a dense row in header order, every cell required), the fast form for
   high-throughput streams.
 * ``jsonl`` (``.jsonl``, ``.ndjson``): one JSON event map per line, re-packed as msgpack.
@@ -35,10 +35,10 @@ from typing import Any
 
 import msgpack
 
+from ..engine.events import encode_block, encode_event
+from ..errors import ConfigError, InvalidInput
+from ..sinks import KafkaSink
 from .broker import create_topic
-from .errors import ConfigError, InvalidInput
-from .events import encode_block, encode_event
-from .sinks import _KafkaSink
 
 __all__ = ["produce", "iter_messages", "cmd_produce", "add_arguments", "EXAMPLES"]
 
@@ -134,7 +134,7 @@ def _csv_blocks(path: Path, features: list[str], rows: _Rows, block_size: int) -
 
 
 def _log_events(path: Path, json_lines: bool) -> Iterator[bytes]:
-    from .sources.replay import ReplaySource
+    from ..sources.replay import ReplaySource
 
     source = ReplaySource(path)
     while not source.exhausted():
@@ -228,7 +228,7 @@ def produce(
     servers = bootstrap if isinstance(bootstrap, str) else ",".join(bootstrap)
     create_topic(servers, topic, partitions or 1)
     config = {"linger_ms": 20, "batch_size": 256 * 1024, **(producer_config or {})}
-    sink = _KafkaSink(bootstrap, topic, config, timeout_s)
+    sink = KafkaSink(bootstrap, topic, config, timeout_s)
     start = last = time.monotonic()
     sent = 0
     try:

@@ -16,6 +16,7 @@ offsets or lag; messages above 1 MB are accepted, unlike Apache Kafka.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import contextlib
 import importlib.util
@@ -31,7 +32,7 @@ import time
 import weakref
 from pathlib import Path
 
-from .errors import BrokerError
+from ..errors import BrokerError
 
 __all__ = [
     "LocalBroker",
@@ -404,3 +405,8 @@ def serve(port: int | None = None, *, log_path: str | None = None) -> int:
         return 0
     finally:
         broker.stop()
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    """Start the local Kafka-compatible broker (tansu) in the foreground until Ctrl-C."""
+    return serve(args.port)

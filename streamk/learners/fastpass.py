@@ -2,16 +2,16 @@
 
 Both compiled loops cover the common case: an RBF kernel, no budget or remove-oldest, no
 Gram matrix kept. They change the support set's buffers in place, exactly as the Python
-path would through :class:`~streamk.support.SupportSet`'s methods; this module checks
+path would through :class:`~streamk.learners.support.SupportSet`'s methods; this module checks
 that the case applies, reserves room beforehand and brings the set's counters up to date
 afterwards.
 
 * :func:`perceptron_run` — a whole run of rows whose labels are all known, with decision
   hints in float32 and no kernel matrix (:func:`streamk._core.perceptron_hint_pass`):
   the fast path of ``learn_many``.
-* :func:`perceptron_pass` — rows of a tracked block (:class:`~streamk.tracking.BlockTracker`,
-  float64 kernel matrix): when the float32 bound would be too loose, or around a row
-  that brings a new class.
+* :func:`perceptron_pass` — rows of a tracked block
+  (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix): when the
+  float32 bound would be too loose, or around a row that brings a new class.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import accel
-from .budget.base import Unbounded
-from .budget.removal import RemoveOldest
-from .kernels import RBF
+from .. import accel
+from ..budget.base import Unbounded
+from ..budget.removal import RemoveOldest
+from ..kernels import RBF
 
 if TYPE_CHECKING:
-    from .budget.base import BudgetPolicy
+    from ..budget.base import BudgetPolicy
     from .support import SupportSet
     from .tracking import BlockTracker
 

@@ -35,12 +35,12 @@ from typing import Any
 
 from river import base
 
+from ..errors import BrokerError, InvalidEvent, StreamkError
+from ..sources.base import Record, Source
 from .deadletter import DeadLetter
-from .errors import BrokerError, InvalidEvent, StreamkError
-from .events import DEFAULT_LIMITS, Limits, Schema
 from .metrics import Metrics, RollingScore
 from .runs import Run, invalid, split_runs
-from .sources.base import Record, Source
+from .schema import DEFAULT_LIMITS, Limits, Schema
 
 __all__ = ["Engine", "EngineConfig", "EngineResult"]
 
@@ -467,7 +467,7 @@ class Engine:
         self._consolidation_figures()
         offsets = {self.source.name: dict(self.positions)}
         if self.store is not None or self.publisher is not None:
-            from . import snapshot
+            from .. import snapshot
 
             learner = getattr(self.model, "_wrapped_model", self.model)  # e.g. Consolidated
             data = snapshot.dumps(

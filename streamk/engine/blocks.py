@@ -4,7 +4,7 @@
 list (per-row labels, ``None`` for unlabelled rows) or raw bytes with ``y_dtype``;
 ``ids`` an optional list. The header is checked against the bytes present *before*
 any array is made; ``X`` is then a zero-copy read-only view of the payload.
-Called by :func:`streamk.events.decode`; the same rules as single events apply,
+Called by :func:`streamk.engine.events.decode`; the same rules as single events apply,
 so a block decodes to the same rows as its events would one by one.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .events import (
+from .schema import (
     _ID_TYPES,
     BLOCK_KEYS,
     X_DTYPES,

@@ -1,4 +1,6 @@
-"""Build an :class:`~streamk.engine.Engine` from a configuration dict (see :mod:`streamk.config`).
+"""Build an :class:`~streamk.engine.Engine` from a configuration dict.
+
+The keys and their defaults are in :mod:`streamk.engine.config`.
 
 Kept apart from the command line so that tests, the demo and ``streamk run`` assemble
 engines the same way.
@@ -12,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .engine import Engine, EngineConfig
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..sources.base import Source
+from .loop import Engine, EngineConfig
 from .metrics import Metrics
-from .sources.base import Source
 
 __all__ = [
     "model_factory",
@@ -48,7 +50,7 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
     """
     if not config["consolidate_every"]:
         return lambda model: model
-    from .consolidation import Consolidated
+    from ..consolidation import Consolidated
 
     return lambda model: Consolidated(
         model,
@@ -73,7 +75,7 @@ def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
 def kafka_source(config: dict[str, Any]) -> Source:
     """The configured Kafka source (kafka-python or confluent transport)."""
     if config["transport"] == "confluent":
-        from .sources.kafka_confluent import ConfluentKafkaSource
+        from ..sources.kafka_confluent import ConfluentKafkaSource
 
         return ConfluentKafkaSource(
             config["bootstrap_servers"],
@@ -81,7 +83,7 @@ def kafka_source(config: dict[str, Any]) -> Source:
             config["group"],
             consumer_config=kafka_settings(config),
         )
-    from .sources.kafka import KafkaSource
+    from ..sources.kafka import KafkaSource
 
     return KafkaSource(
         config["bootstrap_servers"],
@@ -107,12 +109,12 @@ def prediction_sink(config: dict[str, Any]) -> Any:
     topic, security = config["predictions_topic"], kafka_settings(config)
     layout = config["predictions_layout"]
     if config["transport"] == "confluent":
-        from .sinks import ConfluentPredictionSink
+        from ..sinks import ConfluentPredictionSink
 
         return ConfluentPredictionSink(
             config["bootstrap_servers"], topic, producer_config=security, layout=layout
         )
-    from .sinks import KafkaPredictionSink
+    from ..sinks import KafkaPredictionSink
 
     return KafkaPredictionSink(
         config["bootstrap_servers"], topic, producer_config=security, layout=layout
@@ -125,7 +127,7 @@ def build_engine(
     on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> Engine:
     """An engine with the configured model, snapshot store, publisher and sinks."""
-    from .snapshot import SnapshotStore
+    from ..snapshot import SnapshotStore
 
     factory = model_factory(config)
     source = source if source is not None else kafka_source(config)
@@ -133,7 +135,7 @@ def build_engine(
     publisher = predictions = dead_letters = None
     bootstrap, security = config["bootstrap_servers"], kafka_settings(config)
     if config["snapshot_topic"]:
-        from .snapshot.kafka import SnapshotPublisher
+        from ..snapshot.kafka import SnapshotPublisher
 
         publisher = SnapshotPublisher(bootstrap, config["snapshot_topic"], producer_config=security)
         # This engine is the model's only writer: clean up chunks a predecessor left behind.
@@ -143,7 +145,7 @@ def build_engine(
     if config["predictions_topic"]:
         predictions = prediction_sink(config)
     elif config["predictions_file"]:
-        from .sinks import FilePredictionSink
+        from ..sinks import FilePredictionSink
 
         path = Path(config["predictions_file"])
         predictions = FilePredictionSink(
@@ -154,7 +156,7 @@ def build_engine(
     if config["dead_letter_topic"] and config["dead_letter_dir"]:
         raise ConfigError("give dead_letter_topic or dead_letter_dir, not both")
     if config["dead_letter_topic"]:
-        from .sinks import KafkaDeadLetterSink
+        from ..sinks import KafkaDeadLetterSink
 
         dead_letters = KafkaDeadLetterSink(
             bootstrap, config["dead_letter_topic"], producer_config=security

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import accel
-from .kernels import RBF, Kernel, kernel_from_spec
+from .. import accel
+from ..kernels import RBF, Kernel, kernel_from_spec
 from .tracking import BlockTracker, pad_cols, rbf_rows
 
 __all__ = ["SupportSet", "BlockTracker"]
@@ -340,8 +340,8 @@ class SupportSet:
         self._kdiag[slot] = self._kernel.diag_one(row)
 
     def after_compiled_changes(self, n: int, next_id: int, width: int, sq_max: float) -> None:
-        """Counters after :func:`streamk.fastpass.perceptron_pass` changed the buffers in place
-        (rows appended or replaced): the one change that does not go through the methods
+        """Counters after :func:`streamk.learners.fastpass.perceptron_pass` changed the buffers
+        in place (rows appended or replaced): the one change that does not go through the methods
         above, because it runs in compiled code."""
         self.n = n
         self.next_id = next_id

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 from river import base
 
-from .errors import ConfigError, InvalidInput
-from .features import FeatureIndex
-from .kernels import RBF, Kernel, ScaleEstimator
+from ..errors import ConfigError, InvalidInput
+from ..learners.features import FeatureIndex
+from .base import RBF, Kernel
+from .scale import ScaleEstimator
 
 __all__ = ["alignment", "fsm", "fsm_error_bound", "fsm_parts", "select_kernel", "MMDDrift"]
 

@@ -1,6 +1,6 @@
 """Dead-letter records: a rejected event's original bytes, the reason, and where it came from.
 
-Re-exported by :mod:`streamk.events`. A dead-letter *file* is JSON lines (one
+Re-exported by :mod:`streamk.engine.events`. A dead-letter *file* is JSON lines (one
 record per line, payload in base64) or concatenated msgpack maps (payload as
 bin); :class:`DeadLetterFile` appends and flushes each record and fsyncs on
 close, :func:`read_dead_letters` reads either format back.
@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import msgpack
 
-from .errors import ConfigError, InvalidEvent
+from ..errors import ConfigError, InvalidEvent
 
 __all__ = ["DeadLetter", "DeadLetterFile", "read_dead_letters"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import ConfigError
-from .kernels import (
+from ..errors import ConfigError
+from .base import (
     AUTO,
     RBF,
     Constant,

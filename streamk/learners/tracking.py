@@ -1,6 +1,6 @@
 """BlockTracker: the kernel block of a micro-batch, kept current as the support set changes.
 
-:meth:`streamk.support.SupportSet.track` creates one; every change to the set then calls
+:meth:`streamk.learners.support.SupportSet.track` creates one; every change to the set then calls
 the tracker method of the same name (``drop``, ``add_column``, ``add_coef``, ...), so the
 block ``K(Q, S)`` is computed once per micro-batch and ``learn_many`` still reproduces
 ``learn_one`` row by row. The one-row RBF helper lives here because both the per-event
@@ -14,8 +14,8 @@ from typing import cast
 
 import numpy as np
 
-from .accel import scaled_exp
-from .kernels import RBF, Kernel
+from ..accel import scaled_exp
+from ..kernels import RBF, Kernel
 
 __all__ = ["BlockTracker", "rbf_rows", "pad_cols"]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from . import accel
-from .kernels import _as_2d, _pad_to
+from .. import accel
+from .base import _as_2d, _pad_to
 
 __all__ = ["ScaleEstimator"]
 

@@ -105,11 +105,11 @@ def prequential(
                 last = now
                 report(now)
     else:
-        from .runs import _frame
+        from ..engine.runs import dicts_frame
 
         learn_predict = getattr(model, "learn_predict_many", None)
         while chunk := list(itertools.islice(stream, batch_size)):
-            X = _frame([x for x, _ in chunk])
+            X = dicts_frame([x for x, _ in chunk])
             ys = [y for _, y in chunk]
             if learn_predict is not None:  # exact per-event test-then-train, one block pass
                 predictions = learn_predict(X, ys)

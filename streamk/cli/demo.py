@@ -9,13 +9,17 @@ everything it started.
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_demo", "demo_events"]
+from .output import SCHEMA_VERSION, EngineProgress, machine
+
+__all__ = ["run_demo", "demo_events", "cmd_demo"]
 
 TOPIC = "streamk-demo"
 MALFORMED = [
@@ -32,7 +36,7 @@ def demo_events(
     from river import datasets
     from river.datasets import synth
 
-    from .events import encode_event
+    from ..engine.events import encode_event
 
     rng = random.Random(seed)
     drift = synth.ConceptDriftStream(
@@ -62,10 +66,10 @@ def run_demo(
     """Run the demo; returns the engine summary (also printed by the CLI)."""
     from kafka import KafkaProducer
 
+    from ..engine.config import load_config
+    from ..engine.runner import build_engine
+    from ..sources.kafka import KafkaSource
     from .broker import QUICK_GROUP_CONFIG, LocalBroker, create_topic
-    from .config import load_config
-    from .runner import build_engine
-    from .sources.kafka import KafkaSource
 
     workdir = Path(workdir)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))  # noqa: E731
@@ -120,3 +124,26 @@ def run_demo(
             "snapshot_topic": config["snapshot_topic"],
         }
     return summary
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Embedded broker, a shipped data set as Kafka events, the engine, snapshots: all local."""
+    progress = EngineProgress("accuracy", args.quiet or args.json)
+    summary = run_demo(
+        args.dir, n_drift=args.n, quiet=args.quiet or args.json, on_progress=progress
+    )
+    progress.close()
+    if args.json:
+        print(
+            json.dumps(
+                {"schema_version": SCHEMA_VERSION, **summary, "machine": machine()}, indent=2
+            )
+        )
+        return 0
+    width = max(len(k) for k in summary)
+    print()
+    for key, value in summary.items():
+        shown = f"{value:,.4f}" if isinstance(value, float) else value
+        print(f"{key:<{width}}  {shown}")
+    print("\nlook inside a snapshot:  streamk snapshot show " + summary["snapshot_dir"])
+    return 0

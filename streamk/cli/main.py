@@ -1,0 +1,176 @@
+"""The ``streamk`` command: the argument parser and the dispatch, in one place.
+
+Each command lives in its own module (``learn``, ``run``, ``replay``, ``demo``,
+``broker``, ``produce``, ``snapshot``) as a ``cmd_*`` function that returns an exit code;
+``main(argv)`` parses and dispatches, so tests call it without a subprocess. Run
+``streamk COMMAND --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .._version import __version__
+from ..errors import StreamkError
+from .broker import cmd_broker
+from .demo import cmd_demo
+from .learn import LEARN_EXAMPLES, cmd_learn
+from .replay import REPLAY_EXAMPLES, cmd_replay
+from .run import RUN_EXAMPLES, cmd_run
+
+__all__ = ["main", "build_parser"]
+
+
+def _add_engine_options(p: argparse.ArgumentParser, kafka: bool) -> None:
+    from ..engine.config import DEFAULTS
+
+    p.add_argument("--config", help="TOML configuration file")
+    # a replay still publishes snapshots or outputs to Kafka if asked; it only reads a file
+    skip = (
+        set()
+        if kafka
+        else {
+            "topic",
+            "group",
+            "transport",
+            "max_poll_interval_ms",
+            "session_timeout_ms",
+            "heartbeat_interval_ms",
+        }
+    )
+    for key, opt in DEFAULTS.items():
+        if key in skip:
+            continue
+        help_text = f"{opt.help} (default: {opt.default!r}) [env: STREAMK_{key.upper()}]"
+        if opt.kind is bool:  # --key / --no-key; absent leaves the file's or env's value
+            p.add_argument(
+                "--" + key.replace("_", "-"),
+                dest=key,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+            continue
+        p.add_argument("--" + key.replace("_", "-"), dest=key, type=opt.kind, help=help_text)
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="streamk",
+        description="Streaming on-line kernel learning. Run `streamk COMMAND --help` for details.",
+    )
+    parser.add_argument("--version", action="version", version=f"streamk {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser(
+        "demo",
+        help="the whole pipeline locally: broker, events, engine, snapshots",
+        description=cmd_demo.__doc__,
+    )
+    demo.add_argument("--dir", default=".", help="where ./snapshots goes (default: .)")
+    demo.add_argument("--n", type=int, default=20_000, help="events of the drifting stream")
+    demo.add_argument("--json", action="store_true", help="print the summary as JSON")
+    demo.add_argument("--quiet", action="store_true", help="no progress display")
+    demo.set_defaults(func=cmd_demo)
+
+    learn = sub.add_parser(
+        "learn",
+        help="prequential evaluation of a learner on a data set or CSV file",
+        description=cmd_learn.__doc__,
+        epilog=LEARN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    learn.add_argument(
+        "dataset",
+        help="a data set name (Bananas, Phishing, ImageSegments, "
+        "Shuttle, TrumpApproval, Hyperplane, SEA, Agrawal, Friedman) or a CSV path",
+    )
+    learn.add_argument("--learner", default="perceptron", help="learner name (default: perceptron)")
+    learn.add_argument(
+        "--kernel",
+        help="e.g. rbf, rbf:0.5, rbf:2+bias, linear, poly:3, laplacian "
+        "(default: the learner's, RBF with gamma=auto)",
+    )
+    learn.add_argument("--budget", type=int, help="maximum number of support vectors")
+    learn.add_argument(
+        "--policy",
+        default="RemoveOldest",
+        help="budget policy used with --budget (default: RemoveOldest)",
+    )
+    learn.add_argument(
+        "--batch-size",
+        type=int,
+        default=1,
+        help="events per predict_many/learn_many block (default: 1)",
+    )
+    learn.add_argument("--limit", type=int, help="stop after this many events")
+    learn.add_argument("--n", type=int, help="length of a synthetic stream (default 20,000)")
+    learn.add_argument("--target", help="CSV target column (default: the last one)")
+    learn.add_argument("--every", type=float, default=1.0, help="seconds between progress lines")
+    learn.add_argument("--json", action="store_true", help="print the result as JSON")
+    learn.add_argument("--quiet", action="store_true", help="no progress display")
+    learn.set_defaults(func=cmd_learn)
+
+    replay = sub.add_parser(
+        "replay",
+        help="run the engine over a recorded event log",
+        description=cmd_replay.__doc__,
+        epilog=REPLAY_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    replay.add_argument("log", help="event log: .jsonl (one JSON event per line) or msgpack")
+    _add_engine_options(replay, kafka=False)
+    replay.set_defaults(func=cmd_replay)
+
+    run = sub.add_parser(
+        "run",
+        help="run the engine on a Kafka topic",
+        description=cmd_run.__doc__,
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_engine_options(run, kafka=True)
+    run.set_defaults(func=cmd_run)
+
+    broker = sub.add_parser(
+        "broker",
+        help="start the local Kafka-compatible broker (for trying streamk out)",
+        description=cmd_broker.__doc__,
+    )
+    broker.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    broker.set_defaults(func=cmd_broker)
+
+    _add_optional_commands(sub)
+    return parser
+
+
+def _add_optional_commands(sub: Any) -> None:
+    """Commands whose modules register their own arguments."""
+    from . import produce, snapshot
+
+    snapshot.add_arguments(sub)
+    produce.add_arguments(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (StreamkError, OSError) as exc:
+        print(f"streamk: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("streamk: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

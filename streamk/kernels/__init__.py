@@ -1,0 +1,45 @@
+"""Kernels: values on blocks of rows, their specs, the gamma estimator (design §3).
+
+- :mod:`~streamk.kernels.base`: the kernel objects (``RBF``, ``Linear``, ``Polynomial``,
+  ``Laplacian``, ``Cosine``, ``Constant``) and their combinators (``Sum``, ``Product``,
+  ``Scaled``, ``Normalized``);
+- :mod:`~streamk.kernels.specs`: plain-data specs and ``"rbf(0.5) + const(1)"`` text;
+- :mod:`~streamk.kernels.scale`: the running feature variances that resolve ``"auto"``;
+- :mod:`~streamk.kernels.measures`: kernel-matrix measures (alignment, FSM, MMD drift),
+  imported on its own (``from streamk.kernels import measures``).
+"""
+
+from __future__ import annotations
+
+from .base import (
+    RBF,
+    Constant,
+    Cosine,
+    Kernel,
+    Laplacian,
+    Linear,
+    Normalized,
+    Polynomial,
+    Product,
+    Scaled,
+    Sum,
+)
+from .scale import ScaleEstimator
+from .specs import kernel_from_spec, kernel_from_string
+
+__all__ = [
+    "Kernel",
+    "Linear",
+    "Polynomial",
+    "RBF",
+    "Laplacian",
+    "Constant",
+    "Sum",
+    "Product",
+    "Scaled",
+    "Normalized",
+    "Cosine",
+    "ScaleEstimator",
+    "kernel_from_spec",
+    "kernel_from_string",
+]
