@@ -14,12 +14,13 @@ One engine runs one model over one source (design.md §1). Each loop turn:
    partition learned, and only then commit those offsets to the source.
 
 **Exactly-once model state.** A snapshot records, per partition, the offset of the next
-event it has not learned. On start the engine restores the newest valid snapshot and,
-on every assignment, seeks each partition to ``max(snapshot offset, committed offset)``:
-after a crash between snapshot and commit nothing is learned twice, and events learned
-by another engine that owned the partition meanwhile are not learned again. Predictions
-and dead letters are at-least-once: after a crash, events since the last snapshot are
-scored (or rejected) again.
+event it has not learned; durable snapshots, not commits, are the record of what has been
+learned (:mod:`~streamk.engine.recovery`). On start the engine restores the newest valid
+snapshot; on every assignment each partition resumes after the newest durable snapshot
+that covers it, ours or another worker's. A commit (tagged with the model name and
+snapshot seq) ahead of our restored snapshot means a newer snapshot was lost: those
+events are learned again. Predictions and dead letters are at-least-once: after a crash,
+events since the last snapshot are scored (or rejected) again.
 """
 
 from __future__ import annotations
@@ -39,12 +40,17 @@ from ..errors import BrokerError, InvalidEvent, StreamkError
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
+from .recovery import commit_metadata, peer_offsets, resume_offsets
 from .runs import Run, invalid, split_runs
 from .schema import DEFAULT_LIMITS, Limits, Schema
 
 __all__ = ["Engine", "EngineConfig", "EngineResult"]
 
 log = logging.getLogger("streamk.engine")
+
+#: Seconds a source may take to be assigned its first partitions before ``stop_when_idle``
+#: starts counting anyway (a worker that never gets a partition still stops).
+JOIN_GRACE = 60.0
 
 
 @dataclass
@@ -171,6 +177,10 @@ class Engine:
         self._since_snapshot = 0
         self._last_snapshot = time.monotonic()
         self._rolling: RollingScore | None = None
+        #: what :meth:`restore` found: ``None`` (fresh model) or seq, class and offsets
+        self.restored: dict[str, Any] | None = None
+        self._active_since: float | None = None  # idle time counts from here
+        self._durable: dict[int, int] = {}  # positions covered by our newest durable snapshot
 
     # -- control --------------------------------------------------------------------------
     def stop(self) -> None:
@@ -185,6 +195,8 @@ class Engine:
             self.model = self.model_factory()
             self.seq = 0
             self.positions = {}
+            self._durable = {}
+            self.restored = None
             log.info("no snapshot for %r: starting a fresh model", self.config.model_name)
         else:
             self.model = (
@@ -194,6 +206,12 @@ class Engine:
             self.positions = {
                 int(p): int(o) for p, o in snap.offsets.get(self.source.name, {}).items()
             }
+            self._durable = dict(self.positions)
+            self.restored = {
+                "seq": snap.seq,
+                "class": type(snap.model).__name__,
+                "offsets": dict(self.positions),
+            }
             log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
         regression = isinstance(self.model, base.Regressor)  # MAE, else accuracy
         self._rolling = RollingScore(self.config.rolling_window, regression)
@@ -201,15 +219,48 @@ class Engine:
     def _on_assigned(self, partitions: list[int]) -> None:
         # A group join can take as long as the rebalance timeout; idle time starts now.
         self._active_since = time.monotonic()
-        committed = self.source.committed(partitions)
+        resume = resume_offsets(
+            partitions,
+            model_name=self.config.model_name,
+            own=self._restored_offsets(),
+            committed=_committed_pairs(self.source.committed(partitions)),
+            peers=self._peers(),
+        )
+        for note in resume.notes:
+            log.warning("%s", note)
         for p in partitions:
-            target = max(self.positions.get(p, 0), committed.get(p, 0))
+            target = resume.offsets[p]
             self.source.seek(p, target)
-            self.positions.setdefault(p, target)
             self.positions[p] = target
         log.info(
             "assigned %s, positions %s", partitions, {p: self.positions[p] for p in partitions}
         )
+
+    def _restored_offsets(self) -> dict[int, int]:
+        """Where our durable model stands: the positions of the last snapshot we wrote or
+        restored (a partition we never learned from is absent)."""
+        return dict(self._durable)
+
+    def _peers(self) -> dict[str, dict[int, int]]:
+        """Other models' newest durable snapshots in our store: model -> partition -> offset.
+
+        Every model in the same store that learned from this stream counts as a worker of
+        the group (design §7); one whose snapshots cannot be read holds no durable events
+        (a warning says so), so its commits are not taken as coverage.
+        """
+        store, own = self.store, self.config.model_name
+        if store is None or not hasattr(store, "names"):
+            return {}
+        found = {}
+        for name in store.names():
+            if name == own:
+                continue
+            try:
+                found[name] = store.latest(name, build=False)
+            except StreamkError as exc:  # none readable: it holds no durable events
+                log.warning("model %r of the same store has no readable snapshot: %s", name, exc)
+                found[name] = None
+        return peer_offsets(found, self.source.name)
 
     def _on_revoked(self, partitions: list[int]) -> None:
         log.info("partitions %s revoked: snapshot and commit first", partitions)
@@ -227,7 +278,9 @@ class Engine:
             gc.freeze()
         start = last_progress = time.monotonic()
         last_record = start
-        self._active_since = start  # idle time counts from the latest record or assignment
+        # Idle time counts from the latest record or assignment, never from start-up: a
+        # group join can take longer than stop_when_idle.
+        self._active_since = None if self.source.assignment() == [] else start
         first_record: float | None = None
         records = 0
         rate_mark = (start, 0)
@@ -252,7 +305,7 @@ class Engine:
                     break
                 elif (
                     cfg.stop_when_idle is not None
-                    and now - self._active_since >= cfg.stop_when_idle
+                    and now - (self._active_since or start + JOIN_GRACE) >= cfg.stop_when_idle
                 ):
                     break
                 if self._snapshot_due(now):
@@ -463,7 +516,7 @@ class Engine:
         for sink in (self.predictions, self.dead_letters):
             if sink is not None and hasattr(sink, "flush"):
                 sink.flush()
-        self.seq += 1
+        self.seq = self._next_seq()
         self._consolidation_figures()
         offsets = {self.source.name: dict(self.positions)}
         if self.store is not None or self.publisher is not None:
@@ -481,12 +534,17 @@ class Engine:
                 self.store.save(data, self.config.model_name)
             if self.publisher is not None:
                 self.publisher.publish(self.config.model_name, data)
+        self._durable = dict(self.positions)
         owned = set(self.source.assignment())
         try:
-            self.source.commit({p: o for p, o in self.positions.items() if p in owned})
+            self.source.commit(
+                {p: o for p, o in self.positions.items() if p in owned},
+                metadata=commit_metadata(self.config.model_name, self.seq),
+            )
         except BrokerError as exc:
-            # The snapshot is durable and holds these offsets, and every assignment seeks to
-            # max(snapshot, committed): a refused commit (e.g. after a rebalance) loses nothing.
+            # The snapshot is durable and holds these offsets, and assignment resumes after
+            # the newest durable snapshot: a refused commit (e.g. after a rebalance) loses
+            # nothing.
             log.warning("offset commit failed after snapshot seq %d: %s", self.seq, exc)
         self._since_snapshot = 0
         self._last_snapshot = time.monotonic()
@@ -494,6 +552,13 @@ class Engine:
         self.metrics.inc("snapshot_seconds_total", time.perf_counter() - t0)
         self.metrics.set("model_seq", self.seq)
         log.info("snapshot seq %d (%s) at %s", self.seq, reason, self.positions)
+
+    def _next_seq(self) -> int:
+        """One above every seq this model has used, including snapshots the store set aside
+        as corrupt, so a new snapshot never hides behind a damaged one."""
+        next_seq = getattr(self.store, "next_seq", None)
+        floor = next_seq(self.config.model_name) if callable(next_seq) else 0
+        return max(self.seq + 1, floor)
 
     def _close_sinks(self) -> None:
         for sink in (self.predictions, self.dead_letters):
@@ -506,6 +571,14 @@ class Engine:
 
 _REJECTED = object()
 _OFFSET = attrgetter("offset")
+
+
+def _committed_pairs(committed: dict[int, Any]) -> dict[int, tuple[int, str | None]]:
+    """``{partition: (offset, metadata)}`` from a source's ``committed()``."""
+    return {
+        int(p): (int(c), None) if isinstance(c, int) else (int(c.offset), c.metadata)
+        for p, c in committed.items()
+    }
 
 
 def _as_invalid(exc: Exception) -> InvalidEvent:

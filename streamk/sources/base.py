@@ -65,8 +65,11 @@ class Source(ABC):
         """The group's committed next offsets, where a source has them."""
         return {}
 
-    def commit(self, positions: dict[int, int]) -> None:  # noqa: B027 - optional hook
-        """Record ``positions`` (partition -> next offset) as processed; default: nothing."""
+    def commit(  # noqa: B027 - optional hook
+        self, positions: dict[int, int], metadata: str | None = None
+    ) -> None:
+        """Record ``positions`` (partition -> next offset) as processed, with ``metadata``
+        (which model's snapshot covers them); default: nothing."""
 
     @abstractmethod
     def assignment(self) -> list[int]:

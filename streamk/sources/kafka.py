@@ -264,7 +264,7 @@ class KafkaSource(Source):
                 out[int(p)] = int(offset)
         return out
 
-    def commit(self, positions: dict[int, int]) -> None:
+    def commit(self, positions: dict[int, int], metadata: str | None = None) -> None:
         """Commit ``positions`` (partition -> next offset) for the group, synchronously.
 
         Raises
@@ -280,7 +280,9 @@ class KafkaSource(Source):
             )
         offsets = {
             TopicPartition(self.topic, int(p)): OffsetAndMetadata(
-                int(off), self.commit_metadata, self._commit_epoch(int(p), int(off))
+                int(off),
+                metadata if metadata is not None else self.commit_metadata,
+                self._commit_epoch(int(p), int(off)),
             )
             for p, off in positions.items()
         }

@@ -257,7 +257,7 @@ class ConfluentKafkaSource(Source):
             ) from exc
         return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
 
-    def commit(self, positions: dict[int, int]) -> None:
+    def commit(self, positions: dict[int, int], metadata: str | None = None) -> None:
         """Commit ``positions`` (partition -> next offset) synchronously.
 
         Raises
