@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .output import SCHEMA_VERSION, EngineProgress, machine
+from .output import SCHEMA_VERSION, EngineProgress, describe_start, machine
 
 __all__ = ["run_demo", "demo_events", "cmd_demo"]
 
@@ -73,6 +74,12 @@ def run_demo(
 
     workdir = Path(workdir)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))  # noqa: E731
+    previous = workdir / "snapshots" / "demo"
+    if previous.is_dir():
+        # The demo's broker is new each run: the last run's snapshots describe a topic that
+        # no longer exists, and resuming from their offsets would skip the new events.
+        shutil.rmtree(previous)
+        say(f"snapshots  cleared {previous} (a previous demo run's; its broker is gone)")
     with LocalBroker() as broker:
         bootstrap = broker.bootstrap_servers
         say(f"broker     tansu on {bootstrap} (stopped at the end)")
@@ -106,6 +113,8 @@ def run_demo(
         )
         source = KafkaSource(bootstrap, TOPIC, "streamk-demo", consumer_config=QUICK_GROUP_CONFIG)
         engine = build_engine(config, source=source, on_progress=on_progress)
+        engine.restore()
+        say(describe_start(engine, config["snapshot_dir"]))
         result = engine.run()
         summary = {
             "produced": produced,

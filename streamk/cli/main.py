@@ -9,6 +9,7 @@ Each command lives in its own module (``learn``, ``run``, ``replay``, ``demo``,
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import Any
 
@@ -64,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Streaming on-line kernel learning. Run `streamk COMMAND --help` for details.",
     )
     parser.add_argument("--version", action="version", version=f"streamk {__version__}")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="what the engine logs to stderr (default: WARNING: fallbacks, rewinds, retries)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser(
@@ -159,6 +166,7 @@ def _add_optional_commands(sub: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _configure_logging(args.log_level)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -170,6 +178,32 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("streamk: interrupted", file=sys.stderr)
         return 130
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (tests swap it)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def _configure_logging(level: str) -> None:
+    """Send streamk's log lines (snapshot fallbacks, rewinds, retries) to stderr.
+
+    Only the ``streamk`` loggers, and only when the application has not configured them.
+    """
+    logger = logging.getLogger("streamk")
+    if logger.handlers:
+        return
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("streamk: %(levelname)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(level)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,7 +9,7 @@ from typing import Any
 
 from .._version import __version__
 
-__all__ = ["SCHEMA_VERSION", "machine", "Progress", "EngineProgress"]
+__all__ = ["SCHEMA_VERSION", "machine", "Progress", "EngineProgress", "describe_start"]
 
 SCHEMA_VERSION = 1
 
@@ -61,3 +61,20 @@ class EngineProgress(Progress):
             f"dead {p['dead_lettered']:,}  snapshots {p['snapshots']}"
         )
         print(line, end="\r" if self.tty else "\n", file=sys.stderr, flush=True)
+
+
+def describe_start(engine: Any, where: str) -> str:
+    """One line on what the engine starts from: the snapshot it restored, or a fresh model.
+
+    Printed at start-up by ``streamk run``, ``replay`` and ``demo`` so that an operator
+    sees at once whether a restart resumed, and from where.
+    """
+    name = engine.config.model_name
+    info = engine.restored
+    if info is None:
+        return f"model      {name!r}: no snapshot in {where}, starting a fresh model"
+    offsets = ", ".join(f"{p}:{o}" for p, o in sorted(info["offsets"].items())) or "none"
+    return (
+        f"model      {name!r}: restored seq {info['seq']} ({info['class']}) from {where}, "
+        f"offsets {offsets}"
+    )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
-from .output import SCHEMA_VERSION, EngineProgress, machine
+from .output import SCHEMA_VERSION, EngineProgress, describe_start, machine
 
 __all__ = ["cmd_run", "run_engine", "engine_overrides", "RUN_EXAMPLES"]
 
@@ -30,6 +31,9 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
 
     progress = EngineProgress("metric", args.quiet or args.json)
     engine = build_engine(config, source=source, on_progress=progress)
+    engine.restore()
+    if not args.quiet:
+        print(describe_start(engine, config["snapshot_dir"]), file=sys.stderr, flush=True)
     install_signal_handlers(engine)
     result = engine.run()
     progress.close()

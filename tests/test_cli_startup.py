@@ -1,0 +1,65 @@
+"""What the commands say at start-up, and that a second demo run learns again.
+
+Each test runs the real ``streamk`` entry point in a subprocess (issue 13: a fallback,
+rewind or fresh start is never silent; issue 13 item 6: a second ``streamk demo`` in
+the same directory used to learn 0 events and report accuracy 0.0000 with exit 0).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from streamk.sources.replay import write_log
+
+
+def streamk(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "streamk.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
+def _log(path, n=300, seed=3):
+    rng = random.Random(seed)
+    events = []
+    for i in range(n):
+        x = {"a": rng.uniform(-1, 1), "b": rng.uniform(-1, 1)}
+        events.append({"x": x, "y": x["a"] * x["b"] > 0, "id": i})
+    write_log(path, events)
+
+
+def test_replay_says_fresh_then_restored(tmp_path):
+    log = tmp_path / "events.jsonl"
+    _log(log)
+    snaps = tmp_path / "snaps"
+    first = streamk("replay", str(log), "--snapshot-dir", str(snaps), "--json")
+    assert first.returncode == 0, first.stderr
+    assert "no snapshot in" in first.stderr and "starting a fresh model" in first.stderr
+    seq = json.loads(first.stdout)["seq"]
+    second = streamk("replay", str(log), "--snapshot-dir", str(snaps), "--json")
+    assert second.returncode == 0, second.stderr
+    assert f"restored seq {seq} (KernelPerceptron)" in second.stderr
+    assert "offsets 0:300" in second.stderr
+    assert json.loads(second.stdout)["learned"] == 0
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_second_demo_in_the_same_directory_learns_every_event_again(tmp_path):
+    runs = []
+    for _ in range(2):
+        out = streamk("demo", "--dir", str(tmp_path), "--n", "500", "--json")
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout))
+    first, second = runs
+    assert first["learned"] > 0
+    assert second["learned"] == first["learned"]
+    assert second["records"] == first["records"] == first["produced"]
