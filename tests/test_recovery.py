@@ -21,7 +21,8 @@ WORKERS = ["w0", "w1", "w2"]
 
 
 def test_metadata_round_trip_and_foreign_text():
-    assert parse_commit_metadata(commit_metadata("worker-a", 12)) == ("worker-a", 12)
+    assert parse_commit_metadata(commit_metadata("worker-a", 12)) == ("worker-a", 12, "")
+    assert parse_commit_metadata(commit_metadata("w", 3, "ab12")) == ("w", 3, "ab12")
     for foreign in (None, "", "hello", "[1, 2]", '{"model": 3, "seq": 1}', '{"model": "a"}'):
         assert parse_commit_metadata(foreign) is None
 
@@ -49,6 +50,20 @@ def test_peer_commit_counts_when_its_snapshots_are_not_visible():
 def test_peer_that_lost_its_newest_snapshot_is_not_trusted_past_it():
     r = _resume({}, {0: (2000, commit_metadata("w1", 9))}, {"w1": {0: 1500}})
     assert r.offsets[0] == 1500
+
+
+def test_same_model_name_from_another_store_is_another_writer():
+    """Two engines given one name but separate stores: the other's commit is coverage."""
+    theirs = commit_metadata(ME, 7, "store-b")
+    r = resume_offsets(
+        [0], model_name=ME, own={0: 100}, committed={0: (900, theirs)}, peers={}, store_id="a"
+    )
+    assert r.offsets[0] == 900
+    ours = commit_metadata(ME, 7, "a")
+    r = resume_offsets(
+        [0], model_name=ME, own={0: 100}, committed={0: (900, ours)}, peers={}, store_id="a"
+    )
+    assert r.offsets[0] == 100
 
 
 def test_commit_without_metadata_is_trusted_with_a_warning():

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
+from pathlib import Path
 from typing import Any
 
 from river import base
@@ -40,7 +41,7 @@ from ..errors import BrokerError, InvalidEvent, StreamkError
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
-from .recovery import commit_metadata, peer_offsets, resume_offsets
+from .recovery import commit_metadata, peer_offsets, resume_offsets, writer_id
 from .runs import Run, invalid, split_runs
 from .schema import DEFAULT_LIMITS, Limits, Schema
 
@@ -181,6 +182,7 @@ class Engine:
         self.restored: dict[str, Any] | None = None
         self._active_since: float | None = None  # idle time counts from here
         self._durable: dict[int, int] = {}  # positions covered by our newest durable snapshot
+        self._writer: str | None = None  # see _store_id
 
     # -- control --------------------------------------------------------------------------
     def stop(self) -> None:
@@ -225,6 +227,7 @@ class Engine:
             own=self._restored_offsets(),
             committed=_committed_pairs(self.source.committed(partitions)),
             peers=self._peers(),
+            store_id=self._store_id(),
         )
         for note in resume.notes:
             log.warning("%s", note)
@@ -240,6 +243,17 @@ class Engine:
         """Where our durable model stands: the positions of the last snapshot we wrote or
         restored (a partition we never learned from is absent)."""
         return dict(self._durable)
+
+    def _store_id(self) -> str:
+        """A random token kept beside our snapshots, written with every commit, so that a
+        commit by another engine that was given our model name but writes elsewhere is
+        not mistaken for ours (``""`` without a file store)."""
+        if self._writer is None:
+            directory = getattr(self.store, "directory", None)
+            self._writer = (
+                "" if directory is None else writer_id(Path(directory) / self.config.model_name)
+            )
+        return self._writer
 
     def _peers(self) -> dict[str, dict[int, int]]:
         """Other models' newest durable snapshots in our store: model -> partition -> offset.
@@ -539,7 +553,7 @@ class Engine:
         try:
             self.source.commit(
                 {p: o for p, o in self.positions.items() if p in owned},
-                metadata=commit_metadata(self.config.model_name, self.seq),
+                metadata=commit_metadata(self.config.model_name, self.seq, self._store_id()),
             )
         except BrokerError as exc:
             # The snapshot is durable and holds these offsets, and assignment resumes after

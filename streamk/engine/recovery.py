@@ -16,33 +16,52 @@ the group wrote it:
   its snapshot is durable). A commit without our metadata (another tool, an older streamk)
   is trusted as before, with a warning.
 
-Commits carry ``{"model": name, "seq": n}`` as their metadata (Kafka's
-``OffsetAndMetadata.metadata``), which is how the two kinds of commit are told apart.
+Commits carry ``{"model": name, "seq": n, "store": id}`` as their metadata (Kafka's
+``OffsetAndMetadata.metadata``), which is how the two kinds of commit are told apart. The
+store id (a random token kept in the model's store directory) tells two engines apart
+that were given the same model name but write to different stores.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["commit_metadata", "parse_commit_metadata", "Resume", "resume_offsets"]
+__all__ = [
+    "commit_metadata",
+    "parse_commit_metadata",
+    "Resume",
+    "resume_offsets",
+    "peer_offsets",
+    "writer_id",
+]
+
+#: the file beside a model's snapshots that holds its store id
+WRITER_FILE = ".store-id"
 
 #: Kafka's default ``offset.metadata.max.bytes`` is 4096; ours is far below it.
 _MAX_METADATA = 1024
 
 
-def commit_metadata(model_name: str, seq: int) -> str:
+def commit_metadata(model_name: str, seq: int, store_id: str = "") -> str:
     """The metadata stored with every commit: which model's snapshot covers the offsets."""
-    text = json.dumps({"model": model_name, "seq": int(seq)}, separators=(",", ":"))
+    fields: dict[str, Any] = {"model": model_name, "seq": int(seq)}
+    if store_id:
+        fields["store"] = store_id
+    text = json.dumps(fields, separators=(",", ":"))
     if len(text) > _MAX_METADATA:
         raise ValueError(f"model name too long for commit metadata: {model_name[:40]!r}...")
     return text
 
 
-def parse_commit_metadata(text: str | None) -> tuple[str, int] | None:
-    """``(model name, seq)`` from a commit's metadata, or ``None`` if it is not ours."""
+def parse_commit_metadata(text: str | None) -> tuple[str, int, str] | None:
+    """``(model name, seq, store id)`` from a commit's metadata, or ``None`` if it is not
+    ours (the store id is ``""`` when the writer had none)."""
     if not text or len(text) > _MAX_METADATA:
         return None
     try:
@@ -51,10 +70,10 @@ def parse_commit_metadata(text: str | None) -> tuple[str, int] | None:
         return None
     if not isinstance(data, dict):
         return None
-    name, seq = data.get("model"), data.get("seq")
-    if not isinstance(name, str) or type(seq) is not int:
+    name, seq, store = data.get("model"), data.get("seq"), data.get("store", "")
+    if not isinstance(name, str) or type(seq) is not int or not isinstance(store, str):
         return None
-    return name, seq
+    return name, seq, store
 
 
 @dataclass
@@ -75,6 +94,7 @@ def resume_offsets(
     own: Mapping[int, int],
     committed: Mapping[int, tuple[int, str | None]],
     peers: Mapping[str, Mapping[int, int]],
+    store_id: str = "",
 ) -> Resume:
     """Apply the rule to each partition.
 
@@ -88,6 +108,8 @@ def resume_offsets(
         Partition -> next offset in our restored snapshot (absent: our model never read it).
     committed
         Partition -> ``(next offset, metadata)`` of the group's commit, where there is one.
+    store_id
+        Our store's id: a commit by our model name from another store is another writer's.
     peers
         Other models' newest durable snapshots: model -> partition -> next offset. A model
         listed with no offsets is known to hold none of these events: its commits are not
@@ -109,14 +131,16 @@ def resume_offsets(
                         f"trusting it over {why} at {target}"
                     )
                     target, why = offset, "commit without metadata"
-            elif author[0] == model_name:
+            elif author[0] == model_name and (
+                not author[2] or not store_id or author[2] == store_id
+            ):
                 if offset > own.get(p, 0):
                     out.notes.append(
                         f"partition {p}: our commit at {offset} (seq {author[1]}) is ahead of "
                         f"the restored snapshot at {own.get(p, 0)}: a newer snapshot was lost, "
                         f"so events {own.get(p, 0)}..{offset - 1} are learned again"
                     )
-            elif author[0] not in peers and offset > target:
+            elif (author[0] not in peers or author[0] == model_name) and offset > target:
                 target, why = offset, f"commit by {author[0]}"
         if why.startswith(("snapshot of", "commit by")):
             out.notes.append(f"partition {p}: resuming at {target}, after the {why}")
@@ -137,3 +161,26 @@ def peer_offsets(snapshots: Mapping[str, Any], stream: str) -> dict[str, dict[in
         else {int(p): int(o) for p, o in snap.offsets.get(stream, {}).items()}
         for name, snap in snapshots.items()
     }
+
+
+def writer_id(model_dir: Path) -> str:
+    """The store id of ``model_dir``: read from its ``.store-id``, created on first use.
+
+    Kept when the store is reset (``streamk snapshot reset``), so that our own commits
+    are still recognised as ours and a fresh model re-learns what they covered.
+    """
+    path = Path(model_dir) / WRITER_FILE
+    try:
+        text = path.read_text().strip()
+        if text and len(text) <= 64 and text.isalnum():
+            return text
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return ""
+    token = secrets.token_hex(8)
+    Path(model_dir).mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(token + "\n")
+    os.replace(tmp, path)
+    return token
