@@ -1,0 +1,104 @@
+"""A worker of a group killed between its snapshot and its commit (issue 13, item 12).
+
+Two ``streamk run`` processes share a 4-partition topic in one consumer group and one
+snapshot directory, each with its own model name. One is killed with SIGKILL at a chosen
+commit — after its snapshot is durable, before the commit — so its durable model covers
+more than the group's committed offsets say. The survivor takes its partitions and must
+resume after the killed worker's *snapshot*, not its commit: across the group every event
+is in exactly one model's newest durable snapshot (counted: the models' learned-event
+counts add up to the stream, and the snapshots' offsets reach each partition's end).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_engine_crash import make_events, produce
+
+from streamk.snapshot import SnapshotStore
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+N, PARTS = 2400, 4
+KILLER = Path(__file__).parent / "helpers" / "kill_at_commit.py"
+
+
+def run_args(bootstrap, topic, store, model, idle=6.0):
+    return [
+        "run",
+        "--bootstrap-servers",
+        bootstrap,
+        "--topic",
+        topic,
+        "--group",
+        "pair",
+        "--model-name",
+        model,
+        "--snapshot-dir",
+        str(store),
+        "--snapshot-every",
+        "150",
+        "--max-records",
+        "50",
+        "--budget",
+        "80",
+        "--stop-when-idle",
+        str(idle),
+        "--max-poll-interval-ms",
+        "3000",
+        "--session-timeout-ms",
+        "3000",
+        "--heartbeat-interval-ms",
+        "500",
+        "--quiet",
+    ]
+
+
+def _start(args, kill_at=None):
+    prefix = [sys.executable, "-m", "streamk.cli"]
+    if kill_at is not None:
+        prefix = [sys.executable, str(KILLER), str(kill_at)]
+    return subprocess.Popen(prefix + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _covered(store, topic):
+    """Events in each model's newest snapshot, and the furthest offset per partition."""
+    learned, ends = 0, {}
+    for name in SnapshotStore(store).names():
+        snap = SnapshotStore(store).latest(name)
+        learned += snap.model.n_learned
+        for p, off in snap.offsets.get(topic, {}).items():
+            ends[p] = max(ends.get(p, 0), off)
+    return learned, ends
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["survivor-drains", "killed-restarts"])
+def test_kill_between_snapshot_and_commit_leaves_no_overlap(
+    kafka_broker, topic_name, tmp_path, restart
+):
+    bootstrap = kafka_broker.bootstrap_servers
+    produce(bootstrap, topic_name, make_events(N, seed=9), partitions=PARTS)
+    store = tmp_path / "snapshots"
+    procs = []
+    try:
+        killed = _start(run_args(bootstrap, topic_name, store, "w1"), kill_at=3)
+        procs.append(killed)
+        survivor = _start(run_args(bootstrap, topic_name, store, "w2", idle=10.0))
+        procs.append(survivor)
+        assert killed.wait(timeout=120) == -9, killed.stderr.read().decode()[-2000:]
+        if restart:
+            again = _start(run_args(bootstrap, topic_name, store, "w1", idle=10.0))
+            procs.append(again)
+            assert again.wait(timeout=180) == 0, again.stderr.read().decode()[-2000:]
+        assert survivor.wait(timeout=180) == 0, survivor.stderr.read().decode()[-2000:]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+    learned, ends = _covered(store, topic_name)
+    assert ends == {p: N // PARTS for p in range(PARTS)}
+    assert learned == N  # an overlap would exceed N, a gap fall short
