@@ -143,3 +143,76 @@ def test_replay_with_consolidation_snapshots_the_inner_learner_and_resumes(
     assert main(args[:-2]) == 0  # resumes: the restored learner is wrapped again
     second = json.loads(capsys.readouterr().out)
     assert second["records"] == 500
+
+
+@pytest.mark.parametrize(
+    "env,message",
+    [
+        ({"STREAMK_BUDGET": "99999999999999999999999"}, "budget must be >= 0 and <= 1e"),
+        ({"STREAMK_POLL_TIMEOUT": "nan"}, "STREAMK_POLL_TIMEOUT: poll_timeout must be float"),
+        ({"STREAMK_SNAPSHOT_SECONDS": "inf"}, "snapshot_seconds must be float"),
+        ({"STREAMK_METRICS_PORT": "70000"}, "metrics_port must be >= 0 and <= 65535"),
+        ({"STREAMK_SECURITY_PROTOCOL": "CARRIER_PIGEON"}, "PLAINTEXT, SSL, SASL_PLAINTEXT or"),
+        ({"STREAMK_STOP_WHEN_IDLE": "-1"}, "stop_when_idle must be >= 0"),
+        ({"STREAMK_SESSION_TIMEOUT_MS": "-5"}, "session_timeout_ms must be >= 1"),
+        ({"STREAMK_ON_OFFSET_BEYOND_END": "skip"}, "on_offset_beyond_end must be fail or"),
+        ({"STREAMK_MAX_RECORDS": "0"}, "max_records must be >= 1"),
+    ],
+)
+def test_every_key_is_range_checked_and_the_error_names_it(env, message):
+    """Issue 19: these were tracebacks (overflow, nan) or silently accepted."""
+    with pytest.raises(ConfigError, match=message):
+        load_config(environ=env)
+
+
+def test_nan_in_a_toml_file_is_refused(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("snapshot_seconds = nan\n")
+    with pytest.raises(ConfigError, match="snapshot_seconds"):
+        load_config(path, environ={})
+
+
+def test_snapshot_dir_that_is_a_file_names_the_key(tmp_path):
+    afile = tmp_path / "f"
+    afile.write_text("x")
+    with pytest.raises(ConfigError, match="snapshot_dir .* is a file"):
+        load_config(overrides={"snapshot_dir": str(afile)}, environ={})
+
+
+def test_cli_reports_bad_settings_in_one_line_without_traceback(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    for env in (
+        {"STREAMK_BUDGET": "99999999999999999999999"},
+        {"STREAMK_METRICS_PORT": "70000"},
+        {"STREAMK_POLL_TIMEOUT": "nan"},
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "streamk.cli", "replay", str(tmp_path / "none.jsonl")],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            timeout=120,
+        )
+        assert out.returncode == 2, out.stderr
+        assert "Traceback" not in out.stderr
+        assert out.stderr.startswith("streamk: error:"), out.stderr
+
+
+def test_metrics_port_in_use_names_the_key(tmp_path):
+    import socket
+
+    from streamk.engine.runner import build_engine
+    from streamk.sources.iterable import IterableSource
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        config = load_config(
+            overrides={"metrics_port": port, "snapshot_dir": str(tmp_path)}, environ={}
+        )
+        with pytest.raises(ConfigError, match=f"metrics_port {port}"):
+            build_engine(config, source=IterableSource([]))

@@ -9,6 +9,7 @@ the key, the value and what was expected. ``streamk run --help`` and
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass
@@ -20,11 +21,31 @@ from ..errors import ConfigError
 __all__ = ["Option", "DEFAULTS", "load_config", "render_table"]
 
 
+_INT_MAX = 2**63 - 1
+_MS_MAX = 2**31 - 1  # Kafka's millisecond settings are 32-bit
+
+
 @dataclass(frozen=True)
 class Option:
     default: Any
     kind: type
     help: str
+    #: the accepted values, when they are a fixed list
+    choices: tuple[str, ...] | None = None
+    #: inclusive bounds of a number
+    low: float | None = None
+    high: float | None = None
+
+    def accepted(self) -> str:
+        """The accepted values in words, for error messages and ``--help``."""
+        if self.choices is not None:
+            *head, last = self.choices
+            return f"{', '.join(head)} or {last}" if head else last
+        if self.kind is bool:
+            return "true or false"
+        low = "" if self.low is None else f">= {self.low:g}"
+        high = "" if self.high is None else f"<= {self.high:g}"
+        return " and ".join(x for x in (low, high) if x) or f"a {self.kind.__name__}"
 
 
 #: every key a config may set: default, type and meaning
@@ -33,34 +54,70 @@ DEFAULTS: dict[str, Option] = {
     "bootstrap_servers": Option("127.0.0.1:9092", str, "Kafka bootstrap servers, comma-separated"),
     "topic": Option("events", str, "topic the events are read from"),
     "group": Option("streamk", str, "consumer group id (engines in one group share partitions)"),
-    "transport": Option("kafka-python", str, "kafka-python, or confluent (extra [kafka-fast])"),
-    "max_poll_interval_ms": Option(300_000, int, "Kafka max.poll.interval.ms (rebalance timeout)"),
-    "session_timeout_ms": Option(10_000, int, "Kafka session.timeout.ms (a dead engine's leave)"),
-    "heartbeat_interval_ms": Option(3_000, int, "Kafka heartbeat.interval.ms (< session / 3)"),
-    "security_protocol": Option("PLAINTEXT", str, "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"),
-    "sasl_mechanism": Option("", str, "SASL mechanism, e.g. PLAIN or SCRAM-SHA-512"),
+    "transport": Option(
+        "kafka-python",
+        str,
+        "kafka-python, or confluent (extra [kafka-fast])",
+        choices=("kafka-python", "confluent"),
+    ),
+    "max_poll_interval_ms": Option(
+        300_000, int, "Kafka max.poll.interval.ms (rebalance timeout)", low=1, high=_MS_MAX
+    ),
+    "session_timeout_ms": Option(
+        10_000, int, "Kafka session.timeout.ms (a dead engine's leave)", low=1, high=_MS_MAX
+    ),
+    "heartbeat_interval_ms": Option(
+        3_000, int, "Kafka heartbeat.interval.ms (< session / 3)", low=1, high=_MS_MAX
+    ),
+    "security_protocol": Option(
+        "PLAINTEXT",
+        str,
+        "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+        choices=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+    ),
+    "sasl_mechanism": Option(
+        "",
+        str,
+        "SASL mechanism, e.g. PLAIN or SCRAM-SHA-512",
+        choices=("", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER"),
+    ),
     "sasl_username": Option("", str, "SASL user name"),
     "sasl_password": Option("", str, "SASL password (prefer STREAMK_SASL_PASSWORD)"),
     "ssl_cafile": Option("", str, "CA certificate file for SSL"),
     # learner
     "learner": Option("perceptron", str, "perceptron, adatron, svr or ranker"),
     "kernel": Option("rbf", str, "rbf[:gamma], laplacian[:gamma], linear, poly[:d], +bias"),
-    "budget": Option(500, int, "maximum support vectors (0: unbounded)"),
+    "budget": Option(500, int, "maximum support vectors (0: unbounded)", low=0, high=10_000_000),
     "policy": Option("RemoveOldest", str, "budget policy class name"),
     "consolidate_every": Option(
         0,
         int,
         "re-solve the model by batch SMO every N labelled events "
         "and when the support set fills (0: off)",
+        low=0,
+        high=_INT_MAX,
     ),
-    "consolidate_window": Option(1000, int, "recent labelled events the batch solver sees"),
-    "consolidate_mode": Option("sync", str, "sync (deterministic points) or background (thread)"),
+    "consolidate_window": Option(
+        1000, int, "recent labelled events the batch solver sees", low=1, high=10_000_000
+    ),
+    "consolidate_mode": Option(
+        "sync",
+        str,
+        "sync (deterministic points) or background (thread)",
+        choices=("sync", "background"),
+    ),
     # snapshots
     "model_name": Option("model", str, "model name in snapshot stores and topics"),
     "snapshot_dir": Option("./snapshots", str, "directory of the file snapshot store"),
-    "snapshot_keep": Option(5, int, "snapshots kept per model in the file store"),
-    "snapshot_every": Option(10_000, int, "snapshot after this many records (0: off)"),
-    "snapshot_seconds": Option(60.0, float, "snapshot after this many seconds (0: off)"),
+    "snapshot_keep": Option(
+        5, int, "snapshots kept per model in the file store", low=1, high=100_000
+    ),
+    "snapshot_every": Option(
+        10_000, int, "snapshot after this many records (0: off)", low=0, high=_INT_MAX
+    ),
+    "snapshot_seconds": Option(
+        60.0, float, "snapshot after this many seconds (0: off)", low=0, high=1e9
+    ),
     "snapshot_topic": Option("", str, "Kafka topic snapshots are also published to"),
     # outputs
     "predictions_topic": Option("", str, "topic predictions of unlabelled events go to"),
@@ -70,18 +127,36 @@ DEFAULTS: dict[str, Option] = {
         str,
         "record (a message per prediction) or block (a message per poll batch; read "
         "either with streamk.sinks.decode_predictions)",
+        choices=("record", "block"),
     ),
     "predictions_proba": Option(
         False, bool, "publish each prediction's class probabilities too (classifiers)"
     ),
     "dead_letter_topic": Option("", str, "topic rejected records go to"),
     "dead_letter_dir": Option("", str, "directory whose dead-letters.jsonl gets rejected records"),
+    "on_offset_beyond_end": Option(
+        "fail",
+        str,
+        "when a partition's resume offset is past its end (the topic was recreated): fail "
+        "(stop, naming the remedy) or earliest (learn the partition from its start)",
+        choices=("fail", "earliest"),
+    ),
     # loop
-    "max_records": Option(500, int, "records per poll (micro-batch size)"),
-    "poll_timeout": Option(0.5, float, "seconds a poll waits for a record"),
-    "max_events": Option(0, int, "stop after this many records (0: no limit)"),
-    "stop_when_idle": Option(0.0, float, "stop after this many idle seconds (0: never)"),
-    "metrics_port": Option(0, int, "serve Prometheus metrics on METRICS_HOST:PORT (0: off)"),
+    "max_records": Option(500, int, "records per poll (micro-batch size)", low=1, high=1_000_000),
+    "poll_timeout": Option(0.5, float, "seconds a poll waits for a record", low=0, high=3600),
+    "max_events": Option(
+        0, int, "stop after this many records (0: no limit)", low=0, high=_INT_MAX
+    ),
+    "stop_when_idle": Option(
+        0.0, float, "stop after this many idle seconds (0: never)", low=0, high=1e9
+    ),
+    "metrics_port": Option(
+        0,
+        int,
+        "serve Prometheus metrics, /healthz and /ready on METRICS_HOST:PORT (0: off)",
+        low=0,
+        high=65535,
+    ),
     "metrics_host": Option(
         "127.0.0.1", str, "address the metrics endpoint binds (0.0.0.0 in a container)"
     ),
@@ -102,14 +177,20 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             return _BOOLEANS[spelling]
     elif isinstance(value, str):
         try:
-            return kind(value)
-        except ValueError:
+            return _finite(kind(value.strip()) if kind is not str else value)
+        except (ValueError, OverflowError):
             pass
     elif kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     raise ConfigError(
         f"{source}: {key} must be {kind.__name__} ({DEFAULTS[key].help}), got {value!r}"
     )
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(value)
+    return value
 
 
 def load_config(
@@ -159,22 +240,21 @@ def _flatten(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check(config: dict[str, Any]) -> None:
-    for key in ("budget", "snapshot_every", "max_events", "metrics_port", "snapshot_keep"):
-        if config[key] < 0:
-            raise ConfigError(f"{key} must be >= 0, got {config[key]}")
-    if config["max_records"] < 1:
-        raise ConfigError(f"max_records must be >= 1, got {config['max_records']}")
-    if config["consolidate_mode"] not in ("sync", "background"):
-        raise ConfigError(
-            f"consolidate_mode must be sync or background, got {config['consolidate_mode']!r}"
+    for key, opt in DEFAULTS.items():
+        value = config[key]
+        bad = (
+            (opt.choices is not None and value not in opt.choices)
+            or (opt.low is not None and value < opt.low)
+            or (opt.high is not None and value > opt.high)
+            or (isinstance(value, float) and not math.isfinite(value))
         )
-    if config["predictions_layout"] not in ("record", "block"):
+        if bad:
+            raise ConfigError(f"{key} must be {opt.accepted()}, got {value!r}")
+    directory = Path(config["snapshot_dir"])
+    if directory.exists() and not directory.is_dir():
         raise ConfigError(
-            f"predictions_layout must be record or block, got {config['predictions_layout']!r}"
-        )
-    if config["transport"] not in ("kafka-python", "confluent"):
-        raise ConfigError(
-            f"transport must be kafka-python or confluent, got {config['transport']!r}"
+            f"snapshot_dir {str(directory)!r} is a file, not a directory: give a directory "
+            "(it is created if missing)"
         )
     interval = config["max_poll_interval_ms"] / 1000
     if config["poll_timeout"] >= interval:
@@ -186,7 +266,10 @@ def _check(config: dict[str, Any]) -> None:
 
 def render_table() -> str:
     """The DEFAULTS table as Markdown (docs/configuration.md is this text)."""
-    rows = ["| key | default | environment | meaning |", "|---|---|---|---|"]
+    rows = ["| key | default | accepted | environment | meaning |", "|---|---|---|---|---|"]
     for key, opt in DEFAULTS.items():
-        rows.append(f"| `{key}` | `{opt.default!r}` | `STREAMK_{key.upper()}` | {opt.help} |")
+        accepted = opt.accepted() if opt.kind is not str or opt.choices else "text"
+        rows.append(
+            f"| `{key}` | `{opt.default!r}` | {accepted} | `STREAMK_{key.upper()}` | {opt.help} |"
+        )
     return "\n".join(rows) + "\n"

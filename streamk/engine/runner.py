@@ -184,7 +184,14 @@ def build_engine(
         )
     metrics = Metrics()
     if config["metrics_port"]:
-        metrics.serve(config["metrics_port"], host=config["metrics_host"])
+        try:
+            metrics.serve(config["metrics_port"], host=config["metrics_host"])
+        except OSError as exc:  # port in use, unknown host, no permission
+            raise ConfigError(
+                f"metrics_port {config['metrics_port']} on metrics_host "
+                f"{config['metrics_host']!r} cannot be served: {exc.strerror or exc}; choose "
+                "a free port (or 0 for no metrics) and an address of this machine"
+            ) from exc
     return Engine(
         source,
         factory,
