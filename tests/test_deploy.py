@@ -76,7 +76,10 @@ def test_statefulset_gives_time_to_snapshot_and_commit_on_sigterm() -> None:
     grace = int(re.search(r"terminationGracePeriodSeconds: (\d+)", text)[1])
     assert grace >= 60
     config = _config(DEPLOY / "streamk.toml")
-    assert f"containerPort: {config['metrics_port']}" in text and "path: /metrics" in text
+    assert f"containerPort: {config['metrics_port']}" in text
+    # the probes use the engine's own health endpoints (tests/test_health.py serves them)
+    assert "livenessProbe:" in text and "path: /healthz" in text
+    assert "readinessProbe:" in text and "path: /ready" in text
     assert config["metrics_host"] == "0.0.0.0"  # probes and Prometheus come from outside
     assert "volumeClaimTemplates" in text and "fieldPath: metadata.name" in text
 

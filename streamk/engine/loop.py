@@ -235,6 +235,8 @@ class Engine:
             target = resume.offsets[p]
             self.source.seek(p, target)
             self.positions[p] = target
+        self.metrics.inc("rewinds_total", resume.rewinds)
+        self.metrics.set_ready(True)
         log.info(
             "assigned %s, positions %s", partitions, {p: self.positions[p] for p in partitions}
         )
@@ -307,6 +309,7 @@ class Engine:
                         break
                 batch = self.source.poll(budget, cfg.poll_timeout)
                 now = time.monotonic()
+                self.metrics.beat()
                 if batch:
                     if first_record is None:
                         first_record = now
@@ -335,6 +338,7 @@ class Engine:
                     if self.on_progress is not None:
                         self.on_progress(self.progress())
         finally:
+            self.metrics.set_ready(False)
             try:
                 if self.model is not None:
                     self.checkpoint(reason="shutdown")

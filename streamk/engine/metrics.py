@@ -2,7 +2,12 @@
 
 One :class:`Metrics` object per engine. Counters only go up; gauges hold the latest
 value. ``render()`` gives the Prometheus text format; ``serve(port)`` exposes it on
-``http://127.0.0.1:PORT/metrics`` from a daemon thread.
+``http://127.0.0.1:PORT/metrics`` from a daemon thread, with two probes for orchestrators:
+
+- ``/healthz`` (liveness): 200 while the engine's loop turned within ``stall_seconds``
+  (:meth:`Metrics.beat` each turn), 503 once it stalls — restart the process;
+- ``/ready`` (readiness): 200 once the model is restored and partitions are assigned
+  (:meth:`Metrics.set_ready`), 503 before and after.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "lag": ("gauge", "Records behind the source's end, where known"),
     "rolling_metric": ("gauge", "Prequential metric over the recent window"),
     "model_seq": ("gauge", "Sequence number of the last snapshot"),
+    "broker_reconnects_total": ("counter", "Times the connection to the broker was lost"),
+    "rewinds_total": ("counter", "Partitions resumed before a commit of ours (a lost snapshot)"),
 }
 
 
@@ -44,6 +51,24 @@ class Metrics:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.started = time.time()
+        self.stall_seconds = 120.0
+        self._beat = time.monotonic()
+        self._ready = False
+
+    def beat(self) -> None:
+        """The loop made progress (called once per loop turn)."""
+        self._beat = time.monotonic()
+
+    def set_ready(self, ready: bool) -> None:
+        """Restored and assigned (True), or stopping (False)."""
+        self._ready = ready
+
+    def health(self) -> tuple[bool, str]:
+        """Liveness: whether the loop turned within ``stall_seconds``, and a line saying so."""
+        since = time.monotonic() - self._beat
+        if since <= self.stall_seconds:
+            return True, f"ok: loop turned {since:.1f} s ago\n"
+        return False, f"stalled: loop last turned {since:.1f} s ago\n"
 
     def inc(self, name: str, value: float = 1.0) -> None:
         with self._lock:
@@ -98,12 +123,24 @@ class Metrics:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                if self.path.rstrip("/") not in ("/metrics", ""):
+                path = self.path.rstrip("/")
+                status, content_type = 200, "text/plain; version=0.0.4"
+                if path == "/healthz":
+                    ok, text = metrics.health()
+                    status, body = (200 if ok else 503), text.encode()
+                    content_type = "text/plain"
+                elif path == "/ready":
+                    ready = metrics._ready
+                    status = 200 if ready else 503
+                    body = b"ready\n" if ready else b"not ready: restoring or not assigned\n"
+                    content_type = "text/plain"
+                elif path in ("/metrics", ""):
+                    body = metrics.render().encode()
+                else:
                     self.send_error(404)
                     return
-                body = metrics.render().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -85,6 +85,7 @@ class Resume:
         default_factory=list
     )  # WARNING lines: a rewind, a peer, a legacy commit
     sources: dict[int, str] = field(default_factory=dict)  # partition -> what decided it
+    rewinds: int = 0  # partitions resumed before a commit of ours
 
 
 def resume_offsets(
@@ -135,6 +136,7 @@ def resume_offsets(
                 not author[2] or not store_id or author[2] == store_id
             ):
                 if offset > own.get(p, 0):
+                    out.rewinds += 1
                     out.notes.append(
                         f"partition {p}: our commit at {offset} (seq {author[1]}) is ahead of "
                         f"the restored snapshot at {own.get(p, 0)}: a newer snapshot was lost, "

@@ -183,6 +183,8 @@ def build_engine(
             "class probabilities"
         )
     metrics = Metrics()
+    # Liveness: a healthy loop turns at least once per max_poll_interval_ms.
+    metrics.stall_seconds = max(120.0, 2 * config["max_poll_interval_ms"] / 1000)
     if config["metrics_port"]:
         try:
             metrics.serve(config["metrics_port"], host=config["metrics_host"])

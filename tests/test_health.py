@@ -1,0 +1,74 @@
+"""``/healthz`` and ``/ready`` on the metrics port (issue 19: both answered 404)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from streamk.engine.config import load_config
+from streamk.engine.metrics import Metrics
+from streamk.engine.runner import build_engine
+from streamk.sources.iterable import IterableSource
+
+
+def status(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_probes_follow_the_loop_and_the_assignment():
+    metrics = Metrics()
+    port = metrics.serve(0)
+    try:
+        assert status(port, "/healthz") == 200
+        assert status(port, "/ready") == 503  # not restored or assigned yet
+        metrics.set_ready(True)
+        assert status(port, "/ready") == 200
+        metrics.stall_seconds = 0.05
+        time.sleep(0.1)  # no beat: the loop has stalled
+        assert status(port, "/healthz") == 503
+        metrics.beat()
+        metrics.stall_seconds = 60
+        assert status(port, "/healthz") == 200
+        assert status(port, "/metrics") == 200
+        assert status(port, "/nope") == 404
+    finally:
+        metrics.close()
+
+
+def test_a_running_engine_is_ready_and_alive_then_not_ready(tmp_path):
+    def slow_events():
+        for i in range(40):
+            time.sleep(0.05)
+            yield {"a": float(i % 7), "b": float(i % 3)}, i % 2 == 0
+
+    config = load_config(
+        overrides={"snapshot_dir": str(tmp_path), "metrics_port": 0, "stop_when_idle": 0.5},
+        environ={},
+    )
+    engine = build_engine(config, source=IterableSource(slow_events))
+    port = engine.metrics.serve(0)  # a free port of its own for the test
+    seen = {}
+
+    def probe():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "ready" not in seen:
+            if status(port, "/ready") == 200:
+                seen["ready"] = True
+                seen["healthz"] = status(port, "/healthz")
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=probe)
+    watcher.start()
+    engine.run()
+    watcher.join()
+    try:
+        assert seen == {"ready": True, "healthz": 200}
+        assert status(port, "/ready") == 503  # stopped
+    finally:
+        engine.metrics.close()
