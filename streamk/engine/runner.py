@@ -74,6 +74,12 @@ def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def kafka_source(config: dict[str, Any]) -> Source:
     """The configured Kafka source (kafka-python or confluent transport)."""
+    # The group's timing, in kafka-python's names; the confluent source translates them.
+    consumer_config = {
+        **kafka_settings(config),
+        "session_timeout_ms": config["session_timeout_ms"],
+        "heartbeat_interval_ms": config["heartbeat_interval_ms"],
+    }
     if config["transport"] == "confluent":
         from ..sources.kafka_confluent import ConfluentKafkaSource
 
@@ -81,7 +87,8 @@ def kafka_source(config: dict[str, Any]) -> Source:
             config["bootstrap_servers"],
             config["topic"],
             config["group"],
-            consumer_config=kafka_settings(config),
+            consumer_config=consumer_config,
+            max_poll_interval_ms=config["max_poll_interval_ms"],
         )
     from ..sources.kafka import KafkaSource
 
@@ -89,11 +96,7 @@ def kafka_source(config: dict[str, Any]) -> Source:
         config["bootstrap_servers"],
         config["topic"],
         config["group"],
-        consumer_config={
-            **kafka_settings(config),
-            "session_timeout_ms": config["session_timeout_ms"],
-            "heartbeat_interval_ms": config["heartbeat_interval_ms"],
-        },
+        consumer_config=consumer_config,
         max_poll_interval_ms=config["max_poll_interval_ms"],
     )
 
