@@ -151,3 +151,36 @@ def test_cli_produce_json_output(kafka_broker, topic_name, tmp_path, capsys):
     assert out["messages"] == 4 and out["topic"] == topic_name
     helptext = parser._subparsers._group_actions[0].choices["produce"].format_help()
     assert "examples:" in helptext and "--block-size" in helptext
+
+
+def test_a_bad_line_late_in_the_file_sends_nothing(kafka_broker, topic_name, tmp_path):
+    """Issue 19: the command used to send the lines before a bad one, then exit 2; producing
+    the fixed file then duplicated them. Now the whole file is checked first."""
+    import subprocess
+    import sys
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps({"x": [float(i), 1.0], "y": i % 2 == 0}) for i in range(50)]
+    lines.insert(40, "{not json")
+    path.write_text("\n".join(lines) + "\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", "produce", str(path), "--topic", topic_name]
+        + ["--bootstrap-servers", kafka_broker.bootstrap_servers],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2
+    assert ":41:" in out.stderr and "Nothing was sent" in out.stderr
+    consumer = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        # the topic was never created, or holds nothing
+        parts = consumer.partitions_for_topic(topic_name)
+        if parts:
+            consumer.assign([TopicPartition(topic_name, p) for p in parts])
+            consumer.seek_to_beginning()
+            assert not consumer.poll(timeout_ms=2000)
+    finally:
+        consumer.close()

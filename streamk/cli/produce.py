@@ -218,12 +218,19 @@ def produce(
     Raises
     ------
     InvalidInput
-        A row or line that cannot be turned into an event (nothing after it is sent).
+        A row or line that cannot be turned into an event. The whole file is checked
+        before anything is sent, so a bad line means nothing was sent: fix it and run
+        the same command again, with no duplicates on the topic.
     SinkError
         The broker did not acknowledge messages within ``timeout_s``.
     """
     if batch < 1:
         raise ConfigError(f"batch must be at least 1, not {batch}.")
+    try:  # a first pass over the whole file: a bad line is found before any send
+        for _ in iter_messages(path, format=format, target=target, block_size=block_size):
+            pass
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc} Nothing was sent to {topic!r}.") from None
     messages = iter_messages(path, format=format, target=target, block_size=block_size)
     servers = bootstrap if isinstance(bootstrap, str) else ",".join(bootstrap)
     create_topic(servers, topic, partitions or 1)
@@ -305,8 +312,8 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--topic", required=True, help="destination topic (created if missing)")
     parser.add_argument(
         "--bootstrap-servers",
-        default=os.environ.get("STREAMK_BOOTSTRAP_SERVERS", "localhost:9092"),
-        help="Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or localhost:9092)",
+        default=os.environ.get("STREAMK_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
+        help="Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or 127.0.0.1:9092)",
     )
     parser.add_argument(
         "--partitions", type=int, help="partitions of a topic created here (default: 1)"
