@@ -26,7 +26,8 @@ N, PARTS = 2400, 4
 KILLER = Path(__file__).parent / "helpers" / "kill_at_commit.py"
 
 
-def run_args(bootstrap, topic, store, model, idle=6.0):
+def run_args(bootstrap, topic, store, model, idle=6.0, snapshot_topic=None):
+    extra = [] if snapshot_topic is None else ["--snapshot-topic", snapshot_topic]
     return [
         "run",
         "--bootstrap-servers",
@@ -54,6 +55,7 @@ def run_args(bootstrap, topic, store, model, idle=6.0):
         "--heartbeat-interval-ms",
         "500",
         "--quiet",
+        *extra,
     ]
 
 
@@ -64,10 +66,10 @@ def _start(args, kill_at=None):
     return subprocess.Popen(prefix + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _covered(store, topic):
+def _covered(stores, topic):
     """Events in each model's newest snapshot, and the furthest offset per partition."""
     learned, ends = 0, {}
-    for name in SnapshotStore(store).names():
+    for store, name in stores:
         snap = SnapshotStore(store).latest(name)
         learned += snap.model.n_learned
         for p, off in snap.offsets.get(topic, {}).items():
@@ -75,22 +77,38 @@ def _covered(store, topic):
     return learned, ends
 
 
+@pytest.mark.parametrize("shared", ["store", "topic"], ids=["shared-store", "snapshot-topic"])
 @pytest.mark.parametrize("restart", [False, True], ids=["survivor-drains", "killed-restarts"])
 def test_kill_between_snapshot_and_commit_leaves_no_overlap(
-    kafka_broker, topic_name, tmp_path, restart
+    kafka_broker, topic_name, tmp_path, restart, shared
 ):
+    """The workers see each other's snapshots in one shared snapshot directory, or, each
+    with its own directory (as deploy/ runs them), on the snapshot topic."""
     bootstrap = kafka_broker.bootstrap_servers
     produce(bootstrap, topic_name, make_events(N, seed=9), partitions=PARTS)
-    store = tmp_path / "snapshots"
+    if shared == "store":
+        store_1 = store_2 = tmp_path / "snapshots"
+        snapshot_topic = None
+    else:
+        store_1, store_2 = tmp_path / "one", tmp_path / "two"
+        snapshot_topic = f"{topic_name}-snapshots"
     procs = []
     try:
-        killed = _start(run_args(bootstrap, topic_name, store, "w1"), kill_at=3)
+        args_1 = run_args(bootstrap, topic_name, store_1, "w1", snapshot_topic=snapshot_topic)
+        killed = _start(args_1, kill_at=3)
         procs.append(killed)
-        survivor = _start(run_args(bootstrap, topic_name, store, "w2", idle=10.0))
+        args_2 = run_args(
+            bootstrap, topic_name, store_2, "w2", idle=10.0, snapshot_topic=snapshot_topic
+        )
+        survivor = _start(args_2)
         procs.append(survivor)
         assert killed.wait(timeout=120) == -9, killed.stderr.read().decode()[-2000:]
         if restart:
-            again = _start(run_args(bootstrap, topic_name, store, "w1", idle=10.0))
+            again = _start(
+                run_args(
+                    bootstrap, topic_name, store_1, "w1", idle=10.0, snapshot_topic=snapshot_topic
+                )
+            )
             procs.append(again)
             assert again.wait(timeout=180) == 0, again.stderr.read().decode()[-2000:]
         assert survivor.wait(timeout=180) == 0, survivor.stderr.read().decode()[-2000:]
@@ -99,6 +117,6 @@ def test_kill_between_snapshot_and_commit_leaves_no_overlap(
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=30)
-    learned, ends = _covered(store, topic_name)
+    learned, ends = _covered([(store_1, "w1"), (store_2, "w2")], topic_name)
     assert ends == {p: N // PARTS for p in range(PARTS)}
     assert learned == N  # an overlap would exceed N, a gap fall short

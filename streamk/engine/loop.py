@@ -145,6 +145,11 @@ class Engine:
         run of scored events in one call.
     on_progress
         Called with :meth:`progress` every ``config.progress_seconds``.
+    wrap_restored
+        Applied to a restored model (e.g. to wrap an old inner-learner snapshot).
+    peer_snapshots
+        Returns the other workers' newest snapshots (``{model: Snapshot}``, e.g. read from
+        the snapshot topic), consulted on every assignment beside the file store's.
     """
 
     def __init__(
@@ -160,6 +165,7 @@ class Engine:
         metrics_registry: Metrics | None = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
         wrap_restored: Callable[[Any], Any] | None = None,
+        peer_snapshots: Callable[[], dict[str, Any]] | None = None,
     ):
         self.source = source
         self.model_factory = model_factory
@@ -171,6 +177,7 @@ class Engine:
         self.metrics = metrics_registry or Metrics()
         self.on_progress = on_progress
         self.wrap_restored = wrap_restored
+        self.peer_snapshots = peer_snapshots
         self._stop = threading.Event()
         self.model: base.Estimator | None = None
         self.seq = 0
@@ -265,14 +272,24 @@ class Engine:
         (a warning says so), so its commits are not taken as coverage.
         """
         store, own = self.store, self.config.model_name
+        found: dict[str, Any] = {}
+        if self.peer_snapshots is not None:
+            try:
+                found.update(
+                    (name, snap) for name, snap in self.peer_snapshots().items() if name != own
+                )
+            except StreamkError as exc:
+                log.warning("could not read other workers' snapshots from the topic: %s", exc)
         if store is None or not hasattr(store, "names"):
-            return {}
-        found = {}
+            return peer_offsets(found, self.source.name)
         for name in store.names():
             if name == own:
                 continue
             try:
-                found[name] = store.latest(name, build=False)
+                snap = store.latest(name, build=False)
+                if snap is not None or name not in found:
+                    newer = found.get(name)
+                    found[name] = snap if newer is None or snap.seq >= newer.seq else newer
             except StreamkError as exc:  # none readable: it holds no durable events
                 log.warning("model %r of the same store has no readable snapshot: %s", name, exc)
                 found[name] = None

@@ -25,6 +25,7 @@ __all__ = [
     "kafka_settings",
     "prediction_sink",
     "install_signal_handlers",
+    "topic_peers",
 ]
 
 
@@ -201,6 +202,7 @@ def build_engine(
         source,
         factory,
         wrap_restored=consolidated(config),
+        peer_snapshots=topic_peers(config) if config["snapshot_topic"] else None,
         store=store,
         publisher=publisher,
         predictions=predictions,
@@ -209,6 +211,31 @@ def build_engine(
         metrics_registry=metrics,
         on_progress=on_progress,
     )
+
+
+def topic_peers(config: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    """Reads the newest snapshot of every model on the snapshot topic in one scan.
+
+    The engine calls it on each assignment to see which events the other workers of the
+    group hold in their durable models (their file stores are usually not shared).
+    """
+    from ..snapshot.kafka import SnapshotReader
+    from ..snapshot.kafka_scheme import Assembler
+
+    reader = SnapshotReader(
+        config["bootstrap_servers"],
+        config["snapshot_topic"],
+        consumer_config=kafka_settings(config),
+    )
+    # Well inside the rebalance timeout: the assignment callback runs in the poll loop.
+    timeout = max(1.0, min(30.0, config["max_poll_interval_ms"] / 3000))
+
+    def read() -> dict[str, Any]:
+        assembler = Assembler(None, reader.limits)
+        reader.scan(assembler, timeout)
+        return dict(assembler.best)
+
+    return read
 
 
 def install_signal_handlers(engine: Engine) -> None:
