@@ -15,6 +15,7 @@ __all__ = [
     "BrokerError",
     "SolverError",
     "ConvergenceWarning",
+    "MergeError",
 ]
 
 
@@ -57,3 +58,7 @@ class SolverError(StreamkError):
 
 class ConvergenceWarning(UserWarning):
     """A solver stopped at its iteration limit before meeting its tolerance."""
+
+
+class MergeError(StreamkError, ValueError):
+    """Worker models cannot be merged into one (different classes, kernels, parameters)."""
