@@ -396,3 +396,18 @@ def test_snapshot_of_a_merged_projectron_round_trips():
     back = snapshot.loads(snapshot.dumps(merged)).model
     for x in itertools.islice(PROBES, 20):
         np.testing.assert_allclose(back.decision_function_one(x), merged.decision_function_one(x))
+
+
+# -- the docs ----------------------------------------------------------------------------------
+def test_operations_guide_merge_example_runs():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text()
+    section = text.split("### Merging models", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    assert blocks
+    namespace: dict = {}
+    for code in blocks:
+        exec(compile(code, "operations.md", "exec"), namespace)
+    assert namespace["merged"].n_support <= 200 and namespace["merged"].n_learned == 3001
