@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MergeError
-from ..kernels import ScaleEstimator, kernel_from_spec
+from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from ..learners.labels import LabelCoder
 
 __all__ = [
@@ -122,7 +122,6 @@ def pool_scales(
 
 
 def merged_kernel(
-    models: Sequence[Any],
     states: Sequence[dict[str, Any]],
     scale: dict[str, Any] | None,
     gamma: str,
@@ -142,7 +141,8 @@ def merged_kernel(
     spread = _gamma_spread(specs)
     if all(sp == specs[0] for sp in specs[1:]):
         return kernels[0], spread
-    auto = scale is not None and not models[0]._resolve_kernel_param().is_resolved
+    param = _kernel_param(states[0])
+    auto = scale is not None and not param.is_resolved
     if not auto:
         other = next(k for k in kernels if k != kernels[0])
         raise MergeError(
@@ -157,7 +157,15 @@ def merged_kernel(
         )
     if gamma != "pool":
         raise MergeError(f"gamma must be 'pool' or 'strict', got {gamma!r}")
-    return models[0]._resolve_kernel_param().resolve(ScaleEstimator.from_state(scale)), spread
+    return param.resolve(ScaleEstimator.from_state(scale)), spread
+
+
+def _kernel_param(state: dict[str, Any]) -> Kernel:
+    """The learner's ``kernel`` parameter (``None`` means ``RBF(gamma="auto")``)."""
+    value = state["params"].get("kernel")
+    if isinstance(value, dict) and "__kernel__" in value:
+        return kernel_from_spec(value["__kernel__"])
+    return RBF(gamma="auto")
 
 
 def _gamma_spread(specs: list[dict[str, Any]]) -> float:

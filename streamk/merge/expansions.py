@@ -115,7 +115,7 @@ def union_state(models: Sequence[Any], weights: Sequence[float] | None, gamma: s
     width = len(names)
     cols = [column_map(s["features"], names) for s in states]
     scale = pool_scales(states, cols, width)
-    kernel, spread = merged_kernel(models, states, scale, gamma)
+    kernel, spread = merged_kernel(states, scale, gamma)
     novelty = type(models[0]).__name__ == "KernelNovelty"
     factors = coef_scales(states, w, novelty)
 
