@@ -307,6 +307,22 @@ def test_a_merged_perceptron_learns_by_the_perceptron_rule():
     np.testing.assert_allclose([merged.decision_function_one(p)[0] for p in PROBES], expected)
 
 
+def test_a_merged_model_learns_a_block_as_it_learns_one_by_one():
+    """``learn_many`` (compiled pass, tracked kernel block) equals ``learn_one`` after a merge."""
+    merged = merge_models(workers("perceptron", 60))
+    twin = copy.deepcopy(merged)
+    block = BANANAS[900:1400]
+    import pandas as pd
+
+    merged.learn_many(pd.DataFrame([x for x, _ in block]), pd.Series([y for _, y in block]))
+    train(twin, block)
+    assert merged.n_support == twin.n_support <= 60
+    for x in PROBES:
+        np.testing.assert_allclose(
+            merged.decision_function_one(x), twin.decision_function_one(x), rtol=1e-9, atol=1e-12
+        )
+
+
 def test_solve_compression_needs_labelled_support_rows():
     ws = workers("ranker", 50)
     with pytest.raises(MergeError, match="compress='solve'"):

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..consolidation import learner_budget
 from ..errors import MergeError
 from .compress import METHODS, compress_state
 from .expansions import union_state
@@ -37,13 +38,6 @@ def default_method(cls: type) -> str:
     return "project"
 
 
-def _own_budget(model: Any) -> int | None:
-    b = model.budget
-    if b is None or isinstance(b, (int, np.integer)):
-        return None if b is None else int(b)
-    return getattr(b, "budget", None)
-
-
 def _merge(
     models: Sequence[Any],
     weights: Sequence[float] | None,
@@ -56,7 +50,7 @@ def _merge(
     models = list(models)
     if not models:
         raise MergeError("merge_models needs at least one model")
-    own = _own_budget(models[0])
+    own = learner_budget(models[0])
     if budget is not None and (
         isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1
     ):
