@@ -5,8 +5,10 @@
   kept rows can express). For the novelty detector the projection keeps the total weight, so
   the centre it describes is the projected centre.
 * ``"solve"``: consolidation's batch solver (:func:`streamk.consolidation.solve_learner`) on
-  the pooled support vectors, warm-started from the union's coefficients, then its own
-  compression to the budget. Classifiers and the SVR only: support rows of a ranker carry no
+  the pooled support vectors, warm-started from the union's coefficients, then the projection
+  above if its solution is still over the budget (the solver's own truncation to the largest
+  coefficients keeps the box-bound, mostly mislabelled rows of a soft-margin solution, and
+  fell to chance on the adatron). Classifiers and the SVR only: support rows of a ranker carry no
   rank, and the novelty detector has no batch problem there.
 * ``"policy"``: the rows are replayed, oldest first, through the learner's own budget policy
   (``RemoveOldest`` keeps the newest, ``Projectron`` projects, ``Merge`` merges pairs, ...).
@@ -134,20 +136,13 @@ def _solve(
             "rows carry no training label): use compress='project' or 'policy'"
         )
     union = cls.from_state(state)
-    own = union.budget if isinstance(union.budget, int) else getattr(union.budget, "budget", None)
     opts = dict(options)
-    if own is not None:
-        opts["fill"] = (budget + 0.5) / own  # solve_learner keeps int(fill * own) = budget rows
-    else:
-        opts["fill"] = None
+    opts["fill"] = None  # the whole solution; the projection below brings it to the budget
     width = union.support_.X.shape[1]
     out = solve_learner(union, np.zeros((0, width)), [], **opts)
     if out.state is None:
         raise MergeError(f"the batch solver skipped the merged problem: {out.skipped}")
-    solved = out.state
-    if np.asarray(solved["support"]["X"]).shape[0] > budget:  # an unbudgeted learner: project
-        return compress_state(cls, solved, budget, "project", options)
-    return solved
+    return compress_state(cls, out.state, budget, "project", options)
 
 
 def _replay(cls: type, state: dict[str, Any], budget: int) -> dict[str, Any]:
