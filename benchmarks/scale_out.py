@@ -5,7 +5,8 @@ round-robin-keyed partitions); each worker learns its share, then :func:`streamk
 merges them. On a held-out tail of the stream the same run scores each worker, one model that
 learned the whole stream, a majority vote of the workers (what a user would otherwise do with
 ``k`` models: ``k`` times the scoring cost) and the merged model under each compression
-(``project``, the default; ``solve``; ``policy``). Repeats are rotations of Bananas and seeds of
+(``project``; ``solve``; ``policy``; ``compress="auto"`` picks ``solve`` for KernelPerceptron
+and ``project`` for the others, from these figures). Repeats are rotations of Bananas and seeds of
 the hyperplane; the table shows the median and min-max of merged minus best worker and merged
 minus one model, in accuracy points, and the merge time.
 
