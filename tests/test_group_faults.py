@@ -1,12 +1,14 @@
 """A worker of a group killed between its snapshot and its commit (issue 13, item 12).
 
-Two ``streamk run`` processes share a 4-partition topic in one consumer group and one
-snapshot directory, each with its own model name. One is killed with SIGKILL at a chosen
-commit — after its snapshot is durable, before the commit — so its durable model covers
-more than the group's committed offsets say. The survivor takes its partitions and must
-resume after the killed worker's *snapshot*, not its commit: across the group every event
-is in exactly one model's newest durable snapshot (counted: the models' learned-event
-counts add up to the stream, and the snapshots' offsets reach each partition's end).
+Two ``streamk run`` processes share a 4-partition topic in one consumer group, each with
+its own model name, seeing each other's snapshots in one snapshot directory or on the
+snapshot topic. One is killed with SIGKILL at a chosen commit — after its snapshot is
+durable, before the commit — so its durable model covers more than the group's committed
+offsets say. The other takes its partitions (and, restarted, the killed one shares them
+again) and must resume after the killed worker's *snapshot*, not its commit: across the
+group every event is in exactly one model's newest durable snapshot (counted: the models'
+learned-event counts add up to the stream, and the snapshots' offsets reach each
+partition's end).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ KILLER = Path(__file__).parent / "helpers" / "kill_at_commit.py"
 
 
 def run_args(bootstrap, topic, store, model, idle=6.0, snapshot_topic=None):
+    """``streamk run`` arguments; the group is named after the topic, so that no member
+    left from another test's group (tansu keeps them a session timeout) assigns it."""
     extra = [] if snapshot_topic is None else ["--snapshot-topic", snapshot_topic]
     return [
         "run",
@@ -35,7 +39,7 @@ def run_args(bootstrap, topic, store, model, idle=6.0, snapshot_topic=None):
         "--topic",
         topic,
         "--group",
-        "pair",
+        f"{topic}-group",
         "--model-name",
         model,
         "--snapshot-dir",
@@ -95,14 +99,16 @@ def test_kill_between_snapshot_and_commit_leaves_no_overlap(
     procs = []
     try:
         args_1 = run_args(bootstrap, topic_name, store_1, "w1", snapshot_topic=snapshot_topic)
+        # w1 starts first, alone in the group, so it surely reaches its third commit (it
+        # would race a second worker for the partitions otherwise); w2 joins as it dies.
         killed = _start(args_1, kill_at=3)
         procs.append(killed)
+        assert killed.wait(timeout=120) == -9, killed.stderr.read().decode()[-2000:]
         args_2 = run_args(
             bootstrap, topic_name, store_2, "w2", idle=10.0, snapshot_topic=snapshot_topic
         )
         survivor = _start(args_2)
         procs.append(survivor)
-        assert killed.wait(timeout=120) == -9, killed.stderr.read().decode()[-2000:]
         if restart:
             again = _start(
                 run_args(
