@@ -13,6 +13,7 @@ import logging
 import sys
 from typing import Any
 
+from .. import accel
 from .._version import __version__
 from ..errors import StreamkError
 from .broker import cmd_broker
@@ -64,7 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="streamk",
         description="Streaming on-line kernel learning. Run `streamk COMMAND --help` for details.",
     )
-    parser.add_argument("--version", action="version", version=f"streamk {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"streamk {__version__}; {accel.describe()}"
+    )
     parser.add_argument(
         "--log-level",
         default="WARNING",
