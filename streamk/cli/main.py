@@ -64,9 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamk",
         description="Streaming on-line kernel learning. Run `streamk COMMAND --help` for details.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version's lines as they are
     )
     parser.add_argument(
-        "--version", action="version", version=f"streamk {__version__}; {accel.describe()}"
+        "--version", action="version", version=f"streamk {__version__}\n{accel.describe()}"
     )
     parser.add_argument(
         "--log-level",
