@@ -216,6 +216,16 @@ def test_version_says_whether_the_core_runs():
     env = _env(STREAMK_NO_ACCEL="1")
     run = subprocess.run(["streamk", "--version"], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
-    assert (
-        run.stdout.strip() == "streamk 0.1.0; compiled core: off (NumPy) — STREAMK_NO_ACCEL is set"
-    )
+    lines = run.stdout.splitlines()
+    assert lines == ["streamk 0.1.0", "compiled core: off (NumPy) — STREAMK_NO_ACCEL is set"]
+
+
+def test_readme_quotes_what_the_build_and_the_engine_print():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    quoted = re.search(r"`(streamk: streamk\._core not built \(<reason>\)[^`]*)`", readme)
+    assert quoted and SKIP_LINE.search(quoted[1].replace("<reason>", "no compiler"))
+    assert quoted[1].endswith("installing without it: NumPy paths only")
+    off = _describe(_env(STREAMK_NO_ACCEL="1"))
+    assert "`compiled core: off (NumPy) — <reason>`" in readme
+    assert off.startswith("compiled core: off (NumPy) — ")
+    assert "`compiled core: on (x86-64-v3)`" in readme and "`py3-none-any`" in readme
