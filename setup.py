@@ -19,6 +19,7 @@ extension that fails prints one line saying why, and the install goes on without
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from setuptools import Extension, setup
@@ -80,6 +81,20 @@ def _have_cython() -> bool:
     return True
 
 
+def _why(exc: BaseException) -> str:
+    """A short reason for a failed build (the compiler has printed its own errors above)."""
+    text = " ".join(str(exc).split())
+    missing = re.search(r"No such file or directory: '([^']+)'", text)
+    if missing:
+        return f"no C compiler: {missing[1]} not found"
+    failed = re.search(r"Command '\['([^']+)'.*exit status (\d+)", text) or re.search(
+        r"command '([^']+)' failed with exit (?:code|status) (\d+)", text
+    )
+    if failed:
+        return f"the C compiler {failed[1]!r} failed with exit status {failed[2]}"
+    return f"{type(exc).__name__}: {text}"
+
+
 def _say(line: str) -> None:
     """One line on stderr (pip shows it with ``-v``; ``accel.describe()`` repeats the outcome)."""
     print(f"streamk: {line}", file=sys.stderr, flush=True)
@@ -108,8 +123,7 @@ class OptionalBuildExt(build_ext):
             self._skip(ext, exc)
 
     def _skip(self, ext: Extension, why: BaseException | str) -> None:
-        reason = why if isinstance(why, str) else f"{type(why).__name__}: {why}"
-        reason = " ".join(str(reason).split())  # one line, whatever the compiler printed
+        reason = why if isinstance(why, str) else _why(why)
         self.skipped[ext.name] = reason
         # a stale module from an earlier build must not ship with the new sources
         stale = self.get_ext_fullpath(ext.name)  # in the source tree when --inplace
