@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from streamk import accel
-from tests.test_deploy import ROOT, context_ignores, copies, dockerfile_stages, ignored_by_context
+from tests.test_deploy import ROOT, context_ignores, copies, dockerfile_stages, excluded
 
 SKIP_LINE = re.compile(
     r"^\s*streamk: streamk\._core not built \((.+)\); installing without it", re.M
@@ -62,7 +62,7 @@ def _builder_sources(dest: Path) -> Path:
                 continue
             for f in path.rglob("*"):
                 rel = f.relative_to(ROOT).as_posix()
-                if f.is_file() and not ignored_by_context(rel, ignores):
+                if f.is_file() and not excluded(rel, ignores):
                     (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(f, dest / rel)
     return dest

@@ -94,7 +94,7 @@ def copies(stage: dict) -> list[tuple[str | None, list[str], str]]:
     return out
 
 
-def ignored_by_context(relpath: str, patterns: list[str]) -> bool:
+def excluded(relpath: str, patterns: list[str]) -> bool:
     """Whether the build context leaves ``relpath`` out (patterns as in the .dockerignore;
     none of ours uses ``!`` exceptions). A pattern matching a parent folder excludes it."""
     parts = relpath.split("/")
@@ -138,9 +138,7 @@ def test_dockerfile_builds_the_core_in_a_builder_stage_and_runs_it_compiled() ->
     (copy,) = [c for c in copies(runtime) if c[0] == builder["name"]]
     assert copy[1] == [wheel_dir]
     assert re.search(rf"pip install {re.escape(copy[2])}/streamk-\*\.whl", _runs(runtime))
-    assert not any(
-        src in ("streamk", "setup.py") for _, srcs, _ in copies(runtime) for src in srcs
-    )
+    assert not any(src in ("streamk", "setup.py") for _, srcs, _ in copies(runtime) for src in srcs)
     assert "a.available()" in _runs(runtime) and "a.describe()" in _runs(runtime)
 
 
@@ -152,21 +150,21 @@ def test_every_copy_source_is_in_the_repository_and_the_build_context() -> None:
                 continue
             for src in sources:
                 assert (ROOT / src).exists(), f"COPY {src}: not in the repository"
-                assert not ignored_by_context(src, ignored), f"COPY {src}: excluded by the .dockerignore"
+                assert not excluded(src, ignored), f"COPY {src}: excluded by the .dockerignore"
     # the core's sources reach the builder; local build products do not
     for needed in ("streamk/_core.pyx", "streamk/_fastexp.h", "streamk/accel.py"):
-        assert not ignored_by_context(needed, ignored), needed
+        assert not excluded(needed, ignored), needed
     for product in ("streamk/_core.c", "streamk/_core.cpython-311-x86_64-linux-gnu.so", "build"):
-        assert ignored_by_context(product, ignored), product
+        assert excluded(product, ignored), product
 
 
 def test_dockerignore_matcher_follows_the_patterns() -> None:
     # the matcher above is itself checked against cases written out by hand
     patterns = ["build", "**/*.so", "**/__pycache__", "streamk/_core.c"]
-    assert ignored_by_context("build/lib/x.py", patterns) and ignored_by_context("a/b/m.so", patterns)
-    assert ignored_by_context("streamk/__pycache__/x.pyc", patterns) and ignored_by_context("streamk/_core.c", patterns)
-    assert not ignored_by_context("streamk/build.py", patterns) and not ignored_by_context("setup.py", patterns)
-    assert not ignored_by_context("streamk/_core.pyx", patterns)
+    for path in ["build/lib/x.py", "a/b/m.so", "streamk/__pycache__/x.pyc", "streamk/_core.c"]:
+        assert excluded(path, patterns), path
+    for path in ["streamk/build.py", "setup.py", "streamk/_core.pyx"]:
+        assert not excluded(path, patterns), path
 
 
 def test_dockerfile_runs_the_configured_engine_as_a_non_root_user() -> None:
