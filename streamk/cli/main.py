@@ -13,6 +13,7 @@ import logging
 import sys
 from typing import Any
 
+from .. import accel
 from .._version import __version__
 from ..errors import StreamkError
 from .broker import cmd_broker
@@ -63,8 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamk",
         description="Streaming on-line kernel learning. Run `streamk COMMAND --help` for details.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version's lines as they are
     )
-    parser.add_argument("--version", action="version", version=f"streamk {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"streamk {__version__}\n{accel.describe()}"
+    )
     parser.add_argument(
         "--log-level",
         default="WARNING",
