@@ -43,6 +43,9 @@ def test_replay_says_fresh_then_restored(tmp_path):
     first = streamk("replay", str(log), "--snapshot-dir", str(snaps), "--json")
     assert first.returncode == 0, first.stderr
     assert "no snapshot in" in first.stderr and "starting a fresh model" in first.stderr
+    from streamk import accel
+
+    assert f"engine     {accel.describe()}" in first.stderr  # compiled core on, or why not
     seq = json.loads(first.stdout)["seq"]
     second = streamk("replay", str(log), "--snapshot-dir", str(snaps), "--json")
     assert second.returncode == 0, second.stderr

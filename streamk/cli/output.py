@@ -64,17 +64,22 @@ class EngineProgress(Progress):
 
 
 def describe_start(engine: Any, where: str) -> str:
-    """One line on what the engine starts from: the snapshot it restored, or a fresh model.
+    """What the engine starts from (the snapshot it restored, or a fresh model) and whether
+    it runs the compiled core: two lines.
 
     Printed at start-up by ``streamk run``, ``replay`` and ``demo`` so that an operator
     sees at once whether a restart resumed, and from where.
     """
+    from .. import accel
+
     name = engine.config.model_name
     info = engine.restored
     if info is None:
-        return f"model      {name!r}: no snapshot in {where}, starting a fresh model"
-    offsets = ", ".join(f"{p}:{o}" for p, o in sorted(info["offsets"].items())) or "none"
-    return (
-        f"model      {name!r}: restored seq {info['seq']} ({info['class']}) from {where}, "
-        f"offsets {offsets}"
-    )
+        line = f"model      {name!r}: no snapshot in {where}, starting a fresh model"
+    else:
+        offsets = ", ".join(f"{p}:{o}" for p, o in sorted(info["offsets"].items())) or "none"
+        line = (
+            f"model      {name!r}: restored seq {info['seq']} ({info['class']}) from {where}, "
+            f"offsets {offsets}"
+        )
+    return f"{line}\nengine     {accel.describe()}"
