@@ -13,6 +13,7 @@ import sys
 import uuid
 
 import pytest
+from streamk_run import run_args
 from test_fault_matrix import EVENTS, MODEL, N, _corrupt, _newest_files
 
 from streamk.cli.broker import create_topic
@@ -22,41 +23,21 @@ from streamk.snapshot import SnapshotStore
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
-def run(bootstrap, topic, store, *extra):
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamk.cli",
-        "run",
-        "--bootstrap-servers",
+def run(bootstrap, topic, store, **settings):
+    args = run_args(
         bootstrap,
-        "--topic",
         topic,
-        "--group",
         "cli-faults",
-        "--model-name",
-        MODEL,
-        "--snapshot-dir",
-        str(store),
-        "--snapshot-every",
-        "500",
-        "--max-records",
-        "500",
-        "--budget",
-        "300",
-        "--consolidate-every",
-        "700",
-        "--consolidate-window",
-        "300",
-        "--max-poll-interval-ms",
-        "3000",
-        "--session-timeout-ms",
-        "3000",
-        "--heartbeat-interval-ms",
-        "500",
-        "--quiet",
-        *extra,
-    ]
+        store,
+        model_name=MODEL,
+        snapshot_every=500,
+        max_records=500,
+        budget=300,
+        consolidate_every=700,
+        consolidate_window=300,
+        **settings,
+    )
+    cmd = [sys.executable, "-m", "streamk.cli", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 
@@ -81,11 +62,11 @@ def _learned(store):
 
 def test_truncated_newest_snapshot_is_relearned_and_said(kafka_broker, topic, tmp_path):
     b, store = kafka_broker.bootstrap_servers, tmp_path / "store"
-    first = run(b, topic, store, "--max-events", "2000")
+    first = run(b, topic, store, max_events=2000)
     assert first.returncode == 0, first.stderr[-2000:]
     (newest,) = _newest_files(store, 1)
     newest.write_bytes(newest.read_bytes()[:100])
-    second = run(b, topic, store, "--stop-when-idle", "2")
+    second = run(b, topic, store, stop_when_idle=2)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "WARNING" in second.stderr and newest.name in second.stderr
     assert "learned again" in second.stderr
@@ -95,10 +76,10 @@ def test_truncated_newest_snapshot_is_relearned_and_said(kafka_broker, topic, tm
 
 def test_all_corrupt_store_stops_with_the_remedy_then_starts_fresh(kafka_broker, topic, tmp_path):
     b, store = kafka_broker.bootstrap_servers, tmp_path / "store"
-    assert run(b, topic, store, "--max-events", "2000").returncode == 0
+    assert run(b, topic, store, max_events=2000).returncode == 0
     for path in _newest_files(store, 100):
         _corrupt(path)
-    stopped = run(b, topic, store, "--stop-when-idle", "2")
+    stopped = run(b, topic, store, stop_when_idle=2)
     assert stopped.returncode == 2
     assert "streamk snapshot reset" in stopped.stderr
     reset = subprocess.run(
@@ -109,7 +90,7 @@ def test_all_corrupt_store_stops_with_the_remedy_then_starts_fresh(kafka_broker,
         timeout=60,
     )
     assert reset.returncode == 0, reset.stderr
-    fresh = run(b, topic, store, "--stop-when-idle", "2")
+    fresh = run(b, topic, store, stop_when_idle=2)
     assert fresh.returncode == 0, fresh.stderr[-2000:]
     assert "starting a fresh model" in fresh.stderr
     assert _learned(store) == N  # the fresh model learned the whole stream, once

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 from kafka import KafkaProducer
+from streamk_run import run_args
 
 from streamk import RBF, KernelPerceptron, RemoveOldest
 from streamk.cli.broker import create_topic
@@ -41,39 +42,18 @@ def produce(bootstrap: str, topic: str, events, partitions: int = 1) -> None:
 
 
 def engine_cmd(bootstrap, topic, group, snapshot_dir, idle=4.0):
-    return [
-        sys.executable,
-        "-m",
-        "streamk.cli",
-        "run",
-        "--bootstrap-servers",
+    return [sys.executable, "-m", "streamk.cli"] + run_args(
         bootstrap,
-        "--topic",
         topic,
-        "--group",
         group,
-        "--snapshot-dir",
-        str(snapshot_dir),
-        "--snapshot-every",
-        "150",
-        "--max-records",
-        "50",
-        "--learner",
-        "perceptron",
-        "--kernel",
-        "rbf:0.5",
-        "--budget",
-        "80",
-        "--stop-when-idle",
-        str(idle),
-        "--max-poll-interval-ms",
-        "3000",
-        "--session-timeout-ms",
-        "3000",
-        "--heartbeat-interval-ms",
-        "500",
-        "--quiet",
-    ]
+        snapshot_dir,
+        snapshot_every=150,
+        max_records=50,
+        learner="perceptron",
+        kernel="rbf:0.5",
+        budget=80,
+        stop_when_idle=idle,
+    )
 
 
 @pytest.fixture

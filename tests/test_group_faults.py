@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from streamk_run import run_args
 from test_engine_crash import make_events, produce
 
 from streamk.snapshot import SnapshotStore
@@ -28,39 +29,21 @@ N, PARTS = 2400, 4
 KILLER = Path(__file__).parent / "helpers" / "kill_at_commit.py"
 
 
-def run_args(bootstrap, topic, store, model, idle=6.0, snapshot_topic=None):
+def worker_args(bootstrap, topic, store, model, idle=6.0, snapshot_topic=None):
     """``streamk run`` arguments; the group is named after the topic, so that no member
     left from another test's group (tansu keeps them a session timeout) assigns it."""
-    extra = [] if snapshot_topic is None else ["--snapshot-topic", snapshot_topic]
-    return [
-        "run",
-        "--bootstrap-servers",
+    return run_args(
         bootstrap,
-        "--topic",
         topic,
-        "--group",
         f"{topic}-group",
-        "--model-name",
-        model,
-        "--snapshot-dir",
-        str(store),
-        "--snapshot-every",
-        "150",
-        "--max-records",
-        "50",
-        "--budget",
-        "80",
-        "--stop-when-idle",
-        str(idle),
-        "--max-poll-interval-ms",
-        "3000",
-        "--session-timeout-ms",
-        "3000",
-        "--heartbeat-interval-ms",
-        "500",
-        "--quiet",
-        *extra,
-    ]
+        store,
+        model_name=model,
+        snapshot_every=150,
+        max_records=50,
+        budget=80,
+        stop_when_idle=idle,
+        snapshot_topic=snapshot_topic,
+    )
 
 
 def _start(args, kill_at=None):
@@ -98,20 +81,20 @@ def test_kill_between_snapshot_and_commit_leaves_no_overlap(
         snapshot_topic = f"{topic_name}-snapshots"
     procs = []
     try:
-        args_1 = run_args(bootstrap, topic_name, store_1, "w1", snapshot_topic=snapshot_topic)
+        args_1 = worker_args(bootstrap, topic_name, store_1, "w1", snapshot_topic=snapshot_topic)
         # w1 starts first, alone in the group, so it surely reaches its third commit (it
         # would race a second worker for the partitions otherwise); w2 joins as it dies.
         killed = _start(args_1, kill_at=3)
         procs.append(killed)
         assert killed.wait(timeout=120) == -9, killed.stderr.read().decode()[-2000:]
-        args_2 = run_args(
+        args_2 = worker_args(
             bootstrap, topic_name, store_2, "w2", idle=10.0, snapshot_topic=snapshot_topic
         )
         survivor = _start(args_2)
         procs.append(survivor)
         if restart:
             again = _start(
-                run_args(
+                worker_args(
                     bootstrap, topic_name, store_1, "w1", idle=10.0, snapshot_topic=snapshot_topic
                 )
             )
