@@ -98,7 +98,7 @@ DATASETS: dict[str, str] = {
     "Bananas": "shipped with river: 5,300 2-D points, two interleaved bananas (binary)",
     "Phishing": "shipped with river: 1,250 web pages, 9 features (binary)",
     "ImageSegments": "shipped with river: 2,310 image regions, 18 features, 7 classes",
-    "Shuttle": "shipped with river: 58,000 events, 9 features, 7 classes",
+    "Shuttle": "shipped with river: 49,097 events, 9 features (binary)",
     "TrumpApproval": "shipped with river: 1,001 days, 6 features (regression)",
     "Hyperplane": "synthetic: rotating hyperplane, 10 features (binary; use --n)",
     "SEA": "synthetic: SEA concepts, 3 features (binary; use --n)",
