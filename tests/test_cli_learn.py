@@ -185,3 +185,15 @@ def test_learn_help_lists_the_learners_and_the_scale_option():
     assert "--scale {standard,none}" in out
     run = streamk("learn", "Bananas", "--learner", "nosuch")
     assert run.returncode == 2 and "invalid choice" in run.stderr
+
+
+def test_learn_in_blocks_with_scaling_gives_the_per_event_figures():
+    # Friedman's features are keyed by integers, which river's StandardScaler.transform_many
+    # cannot turn into a frame; blocks must also score each event before learning it
+    one = json.loads(streamk("learn", "Friedman", "--n", "600", "--json").stdout)
+    run = streamk("learn", "Friedman", "--n", "600", "--batch-size", "128", "--json")
+    assert run.returncode == 0, run.stderr
+    blocks = json.loads(run.stdout)
+    assert blocks["metric"] == pytest.approx(one["metric"], rel=1e-9)
+    assert blocks["extra"]["R2"] == pytest.approx(one["extra"]["R2"], rel=1e-9)
+    assert blocks["n_support"] == one["n_support"]

@@ -51,10 +51,13 @@ def default_metric(model: base.Estimator) -> metrics.base.Metric:
 
 
 def final_step(model: Any) -> Any:
-    """The estimator at the end of a river pipeline (the model itself otherwise)."""
+    """The learner at the end of a river pipeline or inside a scaling wrapper (else the model)."""
     from river import compose
 
-    return model[-1] if isinstance(model, compose.Pipeline) else model
+    if isinstance(model, compose.Pipeline):
+        return model[-1]
+    inner = model.__dict__.get("model") if hasattr(model, "scaler_") else None
+    return inner if inner is not None else model
 
 
 def _support_size(model: Any) -> int:

@@ -3,10 +3,10 @@
 The task comes from the data: river's task tag for a named data set, the target column's
 values for a CSV file (:func:`streamk.engine.registry.csv_task`). Classification is scored
 by accuracy, regression by MAE and R²; without ``--learner`` the task's default learner is
-used (``perceptron`` or ``svr``). Features are standardised on-line in front of the learner
-(river's ``StandardScaler``) unless ``--scale none``: ``gamma="auto"`` is one width for every
-feature, so one feature in large units (Agrawal's salary, TrumpApproval's ordinal date)
-would otherwise decide every kernel value.
+used (``perceptron`` or ``svr``). Features are standardised on-line in front of the
+learner (as river's ``StandardScaler`` does) unless ``--scale none``: ``gamma="auto"`` is
+one width for every feature, so one feature in large units (Agrawal's salary,
+TrumpApproval's ordinal date) would otherwise decide every kernel value.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
         "--scale",
         choices=SCALES,
         default="standard",
-        help="standard: standardise each feature on-line (river's StandardScaler) in front of "
+        help="standard: standardise each feature on-line (as river's StandardScaler) in front of "
         "the learner; none: raw features (default: standard)",
     )
     learn.add_argument(
@@ -94,11 +94,17 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
 
 
 def build_model(learner: Any, scale: str) -> Any:
-    """``learner`` with the ``scale`` choice in front: a river pipeline, or the learner."""
-    from river import preprocessing
+    """``learner`` with the ``scale`` choice in front.
 
+    ``standard`` wraps it in :func:`streamk.learners.scaling.standard_scaled`, which learns and
+    predicts exactly as river's ``StandardScaler() | learner`` (tests/test_scaling.py), also
+    in blocks: river's ``StandardScaler.transform_many`` fails on integer column names
+    (Friedman's), and its ``learn_many`` standardises a block with the whole block's statistics.
+    """
     if scale == "standard":
-        return preprocessing.StandardScaler() | learner
+        from ..learners.scaling import standard_scaled
+
+        return standard_scaled(learner)
     return learner
 
 
