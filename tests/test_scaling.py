@@ -58,7 +58,7 @@ def test_blocks_learn_the_same_model_as_events(make, stream):
     assert got == expected
     probe = pd.DataFrame([x for x, _ in events[:50]])
     assert one.predict_many(probe).tolist() == pytest.approx(many.predict_many(probe).tolist())
-    np.testing.assert_allclose(one.support_.coef, many.support_.coef, atol=1e-9)
+    np.testing.assert_allclose(one.model.support_.coef, many.model.support_.coef, atol=1e-9)
 
 
 @pytest.mark.parametrize("make, stream", _streams(), ids=["perceptron", "svr"])
@@ -125,3 +125,11 @@ def test_engine_restart_restores_the_scaler_with_the_model(tmp_path, stop_at):
         assert second.model.predict_proba_one(x) == pytest.approx(
             reference.predict_proba_one(x), abs=1e-9
         )
+
+
+def test_consolidation_refuses_a_scaled_learner_with_a_clear_error():
+    # the consolidation window holds raw rows: solving on them would mix scales
+    from streamk.consolidation import Consolidated
+
+    with pytest.raises(ConfigError, match="kernel learner"):
+        Consolidated(standard_scaled(KernelPerceptron(budget=50)), every=100)

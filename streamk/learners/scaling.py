@@ -174,7 +174,8 @@ class _StandardScaled:
         return out
 
 
-_FORWARDED = {"n_support", "n_learned", "support_", "kernel_", "n_updates", "classes_"}
+# not support_: consolidation must refuse a scaled learner (its window holds raw rows)
+_FORWARDED = {"n_support", "n_learned", "kernel_", "n_updates", "classes_"}
 
 
 class StandardScaledClassifier(_StandardScaled, base.MiniBatchClassifier):
