@@ -75,7 +75,9 @@ def test_fit_matches_scipy_qp(eps, C):
     X, y = _data(0)
     # without a box the tube is the only regulariser: keep K well conditioned (book, §7.4)
     kernel = RBF(gamma=0.5 if math.isfinite(C) else 3.0)
-    model = OnlineSVR(kernel=kernel, epsilon=eps, C=C).fit(X, y, max_epochs=50000, tol=1e-10)
+    model = OnlineSVR(kernel=kernel, epsilon=eps, C=C, offset=0.0).fit(
+        X, y, max_epochs=50000, tol=1e-10
+    )
     K = kernel.gram(X, X)
     beta = _beta_of(model, X)
     b_qp, w_qp = _qp_oracle(K, y, eps, C)
@@ -91,13 +93,14 @@ def test_fit_matches_scipy_qp(eps, C):
 
 def test_book_oracle_9_one_point():
     # kappa = 1, y = 3, eps = 0.5: alpha = 2.5 (the residual is then exactly eps)
-    model = OnlineSVR(kernel=RBF(gamma=1.0), epsilon=0.5)
+    book = dict(kernel=RBF(gamma=1.0), epsilon=0.5, C=math.inf, offset=0.0)
+    model = OnlineSVR(**book)
     model.learn_one({"x": 0.7}, 3.0)
     assert model.support_.coef[0, 0] == pytest.approx(2.5)
     assert model.predict_one({"x": 0.7}) == pytest.approx(2.5)
-    fitted = OnlineSVR(kernel=RBF(gamma=1.0), epsilon=0.5).fit(np.array([[0.7]]), [3.0])
+    fitted = OnlineSVR(**book).fit(np.array([[0.7]]), [3.0])
     assert fitted.support_.coef[0, 0] == pytest.approx(2.5)
-    boxed = OnlineSVR(kernel=RBF(gamma=1.0), epsilon=0.5, C=1.0)
+    boxed = OnlineSVR(**{**book, "C": 1.0})
     boxed.learn_one({"x": 0.7}, 3.0)
     assert boxed.support_.coef[0, 0] == pytest.approx(1.0)
 
@@ -105,7 +108,7 @@ def test_book_oracle_9_one_point():
 @pytest.mark.parametrize("resweeps", [0, 2])
 def test_examples_inside_the_tube_change_nothing(resweeps):
     X, y = _data(2, m=30)
-    model = OnlineSVR(kernel=RBF(gamma=0.5), epsilon=0.2, C=5.0, resweeps=resweeps)
+    model = OnlineSVR(kernel=RBF(gamma=0.5), epsilon=0.2, C=5.0, resweeps=resweeps, offset=0.0)
     for x, target in zip(_dicts(X), y):
         model.learn_one(x, target)
     if resweeps:  # settle, so a resweep after a tube event has nothing left to do
@@ -160,7 +163,7 @@ def test_learn_one_matches_plain_online_loop(eps, C, resweeps):
     X, y = _data(3, m=35)
     y[::4] *= -2.0  # rough targets, so coefficients overshoot and cross zero
     kernel = RBF(gamma=0.8)
-    model = OnlineSVR(kernel=kernel, epsilon=eps, C=C, resweeps=resweeps)
+    model = OnlineSVR(kernel=kernel, epsilon=eps, C=C, resweeps=resweeps, offset=0.0)
     for x, target in zip(_dicts(X), y):
         model.learn_one(x, float(target))
     expected, crossings = _plain_online(X, y, kernel, eps, C, resweeps)
@@ -177,7 +180,7 @@ def test_zero_crossing_stops_at_zero():
     # Linear kernel, eps = 0. x1 = 1, y1 = 1: alpha_1 = 1. x2 = 2, y2 = 10: f = 2, alpha_2 = 2,
     # so f(x1) = 5. Resweep: alpha_1 + (1 - 5) = -3 crosses zero -> stops at 0 (and leaves);
     # then alpha_2 + (10 - 8) / 4 = 2.5. Without the rule alpha_1 = -3 and alpha_2 = 4.
-    model = OnlineSVR(kernel=Linear(), epsilon=0.0, resweeps=1)
+    model = OnlineSVR(kernel=Linear(), epsilon=0.0, C=math.inf, resweeps=1, offset=0.0)
     model.learn_one({"x": 1.0}, 1.0)
     model.learn_one({"x": 2.0}, 10.0)
     assert model.n_support == 1
@@ -192,10 +195,13 @@ def test_zero_crossing_stops_at_zero():
     blocks=st.lists(st.integers(1, 12), min_size=1, max_size=6),
     budget=st.sampled_from([None, 4, 10]),
     resweeps=st.sampled_from([0, 1]),
+    auto=st.booleans(),
 )
-def test_learn_many_equals_learn_one(seed, blocks, budget, resweeps):
+def test_learn_many_equals_learn_one(seed, blocks, budget, resweeps, auto):
     X, y = _data(seed, m=sum(blocks), d=3)
     params = dict(kernel=RBF(gamma=0.4), epsilon=0.05, C=3.0, resweeps=resweeps)
+    if auto:  # the defaults: epsilon, C and the offset follow the target's running statistics
+        params = dict(kernel=RBF(gamma=0.4), resweeps=resweeps)
     if budget is not None:
         params["budget"] = RemoveOldest(budget)
     one, many = OnlineSVR(**params), OnlineSVR(**params)
@@ -300,3 +306,138 @@ def test_every_budget_policy_bounds_the_set_and_keeps_learn_many_exact(policy, r
     assert np.array_equal(one.support_.ids, many.support_.ids)
     assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
     assert np.mean(np.abs(one.predict_many(X) - y)) < np.mean(np.abs(y))
+
+
+# -- scale-aware defaults (issue 19) -----------------------------------------------------------
+def _plain_auto_online(X, y, kernel):
+    """The documented defaults with loops: before event i's step the offset is the mean of
+    y[0..i], epsilon 0.1 and C 1.0 times their (population) standard deviation."""
+    sv: list[int] = []
+    alpha: dict[int, float] = {}
+
+    def k(a, b):
+        return float(kernel.gram(X[a][None, :], X[b][None, :])[0, 0])
+
+    predictions = []
+    for i in range(len(X)):
+        f = sum(alpha[j] * k(j, i) for j in sv)
+        offset_before = float(np.mean(y[:i])) if i else 0.0
+        predictions.append(offset_before + f)
+        seen = y[: i + 1]
+        offset, spread = float(np.mean(seen)), float(np.std(seen))
+        eps, C = 0.1 * spread, 1.0 * spread
+        r = y[i] - offset - f
+        a = min(max(math.copysign(max(abs(r) - eps, 0.0), r) / k(i, i), -C), C)
+        if a != 0.0:
+            sv.append(i)
+            alpha[i] = a
+    return alpha, predictions
+
+
+def test_defaults_follow_the_targets_running_mean_and_spread():
+    X, y = _data(11, m=60)
+    y = 50.0 + 8.0 * y  # far from 0 and wider than 1: the defaults must follow the target
+    kernel = RBF(gamma=0.7)
+    model = OnlineSVR(kernel=kernel)
+    predictions = []
+    for x, target in zip(_dicts(X), y):
+        predictions.append(model.predict_one(x))
+        model.learn_one(x, float(target))
+    expected, expected_predictions = _plain_auto_online(X, y, kernel)
+    assert np.allclose(predictions, expected_predictions, atol=1e-9)
+    S = model.support_
+    order = np.argsort(S.ids)
+    assert np.allclose(S.coef[order, 0], list(expected.values()), atol=1e-10)
+    assert model.offset_ == pytest.approx(y.mean())
+    assert model.epsilon_ == pytest.approx(0.1 * y.std())
+    assert model.C_ == pytest.approx(y.std())
+
+
+def test_resolved_defaults_survive_state_and_snapshots():
+    from streamk.snapshot import dumps, loads
+
+    X, y = _data(12, m=90)
+    y = 20.0 - 3.0 * y
+    model = OnlineSVR(budget=30, resweeps=1)
+    for x, target in zip(_dicts(X[:60]), y[:60]):
+        model.learn_one(x, float(target))
+    state = model.state()
+    assert state["target_stats"][0] == 60
+    clones = [OnlineSVR.from_state(state), loads(dumps(model)).model]
+    for clone in clones:
+        resolved = (clone.epsilon_, clone.C_, clone.offset_)
+        assert resolved == (model.epsilon_, model.C_, model.offset_)
+        assert np.allclose(clone.predict_many(X), model.predict_many(X), atol=1e-12)
+    for x, target in zip(_dicts(X[60:]), y[60:]):
+        for m in [model, *clones]:
+            m.learn_one(x, float(target))
+    assert model.offset_ == pytest.approx(y.mean())
+    for clone in clones:
+        assert np.allclose(clone.predict_many(X), model.predict_many(X), atol=1e-12)
+
+
+def test_fit_with_defaults_centres_and_scales_like_the_book_on_standardised_targets():
+    X, y = _data(13, m=50)
+    y = 100.0 + 5.0 * y
+    kernel = RBF(gamma=0.5)
+    model = OnlineSVR(kernel=kernel).fit(X, y, max_epochs=50000, tol=1e-10)
+    # the same problem in standardised units, with the book's no-bias parameters
+    ys = (y - y.mean()) / y.std()
+    book = OnlineSVR(kernel=kernel, epsilon=0.1, C=1.0, offset=0.0).fit(
+        X, ys, max_epochs=50000, tol=1e-10
+    )
+    Xt, _ = _data(14, m=30)
+    expected = y.mean() + y.std() * book.predict_many(Xt).to_numpy()
+    assert np.allclose(model.predict_many(Xt).to_numpy(), expected, atol=1e-6)
+
+
+def _prequential_mae(model, stream):
+    errors = []
+    for x, y in stream:
+        errors.append(abs(y - model.predict_one(x)))
+        model.learn_one(x, y)
+    return float(np.mean(errors))
+
+
+def _running_mean_mae(stream):
+    """Predict the mean of the targets seen so far (0 before any), computed plainly."""
+    total, n, errors = 0.0, 0, []
+    for _, y in stream:
+        errors.append(abs(y - (total / n if n else 0.0)))
+        total += y
+        n += 1
+    return float(np.mean(errors))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["TrumpApproval", "Friedman", "Planes2D"],
+)
+def test_defaults_beat_the_running_mean_and_river_linear_regression(name):
+    from river import datasets, linear_model, preprocessing
+    from river.datasets import synth
+
+    def stream():
+        if name == "TrumpApproval":
+            return list(datasets.TrumpApproval())
+        if name == "Friedman":
+            return list(synth.Friedman(seed=7).take(1500))
+        return list(synth.Planes2D(seed=7).take(1500))
+
+    svr = _prequential_mae(OnlineSVR(), stream())
+    mean = _running_mean_mae(stream())
+    linear = _prequential_mae(
+        preprocessing.StandardScaler() | linear_model.LinearRegression(), stream()
+    )
+    assert svr < 0.8 * mean
+    assert svr < linear
+
+
+def test_river_check_estimator_with_defaults(river_checks):
+    assert river_checks(OnlineSVR()) > 15
+
+
+@pytest.mark.parametrize("params", [{"offset": "median"}, {"offset": math.nan}, {"C": "big"}])
+def test_bad_offset_or_auto_text_raises_config_error(params):
+    with pytest.raises(ConfigError):
+        OnlineSVR(**params)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from river import base, metrics
 
-__all__ = ["PrequentialResult", "prequential", "default_metric"]
+__all__ = ["PrequentialResult", "prequential", "default_metric", "final_step"]
 
 
 @dataclass
@@ -32,6 +32,8 @@ class PrequentialResult:
     n_support: int
     memory_bytes: int
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    #: further metrics updated alongside (name -> final value), e.g. ``{"R2": 0.93}``
+    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def events_per_second(self) -> float:
@@ -48,8 +50,18 @@ def default_metric(model: base.Estimator) -> metrics.base.Metric:
     return metrics.MAE() if isinstance(model, base.Regressor) else metrics.Accuracy()
 
 
+def final_step(model: Any) -> Any:
+    """The learner at the end of a river pipeline or inside a scaling wrapper (else the model)."""
+    from river import compose
+
+    if isinstance(model, compose.Pipeline):
+        return model[-1]
+    inner = model.__dict__.get("model") if hasattr(model, "scaler_") else None
+    return inner if inner is not None else model
+
+
 def _support_size(model: Any) -> int:
-    return int(getattr(model, "n_support", 0))
+    return int(getattr(final_step(model), "n_support", 0))
 
 
 def prequential(
@@ -61,6 +73,7 @@ def prequential(
     limit: int | None = None,
     every: float = 1.0,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    extra: Sequence[metrics.base.Metric] = (),
 ) -> PrequentialResult:
     """Run test-then-train over ``stream`` and return the final figures.
 
@@ -74,10 +87,13 @@ def prequential(
         Seconds between progress callbacks (and checkpoints).
     on_progress
         Called with a dict (events, events/s, metric, support size) every ``every`` s.
+    extra
+        Further metrics updated with the same predictions (reported in ``extra``).
     """
     import pandas as pd
 
     metric = metric or default_metric(model)
+    scored = [metric, *extra]
     stream = itertools.islice(stream, limit) if limit is not None else iter(stream)
     n = 0
     start = last = time.perf_counter()
@@ -98,7 +114,8 @@ def prequential(
     if batch_size <= 1:
         for x, y in stream:
             if (y_pred := model.predict_one(x)) is not None:  # as river: no guess, no score
-                metric.update(y, y_pred)
+                for m in scored:
+                    m.update(y, y_pred)
             model.learn_one(x, y)
             n += 1
             if n % 64 == 0 and (now := time.perf_counter()) - last >= every:
@@ -118,7 +135,8 @@ def prequential(
                 model.learn_many(X, pd.Series(ys, dtype=object))
             for y, p in zip(ys, predictions):
                 if p is not None:
-                    metric.update(y, p)
+                    for m in scored:
+                        m.update(y, p)
             n += len(chunk)
             if (now := time.perf_counter()) - last >= every:
                 last = now
@@ -131,6 +149,7 @@ def prequential(
         n_events=n,
         seconds=seconds,
         n_support=_support_size(model),
-        memory_bytes=int(getattr(model, "_raw_memory_usage", 0)),
+        memory_bytes=int(getattr(final_step(model), "_raw_memory_usage", 0)),
         checkpoints=checkpoints,
+        extra={type(m).__name__: float(m.get()) for m in extra},
     )

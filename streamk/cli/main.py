@@ -18,7 +18,7 @@ from .._version import __version__
 from ..errors import StreamkError
 from .broker import cmd_broker
 from .demo import cmd_demo
-from .learn import LEARN_EXAMPLES, cmd_learn
+from .learn import add_learn_parser
 from .replay import REPLAY_EXAMPLES, cmd_replay
 from .run import RUN_EXAMPLES, cmd_run
 
@@ -88,43 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quiet", action="store_true", help="no progress display")
     demo.set_defaults(func=cmd_demo)
 
-    learn = sub.add_parser(
-        "learn",
-        help="prequential evaluation of a learner on a data set or CSV file",
-        description=cmd_learn.__doc__,
-        epilog=LEARN_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    learn.add_argument(
-        "dataset",
-        help="a data set name (Bananas, Phishing, ImageSegments, "
-        "Shuttle, TrumpApproval, Hyperplane, SEA, Agrawal, Friedman) or a CSV path",
-    )
-    learn.add_argument("--learner", default="perceptron", help="learner name (default: perceptron)")
-    learn.add_argument(
-        "--kernel",
-        help="e.g. rbf, rbf:0.5, rbf:2+bias, linear, poly:3, laplacian "
-        "(default: the learner's, RBF with gamma=auto)",
-    )
-    learn.add_argument("--budget", type=int, help="maximum number of support vectors")
-    learn.add_argument(
-        "--policy",
-        default="RemoveOldest",
-        help="budget policy used with --budget (default: RemoveOldest)",
-    )
-    learn.add_argument(
-        "--batch-size",
-        type=int,
-        default=1,
-        help="events per predict_many/learn_many block (default: 1)",
-    )
-    learn.add_argument("--limit", type=int, help="stop after this many events")
-    learn.add_argument("--n", type=int, help="length of a synthetic stream (default 20,000)")
-    learn.add_argument("--target", help="CSV target column (default: the last one)")
-    learn.add_argument("--every", type=float, default=1.0, help="seconds between progress lines")
-    learn.add_argument("--json", action="store_true", help="print the result as JSON")
-    learn.add_argument("--quiet", action="store_true", help="no progress display")
-    learn.set_defaults(func=cmd_learn)
+    add_learn_parser(sub)
 
     replay = sub.add_parser(
         "replay",

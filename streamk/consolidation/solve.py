@@ -166,14 +166,16 @@ def solve_learner(
         b0 = np.concatenate(
             [coef_s[keep_s, 0], np.where(src >= 0, coef_s[np.maximum(src, 0), 0], 0)]
         )
-        box = learner.C if math.isfinite(learner.C) else C
+        # the resolved values: "auto" epsilon/C and the "mean" offset follow the target
+        learner_C, offset = learner.C_, learner.offset_
+        box = learner_C if math.isfinite(learner_C) else C
         extra_rows["sv_target"] = y
-        has_box = math.isfinite(learner.C)
+        has_box = math.isfinite(learner_C)
 
         def solve_rows(use: np.ndarray, warm: np.ndarray) -> np.ndarray:
             ok = np.flatnonzero(use & ~np.isnan(y))
             r = svr_dual_no_bias(
-                K[np.ix_(ok, ok)], y[ok], learner.epsilon, box, warm[ok, 0], tol=tol,
+                K[np.ix_(ok, ok)], y[ok] - offset, learner.epsilon_, box, warm[ok, 0], tol=tol,
                 max_epochs=max_epochs,
             )  # fmt: skip
             out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status

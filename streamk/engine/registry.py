@@ -7,7 +7,20 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["LEARNERS", "learner_class", "build_learner", "DATASETS", "load_dataset"]
+__all__ = [
+    "LEARNERS",
+    "LEARNER_TASKS",
+    "learner_class",
+    "build_learner",
+    "choose_learner",
+    "DATASETS",
+    "load_dataset",
+    "dataset_task",
+    "iter_csv",
+    "csv_task",
+]
+
+CLASSIFICATION, REGRESSION = "classification", "regression"
 
 #: learner name -> "module:Class" (imported only when used)
 LEARNERS: dict[str, str] = {
@@ -17,6 +30,36 @@ LEARNERS: dict[str, str] = {
     "svr": "streamk.learners.svr:OnlineSVR",
     "ranker": "streamk.learners.ranking:OnlineRanker",
 }
+
+#: learner name -> the task it learns (a ranker learns ordinal labels: a classification data set)
+LEARNER_TASKS: dict[str, str] = {
+    "perceptron": CLASSIFICATION,
+    "margin-perceptron": CLASSIFICATION,
+    "adatron": CLASSIFICATION,
+    "svr": REGRESSION,
+    "ranker": CLASSIFICATION,
+}
+
+#: task -> the learner ``streamk learn`` uses when ``--learner`` is not given
+DEFAULT_LEARNERS: dict[str, str] = {CLASSIFICATION: "perceptron", REGRESSION: "svr"}
+
+
+def choose_learner(task: str, name: str | None = None) -> str:
+    """The learner for a data set's ``task``: ``name`` if it fits, the task's default if None.
+
+    A classifier on regression targets would count exact matches of real numbers (issue 19:
+    "accuracy 0.1020" on TrumpApproval), so a mismatch is a clear error, not a silent figure.
+    """
+    if name is None:
+        return DEFAULT_LEARNERS[task]
+    learner_class(name)  # unknown names fail here, with the list
+    if LEARNER_TASKS[name] != task:
+        fits = sorted(k for k, v in LEARNER_TASKS.items() if v == task)
+        raise ConfigError(
+            f"learner {name!r} learns {LEARNER_TASKS[name]} but the data set's target is for "
+            f"{task}; choose one of {fits} (or leave out --learner)"
+        )
+    return name
 
 
 def learner_class(name: str) -> type:
@@ -55,7 +98,7 @@ DATASETS: dict[str, str] = {
     "Bananas": "shipped with river: 5,300 2-D points, two interleaved bananas (binary)",
     "Phishing": "shipped with river: 1,250 web pages, 9 features (binary)",
     "ImageSegments": "shipped with river: 2,310 image regions, 18 features, 7 classes",
-    "Shuttle": "shipped with river: 58,000 events, 9 features, 7 classes",
+    "Shuttle": "shipped with river: 49,097 events, 9 features (binary)",
     "TrumpApproval": "shipped with river: 1,001 days, 6 features (regression)",
     "Hyperplane": "synthetic: rotating hyperplane, 10 features (binary; use --n)",
     "SEA": "synthetic: SEA concepts, 3 features (binary; use --n)",
@@ -64,22 +107,21 @@ DATASETS: dict[str, str] = {
 }
 
 
-def load_dataset(name: str, n: int | None = None, seed: int = 42) -> Any:
-    """An iterable of ``(x, y)`` for a name in :data:`DATASETS` (synthetic ones need ``n``)."""
+def _river_dataset(name: str, seed: int) -> tuple[Any, bool]:
+    """river's data set object for a name in :data:`DATASETS` and whether it is synthetic."""
     from river import datasets
     from river.datasets import synth
 
-    n_synth = n or 20_000
     factories = {
         "Bananas": lambda: datasets.Bananas(),
         "Phishing": lambda: datasets.Phishing(),
         "ImageSegments": lambda: datasets.ImageSegments(),
         "Shuttle": lambda: datasets.Shuttle(),
         "TrumpApproval": lambda: datasets.TrumpApproval(),
-        "Hyperplane": lambda: synth.Hyperplane(seed=seed, n_features=10).take(n_synth),
-        "SEA": lambda: synth.SEA(seed=seed).take(n_synth),
-        "Agrawal": lambda: synth.Agrawal(seed=seed).take(n_synth),
-        "Friedman": lambda: synth.Friedman(seed=seed).take(n_synth),
+        "Hyperplane": lambda: synth.Hyperplane(seed=seed, n_features=10),
+        "SEA": lambda: synth.SEA(seed=seed),
+        "Agrawal": lambda: synth.Agrawal(seed=seed),
+        "Friedman": lambda: synth.Friedman(seed=seed),
     }
     matches = [k for k in factories if k.lower() == name.lower()]
     if not matches:
@@ -87,7 +129,39 @@ def load_dataset(name: str, n: int | None = None, seed: int = 42) -> Any:
             f"unknown data set {name!r}; choose one of {sorted(factories)} "
             "or give the path of a CSV file"
         )
-    return factories[matches[0]]()
+    data = factories[matches[0]]()
+    return data, isinstance(data, datasets.base.SyntheticDataset)
+
+
+def load_dataset(name: str, n: int | None = None, seed: int = 42) -> Any:
+    """An iterable of ``(x, y)`` for a name in :data:`DATASETS` (synthetic ones need ``n``)."""
+    data, synthetic = _river_dataset(name, seed)
+    return data.take(n or 20_000) if synthetic else data
+
+
+def dataset_task(name: str) -> str:
+    """``"regression"`` or ``"classification"``, from river's task tag of the data set."""
+    from river.datasets import base
+
+    data, _ = _river_dataset(name, seed=0)
+    return REGRESSION if data.task == base.REG else CLASSIFICATION
+
+
+def csv_task(path: str, target: str | None = None, peek: int = 1000) -> str:
+    """The task a CSV file's target asks for, from its first ``peek`` values.
+
+    Text or a non-integral number means classification or regression respectively; if
+    every value is an integer, more than 20 distinct values means regression (counts,
+    amounts), otherwise classification (class codes).
+    """
+    import itertools
+
+    values = [y for _, y in itertools.islice(iter_csv(path, target), peek)]
+    if any(isinstance(v, str) for v in values):
+        return CLASSIFICATION
+    if any(isinstance(v, float) for v in values):
+        return REGRESSION
+    return REGRESSION if len(set(values)) > 20 else CLASSIFICATION
 
 
 def iter_csv(path: str, target: str | None = None):

@@ -19,6 +19,8 @@ CLASSES: dict[str, str] = {
     "OnlineRanker": "streamk.learners.ranking:OnlineRanker",
     "KernelNovelty": "streamk.learners.novelty:KernelNovelty",
     "MarginPerceptron": "streamk.learners.budgeted:MarginPerceptron",
+    "StandardScaledClassifier": "streamk.learners.scaling:StandardScaledClassifier",
+    "StandardScaledRegressor": "streamk.learners.scaling:StandardScaledRegressor",
 }
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
