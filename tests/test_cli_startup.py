@@ -49,7 +49,8 @@ def test_replay_says_fresh_then_restored(tmp_path):
     seq = json.loads(first.stdout)["seq"]
     second = streamk("replay", str(log), "--snapshot-dir", str(snaps), "--json")
     assert second.returncode == 0, second.stderr
-    assert f"restored seq {seq} (KernelPerceptron)" in second.stderr
+    # scale = auto standardises a classifier's features: the wrapper and the learner
+    assert f"restored seq {seq} (StandardScaledClassifier(KernelPerceptron))" in second.stderr
     assert "offsets 0:300" in second.stderr
     assert json.loads(second.stdout)["learned"] == 0
 

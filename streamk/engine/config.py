@@ -89,6 +89,14 @@ DEFAULTS: dict[str, Option] = {
     "kernel": Option("rbf", str, "rbf[:gamma], laplacian[:gamma], linear, poly[:d], +bias"),
     "budget": Option(500, int, "maximum support vectors (0: unbounded)", low=0, high=10_000_000),
     "policy": Option("RemoveOldest", str, "budget policy class name"),
+    "scale": Option(
+        "auto",
+        str,
+        "on-line feature standardisation in front of the learner, kept in its snapshots: "
+        "standard, none, or auto (standard for a classifier or regressor without "
+        "consolidation, whose window holds raw rows; none otherwise)",
+        choices=("auto", "standard", "none"),
+    ),
     "consolidate_every": Option(
         0,
         int,
@@ -250,6 +258,11 @@ def _check(config: dict[str, Any]) -> None:
         )
         if bad:
             raise ConfigError(f"{key} must be {opt.accepted()}, got {value!r}")
+    if config["scale"] == "standard" and config["consolidate_every"]:
+        raise ConfigError(
+            "scale = standard cannot be combined with consolidate_every: consolidation "
+            "re-solves on raw rows; set scale = none (or auto) to consolidate"
+        )
     directory = Path(config["snapshot_dir"])
     if directory.exists() and not directory.is_dir():
         raise ConfigError(

@@ -218,7 +218,7 @@ class Engine:
             self._durable = dict(self.positions)
             self.restored = {
                 "seq": snap.seq,
-                "class": type(snap.model).__name__,
+                "class": _model_name(snap.model),
                 "offsets": dict(self.positions),
             }
             log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
@@ -606,6 +606,15 @@ class Engine:
 
 _REJECTED = object()
 _OFFSET = attrgetter("offset")
+
+
+def _model_name(model: Any) -> str:
+    """The class names of a model and the learners it wraps: ``Outer(Inner)``."""
+    inner = getattr(model, "_wrapped_model", None)
+    if inner is None and hasattr(getattr(model, "model", None), "learn_one"):
+        inner = model.model  # e.g. the feature standardiser in front of a learner
+    name = type(model).__name__
+    return name if inner is None or inner is model else f"{name}({_model_name(inner)})"
 
 
 def _committed_pairs(committed: dict[int, Any]) -> dict[int, tuple[int, str | None]]:

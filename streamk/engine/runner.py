@@ -37,10 +37,28 @@ def model_factory(config: dict[str, Any]) -> Callable[[], Any]:
         learner = build_learner(
             config["learner"], config["kernel"], config["budget"], config["policy"]
         )
+        if scaling(config, learner) == "standard":
+            from ..learners.scaling import standard_scaled
+
+            learner = standard_scaled(learner)
         return consolidated(config)(learner)
 
     build()  # fail at start-up, not at the first event
     return build
+
+
+def scaling(config: dict[str, Any], learner: Any) -> str:
+    """``standard`` or ``none``: the ``scale`` key, with ``auto`` resolved for ``learner``.
+
+    ``auto`` standardises a classifier or regressor unless consolidation is on (its
+    window holds raw rows); rankers and novelty detectors are left as they are.
+    """
+    from river import base
+
+    if config["scale"] != "auto":
+        return config["scale"]
+    plain = isinstance(learner, base.Classifier | base.Regressor)
+    return "standard" if plain and not config["consolidate_every"] else "none"
 
 
 def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
