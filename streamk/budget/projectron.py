@@ -176,7 +176,9 @@ class Projectron(BudgetPolicy):
         if not state:
             return
         P = np.asarray(state["P"], dtype=np.float64)
-        n = P.shape[0]
+        n = P.shape[0] if P.ndim == 2 else -1
+        if n < 0 or P.shape[1] != n or len(state["ids"]) != n:  # checked before allocating
+            raise ValueError(f"inverse Gram must be n x n with n ids, got {P.shape}")
         self._P = np.zeros((max(n, 1), max(n, 1)))
         self._P[:n, :n] = P
         self._ids = np.asarray(state["ids"], dtype=np.int64).copy()

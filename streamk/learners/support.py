@@ -404,11 +404,22 @@ class SupportSet:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SupportSet:
+        """Rebuild from :meth:`state`; shapes are checked before anything is allocated.
+
+        Snapshot loading has already bounded what these shapes imply
+        (``streamk.snapshot.implied``); the checks here keep direct callers from
+        building a set whose buffers disagree.
+        """
         X = np.asarray(state["X"], dtype=np.float64)
         coef = np.asarray(state["coef"], dtype=np.float64)
+        if X.ndim != 2 or coef.ndim != 2:
+            raise ValueError("support-set state needs 2-D X and coef")
         n = X.shape[0]
-        if X.ndim != 2 or coef.ndim != 2 or coef.shape[0] != n or len(state["ids"]) != n:
-            raise ValueError("support-set state has inconsistent shapes")
+        if coef.shape[0] != n or len(state["ids"]) != n or (n and coef.shape[1] < 1):
+            raise ValueError(
+                f"support-set state has inconsistent shapes: X {X.shape}, coef {coef.shape}, "
+                f"{len(state['ids'])} ids"
+            )
         s = cls(kernel_from_spec(state["kernel"]), coef.shape[1], bool(state["keep_gram"]), n)
         s._grow_width(X.shape[1])
         s._X[:n, : X.shape[1]] = X

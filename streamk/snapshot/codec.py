@@ -153,12 +153,22 @@ def _array_from_plain(obj: dict, path: str, limits: Limits) -> np.ndarray:
             f"{path}: array shape must be a list of at most {limits.max_ndim} ints"
         )
     count = 1
+    declared = 1  # product of the non-zero dims: what an empty array still declares
     for dim in shape:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
             raise CorruptSnapshot(f"{path}: array shape {shape!r} has a negative or non-int dim")
-        if dim > limits.max_array_elements:
-            raise CorruptSnapshot(f"{path}: array dim {dim} exceeds max_array_elements")
+        if dim > limits.max_dim:
+            raise CorruptSnapshot(
+                f"{path}: array dim {dim} exceeds max(max_support, max_features)="
+                f"{limits.max_dim}; raise those Limits if this snapshot is trusted"
+            )
         count *= dim
+        declared *= max(dim, 1)
+        if declared > limits.max_array_elements:
+            raise CorruptSnapshot(
+                f"{path}: array shape {shape!r} declares more than "
+                f"max_array_elements={limits.max_array_elements} elements"
+            )
     if count > limits.max_array_elements:
         raise CorruptSnapshot(
             f"{path}: array of {count} elements exceeds "

@@ -15,6 +15,7 @@ import msgpack
 from .._version import __version__
 from ..errors import SnapshotError
 from .codec import as_bytes, from_plain, to_plain, unpack
+from .implied import check_implied
 from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits
 from .registry import class_name_of, resolve_class
 
@@ -148,7 +149,9 @@ def loads(
 
     Order: total size; envelope (pre-scanned, then msgpack with limits); format and
     version; SHA-256 of the body; body (pre-scanned, then msgpack with limits);
-    schema and arrays; class from the allow-list; ``cls.from_state(state)``.
+    schema and arrays; what rebuilding implies (support size, features, outputs,
+    Gram and total bytes; see :mod:`.implied`); class from the allow-list;
+    ``cls.from_state(state)``.
     Nothing executes on load but the registered class's import and ``from_state``.
 
     Parameters
@@ -171,6 +174,7 @@ def loads(
     tree = unpack(body, limits, "body")
     del body
     snap = _parse_body(tree, limits)
+    check_implied(snap.state, limits)
     snap = replace(snap, checksum=checksum, size=size)
     if build:
         snap.model = _build(snap.class_name, snap.state)
@@ -180,9 +184,13 @@ def loads(
 def verify_bytes(
     data: bytes | bytearray | memoryview, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[bool, str]:
-    """Check envelope, checksum, body and schema (not the learner): ``(ok, reason)``."""
+    """Run exactly the validation of :func:`loads`, rebuilding the learner: ``(ok, reason)``.
+
+    ``streamk snapshot verify`` uses this, so it accepts a file exactly when
+    ``loads`` (and so the engine) would.
+    """
     try:
-        loads(data, limits, build=False)
+        loads(data, limits, build=True)
     except SnapshotError as exc:
         return False, str(exc)
     return True, "ok"

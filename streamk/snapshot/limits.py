@@ -48,6 +48,27 @@ class Limits:
         Most elements in one NumPy array (product of its shape). Default 2**28.
     max_ndim
         Most dimensions of one NumPy array. Default 32.
+    max_support
+        Most support vectors (rows of a support set, entries of a policy's
+        inverse Gram) a snapshot may declare. Default 2**20.
+    max_features
+        Most features (columns of the support rows, feature names, scaler
+        statistics) a snapshot may declare. Default 2**20.
+    max_outputs
+        Most coefficient columns, class labels or ranks. Default 2**16.
+    max_implied_bytes
+        Most bytes that rebuilding the learner (``from_state``) may allocate,
+        estimated from the declared shapes before anything is allocated: the
+        support set's growable buffers, its Gram matrix ``n x n`` when
+        ``keep_gram`` (counted twice: the kept matrix and the one computed to
+        fill it), a policy's inverse Gram. Default 512 MiB (twice the default
+        ``max_bytes``), so a support set with ``keep_gram`` may hold about 5,700 rows; raise it
+        for larger budgets.
+
+    Every array dimension, even of an empty array, must also be at most
+    ``max(max_support, max_features)``, and the product of its non-zero
+    dimensions at most ``max_array_elements``: an empty array cannot declare a
+    shape a learner would then allocate.
     """
 
     max_bytes: int = 256 * MiB
@@ -57,12 +78,21 @@ class Limits:
     max_container_len: int = 1 << 20
     max_array_elements: int = 1 << 28
     max_ndim: int = 32
+    max_support: int = 1 << 20
+    max_features: int = 1 << 20
+    max_outputs: int = 1 << 16
+    max_implied_bytes: int = 512 * MiB
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"Limits.{name} must be a positive int, got {value!r}")
+
+    @property
+    def max_dim(self) -> int:
+        """Largest single array dimension a snapshot may declare."""
+        return max(self.max_support, self.max_features)
 
 
 DEFAULT_LIMITS = Limits()

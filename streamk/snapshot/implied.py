@@ -1,0 +1,158 @@
+"""What rebuilding a learner from a decoded state would allocate, checked before it does.
+
+The codec bounds the bytes present in a snapshot; this module bounds what those
+bytes *imply*. A support set of 8,000 empty rows with ``keep_gram`` is a few
+kilobytes on disk and a gigabyte of Gram matrix in ``from_state``; a row width
+of 2**28 declared by an empty array is nothing on disk and 2 GiB on the first
+``learn_one``. Every such quantity (support size, feature count, output count,
+Gram and inverse-Gram sizes, total bytes) is checked against :class:`Limits`
+from the shapes alone, so a hostile snapshot fails with ``CorruptSnapshot``
+before any allocation.
+
+The structures recognised are the ones documented in docs/snapshot-format.md:
+a support set (``kernel, X, coef, ids, next_id, keep_gram``), a policy's inverse
+Gram (``P, ids``), the feature names (``features``), the label coder
+(``labels.classes``) and the scaler (``scale.mean``, ``scale.m2``). Any other
+array counts its own bytes, since ``from_state`` may copy it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .limits import CorruptSnapshot, Limits
+
+__all__ = ["check_implied", "implied_bytes"]
+
+_F8 = 8
+_SUPPORT_KEYS = frozenset(["kernel", "X", "coef", "ids", "keep_gram"])
+_INVERSE_KEYS = frozenset(["P", "ids"])
+
+
+def check_implied(state: Any, limits: Limits, path: str = "state") -> int:
+    """Raise ``CorruptSnapshot`` if rebuilding `state` would exceed `limits`.
+
+    Returns
+    -------
+    int
+        The estimated bytes ``from_state`` allocates (for reporting).
+    """
+    total = implied_bytes(state, limits, path)
+    if total > limits.max_implied_bytes:
+        raise CorruptSnapshot(
+            f"{path}: rebuilding this learner would allocate about {total:,} bytes, over "
+            f"max_implied_bytes={limits.max_implied_bytes:,}; raise Limits.max_implied_bytes "
+            "if this snapshot is trusted"
+        )
+    return total
+
+
+def implied_bytes(state: Any, limits: Limits, path: str = "state") -> int:
+    """Bytes ``from_state`` would allocate for `state`; checks each count on the way.
+
+    Raises
+    ------
+    CorruptSnapshot
+        If a declared count (support, features, outputs) is over its limit or the
+        shapes of one structure disagree.
+    """
+    if isinstance(state, dict):
+        if path == "state" or "support" in state:  # a learner's state, maybe nested
+            _check_top(state, limits, path)
+        total = 0
+        if _SUPPORT_KEYS <= state.keys():
+            total += _support_bytes(state, limits, path)
+        elif _INVERSE_KEYS <= state.keys():
+            total += _inverse_bytes(state, limits, path)
+        for key, value in state.items():
+            total += implied_bytes(value, limits, f"{path}.{key}")
+        return total
+    if isinstance(state, list):
+        return sum(implied_bytes(v, limits, f"{path}[{i}]") for i, v in enumerate(state))
+    if isinstance(state, np.ndarray):
+        return int(state.nbytes)  # from_state may copy it
+    return 0
+
+
+def _check_top(state: dict[str, Any], limits: Limits, path: str) -> None:
+    features = state.get("features")
+    if isinstance(features, list) and len(features) > limits.max_features:
+        raise CorruptSnapshot(
+            f"{path}.features: {len(features):,} feature names exceed "
+            f"max_features={limits.max_features:,}"
+        )
+    labels = state.get("labels")
+    classes = labels.get("classes") if isinstance(labels, dict) else None
+    if isinstance(classes, list) and len(classes) > limits.max_outputs:
+        raise CorruptSnapshot(
+            f"{path}.labels: {len(classes):,} classes exceed max_outputs={limits.max_outputs:,}"
+        )
+    scale = state.get("scale")
+    if isinstance(scale, dict):
+        for key in ("mean", "m2"):
+            arr = scale.get(key)
+            if isinstance(arr, np.ndarray) and arr.size > limits.max_features:
+                raise CorruptSnapshot(
+                    f"{path}.scale.{key}: {arr.size:,} features exceed "
+                    f"max_features={limits.max_features:,}"
+                )
+
+
+def _length(value: Any) -> int | None:
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return int(value.shape[0])
+    return None
+
+
+def _support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
+    X, coef, ids = s["X"], s["coef"], s["ids"]
+    if not (isinstance(X, np.ndarray) and X.ndim == 2):
+        raise CorruptSnapshot(f"{path}.X: a support set's rows must be a 2-D array")
+    if not (isinstance(coef, np.ndarray) and coef.ndim == 2):
+        raise CorruptSnapshot(f"{path}.coef: a support set's coefficients must be a 2-D array")
+    n, width = X.shape
+    outputs = coef.shape[1]
+    if coef.shape[0] != n or _length(ids) != n:
+        raise CorruptSnapshot(
+            f"{path}: support set shapes disagree: X {X.shape}, coef {coef.shape}, "
+            f"{_length(ids)} ids"
+        )
+    if n > limits.max_support:
+        raise CorruptSnapshot(
+            f"{path}: {n:,} support vectors exceed max_support={limits.max_support:,}"
+        )
+    if width > limits.max_features:
+        raise CorruptSnapshot(
+            f"{path}: rows of {width:,} features exceed max_features={limits.max_features:,}"
+        )
+    if outputs > limits.max_outputs or (n and outputs < 1):
+        raise CorruptSnapshot(
+            f"{path}: {outputs:,} coefficient columns (must be 1..max_outputs="
+            f"{limits.max_outputs:,} when there are support vectors)"
+        )
+    cap = max(n, 1)
+    total = cap * (width + outputs + 4) * _F8  # rows, coef, kdiag, sqnorm, ids, temporaries
+    if bool(s["keep_gram"]):
+        total += 2 * cap * cap * _F8  # the kept Gram matrix and the block that fills it
+    return total
+
+
+def _inverse_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
+    P = s["P"]
+    if not isinstance(P, np.ndarray):
+        return 0
+    n = P.shape[0] if P.ndim else 0
+    if P.ndim != 2 or P.shape[1] != n or _length(s["ids"]) != n:
+        raise CorruptSnapshot(
+            f"{path}.P: an inverse Gram must be n x n with n ids, got {P.shape} and "
+            f"{_length(s['ids'])} ids"
+        )
+    if n > limits.max_support:
+        raise CorruptSnapshot(
+            f"{path}.P: {n:,} support vectors exceed max_support={limits.max_support:,}"
+        )
+    return max(n, 1) ** 2 * _F8
