@@ -59,10 +59,13 @@ def test_explicit_seq_and_bytes(store):
     assert store.load(path).model.n == 2
     with pytest.raises(SnapshotError, match="seq"):
         store.save(dumps(Counter(3), seq=13), "m", seq=14)
-    with pytest.raises(SnapshotError, match="only move forward"):
-        store.save(Counter(3), "m", seq=11)
-    store.save(Counter(4), "m", seq=12)  # the same seq replaces the file
-    assert store.latest("m").model.n == 4
+    # A valid snapshot at or above the seq being saved: another engine writes this model.
+    for seq in (11, 12):
+        with pytest.raises(SnapshotError, match="another engine is writing model 'm'") as err:
+            store.save(Counter(3), "m", seq=seq)
+        assert "give each worker its own model_name" in str(err.value).lower()
+    assert store.latest("m").model.n == 2
+    assert store.next_seq("m") == 13
 
 
 def test_corrupt_bytes_are_never_written(store):
@@ -110,22 +113,25 @@ def test_crash_leaves_temp_and_truncated_newest_then_latest_falls_back(store, ca
     warning = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warning) == 1 and "000000000003.snapshot" in warning[0].getMessage()
     assert "truncated" in warning[0].getMessage()
-    assert [i.seq for i in store.list("m")] == [0, 1, 2, 3]  # temp files are not snapshots
-    ok, reason = store.verify(model_dir / "000000000003.snapshot")
+    assert [i.seq for i in store.list("m")] == [0, 1, 2]  # temp files are not snapshots
+    ok, reason = store.verify(model_dir / "000000000003.snapshot.corrupt")  # moved aside
     assert not ok and "truncated" in reason
     assert store.verify(model_dir / "000000000002.snapshot") == (True, "ok")
     store.save(Counter(9), "m")  # the next save clears the stray temp file
     assert not stray.exists() and store.latest("m").model.n == 9
 
 
-def test_all_corrupt_gives_none_and_logs(store, caplog):
+def test_all_corrupt_stops_with_the_reset_command(store, caplog):
     path = store.save(Counter(1), "m")
     path.write_bytes(b"garbage")
     with caplog.at_level(logging.WARNING, logger="streamk.snapshot"):
-        assert store.latest("m") is None
+        with pytest.raises(SnapshotError, match="no valid snapshot") as err:
+            store.latest("m")
+    assert f"streamk snapshot reset --dir {store.directory} --model m" in str(err.value)
     messages = [r.getMessage() for r in caplog.records]
-    assert any("skipping corrupt snapshot" in m and path.name in m for m in messages)
-    assert any("all 1 files are corrupt" in m for m in messages)
+    assert len(messages) == 1 and path.name in messages[0] and "moved it aside" in messages[0]
+    with pytest.raises(SnapshotError, match="no valid snapshot"):  # and on every restart
+        store.latest("m")
 
 
 def test_non_corruption_errors_propagate(store):

@@ -1,4 +1,4 @@
-"""``streamk snapshot ls|show|verify``: inspect snapshot files, stores and topics from a shell."""
+"""``streamk snapshot ls|show|verify|reset``: inspect snapshot stores from a shell, start over."""
 
 from __future__ import annotations
 
@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import SnapshotError, StreamkError
-from ..snapshot import DEFAULT_LIMITS, Snapshot, loads, verify_bytes
+from ..snapshot import DEFAULT_LIMITS, Snapshot, SnapshotStore, loads, verify_bytes
 from ..snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
 
 __all__ = [
     "cmd_ls",
     "cmd_show",
     "cmd_verify",
+    "cmd_reset",
     "cmd_ls_topic",
     "cmd_show_topic",
     "add_arguments",
@@ -279,10 +280,13 @@ def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
         return _usage(f"{path_or_dir}: no snapshot files found")
     results = []
     for model, info in found:
-        try:
-            ok, reason = verify_bytes(read_file(info.path, DEFAULT_LIMITS), DEFAULT_LIMITS)
-        except (OSError, SnapshotError) as exc:
-            ok, reason = False, str(exc)
+        if not info.regular:  # never opened: a FIFO would block the reader
+            ok, reason = False, "not a regular file (skipped unopened)"
+        else:
+            try:  # exactly loads' validation, the learner built (as the engine would)
+                ok, reason = verify_bytes(read_file(info.path, DEFAULT_LIMITS), DEFAULT_LIMITS)
+            except (OSError, SnapshotError) as exc:
+                ok, reason = False, str(exc)
         results.append({"model": model, "path": str(info.path), "ok": ok, "reason": reason})
     for model_dir in sorted({info.path.parent for _, info in found}):
         name = _latest_name(model_dir)
@@ -313,6 +317,27 @@ def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
     return CORRUPT if bad else OK
 
 
+def cmd_reset(directory: str, model: str, force: bool = False, json_out: bool = False) -> int:
+    """Set a model's snapshot files aside (``<dir>/<model>/quarantine/<time>/``): a fresh start."""
+    store = SnapshotStore(directory)
+    try:
+        moved = store.reset(model, force=force)
+    except (OSError, SnapshotError) as exc:
+        return _usage(f"reset: {exc}")
+    if json_out:
+        out = {"schema_version": SCHEMA_VERSION, "model": model, "moved": [str(p) for p in moved]}
+        print(json.dumps(out, indent=2))
+        return OK
+    if not moved:
+        print(f"nothing to reset: no snapshot files of {model!r} under {directory}")
+        return OK
+    print(f"moved {len(moved)} file(s) of model {model!r} to {moved[0].parent}:")
+    for p in moved:
+        print(f"  {p.name}")
+    print(f"the next start of {model!r} is a fresh model (seqs continue above the old ones)")
+    return OK
+
+
 _EPILOGS = {
     "ls": """examples:
   # every model and snapshot in a store (* marks the file LATEST names)
@@ -336,28 +361,37 @@ _EPILOGS = {
   # one file
   streamk snapshot verify ./snapshots/fraud/000000000042.snapshot
 """,
+    "reset": """Moves every snapshot file of the model (*.snapshot, *.corrupt, LATEST) into
+DIR/MODEL/quarantine/<UTC time>/; nothing is deleted. Refuses a model that still
+has a valid snapshot unless --force. Run it when the engine stops with
+"no valid snapshot" (every snapshot damaged) and you accept starting over.
+
+examples:
+  # start model 'fraud' over after all its snapshots were damaged
+  streamk snapshot reset --dir ./snapshots --model fraud
+""",
 }
 
 
 def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``snapshot ls|show|verify`` on an argparse subparsers object.
+    """Register ``snapshot ls|show|verify|reset`` on an argparse subparsers object.
 
     Each leaf parser gets ``func`` (``args -> exit code``) as a default, river-style.
     """
     fmt = argparse.RawDescriptionHelpFormatter
     parser = subparsers.add_parser(
         "snapshot",
-        help="list, inspect and verify model snapshots",
-        description="List, inspect and verify model snapshots (docs/snapshot-format.md).",
+        help="list, inspect, verify and reset model snapshots",
+        description="List, inspect, verify and reset model snapshots (docs/snapshot-format.md).",
         epilog="Run `streamk snapshot <command> --help` for examples.",
         formatter_class=fmt,
     )
-    sub = parser.add_subparsers(dest="snapshot_command", metavar="{ls,show,verify}")
+    sub = parser.add_subparsers(dest="snapshot_command", metavar="{ls,show,verify,reset}")
     sub.required = True
     helps = {
         "ls": ("list snapshots in a store, a model directory, a file or a Kafka topic", "PATH"),
         "show": ("describe one snapshot (a file, a model directory's or topic's newest)", "PATH"),
-        "verify": ("verify checksums and structure; exit 1 if any is corrupt", "PATH"),
+        "verify": ("run the full load validation (learner built); exit 1 if any fails", "PATH"),
     }
     funcs = {
         "ls": lambda a: cmd_ls(a.path, json_out=a.json),
@@ -378,6 +412,15 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
             "--json", action="store_true", help="machine-readable output with schema_version"
         )
         p.set_defaults(func=funcs[name] if name == "verify" else _with_topic(name, funcs[name]))
+    text = "set a model's snapshots aside so it starts fresh (after all are damaged)"
+    p = sub.add_parser(
+        "reset", help=text, description=text, epilog=_EPILOGS["reset"], formatter_class=fmt
+    )
+    p.add_argument("--dir", required=True, help="the snapshot store (snapshot_dir)")
+    p.add_argument("--model", required=True, help="the model name (model_name)")
+    p.add_argument("--force", action="store_true", help="also set aside valid snapshots")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=lambda a: cmd_reset(a.dir, a.model, force=a.force, json_out=a.json))
     return parser
 
 

@@ -1,4 +1,11 @@
-"""A directory of snapshots per model: atomic writes, a LATEST pointer, retention, fallback."""
+"""A directory of snapshots per model: atomic writes, a LATEST pointer, retention, healing.
+
+A damaged file never blocks the store: ``latest`` moves it aside (``<file>.corrupt``)
+and falls back to the next older snapshot; files that are not regular files are
+skipped without being opened; new seqs continue above every seq ever seen. A model
+whose every snapshot is damaged stops with a message naming ``streamk snapshot
+reset``, which sets the files aside so the next start is a fresh model.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,8 @@ import logging
 import os
 import re
 import secrets
+import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,42 +25,84 @@ from ..errors import ConfigError, SnapshotError
 from .format import Snapshot, dumps, loads, verify_bytes
 from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits
 
-__all__ = ["SnapshotStore", "SnapshotInfo", "read_file", "LATEST", "SUFFIX"]
+__all__ = [
+    "SnapshotStore",
+    "SnapshotInfo",
+    "read_file",
+    "list_dir",
+    "LATEST",
+    "SUFFIX",
+    "CORRUPT_SUFFIX",
+    "QUARANTINE",
+]
 
 log = logging.getLogger("streamk.snapshot")
 
 LATEST = "LATEST"
 SUFFIX = ".snapshot"
+#: Appended to a snapshot file that ``latest`` found damaged (kept for inspection).
+CORRUPT_SUFFIX = ".corrupt"
+#: Sub-directory of a model's directory where ``reset`` sets files aside.
+QUARANTINE = "quarantine"
 _FILE = re.compile(r"(\d{12,19})\.snapshot")
+_SEEN = re.compile(r"(\d{12,19})\.snapshot(?:\.corrupt(?:-\d+)?)?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass(frozen=True)
 class SnapshotInfo:
-    """One stored snapshot file: its seq, path, size in bytes and mtime (Unix s)."""
+    """One stored snapshot file: its seq, path, size in bytes and mtime (Unix s).
+
+    ``regular`` is False for a FIFO, directory, socket, device or dangling symlink
+    named like a snapshot: such an entry is never opened.
+    """
 
     seq: int
     path: Path
     size: int
     mtime: float
+    regular: bool = True
 
 
 def read_file(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -> bytes:
     """Read a snapshot file, refusing one larger than ``limits.max_bytes`` before reading it.
 
+    The file is opened non-blocking and must be a regular file, so a FIFO or a
+    device named like a snapshot cannot hang the reader.
+
     Raises
     ------
     CorruptSnapshot
-        If the file is too large. ``OSError`` propagates (missing, unreadable).
+        If the file is too large or not a regular file. ``OSError`` propagates
+        (missing, unreadable).
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > limits.max_bytes:
-            raise CorruptSnapshot(f"{path}: {size} bytes exceeds max_bytes={limits.max_bytes}")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with open(fd, "rb", closefd=True) as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise CorruptSnapshot(f"{path}: not a regular file ({_kind(st.st_mode)})")
+        if st.st_size > limits.max_bytes:
+            raise CorruptSnapshot(
+                f"{path}: {st.st_size} bytes exceeds max_bytes={limits.max_bytes}"
+            )
         data = f.read(limits.max_bytes + 1)
     if len(data) > limits.max_bytes:
         raise CorruptSnapshot(f"{path}: file grew past max_bytes={limits.max_bytes} while read")
     return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a dangling symlink"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 class SnapshotStore:
@@ -60,7 +111,14 @@ class SnapshotStore:
     Writes are atomic (temp file in the same directory, fsync, ``os.replace``,
     fsync of the directory), so a reader sees either the old set of files or
     the new one, never a partial file. One writer per model name at a time is
-    expected; saves are also serialised with an advisory lock file.
+    expected; saves are also serialised with an advisory lock file, and a save
+    that meets a valid snapshot at or above its own seq (a second engine writing
+    the same model) is refused with a message saying so.
+
+    The store heals: ``latest`` moves a damaged file aside as
+    ``<file>.corrupt`` and falls back to the next older one; entries that are not
+    regular files are skipped without being opened; :meth:`next_seq` stays above
+    every seq ever seen, so a damaged or stray file never blocks a later save.
 
     Parameters
     ----------
@@ -80,6 +138,7 @@ class SnapshotStore:
         self.directory = Path(directory)
         self.keep = keep
         self.limits = limits
+        self._warned: set[Path] = set()  # entries already reported, to log each once
 
     # -- writing -----------------------------------------------------------------
 
@@ -102,19 +161,24 @@ class SnapshotStore:
         name
             Model name: letters, digits, ``.``, ``_``, ``-``; at most 128 chars.
         seq
-            Defaults to one past the newest stored seq (0 for a new model). Must not
-            be below the newest stored seq; an equal seq replaces that file.
+            Defaults to :meth:`next_seq`. Any seq >= ``next_seq(name)`` is accepted.
+            A lower one is accepted only if every stored file at or above it is
+            damaged (those are moved aside first).
 
         Returns
         -------
         Path
             The snapshot file written.
+
+        Raises
+        ------
+        SnapshotError
+            If a valid snapshot with a seq at or above `seq` is stored: another
+            engine writes the same model name to this directory.
         """
         model_dir = self._model_dir(name)
         model_dir.mkdir(parents=True, exist_ok=True)
         with self._lock(model_dir):
-            stored = self.list(name)
-            newest = stored[-1].seq if stored else -1
             if isinstance(data_or_model, bytes | bytearray | memoryview):
                 if offsets is not None or metrics is not None or meta:
                     raise SnapshotError("save(bytes, ...) takes no offsets, metrics or meta")
@@ -124,22 +188,116 @@ class SnapshotStore:
                     raise SnapshotError(f"seq={seq} given, but the snapshot's seq is {snap.seq}")
                 seq = snap.seq
             else:
-                seq = newest + 1 if seq is None else seq
+                seq = self.next_seq(name) if seq is None else seq
                 data = dumps(data_or_model, offsets, seq, metrics, limits=self.limits, **meta)
-            if seq < newest:
-                raise SnapshotError(
-                    f"seq {seq} is below the newest stored seq {newest} for {name!r}; "
-                    "snapshots in a store only move forward"
-                )
+            self._clear_way(name, model_dir, seq)
             for stray in model_dir.glob(".*.tmp"):  # left by a crashed save; we hold the lock
                 stray.unlink(missing_ok=True)
             path = model_dir / f"{seq:012d}{SUFFIX}"
             _atomic_write(path, data)
             _atomic_write(model_dir / LATEST, f"{path.name}\n".encode())
-            for old in self.list(name)[: -self.keep]:
+            for old in [i for i in self.list(name) if i.regular][: -self.keep]:
                 if old.path != path:
                     old.path.unlink(missing_ok=True)
         return path
+
+    def _clear_way(self, name: str, model_dir: Path, seq: int) -> None:
+        """Refuse a save below a valid stored snapshot; move damaged files at or above aside."""
+        for info in reversed(self.list(name)):
+            if info.seq < seq:
+                break
+            if not info.regular:
+                if info.seq == seq:
+                    raise SnapshotError(
+                        f"cannot write seq {seq} of {name!r}: {info.path} is "
+                        f"{_kind(_lstat_mode(info.path))}; remove it, or save with a seq "
+                        f"of at least {self.next_seq(name)} (SnapshotStore.next_seq)"
+                    )
+                continue
+            reason = self._check(info.path)
+            if reason is None:
+                raise SnapshotError(
+                    f"another engine is writing model {name!r} to {self.directory}: it stored "
+                    f"seq {info.seq} ({info.path.name}), at or above the seq {seq} this engine "
+                    "is saving. Give each worker its own model_name (config key model_name, "
+                    "or --model-name), or run one engine per model"
+                )
+            self._quarantine(info.path, reason, "before saving above it")
+
+    def next_seq(self, name: str) -> int:
+        """One above every seq ever seen for `name`: valid, damaged, stray or set aside.
+
+        The engine saves at ``max(its seq + 1, next_seq(name))``, so a stray
+        ``999999999999.snapshot`` or a file moved aside never blocks a save.
+        """
+        model_dir = self._model_dir(name)
+        top = -1
+        for directory in (model_dir, *_subdirs(model_dir / QUARANTINE)):
+            try:
+                names = os.listdir(directory)
+            except OSError:
+                continue
+            for entry in names:
+                m = _SEEN.fullmatch(entry)
+                if m is not None:
+                    top = max(top, int(m.group(1)))
+        return top + 1
+
+    def reset(self, name: str, *, force: bool = False) -> list[Path]:
+        """Set every snapshot file of `name` aside so the next start is a fresh model.
+
+        Files (``*.snapshot``, ``*.corrupt``, stray entries named like snapshots,
+        and ``LATEST``) move to ``<dir>/<name>/quarantine/<UTC time>/``; nothing is
+        deleted. Seqs continue above them (see :meth:`next_seq`).
+
+        Parameters
+        ----------
+        force
+            Also set aside valid snapshots. Without it, a model that still has a
+            valid snapshot is refused (it would start over for no reason).
+
+        Returns
+        -------
+        list of Path
+            The new paths of the files moved.
+        """
+        model_dir = self._model_dir(name)
+        if not model_dir.is_dir():
+            return []
+        with self._lock(model_dir):
+            entries = sorted(
+                p for p in model_dir.iterdir() if _SEEN.fullmatch(p.name) or (p.name == LATEST)
+            )
+            if not force:
+                for p in entries:
+                    if _FILE.fullmatch(p.name) and _is_regular(p) and self._check(p) is None:
+                        raise SnapshotError(
+                            f"model {name!r} in {self.directory} has a valid snapshot "
+                            f"({p.name}); reset would discard it. Pass --force to set it "
+                            "aside anyway"
+                        )
+            if not entries:
+                return []
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            target = model_dir / QUARANTINE / stamp
+            k = 1
+            while target.exists():
+                target = model_dir / QUARANTINE / f"{stamp}-{k}"
+                k += 1
+            target.mkdir(parents=True)
+            moved = []
+            for p in entries:
+                os.rename(p, target / p.name)
+                moved.append(target / p.name)
+            _fsync_dir(model_dir)
+        log.warning(
+            "reset model %r in %s: moved %d file(s) to %s; the next start is a fresh model",
+            name,
+            self.directory,
+            len(moved),
+            target,
+        )
+        return moved
 
     # -- reading -----------------------------------------------------------------
 
@@ -152,36 +310,68 @@ class SnapshotStore:
         )
 
     def list(self, name: str) -> list[SnapshotInfo]:
-        """Stored snapshots of `name`, oldest first (temp files and others ignored)."""
+        """Entries of `name` named like snapshots, oldest first (see ``SnapshotInfo.regular``)."""
         return list_dir(self._model_dir(name))
 
     def latest(self, name: str, *, build: bool = True) -> Snapshot | None:
-        """Load the newest valid snapshot of `name`, or None if there is none.
+        """Load the newest valid snapshot of `name`, or None if the model has no files.
 
-        A corrupt file (bad checksum, truncated, malformed) is skipped with a
-        warning on the ``streamk.snapshot`` logger naming the file and the reason,
-        and the next older one is tried. Errors that an older file would repeat
-        (class not importable, ``from_state`` rejecting the state) propagate.
+        A damaged or unreadable file (bad checksum, truncated, malformed, over a
+        limit) is renamed ``<file>.corrupt`` with one WARNING on the
+        ``streamk.snapshot`` logger naming it and the reason, and the next older
+        one is tried. An entry that is not a regular file is skipped unopened
+        (one WARNING). Errors that an older file would repeat (class not
+        importable, ``from_state`` rejecting the state) propagate.
+
+        Raises
+        ------
+        SnapshotError
+            If the model's directory holds snapshot files but none is valid: the
+            message names ``streamk snapshot reset``, the documented fresh start.
         """
-        skipped: set[Path] = set()
         for _ in range(3):  # retention may delete files between listing and reading
             vanished = False
             for info in reversed(self.list(name)):
-                if info.path in skipped:
+                if not info.regular:
+                    self._warn_once(
+                        info.path,
+                        "skipping %s: %s named like a snapshot (not opened)",
+                        info.path,
+                        _kind(_lstat_mode(info.path)),
+                    )
                     continue
                 try:
-                    return self.load(info.path, build=build)
+                    data = read_file(info.path, self.limits)
+                    return self._loads(info.path, data, build)
                 except FileNotFoundError:
                     vanished = True
                     break
+                except OSError as exc:
+                    self._quarantine(info.path, f"cannot read: {exc}", "falling back")
                 except CorruptSnapshot as exc:
-                    log.warning("skipping corrupt snapshot %s: %s", info.path, exc)
-                    skipped.add(info.path)
+                    self._quarantine(info.path, str(exc), "falling back")
             if not vanished:
                 break
-        if skipped:
-            log.error("no valid snapshot for %r: all %d files are corrupt", name, len(skipped))
+        left = self._damaged(name)
+        if left:
+            shown = ", ".join(p.name for p in left[:5]) + (" ..." if len(left) > 5 else "")
+            raise SnapshotError(
+                f"model {name!r} in {self.directory} has no valid snapshot: {len(left)} "
+                f"damaged or stray file(s) ({shown}), none loadable. Not starting from "
+                "nothing silently. Inspect them (streamk snapshot verify "
+                f"{self._model_dir(name)}), then start fresh with: streamk snapshot reset "
+                f"--dir {self.directory} --model {name}"
+            )
         return None
+
+    def _damaged(self, name: str) -> list[Path]:
+        """Entries left in the model directory that are snapshots-to-be but unusable."""
+        model_dir = self._model_dir(name)
+        try:
+            names = sorted(os.listdir(model_dir))
+        except OSError:
+            return []
+        return [model_dir / n for n in names if _SEEN.fullmatch(n)]
 
     def load(self, path: str | os.PathLike[str], *, build: bool = True) -> Snapshot:
         """Load one snapshot file (see :func:`loads`); ``FileNotFoundError`` if it is gone."""
@@ -191,18 +381,64 @@ class SnapshotStore:
             raise
         except OSError as exc:
             raise SnapshotError(f"{path}: cannot read: {exc}") from exc
+        return self._loads(path, data, build)
+
+    def _loads(self, path: str | os.PathLike[str], data: bytes, build: bool) -> Snapshot:
         try:
             return loads(data, self.limits, build=build)
         except SnapshotError as exc:
             raise type(exc)(f"{path}: {exc}") from exc.__cause__
 
     def verify(self, path: str | os.PathLike[str]) -> tuple[bool, str]:
-        """Check a file's envelope, checksum, body and schema: ``(ok, reason)``."""
+        """Run exactly :func:`loads`' validation on a file (learner built): ``(ok, reason)``."""
         try:
             data = read_file(path, self.limits)
         except (OSError, SnapshotError) as exc:
             return False, str(exc)
         return verify_bytes(data, self.limits)
+
+    def _check(self, path: Path) -> str | None:
+        """None if `path` holds a valid snapshot (not built), else why not."""
+        try:
+            loads(read_file(path, self.limits), self.limits, build=False)
+        except FileNotFoundError as exc:
+            return f"vanished: {exc}"
+        except (OSError, CorruptSnapshot) as exc:
+            return str(exc)
+        except SnapshotError:
+            return None  # intact, e.g. a newer format or another class: not damage
+        return None
+
+    def _quarantine(self, path: Path, reason: str, then: str) -> None:
+        """Rename a damaged file to ``<file>.corrupt`` (kept) and log it once."""
+        target = path.with_name(path.name + CORRUPT_SUFFIX)
+        k = 1
+        while target.exists():
+            target = path.with_name(f"{path.name}{CORRUPT_SUFFIX}-{k}")
+            k += 1
+        try:
+            os.rename(path, target)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self._warn_once(
+                path,
+                "snapshot %s is damaged (%s) and could not be moved aside: %s; %s",
+                path,
+                reason,
+                exc,
+                then,
+            )
+            return
+        _fsync_dir(path.parent)
+        log.warning(
+            "snapshot %s is damaged (%s); moved it aside to %s; %s", path, reason, target.name, then
+        )
+
+    def _warn_once(self, path: Path, fmt: str, *args: Any) -> None:
+        if path not in self._warned:
+            self._warned.add(path)
+            log.warning(fmt, *args)
 
     def _model_dir(self, name: str) -> Path:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -228,11 +464,15 @@ class SnapshotStore:
 
 
 def list_dir(model_dir: Path) -> list[SnapshotInfo]:
-    """Snapshot files directly in `model_dir`, oldest seq first."""
+    """Entries directly in `model_dir` named like snapshot files, oldest seq first.
+
+    Nothing is opened: each entry is ``stat``-ed (following symlinks) and
+    marked ``regular=False`` if it is not a regular file.
+    """
     out = []
     try:
         entries = list(os.scandir(model_dir))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     for entry in entries:
         m = _FILE.fullmatch(entry.name)
@@ -241,10 +481,37 @@ def list_dir(model_dir: Path) -> list[SnapshotInfo]:
         try:
             st = entry.stat()
         except FileNotFoundError:
-            continue
-        out.append(SnapshotInfo(int(m.group(1)), Path(entry.path), st.st_size, st.st_mtime))
+            try:  # a dangling symlink: report it, unopened
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+        regular = stat.S_ISREG(st.st_mode)
+        out.append(
+            SnapshotInfo(int(m.group(1)), Path(entry.path), st.st_size, st.st_mtime, regular)
+        )
     out.sort(key=lambda info: info.seq)
     return out
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        try:
+            return os.lstat(path).st_mode
+        except OSError:
+            return 0
+
+
+def _is_regular(path: Path) -> bool:
+    return stat.S_ISREG(_lstat_mode(path))
+
+
+def _subdirs(directory: Path) -> list[Path]:
+    try:
+        return [p for p in directory.iterdir() if p.is_dir()]
+    except OSError:
+        return []
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
