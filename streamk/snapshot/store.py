@@ -411,6 +411,7 @@ class SnapshotStore:
 
     def _quarantine(self, path: Path, reason: str, then: str) -> None:
         """Rename a damaged file to ``<file>.corrupt`` (kept) and log it once."""
+        reason = reason.removeprefix(f"{path}: ")
         target = path.with_name(path.name + CORRUPT_SUFFIX)
         k = 1
         while target.exists():
