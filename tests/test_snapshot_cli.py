@@ -145,3 +145,15 @@ def test_state_helpers():
     assert support_size({"support": {"X": np.zeros((5, 1))}}) == 5
     assert support_size({"w": np.zeros(3)}) is None
     assert kernel_spec({"params": {"kernel": {"name": "Linear"}}}) == {"name": "Linear"}
+
+
+@pytest.mark.timeout(60)  # opening the FIFO would block for ever
+def test_verify_reports_a_fifo_without_opening_it(store_dir, capsys):
+    import os
+
+    fifo = store_dir / "alpha" / "000000000009.snapshot"
+    os.mkfifo(fifo)
+    assert cmd_verify(str(store_dir)) == 1
+    out = capsys.readouterr().out
+    assert f"CORRUPT {fifo}: not a regular file" in out
+    assert "4 ok, 1 corrupt" in out

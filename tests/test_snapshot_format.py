@@ -275,3 +275,36 @@ def test_stream_position_and_metrics_round_trip(offsets, seq, metrics, created_a
         assert snap.metrics[key] == value or (
             value != value and snap.metrics[key] != snap.metrics[key]
         )
+
+
+def _trained(cls_name: str):
+    from streamk.learners.novelty import KernelNovelty
+    from streamk.learners.perceptron import KernelPerceptron
+
+    rng = np.random.default_rng(1)
+    model = KernelNovelty(budget=20) if cls_name == "novelty" else KernelPerceptron()
+    for i, (a, b) in enumerate(rng.normal(size=(60, 2))):
+        x = {"a": float(a), "b": float(b), "c": float(a * b)}
+        model.learn_one(x) if cls_name == "novelty" else model.learn_one(x, "xyz"[i % 3])
+    return model
+
+
+def test_implied_limits_are_checked_against_a_real_state():
+    """Each documented count is checked, by hand-computed bounds on a known state."""
+    from streamk.snapshot import Limits
+
+    novelty = dumps(_trained("novelty"))  # 20 support rows, 3 features, keep_gram
+    snap = loads(novelty)
+    assert snap.model.n_support == 20 and snap.state["support"]["keep_gram"]
+    gram = 2 * 20 * 20 * 8  # the documented Gram accounting alone
+    with pytest.raises(CorruptSnapshot, match="max_implied_bytes"):
+        loads(novelty, Limits(max_implied_bytes=gram - 1))
+    loads(novelty, Limits(max_implied_bytes=gram + 10_000))  # buffers and arrays: a few kB
+    with pytest.raises(CorruptSnapshot, match="max_support"):
+        loads(novelty, Limits(max_support=19, max_features=19))
+    with pytest.raises(CorruptSnapshot, match="max_features"):
+        loads(novelty, Limits(max_features=2))
+    perceptron = dumps(_trained("perceptron"))  # 3 classes: 3 coefficient columns
+    with pytest.raises(CorruptSnapshot, match="max_outputs"):
+        loads(perceptron, Limits(max_outputs=2))
+    loads(perceptron, Limits(max_outputs=3))
