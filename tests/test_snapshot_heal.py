@@ -205,3 +205,21 @@ def test_second_engine_on_the_same_model_gets_cause_and_fix(store):
     assert "give each worker its own model_name" in message.lower()
     assert store.latest("m").seq == 4  # nothing was overwritten
     assert not list((store.directory / "m").glob("*.corrupt"))  # and nothing called damaged
+
+
+def test_snapshot_over_the_limits_is_not_set_aside_as_damage(tmp_path):
+    """A well-formed model larger than this reader's limits stops the start, untouched."""
+    from streamk.snapshot import Limits, SnapshotOverLimit
+
+    writer = SnapshotStore(tmp_path / "snaps")
+    writer.save(_model(3), "m", seq=0)
+    path = writer.save(_model(40), "m", seq=1)
+    n_support = writer.latest("m").model.n_support
+    assert n_support > 3
+    reader = SnapshotStore(tmp_path / "snaps", limits=Limits(max_support=n_support - 1))
+    with pytest.raises(SnapshotOverLimit, match="max_support") as err:
+        reader.latest("m")
+    assert "not set aside" in str(err.value)
+    assert path.is_file() and not list(path.parent.glob("*.corrupt"))
+    with pytest.raises(SnapshotError, match="another engine"):  # intact, so not overwritten
+        reader.save(_model(3), "m", seq=1)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from .codec import ARRAY_DTYPES, decode_state, encode_state
 from .format import FORMAT, VERSION, Snapshot, dumps, loads, seal, verify_bytes
 from .kafka import HotSwapModel, ManifestInfo, PublishResult, SnapshotPublisher, SnapshotReader
-from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits
+from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits, SnapshotOverLimit
 from .registry import CLASSES, class_name_of, register_class, resolve_class
 from .store import SnapshotInfo, SnapshotStore
 
@@ -37,6 +37,7 @@ __all__ = [
     "PublishResult",
     "Snapshot",
     "SnapshotInfo",
+    "SnapshotOverLimit",
     "SnapshotPublisher",
     "SnapshotReader",
     "SnapshotStore",

@@ -6,7 +6,7 @@ kilobytes on disk and a gigabyte of Gram matrix in ``from_state``; a row width
 of 2**28 declared by an empty array is nothing on disk and 2 GiB on the first
 ``learn_one``. Every such quantity (support size, feature count, output count,
 Gram and inverse-Gram sizes, total bytes) is checked against :class:`Limits`
-from the shapes alone, so a hostile snapshot fails with ``CorruptSnapshot``
+from the shapes alone, so a hostile snapshot fails with ``SnapshotOverLimit``
 before any allocation.
 
 The structures recognised are the ones documented in docs/snapshot-format.md:
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .limits import CorruptSnapshot, Limits
+from .limits import CorruptSnapshot, Limits, SnapshotOverLimit
 
 __all__ = ["check_implied", "implied_bytes"]
 
@@ -32,7 +32,9 @@ _INVERSE_KEYS = frozenset(["P", "ids"])
 
 
 def check_implied(state: Any, limits: Limits, path: str = "state") -> int:
-    """Raise ``CorruptSnapshot`` if rebuilding `state` would exceed `limits`.
+    """Raise ``SnapshotOverLimit`` if rebuilding `state` would exceed `limits`.
+
+    Shapes that disagree within one structure raise ``CorruptSnapshot``.
 
     Returns
     -------
@@ -41,7 +43,7 @@ def check_implied(state: Any, limits: Limits, path: str = "state") -> int:
     """
     total = implied_bytes(state, limits, path)
     if total > limits.max_implied_bytes:
-        raise CorruptSnapshot(
+        raise SnapshotOverLimit(
             f"{path}: rebuilding this learner would allocate about {total:,} bytes, over "
             f"max_implied_bytes={limits.max_implied_bytes:,}; raise Limits.max_implied_bytes "
             "if this snapshot is trusted"
@@ -54,9 +56,10 @@ def implied_bytes(state: Any, limits: Limits, path: str = "state") -> int:
 
     Raises
     ------
+    SnapshotOverLimit
+        If a declared count (support, features, outputs) is over its limit.
     CorruptSnapshot
-        If a declared count (support, features, outputs) is over its limit or the
-        shapes of one structure disagree.
+        If the shapes of one structure disagree.
     """
     if isinstance(state, dict):
         if path == "state" or "support" in state:  # a learner's state, maybe nested
@@ -79,14 +82,14 @@ def implied_bytes(state: Any, limits: Limits, path: str = "state") -> int:
 def _check_top(state: dict[str, Any], limits: Limits, path: str) -> None:
     features = state.get("features")
     if isinstance(features, list) and len(features) > limits.max_features:
-        raise CorruptSnapshot(
+        raise SnapshotOverLimit(
             f"{path}.features: {len(features):,} feature names exceed "
             f"max_features={limits.max_features:,}"
         )
     labels = state.get("labels")
     classes = labels.get("classes") if isinstance(labels, dict) else None
     if isinstance(classes, list) and len(classes) > limits.max_outputs:
-        raise CorruptSnapshot(
+        raise SnapshotOverLimit(
             f"{path}.labels: {len(classes):,} classes exceed max_outputs={limits.max_outputs:,}"
         )
     scale = state.get("scale")
@@ -94,7 +97,7 @@ def _check_top(state: dict[str, Any], limits: Limits, path: str) -> None:
         for key in ("mean", "m2"):
             arr = scale.get(key)
             if isinstance(arr, np.ndarray) and arr.size > limits.max_features:
-                raise CorruptSnapshot(
+                raise SnapshotOverLimit(
                     f"{path}.scale.{key}: {arr.size:,} features exceed "
                     f"max_features={limits.max_features:,}"
                 )
@@ -122,17 +125,18 @@ def _support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
             f"{_length(ids)} ids"
         )
     if n > limits.max_support:
-        raise CorruptSnapshot(
+        raise SnapshotOverLimit(
             f"{path}: {n:,} support vectors exceed max_support={limits.max_support:,}"
         )
     if width > limits.max_features:
-        raise CorruptSnapshot(
+        raise SnapshotOverLimit(
             f"{path}: rows of {width:,} features exceed max_features={limits.max_features:,}"
         )
-    if outputs > limits.max_outputs or (n and outputs < 1):
-        raise CorruptSnapshot(
-            f"{path}: {outputs:,} coefficient columns (must be 1..max_outputs="
-            f"{limits.max_outputs:,} when there are support vectors)"
+    if n and outputs < 1:
+        raise CorruptSnapshot(f"{path}: {n:,} support vectors with no coefficient column")
+    if outputs > limits.max_outputs:
+        raise SnapshotOverLimit(
+            f"{path}: {outputs:,} coefficient columns exceed max_outputs={limits.max_outputs:,}"
         )
     cap = max(n, 1)
     total = cap * (width + outputs + 4) * _F8  # rows, coef, kdiag, sqnorm, ids, temporaries
@@ -152,7 +156,7 @@ def _inverse_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
             f"{_length(s['ids'])} ids"
         )
     if n > limits.max_support:
-        raise CorruptSnapshot(
+        raise SnapshotOverLimit(
             f"{path}.P: {n:,} support vectors exceed max_support={limits.max_support:,}"
         )
     return max(n, 1) ** 2 * _F8

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError, SnapshotError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "CorruptSnapshot"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "CorruptSnapshot", "SnapshotOverLimit"]
 
 MiB = 1 << 20
 
@@ -18,6 +18,17 @@ class CorruptSnapshot(SnapshotError):
     The file store skips snapshots raising this and falls back to an older one;
     other ``SnapshotError`` (unknown class, learner rejecting its state) propagate,
     because an older file would fail the same way.
+    """
+
+
+class SnapshotOverLimit(CorruptSnapshot):
+    """A well-formed snapshot declares more than the limits allow rebuilding.
+
+    Support size, feature or output count, or the bytes ``from_state`` would
+    allocate (see :mod:`streamk.snapshot.implied`) is over its limit. Readers that
+    skip corrupt snapshots (the Kafka reader) skip it too; the file store does
+    **not** set it aside as damaged, since it may be a trusted model larger than
+    the limits: it stops with this error, naming the limit to raise.
     """
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import ConfigError, SnapshotError
 from .format import Snapshot, dumps, loads, verify_bytes
-from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits
+from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits, SnapshotOverLimit
 
 __all__ = [
     "SnapshotStore",
@@ -317,7 +317,7 @@ class SnapshotStore:
         """Load the newest valid snapshot of `name`, or None if the model has no files.
 
         A damaged or unreadable file (bad checksum, truncated, malformed, over a
-        limit) is renamed ``<file>.corrupt`` with one WARNING on the
+        decoding limit) is renamed ``<file>.corrupt`` with one WARNING on the
         ``streamk.snapshot`` logger naming it and the reason, and the next older
         one is tried. An entry that is not a regular file is skipped unopened
         (one WARNING). Errors that an older file would repeat (class not
@@ -328,6 +328,9 @@ class SnapshotStore:
         SnapshotError
             If the model's directory holds snapshot files but none is valid: the
             message names ``streamk snapshot reset``, the documented fresh start.
+        SnapshotOverLimit
+            If the newest well-formed file declares more than the limits allow
+            rebuilding (it is left in place: it may be a trusted, larger model).
         """
         for _ in range(3):  # retention may delete files between listing and reading
             vanished = False
@@ -348,6 +351,12 @@ class SnapshotStore:
                     break
                 except OSError as exc:
                     self._quarantine(info.path, f"cannot read: {exc}", "falling back")
+                except SnapshotOverLimit as exc:  # not damage: maybe a model over the limits
+                    raise SnapshotOverLimit(
+                        f"{exc}. It is not set aside as damaged; if it is not a snapshot you "
+                        f"trust, move it away or run: streamk snapshot reset --dir "
+                        f"{self.directory} --model {name} --force"
+                    ) from None
                 except CorruptSnapshot as exc:
                     self._quarantine(info.path, str(exc), "falling back")
             if not vanished:
@@ -403,6 +412,8 @@ class SnapshotStore:
             loads(read_file(path, self.limits), self.limits, build=False)
         except FileNotFoundError as exc:
             return f"vanished: {exc}"
+        except SnapshotOverLimit:
+            return None  # well-formed, over this reader's limits: not damage
         except (OSError, CorruptSnapshot) as exc:
             return str(exc)
         except SnapshotError:
