@@ -72,8 +72,8 @@ class Limits:
         estimated from the declared shapes before anything is allocated: the
         support set's growable buffers, its Gram matrix ``n x n`` when
         ``keep_gram`` (counted twice: the kept matrix and the one computed to
-        fill it), a policy's inverse Gram. Default 512 MiB (twice the default
-        ``max_bytes``), so a support set with ``keep_gram`` may hold about 5,700 rows; raise it
+        fill it), a policy's inverse Gram. Default ``2 * max_bytes`` (512 MiB),
+        so a support set with ``keep_gram`` may hold about 5,700 rows; raise it
         for larger budgets.
 
     Every array dimension, even of an empty array, must also be at most
@@ -92,9 +92,11 @@ class Limits:
     max_support: int = 1 << 20
     max_features: int = 1 << 20
     max_outputs: int = 1 << 16
-    max_implied_bytes: int = 512 * MiB
+    max_implied_bytes: int = None  # type: ignore[assignment]  # set in __post_init__
 
     def __post_init__(self) -> None:
+        if self.max_implied_bytes is None and isinstance(self.max_bytes, int):
+            object.__setattr__(self, "max_implied_bytes", 2 * self.max_bytes)
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
