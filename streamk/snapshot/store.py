@@ -332,7 +332,8 @@ class SnapshotStore:
             If the newest well-formed file declares more than the limits allow
             rebuilding (it is left in place: it may be a trusted, larger model).
         """
-        for _ in range(3):  # retention may delete files between listing and reading
+        stuck: set[Path] = set()  # damaged files that could not be moved aside
+        for _ in range(100):  # retention may delete files between listing and reading
             vanished = False
             for info in reversed(self.list(name)):
                 if not info.regular:
@@ -350,7 +351,8 @@ class SnapshotStore:
                     vanished = True
                     break
                 except OSError as exc:
-                    self._quarantine(info.path, f"cannot read: {exc}", "falling back")
+                    if not self._quarantine(info.path, f"cannot read: {exc}", "falling back"):
+                        stuck.add(info.path)
                 except SnapshotOverLimit as exc:  # not damage: maybe a model over the limits
                     raise SnapshotOverLimit(
                         f"{exc}. It is not set aside as damaged; if it is not a snapshot you "
@@ -358,10 +360,17 @@ class SnapshotStore:
                         f"{self.directory} --model {name} --force"
                     ) from None
                 except CorruptSnapshot as exc:
-                    self._quarantine(info.path, str(exc), "falling back")
-            if not vanished:
-                break
-        left = self._damaged(name)
+                    if not self._quarantine(info.path, str(exc), "falling back"):
+                        stuck.add(info.path)
+            left = self._damaged(name)
+            fresh = [p for p in left if _FILE.fullmatch(p.name) and p not in stuck]
+            if not vanished and not any(_is_regular(p) for p in fresh):
+                break  # else a writer replaced files while we read: look again
+        else:
+            raise SnapshotError(
+                f"snapshots of {name!r} in {self.directory} kept changing while being read "
+                "(another process saving and deleting them?); retry"
+            )
         if left:
             shown = ", ".join(p.name for p in left[:5]) + (" ..." if len(left) > 5 else "")
             raise SnapshotError(
@@ -420,8 +429,11 @@ class SnapshotStore:
             return None  # intact, e.g. a newer format or another class: not damage
         return None
 
-    def _quarantine(self, path: Path, reason: str, then: str) -> None:
-        """Rename a damaged file to ``<file>.corrupt`` (kept) and log it once."""
+    def _quarantine(self, path: Path, reason: str, then: str) -> bool:
+        """Rename a damaged file to ``<file>.corrupt`` (kept) and log it once.
+
+        Returns False if it is still there under its name (the rename failed).
+        """
         reason = reason.removeprefix(f"{path}: ")
         target = path.with_name(path.name + CORRUPT_SUFFIX)
         k = 1
@@ -431,7 +443,7 @@ class SnapshotStore:
         try:
             os.rename(path, target)
         except FileNotFoundError:
-            return
+            return True
         except OSError as exc:
             self._warn_once(
                 path,
@@ -441,11 +453,12 @@ class SnapshotStore:
                 exc,
                 then,
             )
-            return
+            return False
         _fsync_dir(path.parent)
         log.warning(
             "snapshot %s is damaged (%s); moved it aside to %s; %s", path, reason, target.name, then
         )
+        return True
 
     def _warn_once(self, path: Path, fmt: str, *args: Any) -> None:
         if path not in self._warned:
