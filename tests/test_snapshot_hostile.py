@@ -40,6 +40,7 @@ def _learners() -> dict[str, Any]:
     from streamk.learners.novelty import KernelNovelty
     from streamk.learners.perceptron import KernelPerceptron
     from streamk.learners.ranking import OnlineRanker
+    from streamk.learners.scaling import StandardScaledClassifier, StandardScaledRegressor
     from streamk.learners.svr import OnlineSVR
 
     rng = np.random.default_rng(0)
@@ -52,12 +53,14 @@ def _learners() -> dict[str, Any]:
         "OnlineRanker": OnlineRanker(ranks=(1, 2, 3)),
         "KernelNovelty": KernelNovelty(budget=20),
         "MarginPerceptron": MarginPerceptron(budget=20),
+        "StandardScaledClassifier": StandardScaledClassifier(KernelAdatron(C=1.0, budget=30)),
+        "StandardScaledRegressor": StandardScaledRegressor(OnlineSVR()),
     }
     for i, x in enumerate(xs):
         for key, model in models.items():
             if key == "KernelNovelty":
                 model.learn_one(x)
-            elif key == "OnlineSVR":
+            elif key in ("OnlineSVR", "StandardScaledRegressor"):
                 model.learn_one(x, x["a"] - x["b"])
             elif key == "OnlineRanker":
                 model.learn_one(x, 1 + i % 3)
@@ -101,6 +104,11 @@ def _array_paths(node: Any, path: tuple = ()) -> list[tuple]:
     return []
 
 
+def _learner(state: dict) -> dict:
+    """The kernel learner's own state: the state itself, or a wrapper's inner ``model``."""
+    return state if "support" in state else state["model"]
+
+
 def _get(node: Any, path: tuple) -> Any:
     for key in path:
         node = node[key]
@@ -137,20 +145,20 @@ def build_corpus() -> tuple[dict[str, bytes], dict[str, bytes]]:
                 parent = _get(hurt["model"]["state"], path[:-1])
                 parent[path[-1]] = _empty(arr["dtype"], shape)
                 hostile[f"{key}-{where}-{'x'.join(map(str, shape))}"] = _close(hurt)
-        state = body["model"]["state"]
+        state = _learner(body["model"]["state"])
         # Counts a learner would allocate from, over their limits.
         hurt = _open(data)
-        hurt["model"]["state"]["features"] = [f"f{i}" for i in range((1 << 16) + 1)]
-        hurt["model"]["state"]["support"]["X"] = _empty("<f8", [0, (1 << 20) + 1])
+        _learner(hurt["model"]["state"])["features"] = [f"f{i}" for i in range((1 << 16) + 1)]
+        _learner(hurt["model"]["state"])["support"]["X"] = _empty("<f8", [0, (1 << 20) + 1])
         hostile[f"{key}-features-over-limit"] = _close(hurt)
         if "labels" in state:
             hurt = _open(data)
-            hurt["model"]["state"]["labels"]["classes"] = list(range((1 << 16) + 1))
+            _learner(hurt["model"]["state"])["labels"]["classes"] = list(range((1 << 16) + 1))
             hostile[f"{key}-classes-over-limit"] = _close(hurt)
         # A support set whose real rows imply a Gram over max_implied_bytes (keep_gram).
         hurt = _open(data)
         n = 9000
-        hurt["model"]["state"]["support"].update(
+        _learner(hurt["model"]["state"])["support"].update(
             X=_array(np.zeros((n, 1))),
             coef=_array(np.zeros((n, 1))),
             ids=_array(np.arange(n, dtype=np.int64)),
@@ -159,7 +167,7 @@ def build_corpus() -> tuple[dict[str, bytes], dict[str, bytes]]:
         hostile[f"{key}-gram-{n}-rows"] = _close(hurt)
         # A from_state that rejects the state: verify used to say "ok" for these.
         hurt = _open(data)
-        hurt["model"]["state"]["params"]["no_such_param"] = 1
+        _learner(hurt["model"]["state"])["params"]["no_such_param"] = 1
         hostile[f"{key}-bad-params"] = _close(hurt)
     # Issue 13 item 7, as reported.
     base = _open(controls["KernelPerceptron-valid"])
