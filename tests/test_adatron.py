@@ -163,7 +163,7 @@ def _plain_online(X, y, kernel, C, norm, resweeps):
         for _ in range(resweeps):
             for s in list(sv):
                 f = sum(alpha[j] * y[j] * k(j, s) for j in sv)
-                g = 1.0 - y[s] * (f + mu * alpha[s])
+                g = 1.0 - y[s] * f - mu * alpha[s]
                 alpha[s] = min(max(alpha[s] + g / (k(s, s) + mu), 0.0), upper)
         for s in [s for s in sv if alpha[s] == 0.0]:
             sv.remove(s)
@@ -336,3 +336,67 @@ def test_every_budget_policy_bounds_the_set_and_keeps_learn_many_exact(policy):
     assert np.array_equal(one.support_.ids, many.support_.ids)
     assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
     assert np.mean(one.predict_many(X).to_numpy().astype(int) == y) > 0.4
+
+
+# -- 2-norm resweeps on both labels (issue 15) -----------------------------------------------------
+@pytest.mark.parametrize("label, sign", [(True, 1.0), (False, -1.0)])
+@pytest.mark.parametrize("resweeps", [1, 5])
+def test_two_norm_resweeps_single_point_closed_form(label, sign, resweeps):
+    """One point x = 1, linear kernel, C = 1: alpha = 1 / (k(x, x) + 1/C) = 0.5 for either label.
+
+    The fixed point of the 2-norm dual max a - a^2 (k + 1/C) / 2 does not depend on the label;
+    the resweep once used the signed coefficient in the 1/C term and ran away for y = -1.
+    """
+    model = KernelAdatron(kernel=Linear(), C=1.0, norm=2, resweeps=resweeps)
+    model.learn_one({"x": 1.0}, label)
+    assert model.support_.coef[0, 0] == pytest.approx(sign * 0.5, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_two_norm_resweeps_reach_the_qp_optimum_for_both_labels(seed):
+    """Many resweeps over a mixed-label support set converge to the 2-norm dual's optimum."""
+    X, y = _data(seed, m=20)
+    model = KernelAdatron(kernel=RBF(gamma=0.5), C=2.0, norm=2, resweeps=1)
+    for x, label in zip(_dicts(X), y):
+        model.learn_one(x, int(label))
+    model._resweep(3000)
+    S = model.support_
+    signs = np.sign(S.coef[:, 0])
+    assert (signs < 0).any() and (signs > 0).any()
+    a_qp, w_qp = _qp_oracle(S.gram_matrix, signs, 2.0, 2)
+    assert np.allclose(np.abs(S.coef[:, 0]), a_qp, atol=1e-5)
+    assert _dual_objective(S.gram_matrix, signs, np.abs(S.coef[:, 0]), 2.0, 2) == pytest.approx(
+        w_qp, abs=1e-8
+    )
+
+
+def test_two_norm_multiclass_resweeps_match_plain_loop_per_column():
+    """The multiclass (array) branch of the resweep takes the same step as the book's loop."""
+    X, y = _data(5, m=24, classes=3)
+    kernel = RBF(gamma=0.6)
+    model = KernelAdatron(kernel=kernel, C=1.0, norm=2, resweeps=2)
+    for x, label in zip(_dicts(X), y):
+        model.learn_one(x, int(label))
+    S = model.support_
+    # in the 2-norm every example joins (alpha = 1/(k + 1/C) > 0 from zero), none leaves
+    for c, cls in enumerate(model.classes_):
+        t = np.where(y == cls, 1.0, -1.0)
+        expected = _plain_online_no_removal(X, t, kernel, 1.0, 2)
+        order = np.argsort(S.ids)
+        assert np.allclose(S.coef[order, c], expected, atol=1e-10)
+
+
+def _plain_online_no_removal(X, y, kernel, C, mu_norm, resweeps=2):
+    mu = 1.0 / C
+    n = len(X)
+    K = kernel.gram(X, X)
+    alpha = np.zeros(n)
+    for i in range(n):
+        f = sum(alpha[j] * y[j] * K[j, i] for j in range(i))
+        alpha[i] = max((1.0 - y[i] * f) / (K[i, i] + mu), 0.0)
+        for _ in range(resweeps):
+            for s in range(i + 1):
+                f = sum(alpha[j] * y[j] * K[j, s] for j in range(i + 1))
+                g = 1.0 - y[s] * f - mu * alpha[s]
+                alpha[s] = max(alpha[s] + g / (K[s, s] + mu), 0.0)
+    return alpha * y

@@ -197,7 +197,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
                 c, f, t_, e_ = coef[:, 0], F[:, 0], T[:, 0].tolist(), eta.tolist()
                 for i in order:
                     t, a = t_[i], float(c[i]) * t_[i]
-                    a_new = min(max(a + e_[i] * (1.0 - t * (float(f[i]) + mu * a)), 0.0), upper)
+                    # the 2-norm shift acts on alpha = a >= 0, not on the signed coefficient
+                    a_new = min(max(a + e_[i] * (1.0 - t * float(f[i]) - mu * a), 0.0), upper)
                     if a_new != a:
                         delta = (a_new - a) * t
                         S.add_coef(i, delta)
@@ -206,7 +207,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
             for i in order:
                 t = T[i]
                 a = coef[i] * t
-                a_new = np.clip(a + eta[i] * (1.0 - t * (F[i] + mu * a)), 0.0, upper)
+                a_new = np.clip(a + eta[i] * (1.0 - t * F[i] - mu * a), 0.0, upper)
                 delta = (a_new - a) * t
                 if delta.any():
                     S.add_coef(i, delta)
