@@ -155,6 +155,24 @@ def test_fsm_guards():
         fsm(np.eye(3), [1, -1])
 
 
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_measures_reject_non_finite_gram(bad):
+    """A NaN/inf in K would give alignment 0.0 or FSM inf, values that mean something else."""
+    y = np.r_[np.ones(3), -np.ones(3)]
+    K = np.eye(6) + 0.1
+    K[1, 2] = K[2, 1] = bad
+    with pytest.raises(InvalidInput, match="non-finite"):
+        alignment(K, y)
+    with pytest.raises(InvalidInput, match="non-finite"):
+        alignment(np.eye(6), K)
+    with pytest.raises(InvalidInput, match="non-finite"):
+        fsm(K, y)
+    with pytest.raises(InvalidInput, match="non-finite"):
+        fsm_parts(K, y)
+    with pytest.raises(InvalidInput, match="non-finite"):
+        alignment(np.eye(6), np.r_[1.0, bad, 1.0, -1.0, -1.0, -1.0])
+
+
 def test_fsm_synthetic_rotation_experiment_soft():
     """§4.1 (soft): linear images of one problem give FSMerr ~ 0.5 at every angle, KTA moves."""
     rng = np.random.default_rng(0)

@@ -31,6 +31,8 @@ def _square(K: Any) -> np.ndarray:
     K = np.asarray(K, dtype=np.float64)
     if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
         raise InvalidInput(f"K must be a non-empty square matrix, got shape {K.shape}")
+    if not np.isfinite(K).all():
+        raise InvalidInput("K has non-finite entries (nan or inf); check the kernel and inputs")
     return K
 
 
@@ -43,6 +45,8 @@ def alignment(K: Any, other: Any) -> float:
     """
     K = _square(K)
     other = np.asarray(other, dtype=np.float64)
+    if not np.isfinite(other).all():
+        raise InvalidInput("the second matrix (or y) has non-finite entries (nan or inf)")
     if other.ndim == 1:
         if other.shape[0] != K.shape[0]:
             raise InvalidInput(f"y has {other.shape[0]} entries but K has {K.shape[0]} rows")
