@@ -12,7 +12,7 @@ import numpy as np
 
 from .smo import _NEG, TAU, Solver
 
-__all__ = ["SolverNU"]
+__all__ = ["SolverNU", "rho_r_of"]
 
 
 class SolverNU(Solver):
@@ -90,23 +90,28 @@ class SolverNU(Solver):
         return max(g1 + g2, g3 + g4)
 
     def calculate_rho_r(self) -> tuple[float, float]:
-        """Return ``(rho, r)``: per group, ``r_g`` is the mean gradient over free variables (else
-        the midpoint of the KKT bounds); ``r = (r_+ + r_-)/2``, ``rho = (r_+ - r_-)/2`` (LIBSVM)."""
-        G = self.y * self.H
-        out = []
-        for sign in (1.0, -1.0):
-            g = self.y == sign
-            a, c, gg = self.alpha[g], self.C[g], G[g]
-            upper, lower = a >= c, a <= 0
-            free = ~upper & ~lower
-            if free.any():
-                out.append(float(gg[free].mean()))
-                continue
-            lb = gg[upper].max(initial=-np.inf)
-            ub = gg[lower].min(initial=np.inf)
-            if np.isfinite(lb) and np.isfinite(ub):
-                out.append(float(0.5 * (lb + ub)))
-            else:
-                out.append(float(lb if np.isfinite(lb) else (ub if np.isfinite(ub) else 0.0)))
-        r1, r2 = out
-        return 0.5 * (r1 - r2), 0.5 * (r1 + r2)
+        """Return ``(rho, r)`` (see :func:`rho_r_of`)."""
+        return rho_r_of(self.alpha, self.y, self.H, self.C)
+
+
+def rho_r_of(alpha: np.ndarray, y: np.ndarray, H: np.ndarray, C: np.ndarray) -> tuple[float, float]:
+    """Return ``(rho, r)``: per group, ``r_g`` is the mean gradient over free variables (else
+    the midpoint of the KKT bounds); ``r = (r_+ + r_-)/2``, ``rho = (r_+ - r_-)/2`` (LIBSVM)."""
+    G = y * H
+    out = []
+    for sign in (1.0, -1.0):
+        g = y == sign
+        a, c, gg = alpha[g], C[g], G[g]
+        upper, lower = a >= c, a <= 0
+        free = ~upper & ~lower
+        if free.any():
+            out.append(float(gg[free].mean()))
+            continue
+        lb = gg[upper].max(initial=-np.inf)
+        ub = gg[lower].min(initial=np.inf)
+        if np.isfinite(lb) and np.isfinite(ub):
+            out.append(float(0.5 * (lb + ub)))
+        else:
+            out.append(float(lb if np.isfinite(lb) else (ub if np.isfinite(ub) else 0.0)))
+    r1, r2 = out
+    return 0.5 * (r1 - r2), 0.5 * (r1 + r2)

@@ -8,15 +8,13 @@ from ..errors import SolverError
 from ._common import (
     SolverResult,
     check_alpha0,
-    check_gram,
     check_nu,
     check_positive,
     check_targets,
     project_box_equality,
     run_solver,
 )
-from .smo import Solver
-from .smo_nu import SolverNU
+from .core import KernelColumns, check_source, make_solver, source_diag
 
 __all__ = ["svc", "nu_svc", "one_class", "hypersphere"]
 
@@ -26,13 +24,14 @@ def _max_iter(max_iter: int | None, n_var: int) -> int:
 
 
 def svc(
-    K: np.ndarray,
+    K: np.ndarray | KernelColumns,
     y: np.ndarray,
     C: float = 1.0,
     tol: float = 1e-3,
     alpha0: np.ndarray | None = None,
     max_iter: int | None = None,
     shrinking: bool = True,
+    backend: str = "auto",
 ) -> SolverResult:
     """C-SVC with bias by SMO with second-order working-set selection (Fan, Chen & Lin 2005).
 
@@ -48,29 +47,28 @@ def svc(
     alpha0 : warm start; projected onto the feasible set first (see ``project_box_equality``).
     max_iter : default ``max(10_000_000, 100 n)`` as LIBSVM.  shrinking : LIBSVM's heuristic.
     """
-    K = check_gram(K)
-    n = K.shape[0]
+    src, n = check_source(K)
     y = check_targets(y, n, labels=True)
     C = check_positive("C", C, allow_inf=True)
     a0 = check_alpha0(alpha0, n)
     Cv = np.full(n, C)
     alpha = np.zeros(n) if a0 is None else project_box_equality(a0, y, Cv, 0.0)
-    solver = Solver(
-        K, y, -np.ones(n), Cv, tol=tol, max_iter=_max_iter(max_iter, n), shrinking=shrinking
-    )
+    solver = make_solver(src, y, -np.ones(n), Cv, tol=tol, max_iter=_max_iter(max_iter, n),
+                         shrinking=shrinking, backend=backend)  # fmt: skip
     run_solver("svc", solver, alpha)
     rho = solver.calculate_rho()
     return SolverResult.from_solver(solver, solver.alpha, -rho, {"rho": rho})
 
 
 def nu_svc(
-    K: np.ndarray,
+    K: np.ndarray | KernelColumns,
     y: np.ndarray,
     nu: float = 0.5,
     tol: float = 1e-3,
     alpha0: np.ndarray | None = None,
     max_iter: int | None = None,
     shrinking: bool = True,
+    backend: str = "auto",
 ) -> SolverResult:
     """nu-SVC (Schölkopf et al. 2000; the book's CF 7.6/7.7 with ``C = 1/(nu l)``), LIBSVM-style.
 
@@ -80,8 +78,7 @@ def nu_svc(
     unscaled ``a``, the form ``alpha0`` takes) and ``alpha_book = a / (nu l)`` (the book's
     ``sum alpha = 1`` normalisation, box ``1/(nu l)``).
     """
-    K = check_gram(K)
-    n = K.shape[0]
+    src, n = check_source(K)
     y = check_targets(y, n, labels=True)
     nu = check_nu(nu)
     n_pos, n_neg = int((y > 0).sum()), int((y < 0).sum())
@@ -101,8 +98,8 @@ def nu_svc(
             alpha[g] = np.diff(np.concatenate(([0.0], cum)))
         else:
             alpha[g] = project_box_equality(a0[g], ones[g], ones[g], half)
-    solver = SolverNU(K, y, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
-                      shrinking=shrinking)  # fmt: skip
+    solver = make_solver(src, y, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
+                         shrinking=shrinking, nu=True, backend=backend)  # fmt: skip
     run_solver("nu_svc", solver, alpha)
     rho, r = solver.calculate_rho_r()
     if not r > 0:
@@ -117,12 +114,13 @@ def nu_svc(
 
 
 def one_class(
-    K: np.ndarray,
+    K: np.ndarray | KernelColumns,
     nu: float = 0.5,
     tol: float = 1e-3,
     alpha0: np.ndarray | None = None,
     max_iter: int | None = None,
     shrinking: bool = True,
+    backend: str = "auto",
 ) -> SolverResult:
     """Schölkopf's nu one-class SVM as LIBSVM solves it.
 
@@ -130,8 +128,7 @@ def one_class(
     (positive inside the support). The book's Remark 7.16: for a normalised kernel this is the
     hypersphere. ``objective`` is ``0.5 a'Ka``.
     """
-    K = check_gram(K)
-    n = K.shape[0]
+    src, n = check_source(K)
     nu = check_nu(nu)
     a0 = check_alpha0(alpha0, n)
     ones = np.ones(n)
@@ -140,20 +137,21 @@ def one_class(
         alpha = np.diff(np.concatenate(([0.0], np.minimum(np.arange(1, n + 1), total))))
     else:
         alpha = project_box_equality(a0, ones, ones, total)
-    solver = Solver(K, ones, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
-                    shrinking=shrinking)  # fmt: skip
+    solver = make_solver(src, ones, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
+                         shrinking=shrinking, backend=backend)  # fmt: skip
     run_solver("one_class", solver, alpha)
     rho = solver.calculate_rho()
     return SolverResult.from_solver(solver, solver.alpha, -rho, {"rho": rho})
 
 
 def hypersphere(
-    K: np.ndarray,
+    K: np.ndarray | KernelColumns,
     C: float | None = None,
     tol: float = 1e-6,
     alpha0: np.ndarray | None = None,
     max_iter: int | None = None,
     shrinking: bool = True,
+    backend: str = "auto",
 ) -> SolverResult:
     """Minimal enclosing hypersphere (Shawe-Taylor & Cristianini §7.1, CF 7.1 hard / CF 7.2 soft).
 
@@ -169,8 +167,7 @@ def hypersphere(
     ``info``: ``radius2``, ``center_norm2`` (``a'Ka``), ``W`` and, soft, ``slack_sum``
     ``= (W - r^2)/C``.
     """
-    K = check_gram(K)
-    n = K.shape[0]
+    src, n = check_source(K)
     if C is None:
         c = np.inf
     else:
@@ -181,9 +178,9 @@ def hypersphere(
     ones = np.ones(n)
     Cv = np.full(n, c)
     alpha = np.full(n, 1.0 / n) if a0 is None else project_box_equality(a0, ones, Cv, 1.0)
-    diag = np.diag(K)
-    solver = Solver(K, ones, -0.5 * diag, Cv, tol=tol, max_iter=_max_iter(max_iter, n),
-                    shrinking=shrinking)  # fmt: skip
+    diag = source_diag(src)
+    solver = make_solver(src, ones, -0.5 * diag, Cv, tol=tol, max_iter=_max_iter(max_iter, n),
+                         shrinking=shrinking, backend=backend)  # fmt: skip
     run_solver("hypersphere", solver, alpha)
     rho = solver.calculate_rho()
     a = solver.alpha

@@ -8,15 +8,13 @@ from ..errors import SolverError
 from ._common import (
     SolverResult,
     check_alpha0,
-    check_gram,
     check_nu,
     check_positive,
     check_targets,
     project_box_equality,
     run_solver,
 )
-from .smo import Solver
-from .smo_nu import SolverNU
+from .core import KernelColumns, check_source, make_solver
 
 __all__ = ["svr", "nu_svr"]
 
@@ -30,7 +28,7 @@ def _signs(n: int) -> np.ndarray:
 
 
 def svr(
-    K: np.ndarray,
+    K: np.ndarray | KernelColumns,
     y: np.ndarray,
     C: float = 1.0,
     epsilon: float = 0.1,
@@ -38,6 +36,7 @@ def svr(
     alpha0: np.ndarray | None = None,
     max_iter: int | None = None,
     shrinking: bool = True,
+    backend: str = "auto",
 ) -> SolverResult:
     """epsilon-SVR with bias (the book's CF 7.10, Alg. 7.47; LIBSVM's ``solve_epsilon_svr``).
 
@@ -48,8 +47,7 @@ def svr(
     above. ``alpha0`` is a warm start ``beta0`` (split into ``a+ = max(beta, 0)``,
     ``a- = max(-beta, 0)``, then projected onto the feasible set).
     """
-    K = check_gram(K)
-    n = K.shape[0]
+    src, n = check_source(K)
     y = check_targets(y, n, labels=False)
     C = check_positive("C", C, allow_inf=True)
     eps = float(epsilon)
@@ -62,7 +60,8 @@ def svr(
     p = np.concatenate((eps - y, eps + y))
     max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     base = np.concatenate((np.arange(n), np.arange(n)))
-    solver = Solver(K, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking)
+    solver = make_solver(src, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking,
+                         backend=backend)  # fmt: skip
     run_solver("svr", solver, a)
     rho = solver.calculate_rho()
     beta = solver.alpha[:n] - solver.alpha[n:]
@@ -75,7 +74,7 @@ def svr(
 
 
 def nu_svr(
-    K: np.ndarray,
+    K: np.ndarray | KernelColumns,
     y: np.ndarray,
     C: float = 1.0,
     nu: float = 0.5,
@@ -83,6 +82,7 @@ def nu_svr(
     alpha0: np.ndarray | None = None,
     max_iter: int | None = None,
     shrinking: bool = True,
+    backend: str = "auto",
 ) -> SolverResult:
     """nu-SVR (Schölkopf et al. 2000; the book's CF 7.11 with the corrected dual, errata §10).
 
@@ -91,8 +91,7 @@ def nu_svr(
     width is recovered with the offset: ``info['epsilon'] = -r`` (LIBSVM), ``b = -rho``,
     ``f = K @ alpha + b`` with ``alpha = a+ - a-``.
     """
-    K = check_gram(K)
-    n = K.shape[0]
+    src, n = check_source(K)
     y = check_targets(y, n, labels=False)
     C = check_positive("C", C)
     nu = check_nu(nu)
@@ -115,7 +114,8 @@ def nu_svr(
     p = np.concatenate((-y, y))
     max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     base = np.concatenate((np.arange(n), np.arange(n)))
-    solver = SolverNU(K, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking)
+    solver = make_solver(src, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking,
+                         nu=True, backend=backend)  # fmt: skip
     run_solver("nu_svr", solver, a)
     rho, r = solver.calculate_rho_r()
     beta = solver.alpha[:n] - solver.alpha[n:]

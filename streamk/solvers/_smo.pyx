@@ -1,0 +1,682 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False
+"""Compiled SMO core: LIBSVM's ``Solver`` and ``Solver_NU`` with a byte-budgeted column cache.
+
+Solves ``min 0.5 a'Qa + p'a  s.t.  y'a = delta, 0 <= a_t <= C_t`` (``Q_st = y_s y_t Kbar_st``;
+with ``nu`` the two equalities of one sign group each) as LIBSVM 3.x does: second-order
+working-set selection (Fan, Chen & Lin, JMLR 6, 2005), shrinking with ``G_bar`` and gradient
+reconstruction, and an LRU cache of ``Q`` columns whose total size is bounded in bytes, with
+LIBSVM's ``swap_index`` so active variables stay contiguous. Names follow LIBSVM's ``svm.cpp``.
+
+``Kbar_st = k(row[base_s], row[base_t])`` comes from one of three sources, so a window never
+needs its ``n x n`` Gram matrix:
+
+* ``GRAM``: a precomputed C-contiguous Gram matrix (entries gathered);
+* ``RBF``: rows ``X`` and their squared norms, ``exp(-gamma ||a - b||^2)`` computed here with
+  the core's exponential (``_fastexp.h``), so values match :mod:`streamk.kernels` to rounding;
+* ``CALL``: any kernel through a Python callable ``f(i, idx) -> k(row_i, rows[idx])`` called once
+  per missing column block.
+
+The NumPy solver in :mod:`streamk.solvers.smo` is the reference this is tested against; both are
+tested against scikit-learn's LIBSVM.
+"""
+
+from libc.math cimport INFINITY
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+import numpy as np
+
+cdef extern from "_fastexp.h" nogil:
+    double sk_exp(double x)
+
+cdef double TAU = 1e-12
+
+cdef enum Source:
+    GRAM = 0
+    RBF = 1
+    CALL = 2
+
+
+cdef struct Head:
+    Head *prev
+    Head *next
+    double *data
+    Py_ssize_t len
+
+
+cdef class _Cache:
+    """LIBSVM's ``Cache``: LRU list of partial columns, ``size`` counted in doubles."""
+
+    cdef Py_ssize_t l
+    cdef Py_ssize_t size
+    cdef Head *head
+    cdef Head lru_head
+
+    def __cinit__(self, Py_ssize_t l, Py_ssize_t size_bytes):
+        cdef Py_ssize_t i
+        self.l = l
+        self.head = <Head *> malloc(l * sizeof(Head))
+        if self.head == NULL:
+            raise MemoryError()
+        for i in range(l):
+            self.head[i].prev = NULL
+            self.head[i].next = NULL
+            self.head[i].data = NULL
+            self.head[i].len = 0
+        self.size = size_bytes // sizeof(double)
+        self.size -= l * sizeof(Head) // sizeof(double)
+        if self.size < 2 * l:
+            self.size = 2 * l  # at least two columns: Q_i must survive the fetch of Q_j
+        self.lru_head.next = &self.lru_head
+        self.lru_head.prev = &self.lru_head
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self.head != NULL:
+            for i in range(self.l):
+                free(self.head[i].data)
+            free(self.head)
+
+    cdef inline void lru_delete(self, Head *h) noexcept nogil:
+        h.prev.next = h.next
+        h.next.prev = h.prev
+
+    cdef inline void lru_insert(self, Head *h) noexcept nogil:
+        h.next = &self.lru_head
+        h.prev = self.lru_head.prev
+        h.prev.next = h
+        h.next.prev = h
+
+    cdef Py_ssize_t get_data(self, Py_ssize_t index, double **data, Py_ssize_t length) except -1:
+        """Point ``data`` at column ``index`` grown to ``length``; return how many were valid."""
+        cdef Head *h = &self.head[index]
+        cdef Head *old
+        cdef Py_ssize_t more, start
+        cdef double *p
+        if h.len:
+            self.lru_delete(h)
+        more = length - h.len
+        start = h.len
+        if more > 0:
+            while self.size < more:
+                old = self.lru_head.next
+                self.lru_delete(old)
+                free(old.data)
+                self.size += old.len
+                old.data = NULL
+                old.len = 0
+            p = <double *> realloc(h.data, length * sizeof(double))
+            if p == NULL:
+                raise MemoryError()
+            h.data = p
+            self.size -= more
+            h.len = length
+        self.lru_insert(h)
+        data[0] = h.data
+        return start
+
+    cdef void swap_index(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+        cdef Head *h
+        cdef Head *nxt
+        cdef double *td
+        cdef Py_ssize_t tl
+        cdef double tmp
+        if i == j:
+            return
+        if self.head[i].len:
+            self.lru_delete(&self.head[i])
+        if self.head[j].len:
+            self.lru_delete(&self.head[j])
+        td = self.head[i].data
+        self.head[i].data = self.head[j].data
+        self.head[j].data = td
+        tl = self.head[i].len
+        self.head[i].len = self.head[j].len
+        self.head[j].len = tl
+        if self.head[i].len:
+            self.lru_insert(&self.head[i])
+        if self.head[j].len:
+            self.lru_insert(&self.head[j])
+        if i > j:
+            i, j = j, i
+        h = self.lru_head.next
+        while h != &self.lru_head:
+            nxt = h.next
+            if h.len > i:
+                if h.len > j:
+                    tmp = h.data[i]
+                    h.data[i] = h.data[j]
+                    h.data[j] = tmp
+                else:  # give up the column: it holds i but not j
+                    self.lru_delete(h)
+                    free(h.data)
+                    self.size += h.len
+                    h.data = NULL
+                    h.len = 0
+            h = nxt
+
+
+cdef class _Solver:
+    """One SMO run; arrays are held permuted (LIBSVM's ``active_set``) until :meth:`results`."""
+
+    cdef Py_ssize_t l, active_size, n_rows, dim
+    cdef int source
+    cdef bint nu, unshrink
+    cdef double eps, gamma
+    cdef double *y
+    cdef double *G
+    cdef double *G_bar
+    cdef double *alpha
+    cdef double *p
+    cdef double *C
+    cdef double *QD
+    cdef char *status  # 0 lower, 1 upper, 2 free
+    cdef Py_ssize_t *active_set
+    cdef Py_ssize_t *base  # row of the data behind each (permuted) variable
+    cdef const double *K
+    cdef const double *X
+    cdef const double *sq
+    cdef object callback
+    cdef object keep  # references to the arrays behind K / X / sq
+    cdef double *buf
+    cdef _Cache cache
+
+    def __cinit__(self):
+        self.y = self.G = self.G_bar = self.alpha = self.p = self.C = self.QD = NULL
+        self.status = NULL
+        self.active_set = self.base = NULL
+        self.buf = NULL
+
+    def __dealloc__(self):
+        free(self.y); free(self.G); free(self.G_bar); free(self.alpha); free(self.p)
+        free(self.C); free(self.QD); free(self.status); free(self.active_set); free(self.base)
+        free(self.buf)
+
+    # ---------------------------------------------------------------- kernel columns
+    cdef inline double kbar(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        """``k(row a, row b)`` for rows of the data (not variables)."""
+        cdef Py_ssize_t k
+        cdef double s, d
+        cdef const double *xa
+        cdef const double *xb
+        if self.source == GRAM:
+            return self.K[a * self.n_rows + b]
+        xa = self.X + a * self.dim
+        xb = self.X + b * self.dim
+        s = 0.0
+        for k in range(self.dim):
+            s += xa[k] * xb[k]
+        d = self.sq[a] + self.sq[b] - 2.0 * s
+        if d < 0.0:
+            d = 0.0
+        return sk_exp(-self.gamma * d)
+
+    cdef double *get_Q(self, Py_ssize_t i, Py_ssize_t length) except NULL:
+        """Column ``i`` of ``Q`` over variables ``[0, length)`` (LIBSVM's ``get_Q``)."""
+        cdef double *data
+        cdef Py_ssize_t start, j, bi
+        cdef double yi
+        start = self.cache.get_data(i, &data, length)
+        if start < length:
+            bi = self.base[i]
+            yi = self.y[i]
+            if self.source == CALL:
+                self._call_column(bi, start, length)
+                for j in range(start, length):
+                    data[j] = yi * self.y[j] * self.buf[j - start]
+            elif self.source == GRAM:
+                for j in range(start, length):
+                    data[j] = yi * self.y[j] * self.K[bi * self.n_rows + self.base[j]]
+            else:
+                for j in range(start, length):
+                    data[j] = yi * self.y[j] * self.kbar(bi, self.base[j])
+        return data
+
+    cdef int _call_column(self, Py_ssize_t bi, Py_ssize_t start, Py_ssize_t stop) except -1:
+        cdef Py_ssize_t j, m = stop - start
+        idx = np.empty(m, dtype=np.intp)
+        cdef Py_ssize_t[::1] iv = idx
+        for j in range(m):
+            iv[j] = self.base[start + j]
+        vals = np.ascontiguousarray(self.callback(int(bi), idx), dtype=np.float64).reshape(-1)
+        if vals.shape[0] != m:
+            raise ValueError(f"kernel callback returned {vals.shape[0]} values, expected {m}")
+        cdef const double[::1] vv = vals
+        if m:
+            memcpy(self.buf, &vv[0], m * sizeof(double))
+        return 0
+
+    # ---------------------------------------------------------------- status
+    cdef inline void update_alpha_status(self, Py_ssize_t i) noexcept nogil:
+        if self.alpha[i] >= self.C[i]:
+            self.status[i] = 1
+        elif self.alpha[i] <= 0:
+            self.status[i] = 0
+        else:
+            self.status[i] = 2
+
+    cdef inline bint is_upper(self, Py_ssize_t i) noexcept nogil:
+        return self.status[i] == 1
+
+    cdef inline bint is_lower(self, Py_ssize_t i) noexcept nogil:
+        return self.status[i] == 0
+
+    cdef void swap_index(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+        self.cache.swap_index(i, j)
+        _swap_d(self.y, i, j); _swap_d(self.G, i, j); _swap_d(self.alpha, i, j)
+        _swap_d(self.p, i, j); _swap_d(self.G_bar, i, j); _swap_d(self.C, i, j)
+        _swap_d(self.QD, i, j)
+        cdef char s = self.status[i]
+        self.status[i] = self.status[j]
+        self.status[j] = s
+        cdef Py_ssize_t t = self.active_set[i]
+        self.active_set[i] = self.active_set[j]
+        self.active_set[j] = t
+        t = self.base[i]
+        self.base[i] = self.base[j]
+        self.base[j] = t
+
+    # ---------------------------------------------------------------- gradient
+    cdef int reconstruct_gradient(self) except -1:
+        cdef Py_ssize_t i, j, nr_free = 0, l = self.l, act = self.active_size
+        cdef double *Q_i
+        cdef double a_i
+        if act == l:
+            return 0
+        for j in range(act, l):
+            self.G[j] = self.G_bar[j] + self.p[j]
+        for j in range(act):
+            if self.status[j] == 2:
+                nr_free += 1
+        if nr_free * l > 2 * act * (l - act):
+            for i in range(act, l):
+                Q_i = self.get_Q(i, act)
+                for j in range(act):
+                    if self.status[j] == 2:
+                        self.G[i] += self.alpha[j] * Q_i[j]
+        else:
+            for i in range(act):
+                if self.status[i] == 2:
+                    Q_i = self.get_Q(i, l)
+                    a_i = self.alpha[i]
+                    for j in range(act, l):
+                        self.G[j] += a_i * Q_i[j]
+        return 0
+
+    # ---------------------------------------------------------------- WSS2
+    cdef int select_working_set(self, Py_ssize_t *out_i, Py_ssize_t *out_j) except -1:
+        """1 when optimal within ``eps``; else the pair in ``out_i``, ``out_j``."""
+        cdef double Gmax = -INFINITY, Gmax2 = -INFINITY, obj_diff_min = INFINITY
+        cdef double grad_diff, quad, obj_diff, yi = 0.0, QDi = 0.0
+        cdef Py_ssize_t t, j, i = -1, Gmin_idx = -1, act = self.active_size
+        cdef double *Q_i = NULL
+        cdef double *G = self.G
+        cdef double *y = self.y
+        cdef double *QD = self.QD
+        cdef char *st = self.status
+        if self.nu:
+            return self.select_working_set_nu(out_i, out_j)
+        for t in range(act):
+            if y[t] > 0:
+                if st[t] != 1 and -G[t] >= Gmax:
+                    Gmax = -G[t]
+                    i = t
+            else:
+                if st[t] != 0 and G[t] >= Gmax:
+                    Gmax = G[t]
+                    i = t
+        if i != -1:
+            Q_i = self.get_Q(i, act)
+            yi = y[i]
+            QDi = QD[i]
+        for j in range(act):
+            if y[j] > 0:
+                if st[j] != 0:
+                    grad_diff = Gmax + G[j]
+                    if G[j] >= Gmax2:
+                        Gmax2 = G[j]
+                    if grad_diff > 0:
+                        quad = QDi + QD[j] - 2.0 * yi * Q_i[j]
+                        if quad <= 0:
+                            quad = TAU
+                        obj_diff = -(grad_diff * grad_diff) / quad
+                        if obj_diff <= obj_diff_min:
+                            Gmin_idx = j
+                            obj_diff_min = obj_diff
+            else:
+                if st[j] != 1:
+                    grad_diff = Gmax - G[j]
+                    if -G[j] >= Gmax2:
+                        Gmax2 = -G[j]
+                    if grad_diff > 0:
+                        quad = QDi + QD[j] + 2.0 * yi * Q_i[j]
+                        if quad <= 0:
+                            quad = TAU
+                        obj_diff = -(grad_diff * grad_diff) / quad
+                        if obj_diff <= obj_diff_min:
+                            Gmin_idx = j
+                            obj_diff_min = obj_diff
+        if Gmax + Gmax2 < self.eps or Gmin_idx == -1:
+            return 1
+        out_i[0] = i
+        out_j[0] = Gmin_idx
+        return 0
+
+    cdef int select_working_set_nu(self, Py_ssize_t *out_i, Py_ssize_t *out_j) except -1:
+        cdef double Gmaxp = -INFINITY, Gmaxp2 = -INFINITY, Gmaxn = -INFINITY, Gmaxn2 = -INFINITY
+        cdef double obj_diff_min = INFINITY, grad_diff, quad, obj_diff
+        cdef Py_ssize_t t, j, ip = -1, i_n = -1, Gmin_idx = -1, act = self.active_size
+        cdef double *Q_ip = NULL
+        cdef double *Q_in = NULL
+        cdef double *G = self.G
+        cdef double *y = self.y
+        cdef double *QD = self.QD
+        cdef char *st = self.status
+        for t in range(act):
+            if y[t] > 0:
+                if st[t] != 1 and -G[t] >= Gmaxp:
+                    Gmaxp = -G[t]
+                    ip = t
+            else:
+                if st[t] != 0 and G[t] >= Gmaxn:
+                    Gmaxn = G[t]
+                    i_n = t
+        if ip != -1:
+            Q_ip = self.get_Q(ip, act)
+        if i_n != -1:
+            Q_in = self.get_Q(i_n, act)
+            if ip != -1:  # the second fetch may have moved the first: fetch again (cached)
+                Q_ip = self.get_Q(ip, act)
+        for j in range(act):
+            if y[j] > 0:
+                if st[j] != 0:
+                    grad_diff = Gmaxp + G[j]
+                    if G[j] >= Gmaxp2:
+                        Gmaxp2 = G[j]
+                    if grad_diff > 0:
+                        quad = QD[ip] + QD[j] - 2.0 * Q_ip[j]
+                        if quad <= 0:
+                            quad = TAU
+                        obj_diff = -(grad_diff * grad_diff) / quad
+                        if obj_diff <= obj_diff_min:
+                            Gmin_idx = j
+                            obj_diff_min = obj_diff
+            else:
+                if st[j] != 1:
+                    grad_diff = Gmaxn - G[j]
+                    if -G[j] >= Gmaxn2:
+                        Gmaxn2 = -G[j]
+                    if grad_diff > 0:
+                        quad = QD[i_n] + QD[j] - 2.0 * Q_in[j]
+                        if quad <= 0:
+                            quad = TAU
+                        obj_diff = -(grad_diff * grad_diff) / quad
+                        if obj_diff <= obj_diff_min:
+                            Gmin_idx = j
+                            obj_diff_min = obj_diff
+        if max(Gmaxp + Gmaxp2, Gmaxn + Gmaxn2) < self.eps or Gmin_idx == -1:
+            return 1
+        out_i[0] = ip if y[Gmin_idx] > 0 else i_n
+        out_j[0] = Gmin_idx
+        return 0
+
+    # ---------------------------------------------------------------- shrinking
+    cdef inline bint be_shrunk(self, Py_ssize_t i, double g1, double g2, double g3,
+                               double g4) noexcept nogil:
+        if self.status[i] == 1:
+            if self.y[i] > 0:
+                return -self.G[i] > g1
+            return -self.G[i] > (g4 if self.nu else g2)
+        if self.status[i] == 0:
+            if self.y[i] > 0:
+                return self.G[i] > g2
+            return self.G[i] > (g3 if self.nu else g1)
+        return False
+
+    cdef int do_shrinking(self) except -1:
+        cdef double g1 = -INFINITY, g2 = -INFINITY, g3 = -INFINITY, g4 = -INFINITY, gap
+        cdef Py_ssize_t i
+        cdef double *G = self.G
+        for i in range(self.active_size):
+            if self.nu:
+                if self.status[i] != 1:
+                    if self.y[i] > 0:
+                        if -G[i] > g1:
+                            g1 = -G[i]
+                    elif -G[i] > g4:
+                        g4 = -G[i]
+                if self.status[i] != 0:
+                    if self.y[i] > 0:
+                        if G[i] > g2:
+                            g2 = G[i]
+                    elif G[i] > g3:
+                        g3 = G[i]
+            elif self.y[i] > 0:
+                if self.status[i] != 1 and -G[i] >= g1:
+                    g1 = -G[i]
+                if self.status[i] != 0 and G[i] >= g2:
+                    g2 = G[i]
+            else:
+                if self.status[i] != 1 and -G[i] >= g2:
+                    g2 = -G[i]
+                if self.status[i] != 0 and G[i] >= g1:
+                    g1 = G[i]
+        gap = max(g1 + g2, g3 + g4) if self.nu else g1 + g2
+        if not self.unshrink and gap <= self.eps * 10:
+            self.unshrink = True
+            self.reconstruct_gradient()
+            self.active_size = self.l
+        i = 0
+        while i < self.active_size:
+            if self.be_shrunk(i, g1, g2, g3, g4):
+                self.active_size -= 1
+                while self.active_size > i:
+                    if not self.be_shrunk(self.active_size, g1, g2, g3, g4):
+                        self.swap_index(i, self.active_size)
+                        break
+                    self.active_size -= 1
+            i += 1
+        return 0
+
+    # ---------------------------------------------------------------- the loop
+    cdef int update_G_bar(self, Py_ssize_t i, bint was_upper, double c) except -1:
+        cdef double *Q_i
+        cdef Py_ssize_t k
+        if was_upper == (self.status[i] == 1):
+            return 0
+        Q_i = self.get_Q(i, self.l)
+        if was_upper:
+            for k in range(self.l):
+                self.G_bar[k] -= c * Q_i[k]
+        else:
+            for k in range(self.l):
+                self.G_bar[k] += c * Q_i[k]
+        return 0
+
+    cdef Py_ssize_t run(self, Py_ssize_t max_iter, bint shrinking) except -1:
+        cdef Py_ssize_t it = 0, counter, i = 0, j = 0, k, act
+        cdef double *Q_i
+        cdef double *Q_j
+        cdef double C_i, C_j, old_i, old_j, quad, delta, diff, s, d_i, d_j
+        cdef bint ui, uj
+        cdef double *a = self.alpha
+        counter = min(self.l, 1000) + 1
+        while it < max_iter:
+            counter -= 1
+            if counter == 0:
+                counter = min(self.l, 1000)
+                if shrinking:
+                    self.do_shrinking()
+            if self.select_working_set(&i, &j) != 0:
+                self.reconstruct_gradient()
+                self.active_size = self.l
+                if self.select_working_set(&i, &j) != 0:
+                    break
+                counter = 1
+            it += 1
+            act = self.active_size
+            Q_i = self.get_Q(i, act)
+            Q_j = self.get_Q(j, act)
+            C_i = self.C[i]
+            C_j = self.C[j]
+            old_i = a[i]
+            old_j = a[j]
+            if self.y[i] != self.y[j]:
+                quad = self.QD[i] + self.QD[j] + 2.0 * Q_i[j]
+                if quad <= 0:
+                    quad = TAU
+                delta = (-self.G[i] - self.G[j]) / quad
+                diff = a[i] - a[j]
+                a[i] += delta
+                a[j] += delta
+                if diff > 0:
+                    if a[j] < 0:
+                        a[j] = 0
+                        a[i] = diff
+                elif a[i] < 0:
+                    a[i] = 0
+                    a[j] = -diff
+                if diff > (C_i - C_j if C_i != C_j else 0.0):  # inf - inf would be nan
+                    if a[i] > C_i:
+                        a[i] = C_i
+                        a[j] = C_i - diff
+                elif a[j] > C_j:
+                    a[j] = C_j
+                    a[i] = C_j + diff
+            else:
+                quad = self.QD[i] + self.QD[j] - 2.0 * Q_i[j]
+                if quad <= 0:
+                    quad = TAU
+                delta = (self.G[i] - self.G[j]) / quad
+                s = a[i] + a[j]
+                a[i] -= delta
+                a[j] += delta
+                if s > C_i:
+                    if a[i] > C_i:
+                        a[i] = C_i
+                        a[j] = s - C_i
+                elif a[j] < 0:
+                    a[j] = 0
+                    a[i] = s
+                if s > C_j:
+                    if a[j] > C_j:
+                        a[j] = C_j
+                        a[i] = s - C_j
+                elif a[i] < 0:
+                    a[i] = 0
+                    a[j] = s
+            d_i = a[i] - old_i
+            d_j = a[j] - old_j
+            for k in range(act):
+                self.G[k] += Q_i[k] * d_i + Q_j[k] * d_j
+            ui = self.status[i] == 1
+            uj = self.status[j] == 1
+            self.update_alpha_status(i)
+            self.update_alpha_status(j)
+            self.update_G_bar(i, ui, C_i)
+            self.update_G_bar(j, uj, C_j)
+        if self.active_size < self.l:
+            self.reconstruct_gradient()
+            self.active_size = self.l
+        return it
+
+
+cdef inline void _swap_d(double *a, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
+    cdef double t = a[i]
+    a[i] = a[j]
+    a[j] = t
+
+
+cdef double *_copy(arr, Py_ssize_t n) except NULL:
+    cdef const double[::1] v = np.ascontiguousarray(arr, dtype=np.float64)
+    cdef double *out = <double *> malloc(max(n, 1) * sizeof(double))
+    if out == NULL:
+        raise MemoryError()
+    if n:
+        memcpy(out, &v[0], n * sizeof(double))
+    return out
+
+
+def solve(
+    source,
+    data,
+    sq,
+    double gamma,
+    base,
+    y,
+    p,
+    C,
+    alpha,
+    G,
+    G_bar,
+    double tol,
+    Py_ssize_t max_iter,
+    bint shrinking,
+    bint nu,
+    Py_ssize_t cache_bytes,
+    QD,
+):
+    """Run SMO from the feasible ``alpha`` with its gradient ``G = Q alpha + p`` and
+    ``G_bar = sum_{alpha_t = C_t} C_t Q_t``; update ``alpha`` and ``G`` in place.
+
+    ``source``: ``"gram"`` (``data`` the Gram matrix), ``"rbf"`` (``data`` the rows, ``sq`` their
+    squared norms, ``gamma``) or ``"call"`` (``data`` a callable ``f(i, idx)``). ``base[t]`` is the
+    row behind variable ``t``; ``QD[t] = Q_tt``. Returns ``(n_iter, status)`` with status 1 when
+    ``max_iter`` stopped the run.
+    """
+    cdef _Solver s = _Solver()
+    cdef Py_ssize_t l = len(y), t
+    cdef double[::1] a_out = alpha
+    cdef double[::1] g_out = G
+    cdef const Py_ssize_t[::1] bv = np.ascontiguousarray(base, dtype=np.intp)
+    cdef const double[:, ::1] M
+    cdef const double[::1] sqv
+    s.l = l
+    s.active_size = l
+    s.eps = tol
+    s.nu = nu
+    s.unshrink = False
+    s.gamma = gamma
+    s.keep = (data, sq)
+    if source == "gram":
+        s.source = GRAM
+        M = data
+        s.K = &M[0, 0]
+        s.n_rows = M.shape[0]
+    elif source == "rbf":
+        s.source = RBF
+        M = data
+        s.X = &M[0, 0]
+        s.n_rows = M.shape[0]
+        s.dim = M.shape[1]
+        sqv = sq
+        s.sq = &sqv[0]
+    elif source == "call":
+        s.source = CALL
+        s.callback = data
+    else:
+        raise ValueError(f"unknown kernel source {source!r}")
+    s.y = _copy(y, l)
+    s.p = _copy(p, l)
+    s.C = _copy(C, l)
+    s.alpha = _copy(alpha, l)
+    s.G = _copy(G, l)
+    s.G_bar = _copy(G_bar, l)
+    s.QD = _copy(QD, l)
+    s.buf = <double *> malloc(max(l, 1) * sizeof(double))
+    s.status = <char *> malloc(max(l, 1))
+    s.active_set = <Py_ssize_t *> malloc(max(l, 1) * sizeof(Py_ssize_t))
+    s.base = <Py_ssize_t *> malloc(max(l, 1) * sizeof(Py_ssize_t))
+    if s.buf == NULL or s.status == NULL or s.active_set == NULL or s.base == NULL:
+        raise MemoryError()
+    for t in range(l):
+        s.active_set[t] = t
+        s.base[t] = bv[t]
+        s.update_alpha_status(t)
+    s.cache = _Cache(l, cache_bytes)
+    n_iter = s.run(max_iter, shrinking)
+    for t in range(l):
+        a_out[s.active_set[t]] = s.alpha[t]
+        g_out[s.active_set[t]] = s.G[t]
+    return int(n_iter), int(n_iter >= max_iter)

@@ -1,0 +1,251 @@
+"""Where kernel values come from, and which SMO runs on them (compiled core or NumPy).
+
+A solver reads its kernel from a *source*: a precomputed Gram matrix (``ndarray``), or
+:class:`KernelColumns` — rows and a kernel, evaluated column by column on demand into a cache
+with a byte budget, so a window of 50k rows needs a few hundred MB instead of its 20 GB Gram.
+
+:func:`make_solver` picks the compiled core (:mod:`streamk.solvers._smo`, LIBSVM's ``Solver`` and
+``Solver_NU`` ported to C with its column cache) when it is built and ``STREAMK_NO_ACCEL`` is
+unset, else the NumPy :class:`~streamk.solvers.smo.Solver` (the reference; it needs the full
+Gram). Both expose the same attributes after ``solve``: ``alpha``, ``H = y * G``, ``n_iter``,
+``status``, ``gap``, ``objective()``, ``calculate_rho()`` and, for nu, ``calculate_rho_r()``.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..errors import SolverError
+from ..kernels import RBF, Kernel
+from ._common import check_gram
+from .smo import _NEG, Solver, _rho_of
+from .smo_nu import SolverNU, rho_r_of
+
+__all__ = [
+    "KernelColumns",
+    "CompiledSolver",
+    "make_solver",
+    "compiled_available",
+    "check_source",
+    "DEFAULT_CACHE",
+]
+
+#: Default byte budget of the compiled core's column cache (LIBSVM's ``cache_size`` in bytes).
+DEFAULT_CACHE = 200 * 2**20
+_BLOCK = 2**22  # kernel entries per block when a gradient is built from rows (32 MB)
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
+        return None
+    try:
+        from . import _smo
+    except ImportError:  # not built: the NumPy solver only
+        return None
+    return _smo
+
+
+_core = _load()
+
+
+def compiled_available() -> bool:
+    """Whether the compiled SMO core is loaded (built, and ``STREAMK_NO_ACCEL`` unset)."""
+    return _core is not None
+
+
+class KernelColumns:
+    """Kernel values of the rows ``X`` under ``kernel``, computed on demand (never the full Gram).
+
+    Parameters
+    ----------
+    X : (n, d) rows.  kernel : a resolved :mod:`streamk.kernels` kernel.
+    cache_bytes : budget of the compiled solver's column cache (default 200 MB).
+
+    An :class:`~streamk.kernels.RBF` kernel is evaluated inside the compiled core; any other
+    kernel through ``kernel.gram`` on blocks (one Python call per missing column).
+    """
+
+    def __init__(self, X: Any, kernel: Kernel, cache_bytes: int = DEFAULT_CACHE) -> None:
+        X = np.ascontiguousarray(np.atleast_2d(np.asarray(X, dtype=np.float64)))
+        if X.shape[0] == 0:
+            raise SolverError("X is empty: the solver needs at least one example")
+        if not np.isfinite(X).all():
+            raise SolverError("X has non-finite entries (nan or inf); check the inputs")
+        if not getattr(kernel, "is_resolved", True):
+            raise SolverError("the kernel is not resolved (gamma='auto'): resolve it first")
+        self.X = X
+        self.kernel = kernel
+        self.cache_bytes = int(cache_bytes)
+        self.n = X.shape[0]
+        self.sq = np.einsum("ij,ij->i", X, X)
+
+    def diag(self) -> np.ndarray:
+        """``k(x_i, x_i)`` for every row."""
+        return np.asarray(self.kernel.diag(self.X), dtype=np.float64)
+
+    def block(self, rows: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        """``K[rows][:, cols]`` (all columns when ``cols`` is None)."""
+        B = self.X if cols is None else self.X[cols]
+        return np.asarray(self.kernel.gram(self.X[rows], B), dtype=np.float64)
+
+    def gram(self) -> np.ndarray:
+        """The full Gram matrix (the NumPy solver needs it; O(n^2) memory)."""
+        return self.block(np.arange(self.n))
+
+    def column(self, i: int, idx: np.ndarray) -> np.ndarray:
+        """``k(x_i, x_idx)``: the compiled core's callback for kernels it cannot evaluate."""
+        return self.kernel.gram(self.X[i : i + 1], self.X[idx])[0]
+
+    def core_source(self) -> tuple[str, Any, Any, float]:
+        if isinstance(self.kernel, RBF):
+            return "rbf", self.X, self.sq, float(self.kernel.gamma)
+        return "call", self.column, None, 0.0
+
+
+def _gram_matvec(src: np.ndarray | KernelColumns, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``sum_k w_k K[rows_k, :]`` (a length-n vector) without forming more than a block."""
+    if isinstance(src, np.ndarray):
+        return w @ src[rows]
+    out = np.zeros(src.n)
+    step = max(1, _BLOCK // src.n)
+    for s in range(0, len(rows), step):
+        out += w[s : s + step] @ src.block(rows[s : s + step])
+    return out
+
+
+class CompiledSolver:
+    """The compiled SMO core behind the NumPy :class:`Solver`'s interface."""
+
+    def __init__(
+        self,
+        src: np.ndarray | KernelColumns,
+        y: np.ndarray,
+        p: np.ndarray,
+        C: np.ndarray,
+        *,
+        base: np.ndarray | None = None,
+        tol: float = 1e-3,
+        max_iter: int = 10_000_000,
+        shrinking: bool = True,
+        nu: bool = False,
+        cache_bytes: int | None = None,
+    ) -> None:
+        if _core is None:
+            raise SolverError("the compiled SMO core is not built (or STREAMK_NO_ACCEL is set)")
+        self.src = src
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.p = np.ascontiguousarray(p, dtype=np.float64)
+        self.C = np.ascontiguousarray(C, dtype=np.float64)
+        self.l = len(self.y)
+        n = src.shape[0] if isinstance(src, np.ndarray) else src.n
+        self.base = np.arange(self.l) if base is None else np.asarray(base, dtype=np.intp)
+        diag = np.diag(src) if isinstance(src, np.ndarray) else src.diag()
+        self.QD = np.ascontiguousarray(diag[self.base])
+        self.n_rows = n
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.shrinking = bool(shrinking)
+        self.nu = bool(nu)
+        if cache_bytes is None:
+            cache_bytes = getattr(src, "cache_bytes", DEFAULT_CACHE)
+        self.cache_bytes = int(cache_bytes)
+
+    def _kbar_times(self, w: np.ndarray) -> np.ndarray:
+        """``Kbar w`` over variables (w indexed by variable), through ``base``."""
+        nz = np.flatnonzero(w)
+        if not len(nz):
+            return np.zeros(self.l)
+        rows = self.base[nz]
+        t = _gram_matvec(self.src, rows, w[nz])  # K symmetric: rows stand for columns
+        return t[self.base]
+
+    def initial_gradient(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``G = Q alpha + p`` and ``G_bar = sum_{alpha_t = C_t} C_t Q_t`` (two mat-vecs)."""
+        y = self.y
+        G = y * self._kbar_times(y * alpha) + self.p
+        upper = (alpha >= self.C) & np.isfinite(self.C)
+        G_bar = y * self._kbar_times(np.where(upper, y * self.C, 0.0))
+        return G, G_bar
+
+    def solve(self, alpha: np.ndarray) -> None:
+        """Run SMO from the feasible point ``alpha``; results in ``alpha``, ``H``, ``n_iter``."""
+        alpha = np.array(alpha, dtype=np.float64)
+        G, G_bar = self.initial_gradient(alpha)
+        if isinstance(self.src, np.ndarray):
+            source, data, sq, gamma = "gram", self.src, None, 0.0
+        else:
+            source, data, sq, gamma = self.src.core_source()
+        self.n_iter, self.status = _core.solve(
+            source, data, sq, gamma, self.base, self.y, self.p, self.C, alpha, G, G_bar,
+            self.tol, self.max_iter, self.shrinking, self.nu, self.cache_bytes, self.QD,
+        )  # fmt: skip
+        self.alpha = alpha
+        self.H = self.y * G
+        self.gap = kkt_gap(self.alpha, self.y, self.H, self.C, self.nu)
+
+    def objective(self) -> float:
+        """``0.5 a'Qa + p'a = 0.5 sum_t a_t (G_t + p_t)``."""
+        return float(0.5 * self.alpha @ (self.y * self.H + self.p))
+
+    def calculate_rho(self) -> float:
+        return _rho_of(self.alpha, self.y, self.H, self.C)
+
+    def calculate_rho_r(self) -> tuple[float, float]:
+        return rho_r_of(self.alpha, self.y, self.H, self.C)
+
+
+def kkt_gap(alpha: np.ndarray, y: np.ndarray, H: np.ndarray, C: np.ndarray, nu: bool) -> float:
+    """Largest violation ``m(a) - M(a)`` (per sign group for nu), from ``H = y * G``."""
+    pos = y > 0
+    below, above = alpha < C, alpha > 0
+    up = np.where(pos, below, above)
+    low = np.where(pos, above, below)
+    if not nu:
+        return float(np.where(up, -H, _NEG).max() + np.where(low, H, _NEG).max())
+    gaps = [
+        np.where(up & g, -H, _NEG).max() + np.where(low & g, H, _NEG).max() for g in (pos, ~pos)
+    ]
+    return float(max(gaps))
+
+
+def make_solver(
+    src: np.ndarray | KernelColumns,
+    y: np.ndarray,
+    p: np.ndarray,
+    C: np.ndarray,
+    *,
+    base: np.ndarray | None = None,
+    tol: float,
+    max_iter: int,
+    shrinking: bool,
+    nu: bool = False,
+    backend: str = "auto",
+) -> Any:
+    """The SMO solver for ``backend``: ``"auto"`` (compiled when built), ``"compiled"``,
+    ``"numpy"`` (the reference; builds the full Gram from :class:`KernelColumns`)."""
+    if backend not in ("auto", "compiled", "numpy"):
+        raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
+    if backend == "compiled" or (backend == "auto" and _core is not None):
+        return CompiledSolver(src, y, p, C, base=base, tol=tol, max_iter=max_iter,
+                              shrinking=shrinking, nu=nu)  # fmt: skip
+    K = src if isinstance(src, np.ndarray) else src.gram()
+    cls = SolverNU if nu else Solver
+    return cls(K, y, p, C, base=base, tol=tol, max_iter=max_iter, shrinking=shrinking)
+
+
+def check_source(K: Any) -> tuple[np.ndarray | KernelColumns, int]:
+    """A solver's kernel argument as a source and its number of rows: a checked Gram matrix
+    (see :func:`~streamk.solvers._common.check_gram`) or a :class:`KernelColumns` as it is."""
+    if isinstance(K, KernelColumns):
+        return K, K.n
+    G = check_gram(K)
+    return G, G.shape[0]
+
+
+def source_diag(src: np.ndarray | KernelColumns) -> np.ndarray:
+    """``k(x_i, x_i)`` of a source."""
+    return np.diag(src) if isinstance(src, np.ndarray) else src.diag()
