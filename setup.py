@@ -47,7 +47,15 @@ extensions = [
         depends=["streamk/_fastexp.h"],
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
-    )
+    ),
+    Extension(
+        "streamk.solvers._smo",
+        ["streamk/solvers/_smo.pyx"],
+        include_dirs=["streamk"],
+        depends=["streamk/_fastexp.h"],
+        extra_compile_args=["-O3", "-fno-trapping-math"],
+        optional=True,
+    ),
 ]
 
 #: What a failed build of one extension may raise: compiler missing or failing (the
