@@ -1,0 +1,194 @@
+"""The compiled SMO core and the NumPy solver, each against LIBSVM (scikit-learn) on real data.
+
+Oracle: scikit-learn's SVC / NuSVC / SVR / NuSVR / OneClassSVM on the same precomputed kernel,
+at a tight tolerance so both optima are pinned: dual objective to 1e-6 relative, the same
+support set, intercept within 1e-6. Then the kernel sources: rows with an RBF kernel computed
+in C, any other kernel through the callback, and a cache too small to hold two columns' worth
+of the problem all give the Gram path's solution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_wine
+from sklearn.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
+
+from streamk.kernels import RBF, Laplacian, Polynomial
+from streamk.solvers import nu_svc, nu_svr, one_class, svc, svr
+from streamk.solvers.core import KernelColumns, compiled_available
+
+BACKENDS = [
+    "numpy",
+    pytest.param(
+        "compiled",
+        marks=pytest.mark.skipif(not compiled_available(), reason="compiled core not built"),
+    ),
+]
+TOL = 1e-9
+
+
+def _standard(X: np.ndarray) -> np.ndarray:
+    X = X - X.mean(0)
+    sd = X.std(0)
+    return X / np.where(sd > 0, sd, 1.0)
+
+
+def _rbf(X: np.ndarray) -> np.ndarray:
+    gamma = 1.0 / X.shape[1]  # scikit-learn's gamma='scale' on standardised data
+    return RBF(gamma=gamma).gram(X, X)
+
+
+def classification(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if name == "breast_cancer":
+        X, t = load_breast_cancer(return_X_y=True)
+        y = np.where(t == 1, 1.0, -1.0)
+    elif name == "digits":
+        X, t = load_digits(return_X_y=True)
+        X, t = X[:600], t[:600]
+        y = np.where(t == 0, 1.0, -1.0)
+    else:
+        X, t = load_wine(return_X_y=True)
+        y = np.where(t == 0, 1.0, -1.0)
+    X = _standard(X.astype(np.float64))
+    return X, _rbf(X), y
+
+
+def regression() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    X, t = load_diabetes(return_X_y=True)
+    X = _standard(X)
+    return X, _rbf(X), (t - t.mean()) / t.std()
+
+
+def _sv(alpha: np.ndarray) -> set[int]:
+    return set(np.flatnonzero(np.abs(alpha) > 0).tolist())
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-300)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["breast_cancer", "digits", "wine"])
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_svc_equals_libsvm(backend: str, name: str, C: float) -> None:
+    _, K, y = classification(name)
+    ours = svc(K, y, C=C, tol=TOL, backend=backend)
+    ref = SVC(kernel="precomputed", C=C, tol=TOL).fit(K, y)
+    a = np.zeros(len(y))
+    a[ref.support_] = np.abs(ref.dual_coef_[0])
+    ref_obj = 0.5 * (a * y) @ K @ (a * y) - a.sum()
+    assert _rel(ours.objective, ref_obj) < 1e-6
+    assert _sv(ours.alpha) == set(ref.support_.tolist())
+    assert abs(ours.b - ref.intercept_[0]) < 1e-6
+    assert ours.status == 0 and ours.gap < TOL
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["breast_cancer", "wine"])
+def test_nu_svc_equals_libsvm(backend: str, name: str) -> None:
+    _, K, y = classification(name)
+    ours = nu_svc(K, y, nu=0.2, tol=TOL, backend=backend)
+    ref = NuSVC(kernel="precomputed", nu=0.2, tol=TOL).fit(K, y)
+    a = np.zeros(len(y))
+    a[ref.support_] = np.abs(ref.dual_coef_[0])
+    assert np.allclose(ours.alpha, a, atol=1e-6 * a.max())
+    assert _sv(ours.alpha) == set(ref.support_.tolist())
+    assert abs(ours.b - ref.intercept_[0]) < 1e-6
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["breast_cancer", "digits", "wine"])
+def test_one_class_equals_libsvm(backend: str, name: str) -> None:
+    _, K, _ = classification(name)
+    ours = one_class(K, nu=0.1, tol=TOL, backend=backend)
+    ref = OneClassSVM(kernel="precomputed", nu=0.1, tol=TOL).fit(K)
+    a = np.zeros(len(K))
+    a[ref.support_] = ref.dual_coef_[0]
+    assert _rel(ours.objective, 0.5 * a @ K @ a) < 1e-6
+    assert _sv(ours.alpha) == set(ref.support_.tolist())
+    assert abs(ours.b - ref.intercept_[0]) < 1e-6
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("C, eps", [(1.0, 0.1), (10.0, 0.2)])
+def test_svr_equals_libsvm(backend: str, C: float, eps: float) -> None:
+    _, K, t = regression()
+    ours = svr(K, t, C=C, epsilon=eps, tol=TOL, backend=backend)
+    ref = SVR(kernel="precomputed", C=C, epsilon=eps, tol=TOL).fit(K, t)
+    beta = np.zeros(len(t))
+    beta[ref.support_] = ref.dual_coef_[0]
+    ref_obj = 0.5 * beta @ K @ beta - t @ beta + eps * np.abs(beta).sum()
+    assert _rel(ours.objective, ref_obj) < 1e-6
+    assert _sv(ours.alpha) == set(ref.support_.tolist())
+    assert abs(ours.b - ref.intercept_[0]) < 1e-6
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nu_svr_equals_libsvm(backend: str) -> None:
+    _, K, t = regression()
+    ours = nu_svr(K, t, C=1.0, nu=0.3, tol=TOL, backend=backend)
+    ref = NuSVR(kernel="precomputed", C=1.0, nu=0.3, tol=TOL).fit(K, t)
+    beta = np.zeros(len(t))
+    beta[ref.support_] = ref.dual_coef_[0]
+    assert np.allclose(ours.alpha, beta, atol=1e-6)
+    assert _sv(ours.alpha) == set(ref.support_.tolist())
+    assert abs(ours.b - ref.intercept_[0]) < 1e-6
+
+
+# -- the two paths agree, warm and cold --------------------------------------------------------
+@pytest.mark.skipif(not compiled_available(), reason="compiled core not built")
+@pytest.mark.parametrize("name", ["breast_cancer", "digits"])
+def test_compiled_equals_numpy_warm_and_cold(name: str) -> None:
+    _, K, y = classification(name)
+    rng = np.random.default_rng(0)
+    a0 = rng.uniform(0.0, 2.0, len(y))
+    for alpha0 in (None, a0):
+        c = svc(K, y, C=2.0, tol=TOL, alpha0=alpha0, backend="compiled")
+        n = svc(K, y, C=2.0, tol=TOL, alpha0=alpha0, backend="numpy")
+        assert np.allclose(c.alpha, n.alpha, atol=1e-6)
+        assert _rel(c.objective, n.objective) < 1e-9
+        assert abs(c.b - n.b) < 1e-7
+
+
+# -- kernel sources and the cache ----------------------------------------------------------------
+@pytest.mark.skipif(not compiled_available(), reason="compiled core not built")
+@pytest.mark.parametrize(
+    "kernel", [RBF(gamma=1.0 / 30), Laplacian(gamma=0.02), Polynomial(degree=2, scale=0.03)]
+)
+@pytest.mark.parametrize("cache_bytes", [1, 200 * 2**20])
+def test_columns_from_rows_equal_the_gram_path(kernel, cache_bytes: int) -> None:
+    """RBF columns computed in C and other kernels through the callback, with a cache of two
+    columns (every other fetch evicts) or a roomy one, reach the Gram path's optimum."""
+    X, _, y = classification("breast_cancer")
+    K = kernel.gram(X, X)
+    cols = KernelColumns(X, kernel, cache_bytes=cache_bytes)
+    for fn, kw in ((svc, {"y": y, "C": 3.0}), (one_class, {"nu": 0.2})):
+        a = fn(cols, tol=TOL, backend="compiled", **kw)
+        b = fn(K, tol=TOL, backend="numpy", **kw)
+        assert np.allclose(a.alpha, b.alpha, atol=1e-6)
+        assert _rel(a.objective, b.objective) < 1e-9
+        assert abs(a.b - b.b) < 1e-7
+
+
+@pytest.mark.skipif(not compiled_available(), reason="compiled core not built")
+def test_svr_from_rows_with_a_tiny_cache_equals_libsvm() -> None:
+    X, K, t = regression()
+    cols = KernelColumns(X, RBF(gamma=1.0 / X.shape[1]), cache_bytes=1)
+    ours = svr(cols, t, C=1.0, epsilon=0.1, tol=TOL)
+    ref = SVR(kernel="precomputed", C=1.0, epsilon=0.1, tol=TOL).fit(K, t)
+    beta = np.zeros(len(t))
+    beta[ref.support_] = ref.dual_coef_[0]
+    ref_obj = 0.5 * beta @ K @ beta - t @ beta + 0.1 * np.abs(beta).sum()
+    assert _rel(ours.objective, ref_obj) < 1e-6
+    assert _sv(ours.alpha) == set(ref.support_.tolist())
+    assert abs(ours.b - ref.intercept_[0]) < 1e-6
+
+
+def test_kernel_columns_reject_bad_rows() -> None:
+    from streamk.errors import SolverError
+
+    with pytest.raises(SolverError, match="non-finite"):
+        KernelColumns(np.array([[1.0, np.nan]]), RBF(gamma=1.0))
+    with pytest.raises(SolverError, match="not resolved"):
+        KernelColumns(np.ones((3, 2)), RBF())
