@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_wine
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_wine, make_moons
 from sklearn.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
 from streamk.kernels import RBF, Laplacian, Polynomial
-from streamk.solvers import nu_svc, nu_svr, one_class, svc, svr
+from streamk.solvers import nu_svc, nu_svr, one_class, project_box_equality, svc, svr
 from streamk.solvers.core import KernelColumns, compiled_available
 
 BACKENDS = [
@@ -192,3 +192,47 @@ def test_kernel_columns_reject_bad_rows() -> None:
         KernelColumns(np.array([[1.0, np.nan]]), RBF(gamma=1.0))
     with pytest.raises(SolverError, match="not resolved"):
         KernelColumns(np.ones((3, 2)), RBF())
+
+
+# -- warm starts ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_warm_start_after_a_window_slides_beats_cold_and_the_projection(backend: str) -> None:
+    """A window of 1000 rows slides by 100: the previous optimum (dropped rows removed, new rows
+    at zero) is off y'a = 0. The Euclidean projection moves every free variable and SMO then
+    needs more iterations than from zero; restoring the equality with few moves (warm_point)
+    needs fewer (measured, compiled: 88 warm, 208 cold, 553 from the projection)."""
+    X, t = make_moons(1100, noise=0.3, random_state=1)
+    y = 2.0 * t - 1.0
+    K = RBF(gamma=1.0).gram(X, X)
+    w0, w1 = np.arange(0, 1000), np.arange(100, 1100)
+    prev = svc(K[np.ix_(w0, w0)], y[w0], C=1.0, backend=backend)
+    a0 = np.zeros(1000)
+    a0[:900] = prev.alpha[100:]
+    K1, y1 = K[np.ix_(w1, w1)], y[w1]
+    assert abs(a0 @ y1) > 1.0  # the dropped rows unbalanced the equality
+    cold = svc(K1, y1, C=1.0, backend=backend)
+    warm = svc(K1, y1, C=1.0, alpha0=a0, backend=backend)
+    projected = project_box_equality(a0, y1, np.ones(1000), 0.0)
+    proj = svc(K1, y1, C=1.0, alpha0=projected, backend=backend)
+    assert abs(warm.objective - cold.objective) <= 1e-4 * abs(cold.objective)
+    assert warm.n_iter < 0.6 * cold.n_iter
+    assert warm.n_iter < 0.5 * proj.n_iter
+
+
+def test_warm_point_is_feasible_and_changes_few_variables() -> None:
+    from streamk.solvers.core import warm_point
+
+    _, K, y = classification("wine")
+    rng = np.random.default_rng(1)
+    a0 = np.where(rng.random(len(y)) < 0.3, rng.uniform(0, 1.5, len(y)), 0.0)
+    C = np.full(len(y), 1.0)
+    a = warm_point(K, a0, y, -np.ones(len(y)), C, 0.0)
+    assert abs(a @ y) < 1e-12 and np.all((a >= 0) & (a <= 1.0))
+    clipped = np.clip(a0, 0, 1.0)
+    # the moved variables all end at a bound, but the last one (the move that balances)
+    moved = np.flatnonzero(a != clipped)
+    at_bound = (a[moved] == 0.0) | (a[moved] == 1.0)
+    assert len(moved) >= 1 and (~at_bound).sum() <= 1
+    # one-class: the sum is restored
+    a = warm_point(K, a0, np.ones(len(y)), np.zeros(len(y)), C, 0.3 * len(y))
+    assert abs(a.sum() - 0.3 * len(y)) < 1e-9 and np.all((a >= 0) & (a <= 1.0))

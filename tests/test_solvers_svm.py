@@ -97,9 +97,10 @@ def test_svc_shrinking_compacts_on_a_larger_problem() -> None:
     assert np.mean(np.sign(K @ (ours.alpha * y) + ours.b) == ref.predict(K)) >= 0.995
 
 
-@pytest.mark.parametrize("C,ratio", [(1.0, 0.5), (10.0, 0.75)])
+@pytest.mark.parametrize("C,ratio", [(1.0, 0.5), (10.0, 0.8)])
 def test_svc_warm_start_from_90_percent_needs_fewer_iterations(C: float, ratio: float) -> None:
-    """Measured: 68 vs 209 iterations at C=1, 600 vs 978 at C=10 (many bounded SVs move)."""
+    """Measured (NumPy / compiled): 76 / 74 vs 209 / 233 iterations at C=1, 591 / 669 vs
+    1016 / 860 at C=10 (many bounded SVs move; the compiled path is LIBSVM's heuristics)."""
     _, K, y = moons(1000, seed=7)
     m = 900
     part = svc(K[:m, :m], y[:m], C=C)

@@ -494,14 +494,14 @@ cdef class _Solver:
                 self.G_bar[k] += c * Q_i[k]
         return 0
 
-    cdef Py_ssize_t run(self, Py_ssize_t max_iter, bint shrinking) except -1:
+    cdef Py_ssize_t run(self, Py_ssize_t max_iter, bint shrinking, bint shrink_first) except -1:
         cdef Py_ssize_t it = 0, counter, i = 0, j = 0, k, act
         cdef double *Q_i
         cdef double *Q_j
         cdef double C_i, C_j, old_i, old_j, quad, delta, diff, s, d_i, d_j
         cdef bint ui, uj
         cdef double *a = self.alpha
-        counter = min(self.l, 1000) + 1
+        counter = 1 if shrink_first else min(self.l, 1000) + 1
         while it < max_iter:
             counter -= 1
             if counter == 0:
@@ -616,13 +616,16 @@ def solve(
     bint nu,
     Py_ssize_t cache_bytes,
     QD,
+    bint shrink_first=False,
 ):
     """Run SMO from the feasible ``alpha`` with its gradient ``G = Q alpha + p`` and
     ``G_bar = sum_{alpha_t = C_t} C_t Q_t``; update ``alpha`` and ``G`` in place.
 
     ``source``: ``"gram"`` (``data`` the Gram matrix), ``"rbf"`` (``data`` the rows, ``sq`` their
     squared norms, ``gamma``) or ``"call"`` (``data`` a callable ``f(i, idx)``). ``base[t]`` is the
-    row behind variable ``t``; ``QD[t] = Q_tt``. Returns ``(n_iter, status)`` with status 1 when
+    row behind variable ``t``; ``QD[t] = Q_tt``. ``shrink_first`` shrinks before the first
+    iteration instead of after ``min(l, 1000)`` (a warm start's gradient already tells which
+    bound variables will stay). Returns ``(n_iter, status)`` with status 1 when
     ``max_iter`` stopped the run.
     """
     cdef _Solver s = _Solver()
@@ -675,7 +678,7 @@ def solve(
         s.base[t] = bv[t]
         s.update_alpha_status(t)
     s.cache = _Cache(l, cache_bytes)
-    n_iter = s.run(max_iter, shrinking)
+    n_iter = s.run(max_iter, shrinking, shrink_first)
     for t in range(l):
         a_out[s.active_set[t]] = s.alpha[t]
         g_out[s.active_set[t]] = s.G[t]

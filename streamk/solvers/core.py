@@ -36,6 +36,7 @@ __all__ = [
 
 #: Default byte budget of the compiled core's column cache (LIBSVM's ``cache_size`` in bytes).
 DEFAULT_CACHE = 200 * 2**20
+SHRINK_FIRST = True
 _BLOCK = 2**22  # kernel entries per block when a gradient is built from rows (32 MB)
 
 
@@ -182,6 +183,7 @@ class CompiledSolver:
         self.n_iter, self.status = _core.solve(
             source, data, sq, gamma, self.base, self.y, self.p, self.C, alpha, G, G_bar,
             self.tol, self.max_iter, self.shrinking, self.nu, self.cache_bytes, self.QD,
+            self.shrinking and SHRINK_FIRST and bool(alpha.any()),
         )  # fmt: skip
         self.alpha = alpha
         self.H = self.y * G
@@ -249,3 +251,77 @@ def check_source(K: Any) -> tuple[np.ndarray | KernelColumns, int]:
 def source_diag(src: np.ndarray | KernelColumns) -> np.ndarray:
     """``k(x_i, x_i)`` of a source."""
     return np.diag(src) if isinstance(src, np.ndarray) else src.diag()
+
+
+def warm_point(
+    src: np.ndarray | KernelColumns,
+    a0: np.ndarray,
+    z: np.ndarray,
+    p: np.ndarray,
+    C: np.ndarray,
+    delta: float | tuple[float, float],
+    *,
+    base: np.ndarray | None = None,
+    y: np.ndarray | None = None,
+) -> np.ndarray:
+    """A feasible start near ``a0`` for ``0 <= a <= C, z'a = delta`` that changes few variables.
+
+    The Euclidean projection (:func:`~streamk.solvers._common.project_box_equality`) shifts
+    *every* free variable by the same multiplier, so a start that was optimal except for a few
+    rows (a slid window, new events, dropped rows) comes back with all its free variables off
+    their optimum, and SMO then spends about one pair update per free variable: measured, a
+    window slid by 100 of 1000 rows took 553 iterations warm against 208 cold. Instead: clip to
+    the box, then restore ``z'a = delta`` by the cheapest moves to first order — the variables
+    with the best ``z_i G_i`` (``G = Q a + p`` at the clipped point, one matrix-vector product
+    over its non-zeros), each moved as far as its box allows, until the equality holds (a
+    fractional knapsack: a sort, O(n log n)). ``y`` are the signs of ``Q`` (default ``z``).
+    With a pair ``delta = (d_plus, d_minus)`` (the nu-problems) the equalities are
+    ``sum_{y=+1} a = d_plus`` and ``sum_{y=-1} a = d_minus``, each repaired the same way.
+    """
+    y = z if y is None else y
+    a = np.clip(np.asarray(a0, dtype=np.float64), 0.0, C)
+    if isinstance(delta, tuple):
+        ones = np.ones(len(a))
+        groups = [(y > 0, ones, delta[0]), (y < 0, ones, delta[1])]
+    else:
+        groups = [(np.ones(len(a), dtype=bool), z, float(delta))]
+    todo = []
+    for mask, zz, d in groups:
+        need = float(d - zz[mask] @ a[mask])
+        scale = max(1.0, abs(d), float(np.abs(a[mask]).sum()))
+        if abs(need) > 1e-12 * scale:
+            todo.append((mask, zz, d, need))
+    if not todo:
+        return a
+    base = np.arange(len(a)) if base is None else base
+    w = y * a
+    nz = np.flatnonzero(w)
+    Kw = _gram_matvec(src, base[nz], w[nz])[base] if len(nz) else np.zeros(len(a))
+    G = y * Kw + p
+    for mask, zz, d, need in todo:
+        idx = np.flatnonzero(mask)
+        a[idx] = _repair(a[idx], G[idx], zz[idx], C[idx], need, d)
+    return a
+
+
+def _repair(a: np.ndarray, G: np.ndarray, z: np.ndarray, C: np.ndarray, need: float,
+            delta: float) -> np.ndarray:  # fmt: skip
+    """Move the cheapest variables (first order) until ``z'a`` changes by ``need``."""
+    cost = z * G if need > 0 else -z * G  # objective change per unit of z'a
+    up = (z > 0) == (need > 0)  # these variables move up, the others down
+    cap = np.where(up, C - a, a)
+    order = np.argsort(cost, kind="stable")
+    order = order[cap[order] > 0]
+    cum = np.cumsum(np.minimum(cap[order], abs(need)))
+    k = int(np.searchsorted(cum, abs(need) * (1 - 1e-15)))
+    if k >= len(order):
+        raise SolverError(
+            f"no feasible point: z'alpha = {delta:g} cannot be reached within the box; "
+            "increase C (or nu) or check the labels"
+        )
+    take = order[: k + 1]
+    moved = np.minimum(cap[take], abs(need))
+    moved[-1] = abs(need) - (cum[k - 1] if k > 0 else 0.0)
+    a = a.copy()
+    a[take] += np.where(up[take], moved, -moved)
+    return np.clip(a, 0.0, C)

@@ -11,10 +11,9 @@ from ._common import (
     check_nu,
     check_positive,
     check_targets,
-    project_box_equality,
     run_solver,
 )
-from .core import KernelColumns, check_source, make_solver, source_diag
+from .core import KernelColumns, check_source, make_solver, source_diag, warm_point
 
 __all__ = ["svc", "nu_svc", "one_class", "hypersphere"]
 
@@ -44,7 +43,7 @@ def svc(
     ----------
     K : (n, n) Gram matrix.  y : labels in {-1, +1}.  C : box (> 0, may be ``inf``).
     tol : stopping tolerance on the maximal violating pair (LIBSVM's ``eps``).
-    alpha0 : warm start; projected onto the feasible set first (see ``project_box_equality``).
+    alpha0 : warm start; clipped to the box and made feasible with few moves (``warm_point``).
     max_iter : default ``max(10_000_000, 100 n)`` as LIBSVM.  shrinking : LIBSVM's heuristic.
     """
     src, n = check_source(K)
@@ -52,7 +51,7 @@ def svc(
     C = check_positive("C", C, allow_inf=True)
     a0 = check_alpha0(alpha0, n)
     Cv = np.full(n, C)
-    alpha = np.zeros(n) if a0 is None else project_box_equality(a0, y, Cv, 0.0)
+    alpha = np.zeros(n) if a0 is None else warm_point(src, a0, y, -np.ones(n), Cv, 0.0)
     solver = make_solver(src, y, -np.ones(n), Cv, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, backend=backend)  # fmt: skip
     run_solver("svc", solver, alpha)
@@ -90,14 +89,13 @@ def nu_svc(
         )
     a0 = check_alpha0(alpha0, n)
     ones = np.ones(n)
-    alpha = np.zeros(n)
-    pos = y > 0
-    for g in (pos, ~pos):
-        if a0 is None:
+    if a0 is None:
+        alpha = np.zeros(n)
+        for g in (y > 0, y < 0):
             cum = np.minimum(np.arange(1, g.sum() + 1), half)
             alpha[g] = np.diff(np.concatenate(([0.0], cum)))
-        else:
-            alpha[g] = project_box_equality(a0[g], ones[g], ones[g], half)
+    else:
+        alpha = warm_point(src, a0, y, np.zeros(n), ones, (half, half))
     solver = make_solver(src, y, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, nu=True, backend=backend)  # fmt: skip
     run_solver("nu_svc", solver, alpha)
@@ -136,7 +134,7 @@ def one_class(
     if a0 is None:
         alpha = np.diff(np.concatenate(([0.0], np.minimum(np.arange(1, n + 1), total))))
     else:
-        alpha = project_box_equality(a0, ones, ones, total)
+        alpha = warm_point(src, a0, ones, np.zeros(n), ones, total)
     solver = make_solver(src, ones, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, backend=backend)  # fmt: skip
     run_solver("one_class", solver, alpha)
@@ -177,8 +175,8 @@ def hypersphere(
     a0 = check_alpha0(alpha0, n)
     ones = np.ones(n)
     Cv = np.full(n, c)
-    alpha = np.full(n, 1.0 / n) if a0 is None else project_box_equality(a0, ones, Cv, 1.0)
     diag = source_diag(src)
+    alpha = np.full(n, 1.0 / n) if a0 is None else warm_point(src, a0, ones, -0.5 * diag, Cv, 1.0)
     solver = make_solver(src, ones, -0.5 * diag, Cv, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, backend=backend)  # fmt: skip
     run_solver("hypersphere", solver, alpha)

@@ -11,10 +11,9 @@ from ._common import (
     check_nu,
     check_positive,
     check_targets,
-    project_box_equality,
     run_solver,
 )
-from .core import KernelColumns, check_source, make_solver
+from .core import KernelColumns, check_source, make_solver, warm_point
 
 __all__ = ["svr", "nu_svr"]
 
@@ -45,7 +44,7 @@ def svr(
     ``Kbar = K[base][:, base]`` read through an index (no 2n x 2n matrix). Returns
     ``alpha = beta = a+ - a-`` with ``f = K @ beta + b``; ``objective`` is the minimisation form
     above. ``alpha0`` is a warm start ``beta0`` (split into ``a+ = max(beta, 0)``,
-    ``a- = max(-beta, 0)``, then projected onto the feasible set).
+    ``a- = max(-beta, 0)``, then made feasible by :func:`~streamk.solvers.core.warm_point`).
     """
     src, n = check_source(K)
     y = check_targets(y, n, labels=False)
@@ -56,10 +55,10 @@ def svr(
     b0 = check_alpha0(alpha0, n)
     z = _signs(n)
     Cv = np.full(2 * n, C)
-    a = np.zeros(2 * n) if b0 is None else project_box_equality(_split(b0), z, Cv, 0.0)
     p = np.concatenate((eps - y, eps + y))
-    max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     base = np.concatenate((np.arange(n), np.arange(n)))
+    a = np.zeros(2 * n) if b0 is None else warm_point(src, _split(b0), z, p, Cv, 0.0, base=base)
+    max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     solver = make_solver(src, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking,
                          backend=backend)  # fmt: skip
     run_solver("svr", solver, a)
@@ -98,22 +97,15 @@ def nu_svr(
     b0 = check_alpha0(alpha0, n)
     half = C * nu * n / 2.0
     z = _signs(n)
+    p = np.concatenate((-y, y))
+    base = np.concatenate((np.arange(n), np.arange(n)))
     Cv = np.full(2 * n, C)
     if b0 is None:
         first = np.diff(np.concatenate(([0.0], np.minimum(C * np.arange(1, n + 1), half))))
         a = np.concatenate((first, first))
     else:
-        s = _split(b0)
-        ones = np.ones(n)
-        a = np.concatenate(
-            (
-                project_box_equality(s[:n], ones, Cv[:n], half),
-                project_box_equality(s[n:], ones, Cv[n:], half),
-            )
-        )
-    p = np.concatenate((-y, y))
+        a = warm_point(src, _split(b0), z, p, Cv, (half, half), base=base)
     max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
-    base = np.concatenate((np.arange(n), np.arange(n)))
     solver = make_solver(src, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking,
                          nu=True, backend=backend)  # fmt: skip
     run_solver("nu_svr", solver, a)
