@@ -116,6 +116,7 @@ class Consolidator:
         self.n_consolidations = 0
         self.n_skipped = 0
         self.last_duration = 0.0
+        self.seconds_total = 0.0
         self.last_objective = float("nan")
         self.last_status = 0
         self.support_before = 0
@@ -251,6 +252,7 @@ class Consolidator:
 
     def _adopt(self, learner: Any, new: Any, outcome: Outcome, seconds: float) -> bool:
         self.last_duration = seconds
+        self.seconds_total += seconds  # skipped solves cost time too
         self.last_n_train = outcome.n_train
         if new is None:
             self.n_skipped += 1
@@ -271,6 +273,7 @@ class Consolidator:
             "consolidations": self.n_consolidations,
             "consolidations_skipped": self.n_skipped,
             "consolidation_last_seconds": self.last_duration,
+            "consolidation_seconds_total": self.seconds_total,
             "consolidation_last_objective": self.last_objective,
             "consolidation_support_before": self.support_before,
             "consolidation_support_after": self.support_after,

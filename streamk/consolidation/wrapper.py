@@ -117,6 +117,7 @@ _FIGURES = {
     "n_consolidations",
     "n_skipped",
     "last_duration",
+    "seconds_total",
     "last_objective",
     "last_status",
     "support_before",

@@ -391,6 +391,8 @@ class Engine:
         if callable(figures):
             values = figures()
             self.metrics.set("consolidations", values.get("consolidations"))
+            seconds = values.get("consolidation_seconds_total")
+            self.metrics.set("consolidation_seconds_total", seconds)
 
     def progress(self) -> dict[str, Any]:
         """A status line's worth of figures."""

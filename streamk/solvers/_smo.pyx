@@ -21,6 +21,7 @@ The NumPy solver in :mod:`streamk.solvers.smo` is the reference this is tested a
 tested against scikit-learn's LIBSVM.
 """
 
+cimport cython
 from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -45,6 +46,7 @@ cdef struct Head:
     Py_ssize_t len
 
 
+@cython.final
 cdef class _Cache:
     """LIBSVM's ``Cache``: LRU list of partial columns, ``size`` counted in doubles."""
 
@@ -157,6 +159,7 @@ cdef class _Cache:
             h = nxt
 
 
+@cython.final
 cdef class _Solver:
     """One SMO run; arrays are held permuted (LIBSVM's ``active_set``) until :meth:`results`."""
 
@@ -194,24 +197,6 @@ cdef class _Solver:
         free(self.buf)
 
     # ---------------------------------------------------------------- kernel columns
-    cdef inline double kbar(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
-        """``k(row a, row b)`` for rows of the data (not variables)."""
-        cdef Py_ssize_t k
-        cdef double s, d
-        cdef const double *xa
-        cdef const double *xb
-        if self.source == GRAM:
-            return self.K[a * self.n_rows + b]
-        xa = self.X + a * self.dim
-        xb = self.X + b * self.dim
-        s = 0.0
-        for k in range(self.dim):
-            s += xa[k] * xb[k]
-        d = self.sq[a] + self.sq[b] - 2.0 * s
-        if d < 0.0:
-            d = 0.0
-        return sk_exp(-self.gamma * d)
-
     cdef double *get_Q(self, Py_ssize_t i, Py_ssize_t length) except NULL:
         """Column ``i`` of ``Q`` over variables ``[0, length)`` (LIBSVM's ``get_Q``)."""
         cdef double *data
@@ -229,9 +214,26 @@ cdef class _Solver:
                 for j in range(start, length):
                     data[j] = yi * self.y[j] * self.K[bi * self.n_rows + self.base[j]]
             else:
-                for j in range(start, length):
-                    data[j] = yi * self.y[j] * self.kbar(bi, self.base[j])
+                self._rbf_column(data, bi, yi, start, length)
         return data
+
+    cdef void _rbf_column(self, double *data, Py_ssize_t bi, double yi, Py_ssize_t start,
+                          Py_ssize_t length) noexcept nogil:
+        """``data[j] = y_i y_j exp(-gamma max(0, |x_i|^2 + |x_j|^2 - 2 x_i.x_j))``."""
+        cdef Py_ssize_t j, k, b, dim = self.dim
+        cdef const double *xa = self.X + bi * dim
+        cdef const double *xb
+        cdef double s, d, sa = self.sq[bi], g = self.gamma
+        for j in range(start, length):
+            b = self.base[j]
+            xb = self.X + b * dim
+            s = 0.0
+            for k in range(dim):
+                s += xa[k] * xb[k]
+            d = sa + self.sq[b] - 2.0 * s
+            if d < 0.0:
+                d = 0.0
+            data[j] = yi * self.y[j] * sk_exp(-g * d)
 
     cdef int _call_column(self, Py_ssize_t bi, Py_ssize_t start, Py_ssize_t stop) except -1:
         cdef Py_ssize_t j, m = stop - start
