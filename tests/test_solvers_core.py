@@ -26,6 +26,11 @@ BACKENDS = [
     ),
 ]
 TOL = 1e-9
+# The compiled core caches Q in single precision, as LIBSVM does (half the memory traffic);
+# gradients, alpha and the objective are double. Against the all-double NumPy path that is
+# rounding of Q at 2^-24 relative: measured 2e-8 on the objective and 3e-6 on alpha.
+QF_OBJ = 1e-7
+QF_ALPHA = 1e-5
 
 
 def _standard(X: np.ndarray) -> np.ndarray:
@@ -146,9 +151,9 @@ def test_compiled_equals_numpy_warm_and_cold(name: str) -> None:
     for alpha0 in (None, a0):
         c = svc(K, y, C=2.0, tol=TOL, alpha0=alpha0, backend="compiled")
         n = svc(K, y, C=2.0, tol=TOL, alpha0=alpha0, backend="numpy")
-        assert np.allclose(c.alpha, n.alpha, atol=1e-6)
-        assert _rel(c.objective, n.objective) < 1e-9
-        assert abs(c.b - n.b) < 1e-7
+        assert np.allclose(c.alpha, n.alpha, atol=QF_ALPHA)
+        assert _rel(c.objective, n.objective) < QF_OBJ
+        assert abs(c.b - n.b) < 1e-6
 
 
 # -- kernel sources and the cache ----------------------------------------------------------------
@@ -163,12 +168,13 @@ def test_columns_from_rows_equal_the_gram_path(kernel, cache_bytes: int) -> None
     X, _, y = classification("breast_cancer")
     K = kernel.gram(X, X)
     cols = KernelColumns(X, kernel, cache_bytes=cache_bytes)
-    for fn, kw in ((svc, {"y": y, "C": 3.0}), (one_class, {"nu": 0.2})):
+    for fn, kw, s in ((svc, {"y": y, "C": 3.0}, y), (one_class, {"nu": 0.2}, 1.0)):
         a = fn(cols, tol=TOL, backend="compiled", **kw)
         b = fn(K, tol=TOL, backend="numpy", **kw)
-        assert np.allclose(a.alpha, b.alpha, atol=1e-6)
-        assert _rel(a.objective, b.objective) < 1e-9
-        assert abs(a.b - b.b) < 1e-7
+        # the polynomial Gram has rank <= 496 < 569: alpha need not be unique, the model is
+        assert _rel(a.objective, b.objective) < QF_OBJ
+        fa, fb = K @ (a.alpha * s) + a.b, K @ (b.alpha * s) + b.b
+        assert np.max(np.abs(fa - fb)) < 1e-5 * np.max(np.abs(fb))
 
 
 @pytest.mark.skipif(not compiled_available(), reason="compiled core not built")
