@@ -239,6 +239,12 @@ def test_warm_point_is_feasible_and_changes_few_variables() -> None:
     moved = np.flatnonzero(a != clipped)
     at_bound = (a[moved] == 0.0) | (a[moved] == 1.0)
     assert len(moved) >= 1 and (~at_bound).sum() <= 1
+    # the gradients handed to the solver are those of the returned point
+    a2, (G, G_bar) = warm_point(K, a0, y, -np.ones(len(y)), C, 0.0, with_gradients=True)
+    assert np.array_equal(a2, a)
+    Q = np.outer(y, y) * K
+    assert np.allclose(G, Q @ a - 1.0, atol=1e-12)
+    assert np.allclose(G_bar, Q[:, a >= 1.0] @ np.ones(int((a >= 1.0).sum())), atol=1e-12)
     # one-class: the sum is restored
     a = warm_point(K, a0, np.ones(len(y)), np.zeros(len(y)), C, 0.3 * len(y))
     assert abs(a.sum() - 0.3 * len(y)) < 1e-9 and np.all((a >= 0) & (a <= 1.0))

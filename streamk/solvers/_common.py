@@ -55,9 +55,10 @@ class SolverResult:
                    status=solver.status, gap=solver.gap, info=info)  # fmt: skip
 
 
-def run_solver(name: str, solver: Any, alpha0: np.ndarray) -> None:
-    """Solve from ``alpha0``; warn (ConvergenceWarning) if the iteration limit stopped it."""
-    solver.solve(alpha0)
+def run_solver(name: str, solver: Any, alpha0: np.ndarray, grads: Any = None) -> None:
+    """Solve from ``alpha0`` (``grads``: its ``(G, G_bar)`` if known); warn (ConvergenceWarning)
+    if the iteration limit stopped it."""
+    solver.solve(alpha0, grads)
     if solver.status == 1:
         warn_max_iter(name, solver.n_iter)
 

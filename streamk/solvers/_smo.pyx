@@ -726,3 +726,59 @@ def solve(
         a_out[s.active_set[t]] = s.alpha[t]
         g_out[s.active_set[t]] = s.G[t]
     return int(n_iter), int(n_iter >= max_iter)
+
+
+def kbar_times(source, data, sq, double gamma, base, w1, w2):
+    """``(Kbar @ w1, Kbar @ w2)`` over variables (``Kbar_st = k(row base_s, row base_t)``) for
+    a ``"gram"`` or ``"rbf"`` source: one single-threaded pass over the rows of the non-zero
+    weights (a BLAS call this small spends longer waking its threads on a busy machine)."""
+    cdef const Py_ssize_t[::1] b = np.ascontiguousarray(base, dtype=np.intp)
+    cdef const double[::1] v1 = np.ascontiguousarray(w1, dtype=np.float64)
+    cdef const double[::1] v2 = np.ascontiguousarray(w2, dtype=np.float64)
+    cdef Py_ssize_t l = b.shape[0], t, k, n, dim = 0, bt, bk, q
+    out1 = np.zeros(l)
+    out2 = np.zeros(l)
+    cdef double[::1] o1 = out1
+    cdef double[::1] o2 = out2
+    cdef const double[:, ::1] M = data
+    cdef const double[::1] sqv
+    cdef const double *row
+    cdef const double *xa
+    cdef const double *xb
+    cdef double a1, a2, kv, s, d, sa
+    cdef bint rbf = source == "rbf"
+    n = M.shape[0]
+    if rbf:
+        sqv = sq
+        dim = M.shape[1]
+    elif source != "gram":
+        raise ValueError(f"kbar_times needs a 'gram' or 'rbf' source, got {source!r}")
+    with nogil:
+        for t in range(l):
+            a1 = v1[t]
+            a2 = v2[t]
+            if a1 == 0.0 and a2 == 0.0:
+                continue
+            bt = b[t]
+            if not rbf:
+                row = &M[bt, 0]
+                for k in range(l):
+                    kv = row[b[k]]
+                    o1[k] += a1 * kv
+                    o2[k] += a2 * kv
+            else:
+                xa = &M[bt, 0]
+                sa = sqv[bt]
+                for k in range(l):
+                    bk = b[k]
+                    xb = &M[bk, 0]
+                    s = 0.0
+                    for q in range(dim):
+                        s += xa[q] * xb[q]
+                    d = sa + sqv[bk] - 2.0 * s
+                    if d < 0.0:
+                        d = 0.0
+                    kv = sk_exp(-gamma * d)
+                    o1[k] += a1 * kv
+                    o2[k] += a2 * kv
+    return out1, out2

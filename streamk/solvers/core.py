@@ -109,13 +109,61 @@ class KernelColumns:
 
 def _gram_matvec(src: np.ndarray | KernelColumns, rows: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``sum_k w_k K[rows_k, :]`` (a length-n vector) without forming more than a block."""
+    return _rows_product(src, rows, w[:, None])[:, 0]
+
+
+def _rows_product(src: np.ndarray | KernelColumns, rows: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``K[:, rows] @ W`` (n x m) for distinct ``rows``, reading each needed row of K once."""
+    n = src.shape[0] if isinstance(src, np.ndarray) else src.n
     if isinstance(src, np.ndarray):
-        return w @ src[rows]
-    out = np.zeros(src.n)
-    step = max(1, _BLOCK // src.n)
+        if 8 * len(rows) > n:  # dense: one BLAS pass over K (K symmetric) beats a gather-copy
+            Wr = np.zeros((n, W.shape[1]))
+            Wr[rows] = W
+            return src @ Wr
+        return (W.T @ src[rows]).T
+    out = np.zeros((n, W.shape[1]))
+    step = max(1, _BLOCK // n)
     for s in range(0, len(rows), step):
-        out += w[s : s + step] @ src.block(rows[s : s + step])
+        out += src.block(rows[s : s + step]).T @ W[s : s + step]
     return out
+
+
+def kbar_product(src: np.ndarray | KernelColumns, base: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``Kbar @ W`` over variables, ``Kbar_st = K[base_s, base_t]`` (W: l x 2)."""
+    if _core is not None and W.shape[1] == 2:
+        source, data, sq, gamma = _source_args(src)
+        if source != "call":
+            return np.column_stack(
+                _core.kbar_times(source, data, sq, gamma, base, W[:, 0], W[:, 1])
+            )
+    n = src.shape[0] if isinstance(src, np.ndarray) else src.n
+    Wr = np.zeros((n, W.shape[1]))
+    np.add.at(Wr, base, W)  # variables sharing a row (SVR's a+ and a-) add up
+    rows = np.flatnonzero(np.any(Wr != 0, axis=1))
+    if not len(rows):
+        return np.zeros((len(base), W.shape[1]))
+    return _rows_product(src, rows, Wr[rows])[base]
+
+
+def gradients(
+    src: np.ndarray | KernelColumns,
+    base: np.ndarray,
+    y: np.ndarray,
+    p: np.ndarray,
+    C: np.ndarray,
+    a: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``G = Q a + p`` and LIBSVM's ``G_bar = sum_{a_t = C_t} C_t Q_t``, in one pass over K."""
+    upper = (a >= C) & np.isfinite(C)
+    P = kbar_product(src, base, np.column_stack((y * a, np.where(upper, y * C, 0.0))))
+    return y * P[:, 0] + p, y * P[:, 1]
+
+
+def _source_args(src: np.ndarray | KernelColumns) -> tuple[str, Any, Any, float]:
+    """The compiled core's description of a source: kind, data, squared norms, gamma."""
+    if isinstance(src, np.ndarray):
+        return "gram", src, None, 0.0
+    return src.core_source()
 
 
 class CompiledSolver:
@@ -155,31 +203,15 @@ class CompiledSolver:
             cache_bytes = getattr(src, "cache_bytes", DEFAULT_CACHE)
         self.cache_bytes = int(cache_bytes)
 
-    def _kbar_times(self, w: np.ndarray) -> np.ndarray:
-        """``Kbar w`` over variables (w indexed by variable), through ``base``."""
-        nz = np.flatnonzero(w)
-        if not len(nz):
-            return np.zeros(self.l)
-        rows = self.base[nz]
-        t = _gram_matvec(self.src, rows, w[nz])  # K symmetric: rows stand for columns
-        return t[self.base]
-
     def initial_gradient(self, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``G = Q alpha + p`` and ``G_bar = sum_{alpha_t = C_t} C_t Q_t`` (two mat-vecs)."""
-        y = self.y
-        G = y * self._kbar_times(y * alpha) + self.p
-        upper = (alpha >= self.C) & np.isfinite(self.C)
-        G_bar = y * self._kbar_times(np.where(upper, y * self.C, 0.0))
-        return G, G_bar
+        """``G = Q alpha + p`` and ``G_bar = sum_{alpha_t = C_t} C_t Q_t`` (one pass over K)."""
+        return gradients(self.src, self.base, self.y, self.p, self.C, alpha)
 
-    def solve(self, alpha: np.ndarray) -> None:
-        """Run SMO from the feasible point ``alpha``; results in ``alpha``, ``H``, ``n_iter``."""
+    def solve(self, alpha: np.ndarray, grads: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Run SMO from the feasible point ``alpha`` (with its ``(G, G_bar)`` if known)."""
         alpha = np.array(alpha, dtype=np.float64)
-        G, G_bar = self.initial_gradient(alpha)
-        if isinstance(self.src, np.ndarray):
-            source, data, sq, gamma = "gram", self.src, None, 0.0
-        else:
-            source, data, sq, gamma = self.src.core_source()
+        G, G_bar = self.initial_gradient(alpha) if grads is None else (g.copy() for g in grads)
+        source, data, sq, gamma = _source_args(self.src)
         self.n_iter, self.status = _core.solve(
             source, data, sq, gamma, self.base, self.y, self.p, self.C, alpha, G, G_bar,
             self.tol, self.max_iter, self.shrinking, self.nu, self.cache_bytes, self.QD,
@@ -263,7 +295,8 @@ def warm_point(
     *,
     base: np.ndarray | None = None,
     y: np.ndarray | None = None,
-) -> np.ndarray:
+    with_gradients: bool = False,
+) -> Any:
     """A feasible start near ``a0`` for ``0 <= a <= C, z'a = delta`` that changes few variables.
 
     The Euclidean projection (:func:`~streamk.solvers._common.project_box_equality`) shifts
@@ -277,9 +310,12 @@ def warm_point(
     fractional knapsack: a sort, O(n log n)). ``y`` are the signs of ``Q`` (default ``z``).
     With a pair ``delta = (d_plus, d_minus)`` (the nu-problems) the equalities are
     ``sum_{y=+1} a = d_plus`` and ``sum_{y=-1} a = d_minus``, each repaired the same way.
+    ``with_gradients``: return ``(a, (G, G_bar))``, the gradients at the start computed in the
+    same pass over K (the solver then skips its own).
     """
     y = z if y is None else y
     a = np.clip(np.asarray(a0, dtype=np.float64), 0.0, C)
+    base = np.arange(len(a)) if base is None else base
     if isinstance(delta, tuple):
         ones = np.ones(len(a))
         groups = [(y > 0, ones, delta[0]), (y < 0, ones, delta[1])]
@@ -291,17 +327,23 @@ def warm_point(
         scale = max(1.0, abs(d), float(np.abs(a[mask]).sum()))
         if abs(need) > 1e-12 * scale:
             todo.append((mask, zz, d, need))
-    if not todo:
+    if not todo and not with_gradients:
         return a
-    base = np.arange(len(a)) if base is None else base
-    w = y * a
-    nz = np.flatnonzero(w)
-    Kw = _gram_matvec(src, base[nz], w[nz])[base] if len(nz) else np.zeros(len(a))
-    G = y * Kw + p
+    G, G_bar = gradients(src, base, y, p, C, a)
+    if not todo:
+        return a, (G, G_bar)
+    old = a.copy()
     for mask, zz, d, need in todo:
         idx = np.flatnonzero(mask)
         a[idx] = _repair(a[idx], G[idx], zz[idx], C[idx], need, d)
-    return a
+    if not with_gradients:
+        return a
+    # the few moved variables update both gradients with their own columns only
+    fin = np.isfinite(C)
+    d_up = np.where(fin, (a >= C).astype(float) - (old >= C).astype(float), 0.0)
+    W = np.column_stack((y * (a - old), y * np.where(fin, C, 0.0) * d_up))
+    P = kbar_product(src, base, W)
+    return a, (G + y * P[:, 0], G_bar + y * P[:, 1])
 
 
 def _repair(a: np.ndarray, G: np.ndarray, z: np.ndarray, C: np.ndarray, need: float,

@@ -272,10 +272,11 @@ class Solver:
             H = H + (t if self.base is None else t[self.base])
         return H
 
-    def solve(self, alpha: np.ndarray) -> None:
-        """Run SMO from the feasible point ``alpha``; results in ``alpha``, ``H``, ``n_iter``."""
+    def solve(self, alpha: np.ndarray, grads: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Run SMO from the feasible point ``alpha``; results in ``alpha``, ``H``, ``n_iter``.
+        ``grads = (G, G_bar)`` at ``alpha``, if known, saves the initial matrix-vector product."""
         self.alpha = np.array(alpha, dtype=np.float64)
-        self.H = self.initial_gradient(self.alpha)
+        self.H = self.initial_gradient(self.alpha) if grads is None else self.y * grads[0]
         self.unshrink = False
         self.gap = np.inf
         self._set_work(np.arange(self.l))

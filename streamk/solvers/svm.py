@@ -51,10 +51,14 @@ def svc(
     C = check_positive("C", C, allow_inf=True)
     a0 = check_alpha0(alpha0, n)
     Cv = np.full(n, C)
-    alpha = np.zeros(n) if a0 is None else warm_point(src, a0, y, -np.ones(n), Cv, 0.0)
+    alpha, grads = (
+        (np.zeros(n), None)
+        if a0 is None
+        else warm_point(src, a0, y, -np.ones(n), Cv, 0.0, with_gradients=True)
+    )
     solver = make_solver(src, y, -np.ones(n), Cv, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, backend=backend)  # fmt: skip
-    run_solver("svc", solver, alpha)
+    run_solver("svc", solver, alpha, grads)
     rho = solver.calculate_rho()
     return SolverResult.from_solver(solver, solver.alpha, -rho, {"rho": rho})
 
@@ -89,16 +93,17 @@ def nu_svc(
         )
     a0 = check_alpha0(alpha0, n)
     ones = np.ones(n)
+    grads = None
     if a0 is None:
         alpha = np.zeros(n)
         for g in (y > 0, y < 0):
             cum = np.minimum(np.arange(1, g.sum() + 1), half)
             alpha[g] = np.diff(np.concatenate(([0.0], cum)))
     else:
-        alpha = warm_point(src, a0, y, np.zeros(n), ones, (half, half))
+        alpha, grads = warm_point(src, a0, y, np.zeros(n), ones, (half, half), with_gradients=True)
     solver = make_solver(src, y, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, nu=True, backend=backend)  # fmt: skip
-    run_solver("nu_svc", solver, alpha)
+    run_solver("nu_svc", solver, alpha, grads)
     rho, r = solver.calculate_rho_r()
     if not r > 0:
         raise SolverError("nu-SVC found r <= 0 (degenerate problem); try a larger nu")
@@ -131,13 +136,14 @@ def one_class(
     a0 = check_alpha0(alpha0, n)
     ones = np.ones(n)
     total = nu * n
+    grads = None
     if a0 is None:
         alpha = np.diff(np.concatenate(([0.0], np.minimum(np.arange(1, n + 1), total))))
     else:
-        alpha = warm_point(src, a0, ones, np.zeros(n), ones, total)
+        alpha, grads = warm_point(src, a0, ones, np.zeros(n), ones, total, with_gradients=True)
     solver = make_solver(src, ones, np.zeros(n), ones, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, backend=backend)  # fmt: skip
-    run_solver("one_class", solver, alpha)
+    run_solver("one_class", solver, alpha, grads)
     rho = solver.calculate_rho()
     return SolverResult.from_solver(solver, solver.alpha, -rho, {"rho": rho})
 
@@ -176,10 +182,14 @@ def hypersphere(
     ones = np.ones(n)
     Cv = np.full(n, c)
     diag = source_diag(src)
-    alpha = np.full(n, 1.0 / n) if a0 is None else warm_point(src, a0, ones, -0.5 * diag, Cv, 1.0)
+    alpha, grads = (
+        (np.full(n, 1.0 / n), None)
+        if a0 is None
+        else warm_point(src, a0, ones, -0.5 * diag, Cv, 1.0, with_gradients=True)
+    )
     solver = make_solver(src, ones, -0.5 * diag, Cv, tol=tol, max_iter=_max_iter(max_iter, n),
                          shrinking=shrinking, backend=backend)  # fmt: skip
-    run_solver("hypersphere", solver, alpha)
+    run_solver("hypersphere", solver, alpha, grads)
     rho = solver.calculate_rho()
     a = solver.alpha
     cn2 = float(a @ (solver.H + 0.5 * diag))  # H = Ka - diag/2 (y = 1)

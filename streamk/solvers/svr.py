@@ -57,11 +57,15 @@ def svr(
     Cv = np.full(2 * n, C)
     p = np.concatenate((eps - y, eps + y))
     base = np.concatenate((np.arange(n), np.arange(n)))
-    a = np.zeros(2 * n) if b0 is None else warm_point(src, _split(b0), z, p, Cv, 0.0, base=base)
+    a, grads = (
+        (np.zeros(2 * n), None)
+        if b0 is None
+        else warm_point(src, _split(b0), z, p, Cv, 0.0, base=base, with_gradients=True)
+    )
     max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     solver = make_solver(src, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking,
                          backend=backend)  # fmt: skip
-    run_solver("svr", solver, a)
+    run_solver("svr", solver, a, grads)
     rho = solver.calculate_rho()
     beta = solver.alpha[:n] - solver.alpha[n:]
     return SolverResult.from_solver(
@@ -100,15 +104,18 @@ def nu_svr(
     p = np.concatenate((-y, y))
     base = np.concatenate((np.arange(n), np.arange(n)))
     Cv = np.full(2 * n, C)
+    grads = None
     if b0 is None:
         first = np.diff(np.concatenate(([0.0], np.minimum(C * np.arange(1, n + 1), half))))
         a = np.concatenate((first, first))
     else:
-        a = warm_point(src, _split(b0), z, p, Cv, (half, half), base=base)
+        a, grads = warm_point(
+            src, _split(b0), z, p, Cv, (half, half), base=base, with_gradients=True
+        )
     max_it = max(10_000_000, 200 * n) if max_iter is None else int(max_iter)
     solver = make_solver(src, z, p, Cv, base=base, tol=tol, max_iter=max_it, shrinking=shrinking,
                          nu=True, backend=backend)  # fmt: skip
-    run_solver("nu_svr", solver, a)
+    run_solver("nu_svr", solver, a, grads)
     rho, r = solver.calculate_rho_r()
     beta = solver.alpha[:n] - solver.alpha[n:]
     info = {"rho": rho, "epsilon": -r, "alpha_plus": solver.alpha[:n],
