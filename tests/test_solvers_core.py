@@ -248,3 +248,41 @@ def test_warm_point_is_feasible_and_changes_few_variables() -> None:
     # one-class: the sum is restored
     a = warm_point(K, a0, np.ones(len(y)), np.zeros(len(y)), C, 0.3 * len(y))
     assert abs(a.sum() - 0.3 * len(y)) < 1e-9 and np.all((a >= 0) & (a <= 1.0))
+
+
+# -- the no-bias adatron dual on the core (two dummies absorb the equality) ---------------------
+def _adatron_qp(K: np.ndarray, y: np.ndarray, C: float, norm: int) -> float:
+    """max sum(a) - a'Ha/2, 0 <= a <= C (no bias), by scipy's L-BFGS-B: the optimum's value."""
+    from scipy.optimize import minimize
+
+    H = K * np.outer(y, y) + (np.eye(len(y)) / C if norm == 2 else 0.0)
+    upper = C if norm == 1 else None
+    res = minimize(lambda a: (0.5 * a @ H @ a - a.sum(), H @ a - 1.0), np.zeros(len(y)),
+                   jac=True, bounds=[(0.0, upper)] * len(y), method="L-BFGS-B",
+                   options={"ftol": 1e-15, "gtol": 1e-11, "maxiter": 50000})  # fmt: skip
+    return float(res.fun)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("C, norm", [(1.0, 1), (10.0, 1), (1.0, 2), (5.0, 2)])
+def test_adatron_dual_equals_the_qp_optimum(backend: str, C: float, norm: int) -> None:
+    from streamk.solvers import adatron_dual
+
+    _, K, y = classification("wine")
+    r = adatron_dual(K, y, C, norm, tol=1e-8, backend=backend, max_epochs=100_000)
+    assert r.status == 0 and r.gap < 1e-8
+    assert _rel(r.objective, _adatron_qp(K, y, C, norm)) < 1e-7
+    assert np.all(r.alpha >= 0) and (norm == 2 or np.all(r.alpha <= C))
+
+
+@pytest.mark.skipif(not compiled_available(), reason="compiled core not built")
+def test_adatron_dual_paths_agree_warm() -> None:
+    from streamk.solvers import adatron_dual
+
+    _, K, y = classification("breast_cancer")
+    a0 = np.random.default_rng(2).uniform(0.0, 3.0, len(y))
+    for norm in (1, 2):
+        c = adatron_dual(K, y, 2.0, norm, alpha0=a0, tol=1e-8, backend="compiled")
+        n = adatron_dual(K, y, 2.0, norm, alpha0=a0, tol=1e-8, backend="numpy", max_epochs=10**5)
+        assert _rel(c.objective, n.objective) < QF_OBJ
+        assert np.allclose(c.alpha, n.alpha, atol=1e-4)

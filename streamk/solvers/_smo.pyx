@@ -171,7 +171,8 @@ cdef class _Solver:
 
     cdef Py_ssize_t l, active_size, n_rows, dim
     cdef int source
-    cdef bint nu, unshrink, pre_valid
+    cdef bint nu, unshrink, pre_valid, has_dummy
+    cdef double mu  # added to Q_tt (the 2-norm soft margin's 1/C)
     cdef double pre_Gmax  # the next selection's first pass, done in the gradient update
     cdef Py_ssize_t pre_i
     cdef double eps, gamma
@@ -214,7 +215,10 @@ cdef class _Solver:
         if start < length:
             bi = self.base[i]
             yi = self.y[i]
-            if self.source == CALL:
+            if self.has_dummy:
+                for j in range(start, length):
+                    data[j] = yi * self.y[j] * self._kval(bi, self.base[j])
+            elif self.source == CALL:
                 self._call_column(bi, start, length)
                 for j in range(start, length):
                     data[j] = yi * self.y[j] * self.buf[j - start]
@@ -223,7 +227,22 @@ cdef class _Solver:
                     data[j] = yi * self.y[j] * self.K[bi * self.n_rows + self.base[j]]
             else:
                 self._rbf_column(data, bi, yi, start, length)
+            if self.mu != 0.0 and bi >= 0 and start <= i < length:  # not on dummies
+                data[i] += self.mu
         return data
+
+    cdef double _kval(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+        """``k(row a, row b)``; a negative row is a dummy variable with a zero kernel."""
+        cdef Py_ssize_t k
+        cdef double s = 0.0, d
+        if a < 0 or b < 0:
+            return 0.0
+        if self.source == GRAM:
+            return self.K[a * self.n_rows + b]
+        for k in range(self.dim):
+            s += self.X[a * self.dim + k] * self.X[b * self.dim + k]
+        d = self.sq[a] + self.sq[b] - 2.0 * s
+        return sk_exp(-self.gamma * (d if d > 0.0 else 0.0))
 
     cdef void _rbf_column(self, Qfloat *data, Py_ssize_t bi, double yi, Py_ssize_t start,
                           Py_ssize_t length) noexcept nogil:
@@ -659,6 +678,7 @@ def solve(
     Py_ssize_t cache_bytes,
     QD,
     bint shrink_first=False,
+    double mu=0.0,
 ):
     """Run SMO from the feasible ``alpha`` with its gradient ``G = Q alpha + p`` and
     ``G_bar = sum_{alpha_t = C_t} C_t Q_t``; update ``alpha`` and ``G`` in place.
@@ -667,7 +687,9 @@ def solve(
     squared norms, ``gamma``) or ``"call"`` (``data`` a callable ``f(i, idx)``). ``base[t]`` is the
     row behind variable ``t``; ``QD[t] = Q_tt``. ``shrink_first`` shrinks before the first
     iteration instead of after ``min(l, 1000)`` (a warm start's gradient already tells which
-    bound variables will stay). Returns ``(n_iter, status)`` with status 1 when
+    bound variables will stay). ``mu`` is added to every ``Q_tt``; a negative ``base[t]`` makes
+    ``t`` a dummy variable with a zero kernel row (how a problem without the equality is posed:
+    two unbounded dummies of opposite sign absorb it). Returns ``(n_iter, status)`` with status 1 when
     ``max_iter`` stopped the run.
     """
     cdef _Solver s = _Solver()
@@ -683,6 +705,8 @@ def solve(
     s.nu = nu
     s.unshrink = False
     s.pre_valid = False
+    s.mu = mu
+    s.has_dummy = bool(np.any(np.asarray(base) < 0))
     s.gamma = gamma
     s.keep = (data, sq)
     if source == "gram":
@@ -701,6 +725,8 @@ def solve(
     elif source == "call":
         s.source = CALL
         s.callback = data
+        if np.any(np.asarray(base) < 0):
+            raise ValueError("dummy variables need a 'gram' or 'rbf' source")
     else:
         raise ValueError(f"unknown kernel source {source!r}")
     s.y = _copy(y, l)
