@@ -1,14 +1,15 @@
 """Periodic consolidation of a budgeted kernel perceptron vs the plain on-line learner.
 
 Run: ``python -m benchmarks.consolidation`` (``--quick`` for a smoke run). For each stream
-(river's Bananas and a drifting SEA stream) and budget:
+(river's Bananas, a drifting SEA stream, a RandomRBF stream with 20 centroids) and budget:
 
 * prequential accuracy of ``KernelPerceptron(budget)`` alone and wrapped in
   ``Consolidated(..., every=N)`` (sync), and the solver time per consolidation;
 * held-out accuracy at several cut points: the on-line model, the model consolidated on
   (support set ∪ window) — adopted within the budget and unbudgeted — and scikit-learn's
-  ``SVC(kernel="precomputed")`` with a bias on the same rows and Gram matrix, plus its fit time
-  (time ratios: median and min–max over the cut points);
+  ``SVC(kernel="precomputed")`` with a bias on the same rows and Gram matrix, plus the time to
+  build that Gram and fit (our solve builds its own Gram too); ratios are our solve / SVC's,
+  median and min–max over the cut points (target <= 1.2);
 * FSM-selected kernel vs the default ``RBF(gamma="auto")``: per candidate, FSM, 1 − KTA and the
   held-out accuracy of scikit-learn's SVC on the window.
 
@@ -50,9 +51,13 @@ def streams(n: int | None) -> dict[str, list[tuple[dict, Any]]]:
         width=200,
         seed=4,
     )
+    rbf_n = n or 6000
+    rbf_stream = synth.RandomRBF(seed_model=7, seed_sample=8, n_classes=2, n_features=5,
+                                 n_centroids=20)  # fmt: skip
     return {
         "Bananas": list(itertools.islice(datasets.Bananas(), n)),
         "SEA-drift": list(sea.take(sea_n)),
+        "RandomRBF": list(rbf_stream.take(rbf_n)),
     }
 
 
@@ -102,8 +107,8 @@ def holdout(events, budget: int, every: int, window: int, cuts: list[int], test_
         ytr = np.r_[np.sign(S.coef[:, 0]), T]
         Xtr, idx = np.unique(Xtr, axis=0, return_index=True)
         ytr = ytr[idx]
+        t0 = time.perf_counter()  # the user's alternative: build the window's Gram and fit
         K = learner.kernel_.gram(Xtr, Xtr)
-        t0 = time.perf_counter()
         ref = SVC(kernel="precomputed", C=1.0).fit(K, ytr)
         sk_s = time.perf_counter() - t0
         sk_pred = ref.predict(learner.kernel_.gram(Xt, Xtr))
@@ -247,14 +252,14 @@ def print_tables(result: dict[str, Any]) -> None:
     )
     print(f"{'stream':<10} {'budget':>6} {'online':>7} {'adopted':>8} {'unbudg.':>8}"
           f" {'ours+b':>7} {'sk SVC':>7} {'adopted-sk (pts)':>17}"
-          f" {'sk fit/our solve':>18}")  # fmt: skip
+          f" {'our solve/sk fit':>18}")  # fmt: skip
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for r in result["holdout"]:
         groups.setdefault((r["stream"], r["budget"]), []).append(r)
     for (stream, budget), rs in groups.items():
         med = {k: statistics.median(r[k] for r in rs) for k in rs[0] if isinstance(rs[0][k], float)}
         diffs = [100 * (r["consolidated"] - r["sklearn_svc"]) for r in rs]
-        times = [r["sklearn_s"] / r["ours_s"] for r in rs]
+        times = [r["ours_s"] / r["sklearn_s"] for r in rs]
         print(f"{stream:<10} {budget:>6} {med['online']:>7.4f} {med['consolidated']:>8.4f}"
               f" {med['consolidated_unbudgeted']:>8.4f} {med['svc_ours_bias']:>7.4f}"
               f" {med['sklearn_svc']:>7.4f} {_ratio_summary(diffs):>17}"
