@@ -193,14 +193,19 @@ cdef class _Solver:
     cdef object keep  # references to the arrays behind K / X / sq
     cdef double *buf
     cdef _Cache cache
+    cdef bint by_row  # more variables than rows (SVR): cache kernel rows, build Q in qbuf
+    cdef Qfloat *qbuf
+    cdef int next_buf
 
     def __cinit__(self):
         self.y = self.G = self.G_bar = self.alpha = self.p = self.C = self.QD = NULL
         self.status = NULL
         self.active_set = self.base = NULL
         self.buf = NULL
+        self.qbuf = NULL
 
     def __dealloc__(self):
+        free(self.qbuf)
         free(self.y); free(self.G); free(self.G_bar); free(self.alpha); free(self.p)
         free(self.C); free(self.QD); free(self.status); free(self.active_set); free(self.base)
         free(self.buf)
@@ -211,6 +216,8 @@ cdef class _Solver:
         cdef Qfloat *data
         cdef Py_ssize_t start, j, bi
         cdef double yi
+        if self.by_row:
+            return self._get_Q_by_row(i, length)
         start = self.cache.get_data(i, &data, length)
         if start < length:
             bi = self.base[i]
@@ -230,6 +237,33 @@ cdef class _Solver:
             if self.mu != 0.0 and bi >= 0 and start <= i < length:  # not on dummies
                 data[i] += self.mu
         return data
+
+    cdef Qfloat *_get_Q_by_row(self, Py_ssize_t i, Py_ssize_t length) except NULL:
+        """LIBSVM's ``SVR_Q::get_Q``: the kernel row of variable ``i``'s example is cached
+        (length n, never permuted) and the Q column is built in one of two rotating buffers."""
+        cdef Qfloat *row
+        cdef Qfloat *out
+        cdef Py_ssize_t start, j, r, n = self.n_rows, bi = self.base[i]
+        cdef double yi = self.y[i]
+        start = self.cache.get_data(bi, &row, n)
+        if start < n:
+            if self.source == CALL:
+                self._call_column(bi, start, n, True)
+                for r in range(start, n):
+                    row[r] = self.buf[r - start]
+            elif self.source == GRAM:
+                for r in range(start, n):
+                    row[r] = self.K[bi * n + r]
+            else:
+                for r in range(start, n):
+                    row[r] = self._kval(bi, r)
+        out = self.qbuf + self.next_buf * self.l
+        self.next_buf = 1 - self.next_buf
+        for j in range(length):
+            out[j] = yi * self.y[j] * row[self.base[j]]
+        if self.mu != 0.0 and i < length:
+            out[i] += self.mu
+        return out
 
     cdef double _kval(self, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
         """``k(row a, row b)``; a negative row is a dummy variable with a zero kernel."""
@@ -262,12 +296,13 @@ cdef class _Solver:
                 d = 0.0
             data[j] = yi * self.y[j] * sk_exp(-g * d)
 
-    cdef int _call_column(self, Py_ssize_t bi, Py_ssize_t start, Py_ssize_t stop) except -1:
+    cdef int _call_column(self, Py_ssize_t bi, Py_ssize_t start, Py_ssize_t stop,
+                          bint rows=False) except -1:
         cdef Py_ssize_t j, m = stop - start
         idx = np.empty(m, dtype=np.intp)
         cdef Py_ssize_t[::1] iv = idx
         for j in range(m):
-            iv[j] = self.base[start + j]
+            iv[j] = start + j if rows else self.base[start + j]
         vals = np.ascontiguousarray(self.callback(int(bi), idx), dtype=np.float64).reshape(-1)
         if vals.shape[0] != m:
             raise ValueError(f"kernel callback returned {vals.shape[0]} values, expected {m}")
@@ -292,7 +327,8 @@ cdef class _Solver:
         return self.status[i] == 0
 
     cdef void swap_index(self, Py_ssize_t i, Py_ssize_t j) noexcept nogil:
-        self.cache.swap_index(i, j)
+        if not self.by_row:
+            self.cache.swap_index(i, j)
         _swap_d(self.y, i, j); _swap_d(self.G, i, j); _swap_d(self.alpha, i, j)
         _swap_d(self.p, i, j); _swap_d(self.G_bar, i, j); _swap_d(self.C, i, j)
         _swap_d(self.QD, i, j)
@@ -746,7 +782,17 @@ def solve(
         s.active_set[t] = t
         s.base[t] = bv[t]
         s.update_alpha_status(t)
-    s.cache = _Cache(l, cache_bytes)
+    s.by_row = l > s.n_rows and not s.has_dummy and source != "call" or (
+        source == "call" and l > len(set(np.asarray(base).tolist())))
+    if s.by_row:
+        s.n_rows = int(np.asarray(base).max()) + 1 if source == "call" else s.n_rows
+        s.qbuf = <Qfloat *> malloc(2 * max(l, 1) * sizeof(Qfloat))
+        if s.qbuf == NULL:
+            raise MemoryError()
+        s.next_buf = 0
+        s.cache = _Cache(s.n_rows, cache_bytes)
+    else:
+        s.cache = _Cache(l, cache_bytes)
     n_iter = s.run(max_iter, shrinking, shrink_first)
     for t in range(l):
         a_out[s.active_set[t]] = s.alpha[t]
