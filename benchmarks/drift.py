@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import machine_info
-from streamk.measures import MMDDrift
+from streamk.kernels.measures import MMDDrift
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALPHA = 0.01

@@ -184,7 +184,7 @@ def validation_accuracy(K: np.ndarray, y: np.ndarray, *, C: float = 1.0, folds: 
                         seed: int = 0) -> float:  # fmt: skip
     """Mean held-out accuracy of C-SVC (one-vs-rest for > 2 classes) over stratified folds,
     with the batch solver consolidation uses (:func:`streamk.solvers.svc`) on ``K``."""
-    from .solvers import svc  # local: the solvers need not load for the measures
+    from ..solvers import svc  # local: the solvers need not load for the measures
 
     classes = np.unique(y)
     fold = _folds(y, folds, seed)
