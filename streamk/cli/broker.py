@@ -42,7 +42,17 @@ __all__ = [
     "serve",
     "INSTALL_HINT",
     "QUICK_GROUP_CONFIG",
+    "BROKER_EXAMPLES",
 ]
+
+BROKER_EXAMPLES = """examples:
+  # a broker on a free port of 127.0.0.1; it prints bootstrap_servers=127.0.0.1:PORT
+  streamk broker
+  # a fixed port, then, from another shell, a topic and the engine on it
+  streamk broker --port 9092
+  streamk produce data.csv --topic events --bootstrap-servers 127.0.0.1:9092
+  streamk run --bootstrap-servers 127.0.0.1:9092 --topic events --group g1
+"""
 
 #: What to tell a user whose environment lacks the broker binary.
 INSTALL_HINT = (

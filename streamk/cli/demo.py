@@ -18,9 +18,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .output import SCHEMA_VERSION, EngineProgress, describe_start, machine
+from .output import SCHEMA_VERSION, EngineProgress, describe_start, format_summary, machine, plain
 
-__all__ = ["run_demo", "demo_events", "cmd_demo"]
+__all__ = ["run_demo", "demo_events", "cmd_demo", "DEMO_EXAMPLES"]
+
+DEMO_EXAMPLES = """examples:
+  # the whole pipeline here: broker, Bananas then 20,000 drifting events, the engine,
+  # snapshots in ./snapshots
+  streamk demo
+  # a shorter drifting stream, snapshots under /tmp/try, the summary as JSON
+  streamk demo --n 2000 --dir /tmp/try --json
+  # then look inside the newest snapshot
+  streamk snapshot show ./snapshots/demo
+"""
 
 TOPIC = "streamk-demo"
 MALFORMED = [
@@ -143,16 +153,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
     progress.close()
     if args.json:
-        print(
-            json.dumps(
-                {"schema_version": SCHEMA_VERSION, **summary, "machine": machine()}, indent=2
-            )
-        )
+        document = {"schema_version": SCHEMA_VERSION, **summary, "machine": machine()}
+        print(json.dumps(plain(document), indent=2, allow_nan=False))
         return 0
-    width = max(len(k) for k in summary)
     print()
-    for key, value in summary.items():
-        shown = f"{value:,.4f}" if isinstance(value, float) else value
-        print(f"{key:<{width}}  {shown}")
+    print(format_summary(summary))
     print("\nlook inside a snapshot:  streamk snapshot show " + summary["snapshot_dir"])
     return 0

@@ -16,13 +16,19 @@ from typing import Any
 from .. import accel
 from .._version import __version__
 from ..errors import StreamkError
-from .broker import cmd_broker
-from .demo import cmd_demo
+from .broker import BROKER_EXAMPLES, cmd_broker
+from .demo import DEMO_EXAMPLES, cmd_demo
 from .learn import add_learn_parser
 from .replay import REPLAY_EXAMPLES, cmd_replay
 from .run import RUN_EXAMPLES, cmd_run
 
 __all__ = ["main", "build_parser"]
+
+MAIN_EXAMPLES = """examples:
+  streamk demo                       # everything locally, nothing to set up
+  streamk learn Bananas              # a learner on a data set, prequentially
+  streamk run --config streamk.toml  # production: the engine on a Kafka topic
+"""
 
 
 def _add_engine_options(p: argparse.ArgumentParser, kafka: bool) -> None:
@@ -64,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="streamk",
         description="Streaming on-line kernel learning. Run `streamk COMMAND --help` for details.",
+        epilog=MAIN_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,  # --version's lines as they are
     )
     parser.add_argument(
@@ -79,8 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="the whole pipeline locally: broker, events, engine, snapshots",
+        help="everything locally: broker, events, engine, snapshots",
         description=cmd_demo.__doc__,
+        epilog=DEMO_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--dir", default=".", help="where ./snapshots goes (default: .)")
     demo.add_argument("--n", type=int, default=20_000, help="events of the drifting stream")
@@ -113,8 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     broker = sub.add_parser(
         "broker",
-        help="start the local Kafka-compatible broker (for trying streamk out)",
+        help="a local Kafka-compatible broker, for trying things out",
         description=cmd_broker.__doc__,
+        epilog=BROKER_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     broker.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     broker.set_defaults(func=cmd_broker)

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import sys
+from collections.abc import Mapping
+from pathlib import PurePath
 from typing import Any
 
 from .._version import __version__
 
-__all__ = ["SCHEMA_VERSION", "machine", "Progress", "EngineProgress", "describe_start"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "machine",
+    "Progress",
+    "EngineProgress",
+    "describe_start",
+    "plain",
+    "format_value",
+    "format_summary",
+]
 
 SCHEMA_VERSION = 1
 
@@ -83,3 +95,72 @@ def describe_start(engine: Any, where: str) -> str:
             f"offsets {offsets}"
         )
     return f"{line}\nengine     {accel.describe()}"
+
+
+#: How a float summary value is shown, by key; any other float is a metric (4 decimals).
+FLOAT_FORMATS: dict[str, str] = {
+    "seconds": "{:,.2f}",
+    "events_per_second": "{:,.1f}",
+}
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain JSON types: dict (string keys), list, str, int, float, bool, None.
+
+    NumPy scalars become Python numbers, paths become strings, non-finite floats become
+    ``None`` (JSON has no NaN). Anything else is a programming error: it raises rather
+    than being turned into its ``repr`` (what ``json.dumps(default=str)`` used to do).
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, PurePath):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item):  # a NumPy scalar
+        value = value.item()
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    raise TypeError(f"summary value {value!r} has no JSON form")
+
+
+def format_value(key: str, value: Any) -> str:
+    """One summary value as a person reads it.
+
+    Counts get thousands separators (``12,345``), rates and durations fixed decimals
+    (``10,146.7``, ``0.29``), metrics four decimals (``0.9490``), a missing value ``-``,
+    and a partition → offset map ``0:5302 1:4990`` (offsets are positions, not counts:
+    no separators). Never ``None`` or a Python ``repr``.
+    """
+    value = plain(value)
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return FLOAT_FORMATS.get(key, "{:.4f}").format(value)
+    if isinstance(value, dict):
+        if not value:
+            return "-"
+        items = sorted(value.items(), key=lambda kv: (len(kv[0]), kv[0]))  # 2 before 10
+        return " ".join(
+            f"{k}:{v if isinstance(v, int) else format_value(key, v)}" for k, v in items
+        )
+    if isinstance(value, list):
+        return ", ".join(format_value(key, v) for v in value) or "-"
+    return str(value)
+
+
+def format_summary(summary: Mapping[str, Any], skip: tuple[str, ...] = ()) -> str:
+    """The summary as aligned ``key  value`` lines (``skip`` leaves keys out)."""
+    rows = [(k, format_value(k, v)) for k, v in summary.items() if k not in skip]
+    width = max((len(k) for k, _ in rows), default=0)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

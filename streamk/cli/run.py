@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .output import SCHEMA_VERSION, EngineProgress, describe_start, machine
+from .output import SCHEMA_VERSION, EngineProgress, describe_start, format_summary, machine, plain
 
 __all__ = ["cmd_run", "run_engine", "engine_overrides", "RUN_EXAMPLES"]
 
@@ -54,12 +54,9 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
         "machine": machine(),
     }
     if args.json:
-        print(json.dumps(summary, indent=2, default=str))
+        print(json.dumps(plain(summary), indent=2, allow_nan=False))
     else:
-        width = max(len(k) for k in summary)
-        for key, value in summary.items():
-            if key not in ("schema_version", "machine"):
-                print(f"{key:<{width}}  {value}")
+        print(format_summary(summary, skip=("schema_version", "machine")))
     return 0
 
 
