@@ -234,3 +234,149 @@ def test_every_budget_policy_bounds_the_set_and_keeps_learn_many_exact(policy):
     assert np.array_equal(one.support_.ids, many.support_.ids)
     assert np.allclose(one.support_.coef, many.support_.coef, atol=1e-9)
     assert np.array_equal(one.thresholds_, many.thresholds_)
+
+
+# -- default ranks: discovered from the stream (issue 19) ---------------------------------------
+def _plain_discovered(X, y, kernel):
+    """CF 8.2 with plain loops and ranks learned from the labels, by the documented rule.
+
+    A new label takes its sorted place; its threshold copies the lower neighbour's between
+    two known ranks, is the top one + 1 above them all, the bottom one - 1 below them all,
+    and 0 (the book's initial value) when it is the second label seen.
+    """
+    ranks, b, alpha, history = [], [], [0.0] * len(X), []
+    for i in range(len(X)):
+        if y[i] not in ranks:
+            k = sorted(ranks + [y[i]]).index(y[i])
+            if len(ranks) == 1:
+                b = [0.0]
+            elif len(ranks) > 1 and k == 0:
+                b = [b[0] - 1] + b
+            elif len(ranks) > 1 and k == len(ranks):
+                b = b + [b[-1] + 1]
+            elif len(ranks) > 1:
+                b = b[:k] + [b[k - 1]] + b[k:]
+            ranks.insert(k, y[i])
+        f = sum(alpha[j] * kernel(X[j], X[i]) for j in range(i) if alpha[j] != 0)
+        yhat = min(r for r in range(len(ranks)) if r == len(ranks) - 1 or f < b[r])
+        target = ranks.index(y[i])
+        if yhat != target:
+            alpha[i] = float(target - yhat)
+            for r in range(min(yhat, target), max(yhat, target)):
+                b[r] += 1 if yhat > target else -1
+        history.append((list(alpha[: i + 1]), list(b), list(ranks)))
+    return history
+
+
+def test_default_ranks_follow_the_plain_loop_when_labels_arrive_out_of_order():
+    X, y = _ordinal(11, m=160, n_ranks=5, noise=0.5)
+    labels = [int(v) for v in y]
+    # every rank's first appearance out of order: 3, 5, 1, 4, 2, then the rest
+    firsts = [labels.index(r) for r in (3, 5, 1, 4, 2)]
+    order = firsts + [i for i in range(len(labels)) if i not in firsts]
+    X, labels = X[order], [labels[i] for i in order]
+    kernel = Linear()
+    model = OnlineRanker(kernel=kernel)
+    expected = _plain_discovered(list(X), labels, lambda a, c: float(np.dot(a, c)))
+    for i, (x, label) in enumerate(zip(_dicts(X), labels)):
+        model.learn_one(x, label)
+        alpha, b, ranks = expected[i]
+        assert model.ranks_ == ranks
+        assert model.thresholds_.tolist() == b, i
+        assert (np.diff(model.thresholds_) >= 0).all()
+    assert model.ranks_ == [1, 2, 3, 4, 5]
+    coef = dict(zip(model.support_.ids.tolist(), model.support_.coef[:, 0].tolist()))
+    nonzero = {i: a for i, a in enumerate(alpha) if a != 0}
+    assert sorted(coef.values()) == sorted(nonzero.values())
+
+
+def test_a_rank_between_two_known_ones_changes_no_prediction():
+    X, y = _ordinal(12, m=200, n_ranks=3, noise=0.5)
+    model = OnlineRanker(kernel=RBF(gamma=0.5))
+    for x, label in zip(_dicts(X), y):
+        if label != 2:
+            model.learn_one(x, 2 * int(label))  # ranks 2 and 6 only
+    probe = _dicts(np.random.default_rng(0).normal(size=(50, 3)))
+    before = [model.predict_one(x) for x in probe]
+    # admitting a middle rank (4) alone, before its event's update moves any threshold
+    twin = OnlineRanker.from_state(model.state())
+    twin._admit(4)
+    assert twin.ranks_ == [2, 4, 6]
+    assert [twin.predict_one(x) for x in probe] == before
+
+
+def test_default_ranks_predict_nothing_before_any_label():
+    model = OnlineRanker()
+    assert model.predict_one({"a": 1.0}) is None
+    assert model.predict_proba_one({"a": 1.0}) == {}
+    model.learn_one({"a": 1.0}, "b")
+    assert model.predict_one({"a": 1.0}) == "b"
+    assert model.predict_proba_one({"a": 1.0}) == {"b": 1.0}
+
+
+def test_default_ranks_pass_river_check_estimator():
+    from river import checks
+
+    checks.check_estimator(OnlineRanker())  # what the README promises for every learner
+
+
+def test_default_ranks_learn_many_matches_learn_one_as_ranks_appear_mid_block():
+    X, y = _ordinal(13, m=120, n_ranks=4, noise=0.5)
+    labels = [int(v) for v in y]
+    one, many = OnlineRanker(kernel=RBF(gamma=0.3)), OnlineRanker(kernel=RBF(gamma=0.3))
+    for x, label in zip(_dicts(X), labels):
+        one.learn_one(x, label)
+    for s in range(0, 120, 17):
+        many.learn_many(pd.DataFrame(X[s : s + 17]), labels[s : s + 17])
+    assert one.ranks_ == many.ranks_ == [1, 2, 3, 4]
+    assert np.array_equal(one.thresholds_, many.thresholds_)
+    assert np.array_equal(one.support_.coef, many.support_.coef)
+
+
+def test_default_ranks_survive_a_state_round_trip():
+    X, y = _ordinal(14, m=100, n_ranks=4)
+    model = OnlineRanker(kernel=RBF(gamma=0.5))
+    for x, label in zip(_dicts(X[:60]), y[:60]):
+        model.learn_one(x, int(label))
+    from streamk import snapshot
+
+    clone = snapshot.loads(snapshot.dumps(model, offsets={}, seq=1)).model
+    assert clone.ranks_ == model.ranks_
+    for x, label in zip(_dicts(X[60:]), y[60:]):
+        assert clone.predict_one(x) == model.predict_one(x)
+        model.learn_one(x, int(label))
+        clone.learn_one(x, int(label))
+    assert np.array_equal(clone.thresholds_, model.thresholds_)
+
+
+def test_labels_that_cannot_be_ordered_are_rejected_without_side_effects():
+    model = OnlineRanker()
+    model.learn_one({"a": 1.0}, 1)
+    with pytest.raises(InvalidInput, match="cannot be ordered") as info:
+        model.learn_one({"a": 2.0}, "two")
+    assert model.ranks_ == [1] and model.n_learned == 1
+    assert str(info.value).endswith("ranks=(lowest, ..., highest)")
+
+
+def test_label_outside_fixed_ranks_error_is_a_whole_sentence():
+    model = OnlineRanker(ranks=(1, 2, 3))
+    with pytest.raises(InvalidInput) as info:
+        model.learn_one({"a": 1.0}, 7)
+    message = str(info.value)
+    assert "label 7 is not one of ranks=(1, 2, 3)" in message
+    assert "OnlineRanker(ranks=(1, 2, 3))" in message  # says how, not "as ranks=" and stop
+    assert not message.rstrip().endswith("=")
+
+
+def test_rankers_that_discovered_different_ranks_are_not_merged():
+    from streamk.errors import MergeError
+    from streamk.merge import merge_models
+
+    a, b = OnlineRanker(kernel=RBF(1.0)), OnlineRanker(kernel=RBF(1.0))
+    for i, label in enumerate([1, 2, 3, 1, 2, 3]):
+        a.learn_one({"x": float(i)}, label)
+        b.learn_one({"x": float(i)}, min(label, 2))
+    with pytest.raises(MergeError, match="seen ranks"):
+        merge_models([a, b])
+    merged = merge_models([a, OnlineRanker.from_state(a.state())])
+    assert merged.ranks_ == [1, 2, 3]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Hashable
 from typing import Any
 
@@ -33,7 +34,11 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         A :mod:`streamk.kernels` kernel. ``None`` means ``RBF(gamma="auto")``.
     ranks
         The label values, lowest rank first. Any hashable values (numbers, strings, ...);
-        a label outside ``ranks`` is an error.
+        a label outside ``ranks`` is an error. ``None`` (the default): the ranks are the
+        labels seen so far, in their natural order (``1 < 2 < 3``, ``False < True``,
+        ``"a" < "b"``); labels that cannot be ordered together are an error. Pass the ranks
+        when their natural order is not the ranking (e.g. ``("low", "mid", "high")``) or
+        to follow the book exactly.
     budget
         ``None`` (unbounded, as in the book), an ``int`` (``RemoveOldest``) or a
         :mod:`streamk.budget` policy.
@@ -59,13 +64,20 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
     ``predict_proba_one`` puts all the mass on the predicted rank. :meth:`score_one` gives the
     raw ``f(x)``, which also orders points within a rank (Remark 8.6).
 
+    **Discovered ranks** (``ranks=None``). A new label joins the ordered set with an empty
+    interval where it can: between two known ranks its threshold copies its lower
+    neighbour's, so no prediction changes; above (below) every known rank its threshold
+    is the top (bottom) one plus (minus) one; the second label ever seen gets the book's
+    initial threshold, 0. Before any label is seen ``predict_one`` returns ``None`` and
+    ``predict_proba_one`` an empty dict, as river's classifiers do.
+
     **Invariants** (tested on every step): the thresholds stay ordered and integral, every
-    ``alpha`` is an integer, and ``sum(alpha) + sum(b) = 0``. **Budgets:** when a policy
-    evicts a support vector its ``alpha`` leaves ``f`` but the thresholds stay where they
-    are (they are the ranker's learned state, not a function of the support set), so
-    ``sum(alpha) + sum(b) = 0`` holds only without a budget (or until the first eviction).
-    Ordering always holds; integrality holds for removal policies, not for ones that scale or
-    merge coefficients.
+    ``alpha`` is an integer, and, with fixed ``ranks``, ``sum(alpha) + sum(b) = 0``.
+    **Budgets:** when a policy evicts a support vector its ``alpha`` leaves ``f`` but the
+    thresholds stay where they are (they are the ranker's learned state, not a function of
+    the support set), so ``sum(alpha) + sum(b) = 0`` holds only without a budget (or until
+    the first eviction). Ordering always holds; integrality holds for removal policies, not
+    for ones that scale or merge coefficients.
 
     ``learn_many`` gives the same model as ``learn_one`` on the rows in order: one kernel
     block per call, kept current through every support-set change.
@@ -78,9 +90,10 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
     >>> from river.datasets import synth
     >>> from streamk.learners import OnlineRanker
     >>> stream = ((x, 1 + min(4, int(y // 6))) for x, y in synth.Friedman(seed=42).take(2000))
-    >>> model = compose.Pipeline(preprocessing.StandardScaler(), OnlineRanker())
+    >>> ranker = OnlineRanker(ranks=(1, 2, 3, 4, 5))
+    >>> model = compose.Pipeline(preprocessing.StandardScaler(), ranker)
     >>> evaluate.progressive_val_score(stream, model, metrics.Accuracy())
-    Accuracy: 57.35%
+    Accuracy: 56.20%
     >>> model["OnlineRanker"].thresholds_.tolist()
     [-2.0, -1.0, 2.0, 4.0]
 
@@ -95,35 +108,47 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
     def __init__(
         self,
         kernel: Kernel | None = None,
-        ranks: tuple = (1, 2, 3, 4, 5),
+        ranks: tuple | None = None,
         budget: int | BudgetPolicy | None = None,
     ):
         self.kernel = kernel
         self.ranks = ranks
         self.budget = budget
-        try:
-            self._index = {r: i for i, r in enumerate(ranks)}
-        except TypeError:
-            raise ConfigError(
-                f"ranks must be a sequence of hashable labels, got {ranks!r}"
-            ) from None
-        if len(self._index) != len(ranks) or len(ranks) < 2:
-            raise ConfigError(f"ranks must hold at least two distinct labels, got {ranks!r}")
+        if ranks is not None:
+            try:
+                index = {r: i for i, r in enumerate(ranks)}
+            except TypeError:
+                raise ConfigError(
+                    f"ranks must be a sequence of hashable labels, lowest first, got {ranks!r}"
+                ) from None
+            if len(index) != len(ranks) or len(ranks) < 2:
+                raise ConfigError(
+                    f"ranks must hold at least two distinct labels, lowest first, got {ranks!r}"
+                )
         self._reset()
 
     def _reset(self, n_outputs: int = 1) -> None:
         super()._reset(n_outputs)
-        self._b = np.zeros(len(self.ranks) - 1)
+        self._labels: list[Hashable] = [] if self.ranks is None else list(self.ranks)
+        self._index = {r: i for i, r in enumerate(self._labels)}
+        self._b = np.zeros(max(len(self._labels) - 1, 0))
         self.n_mistakes = 0
 
     @classmethod
     def _unit_test_params(cls):
+        yield {}  # ranks discovered from the stream
         # river's classification checks feed Phishing, whose labels are False / True
         yield {"ranks": (False, True), "budget": 100}
 
     @property
     def _multiclass(self) -> bool:
-        return len(self.ranks) > 2
+        # discovered ranks may grow to any number
+        return self.ranks is None or len(self.ranks) > 2
+
+    @property
+    def ranks_(self) -> list[Hashable]:
+        """The ranks known now, lowest first: ``ranks``, or the labels seen so far."""
+        return list(self._labels)
 
     @property
     def thresholds_(self) -> np.ndarray:
@@ -131,13 +156,52 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
 
     # -- the rule ---------------------------------------------------------------------------------
     def _rank_index(self, y: Hashable) -> int:
+        """The index of a known rank; a label outside fixed ``ranks`` is an error."""
         try:
             return self._index[y]
         except (KeyError, TypeError):
+            pass
+        if self.ranks is None:
+            self._check_orderable([y])
+            return -1  # a new rank: _admit adds it when its event is learned
+        raise InvalidInput(
+            f"label {y!r:.100} is not one of ranks={self.ranks!r:.200}; create the ranker "
+            "with every rank, lowest first (e.g. OnlineRanker(ranks=(1, 2, 3))), or with "
+            "ranks=None to take the ranks from the labels seen"
+        ) from None
+
+    def _check_orderable(self, labels: list[Hashable]) -> None:
+        """Reject labels that cannot be hashed or ordered with the ranks seen so far."""
+        try:
+            sorted(set(labels).union(self._labels))
+        except TypeError:
+            shown = ", ".join(repr(v) for v in labels[:5])
             raise InvalidInput(
-                f"label {y!r:.100} is not one of ranks={self.ranks!r}; "
-                "pass every rank, lowest first, as ranks="
+                f"labels ({shown:.200}) cannot be ordered together with the ranks seen so "
+                f"far {self._labels!r:.200}; use labels of one ordered type, or create the "
+                "ranker with ranks=(lowest, ..., highest)"
             ) from None
+
+    def _admit(self, y: Hashable) -> int:
+        """The index of ``y``, first adding it to discovered ranks if it is new."""
+        k = self._rank_index(y)
+        if k >= 0:
+            return k
+        b, m = self._b, len(self._labels)
+        k = bisect.bisect_left(self._labels, y)
+        if m >= 1:
+            if m == 1:
+                value = 0.0  # the book's initial threshold
+            elif k == 0:
+                value = b[0] - 1.0
+            elif k == m:
+                value = b[-1] + 1.0
+            else:
+                value = b[k - 1]  # an empty interval between its neighbours
+            self._b = np.insert(b, min(k, m - 1), value)
+        self._labels.insert(k, y)
+        self._index = {r: i for i, r in enumerate(self._labels)}
+        return k
 
     def _predict_index(self, f: np.ndarray) -> np.ndarray:
         """``min{y : f < b_y}`` with ``b_{|Y|} = +inf``: the number of thresholds ``<= f``."""
@@ -145,7 +209,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
 
     def _update(self, row: np.ndarray, f: float, k_row: np.ndarray, y: Hashable) -> None:
         """CF 8.2: on a wrong rank, alpha_i = y - yhat and the thresholds between move by one."""
-        k = self._rank_index(y)
+        k = self._admit(y)
         p = int(self._predict_index(np.array([f]))[0])
         if p != k:
             self._policy.insert(self._support, row, np.array([float(k - p)]), k_row)
@@ -170,6 +234,8 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
         for label in labels:
             self._rank_index(label)
+        if self.ranks is None:
+            self._check_orderable(labels)
         self._learn_rows(rows, labels, self._learn_block_row)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
@@ -183,11 +249,13 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         return float(self._kernel_row(self._predict_row(x)) @ self._support.coef[:, 0])
 
     def predict_one(self, x: dict) -> Hashable:
-        return self.ranks[int(self._predict_index(np.array([self.score_one(x)]))[0])]
+        if not self._labels:
+            return None
+        return self._labels[int(self._predict_index(np.array([self.score_one(x)]))[0])]
 
     def predict_proba_one(self, x: dict) -> dict[Hashable, float]:
         top = self.predict_one(x)
-        return {r: float(r == top) for r in self.ranks}
+        return {r: float(r == top) for r in self._labels}
 
     def score_many(self, X: Any) -> np.ndarray:
         """Raw scores ``f(x)`` of a block."""
@@ -197,22 +265,32 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         import pandas as pd
 
         idx = self._predict_index(self.score_many(X))
-        return pd.Series(
-            [self.ranks[i] for i in idx], index=getattr(X, "index", None), dtype=object
-        )
+        labels = [self._labels[i] for i in idx] if self._labels else [None] * len(idx)
+        return pd.Series(labels, index=getattr(X, "index", None), dtype=object)
 
     def predict_proba_many(self, X: Any):
         import pandas as pd
 
         idx = self._predict_index(self.score_many(X))
-        P = np.zeros((len(idx), len(self.ranks)))
-        P[np.arange(len(idx)), idx] = 1.0
-        return pd.DataFrame(P, columns=list(self.ranks), index=getattr(X, "index", None))
+        P = np.zeros((len(idx), len(self._labels)))
+        if self._labels:
+            P[np.arange(len(idx)), idx] = 1.0
+        return pd.DataFrame(P, columns=list(self._labels), index=getattr(X, "index", None))
 
     # -- plain data -------------------------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:
-        return {"thresholds": self._b.tolist(), "n_mistakes": self.n_mistakes}
+        extra: dict[str, Any] = {"thresholds": self._b.tolist(), "n_mistakes": self.n_mistakes}
+        if self.ranks is None:
+            extra["ranks_seen"] = list(self._labels)
+        return extra
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
+        if self.ranks is None:
+            self._labels = list(state.get("ranks_seen", []))
+            self._index = {r: i for i, r in enumerate(self._labels)}
         self._b = np.asarray(state["thresholds"], dtype=np.float64)
+        if len(self._b) != max(len(self._labels) - 1, 0):
+            raise ValueError(
+                f"{len(self._b)} thresholds for {len(self._labels)} ranks: corrupt ranker state"
+            )
         self.n_mistakes = int(state["n_mistakes"])

@@ -52,6 +52,14 @@ def check_compatible(models: Sequence[Any], states: Sequence[dict[str, Any]]) ->
                     f"model {i} has {name}={b!r} where model 0 has {name}={a!r}: workers that "
                     "merge must share their learner configuration (one config for the group)"
                 )
+    seen0 = states[0].get("ranks_seen")  # a ranker with ranks=None: the ranks it has met
+    for i, s in enumerate(states[1:], start=1):
+        if s.get("ranks_seen") != seen0:
+            raise MergeError(
+                f"model {i} has seen ranks {s.get('ranks_seen')!r:.200} where model 0 has "
+                f"seen {seen0!r:.200}: rankers with discovered ranks merge only over the same "
+                "ranks; give the group fixed ranks=(lowest, ..., highest)"
+            )
 
 
 def _comparable(params: dict[str, Any]) -> dict[str, Any]:
