@@ -1,0 +1,76 @@
+"""The README's figures come from commands it names, and match the committed results.
+
+Issue 19: the README quoted the Projectron figure as 0.883 with 41 support vectors while
+``benchmarks/results/budgets.json`` (written by ``python -m benchmarks.budgets``) says
+0.8866 with 44. These tests read both files, so neither can drift from the other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: README class name -> the "learner" field of benchmarks/budgets.py's rows
+LEARNERS = {"KernelPerceptron": "perceptron", "MarginPerceptron": "margin"}
+
+#: "`MarginPerceptron(budget=Projectron(200))` reaches 0.887 prequential accuracy on
+#: Bananas with 44 support vectors (`python -m benchmarks.budgets`)"
+BUDGET_FIGURE = re.compile(
+    r"`(?P<learner>\w+)\(budget=(?P<policy>\w+)\((?P<budget>\d+)\)\)`\s+reaches\s+"
+    r"(?P<accuracy>0\.\d+)\s+prequential\s+accuracy\s+on\s+(?P<dataset>\w+)\s+with\s+"
+    r"(?P<n_support>\d+)\s+support\s+vectors\s+\(`python -m benchmarks\.(?P<bench>\w+)`\)"
+)
+
+
+def _prose() -> str:
+    """The README without its fenced code blocks, whitespace collapsed."""
+    text = re.sub(r"^```.*?^```", "", README.read_text(), flags=re.S | re.M)
+    return " ".join(text.split())
+
+
+def test_every_budget_figure_matches_the_committed_benchmark_json():
+    claims = list(BUDGET_FIGURE.finditer(_prose()))
+    assert claims, "the README's budget figure moved: update BUDGET_FIGURE"
+    for claim in claims:
+        path = RESULTS / f"{claim['bench']}.json"
+        assert path.is_file(), f"README names {claim['bench']}, but {path} is not committed"
+        doc = json.loads(path.read_text())
+        assert doc["command"] == f"python -m benchmarks.{claim['bench']}"
+        rows = [
+            r
+            for r in doc["results"]
+            if r["dataset"] == claim["dataset"]
+            and r["learner"] == LEARNERS[claim["learner"]]
+            and r["policy"] == claim["policy"]
+            and r["budget"] == int(claim["budget"])
+        ]
+        assert len(rows) == 1, f"no single result row for {claim[0]}"
+        row = rows[0]
+        decimals = len(claim["accuracy"].split(".")[1])
+        assert claim["accuracy"] == f"{row['accuracy']:.{decimals}f}", (claim[0], row)
+        assert int(claim["n_support"]) == row["n_support"], (claim[0], row)
+
+
+def test_every_figure_in_the_readme_prose_is_one_a_test_checks():
+    """A new figure in the prose must come with a command and a check: no loose numbers."""
+    prose = _prose()
+    checked = {m["accuracy"] for m in BUDGET_FIGURE.finditer(prose)}
+    checked |= {m["n_support"] for m in BUDGET_FIGURE.finditer(prose)}
+    figures = re.findall(r"\b\d+\.\d+%|\b0\.\d{2,}\b|\b\d+ support vectors", prose)
+    loose = [f for f in figures if f.split()[0] not in checked]
+    assert not loose, f"README figures with no command and no test: {loose}"
+
+
+def test_readme_lists_every_command():
+    from streamk.cli.main import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    block = README.read_text().split("## Command line", 1)[1].split("```")[1]
+    listed = set(re.findall(r"^streamk (\w+)", block, re.M))
+    assert listed == set(sub.choices), f"README's command list: {sorted(listed)}"
