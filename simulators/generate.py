@@ -187,8 +187,42 @@ def build_log(sc: Scenario) -> tuple[list[bytes], dict[str, Any]]:
         ],
         "reordered": [i for i, m in enumerate(msgs) if m.moved],
         "delayed_labels": {str(k): v for k, v in delayed.items()},
+        **_landmarks(sc, msgs, len(events)),
     }
     return [m.payload for m in msgs], truth
+
+
+def _landmarks(sc: Scenario, msgs: list[_Msg], n_events: int) -> dict[str, Any]:
+    """Where each segment starts and each drift is centred, as record offsets of the log.
+
+    An event's offset is where the event itself (not its late label or a duplicate) sits
+    after labelling, reordering, duplication and injection: what the report's plot marks.
+    """
+    offset_of: dict[int, int] = {}
+    for i, m in enumerate(msgs):
+        if m.kind in ("labelled", "unlabelled", "delayed") and m.id is not None:
+            offset_of.setdefault(m.id, i)
+
+    def at(event: int) -> int:
+        event = min(max(event, 0), n_events - 1)
+        return offset_of[event]
+
+    segments, drifts, start = [], [], 0
+    for i, seg in enumerate(sc.segments):
+        segments.append({"generator": seg.generator, "event": start, "offset": at(start)})
+        if seg.generator == "ConceptDriftStream":
+            position = int(seg.params.get("position", 5000))
+            width = int(seg.params.get("width", 1000))
+            drifts.append(
+                {
+                    "segment": i,
+                    "event": start + position,
+                    "offset": at(start + position),
+                    "width": width,
+                }
+            )
+        start += seg.length
+    return {"segments": segments, "drifts": drifts}
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

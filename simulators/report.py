@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["compare_dead_letters", "write_report", "write_plot"]
+__all__ = ["compare_dead_letters", "key_figure", "write_report", "write_plot", "plot_figure"]
 
 
 def compare_dead_letters(
@@ -49,6 +49,43 @@ def compare_dead_letters(
     }
 
 
+def key_figure(rep: dict[str, Any]) -> str:
+    """The one figure that is the scenario's point, in words.
+
+    Delayed labels: the accuracy of the predictions served before the label came. A drift:
+    the rolling metric just before it, at its worst after it and at the end (how deep the
+    dip and how full the recovery). Otherwise the final rolling metric. Bad messages add
+    how many were dead-lettered as injected.
+    """
+    metric, timeline = rep["metric"], rep["timeline"]
+    worse = max if metric == "MAE" else min
+    drifts = rep.get("landmarks", {}).get("drifts", [])
+    points = [p for p in timeline if p["rolling_metric"] is not None]
+    parts: list[str] = []
+    if rep.get("served_accuracy") is not None:
+        parts.append(f"served accuracy on delayed labels {_pct(rep['served_accuracy'])}")
+    elif drifts and points:
+        start = drifts[0]["offset"] - drifts[0]["width"] // 2
+        before = [p for p in points if p["records"] <= start]
+        after = [p for p in points if p["records"] > start]
+        if before and after:
+            parts.append(
+                f"{metric} {before[-1]['rolling_metric']:.3f} before the drift, "
+                f"{worse(p['rolling_metric'] for p in after):.3f} at worst after it, "
+                f"{points[-1]['rolling_metric']:.3f} at the end"
+            )
+    if not parts and points:
+        parts.append(f"final rolling {metric} {points[-1]['rolling_metric']:.3f}")
+    dl = rep["dead_letters"]
+    if dl["injected"]:
+        verdict = "all" if dl["ok"] else "MISMATCH:"
+        parts.append(
+            f"{verdict} {dl['injected']} bad messages dead-lettered"
+            + ("" if dl["ok"] else f" ({dl['dead_lettered']} dead letters)")
+        )
+    return "; ".join(parts) or "no labelled events"
+
+
 def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
@@ -59,6 +96,8 @@ def _markdown(rep: dict[str, Any]) -> str:
         f"# Simulation report: {sc['name']}",
         "",
         sc.get("description") or "",
+        "",
+        f"**{rep['key_figure']}**" if rep.get("key_figure") else "",
         "",
         f"- seed {sc['seed']}, {c['generated']:,} generated events, "
         f"{c['records']:,} records in `{rep['log']['path']}` "
@@ -132,10 +171,14 @@ def write_report(rep: dict[str, Any], out_dir: Path) -> tuple[Path, Path]:
 
 
 def write_plot(rep: dict[str, Any], out_dir: Path) -> Path | None:
-    """``report.png`` (rolling metric and support size over records), or ``None``.
+    """``report.png``: rolling metric and support size over records, with the scenario's
+    landmarks marked, and its key figure in the title; or ``None`` without matplotlib.
 
-    matplotlib is an optional extra (``pip install streamk[plot]``); without it this
-    prints a message and returns ``None``.
+    Marked: segment boundaries (solid grey lines, labelled with the generator), each
+    drift's centre (dashed red line) and width (shaded), consolidations (green ticks at
+    the top, at the batch they were seen in), and injected faults as rug rows at the
+    bottom (malformed messages, duplicates, reordered records). matplotlib is an optional
+    extra (``pip install streamk[plot]``); without it this prints a message.
     """
     try:
         import matplotlib
@@ -145,18 +188,87 @@ def write_plot(rep: dict[str, Any], out_dir: Path) -> Path | None:
     except ImportError:
         print("simulators: matplotlib is not installed; skipping the plot (pip install matplotlib)")
         return None
-    points = [p for p in rep["timeline"] if p["rolling_metric"] is not None]
-    fig, ax = plt.subplots(figsize=(8, 4))
-    xs = [p["records"] for p in points]
-    ax.plot(xs, [p["rolling_metric"] for p in points], color="tab:blue")
-    ax.set_xlabel("records")
-    ax.set_ylabel(f"rolling {rep['metric']}", color="tab:blue")
-    ax2 = ax.twinx()
-    ax2.plot(xs, [p["support"] for p in points], color="tab:orange")
-    ax2.set_ylabel("support size", color="tab:orange")
-    ax.set_title(rep["scenario"]["name"])
-    fig.tight_layout()
+    fig = plot_figure(rep, plt)
     path = out_dir / "report.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def plot_figure(rep: dict[str, Any], plt: Any) -> Any:
+    """The report's matplotlib figure (see :func:`write_plot`); tests read its artists."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    marks = rep.get("landmarks", {})
+    points = [p for p in rep["timeline"] if p["rolling_metric"] is not None]
+    fig, ax = plt.subplots(figsize=(10, 5))
+    xs = [p["records"] for p in points]
+    ax.plot(xs, [p["rolling_metric"] for p in points], color="tab:blue", marker=".")
+    ax.set_xlabel("records (log offset)")
+    ax.set_ylabel(f"rolling {rep['metric']}", color="tab:blue")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [p["support"] for p in points], color="tab:orange")
+    ax2.set_ylabel("support size", color="tab:orange")
+    ax2.set_ylim(bottom=0)
+    ax.set_zorder(ax2.get_zorder() + 1)  # the metric and the markers above the support curve
+    ax.patch.set_visible(False)
+    end = rep["result"]["records"]
+    ax.set_xlim(0, max(end, 1))
+    handles = [
+        Line2D([], [], color="tab:blue", marker=".", label=f"rolling {rep['metric']}"),
+        Line2D([], [], color="tab:orange", label="support size"),
+    ]
+    segments = marks.get("segments", [])
+    for seg in segments:
+        ax.axvline(seg["offset"], color="0.4", linewidth=1.2)
+        ax.annotate(
+            seg["generator"],
+            (seg["offset"], 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -24),
+            textcoords="offset points",
+            fontsize=8,
+            color="0.3",
+        )
+    if len(segments) > 1:
+        handles.append(Line2D([], [], color="0.4", label="segment boundary"))
+    for drift in marks.get("drifts", []):
+        half = drift["width"] / 2
+        ax.axvspan(drift["offset"] - half, drift["offset"] + half, color="tab:red", alpha=0.12)
+        ax.axvline(drift["offset"], color="tab:red", linestyle="--", linewidth=1.2)
+    if marks.get("drifts"):
+        handles.append(Line2D([], [], color="tab:red", linestyle="--", label="drift centre"))
+        handles.append(Patch(color="tab:red", alpha=0.12, label="drift width"))
+    cons = marks.get("consolidations", [])
+    if cons:
+        trans = ax.get_xaxis_transform()
+        ax.scatter(cons, [0.985] * len(cons), marker="v", color="tab:green", s=30, transform=trans)
+        handles.append(
+            Line2D([], [], color="tab:green", marker="v", linestyle="", label="consolidation")
+        )
+    rugs = [
+        ("malformed", "tab:red", "x", "malformed (dead-lettered)"),
+        ("duplicates", "tab:purple", "|", "duplicate"),
+        ("reordered", "0.5", "|", "reordered"),
+    ]
+    row = 0
+    trans = ax.get_xaxis_transform()
+    for key, color, marker, label in rugs:
+        offsets = marks.get(key, [])
+        if not offsets:
+            continue
+        y = 0.03 + 0.04 * row
+        ax.scatter(offsets, [y] * len(offsets), marker=marker, color=color, s=30, transform=trans)
+        handles.append(Line2D([], [], color=color, marker=marker, linestyle="", label=label))
+        row += 1
+    if points:  # room for the rug rows under the curve and the labels above it
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo - 0.06 * (row + 1) * (hi - lo), hi + 0.12 * (hi - lo))
+    fig.legend(handles=handles, loc="lower center", fontsize=8, ncol=5, frameon=False)
+    title = rep["scenario"]["name"]
+    if rep.get("key_figure"):
+        title += "\n" + rep["key_figure"]
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.1 if len(handles) > 5 else 0.06, 1, 1))
+    return fig

@@ -29,7 +29,7 @@ from streamk.sources.base import Record
 from streamk.sources.replay import ReplaySource
 
 from .generate import Generated, add_scenario_arguments, generate
-from .report import compare_dead_letters, write_plot, write_report
+from .report import compare_dead_letters, key_figure, write_plot, write_report
 from .scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["run_scenario", "main", "ObservedReplay"]
@@ -52,15 +52,22 @@ class ObservedReplay(ReplaySource):
 
     The engine processes a batch completely before it polls again, so the observer sees
     the engine's state after exactly ``records_so_far`` records: a deterministic clock.
+    ``max_batch`` caps a poll, so the clock ticks at least that often (the report's
+    timeline points and consolidation marks are then exact to ``max_batch`` records).
     """
 
-    def __init__(self, path: str | Path, observer: Callable[[int], None]):
+    def __init__(
+        self, path: str | Path, observer: Callable[[int], None], max_batch: int | None = None
+    ):
         super().__init__(path)
         self.observer = observer
+        self.max_batch = max_batch
         self.count = 0
 
     def poll(self, max_records: int, timeout: float) -> list[Record]:
         self.observer(self.count)
+        if self.max_batch is not None:
+            max_records = min(max_records, self.max_batch)
         batch = super().poll(max_records, timeout)
         self.count += len(batch)
         return batch
@@ -74,6 +81,8 @@ def _reuse(sc: Scenario, out: Path) -> Generated | None:
         return None
     log = out / truth.get("log", "")
     if truth.get("fingerprint") != sc.fingerprint() or not log.is_file():
+        return None
+    if "segments" not in truth:  # written before the plot's landmarks were recorded
         return None
     return Generated(log, truth_path, truth)
 
@@ -117,19 +126,23 @@ def run_scenario(
     }
     config = load_config(overrides=overrides, environ={})  # STREAMK_* must not leak in
     timeline: list[dict[str, Any]] = []
+    consolidations: list[int] = []  # records processed when each consolidation was seen
     engine: Any = None
     next_mark = [sc.report_every]
 
     def observe(records: int) -> None:
+        done = _consolidations(engine.model) if engine is not None else 0
+        consolidations.extend([records] * (done - len(consolidations)))
         if records >= next_mark[0]:
             timeline.append(_point(engine, records))
             while next_mark[0] <= records:
                 next_mark[0] += sc.report_every
 
-    source = ObservedReplay(gen.log, observe)
+    source = ObservedReplay(gen.log, observe, max_batch=min(sc.report_every, 100))
     engine = build_engine(config, source=source)
     result = engine.run()
     source.close()
+    observe(result.records)  # a consolidation in the last batch
     final = _point(engine, result.records)
     if not timeline or timeline[-1]["records"] != final["records"]:
         timeline.append(final)
@@ -166,9 +179,18 @@ def run_scenario(
             "dead_letter_reasons": result.metrics.get("dead_letter_reasons", {}),
         },
         "dead_letters": compare_dead_letters(gen.truth["malformed"], letters),
+        "landmarks": {
+            "segments": gen.truth["segments"],
+            "drifts": gen.truth["drifts"],
+            "consolidations": consolidations,
+            "malformed": [b["offset"] for b in gen.truth["malformed"]],
+            "duplicates": [d["offset"] for d in gen.truth["duplicates"]],
+            "reordered": gen.truth["reordered"],
+        },
         "served_accuracy": sum(hits) / len(hits) if hits else None,
         "timing": {"seconds": result.seconds, "events_per_second": result.events_per_second},
     }
+    report["key_figure"] = key_figure(report)
     report["plot"] = None
     if plot:
         png = write_plot(report, out)
@@ -185,6 +207,11 @@ def _support(model: Any) -> int:
     """
     inner = getattr(model, "model", model)
     return int(getattr(inner, "n_support", 0))
+
+
+def _consolidations(model: Any) -> int:
+    """Consolidations a ``Consolidated`` wrapper has run (0 for a bare learner)."""
+    return int(getattr(model, "n_consolidations", 0))
 
 
 def _point(engine: Any, records: int) -> dict[str, Any]:
