@@ -130,7 +130,7 @@ def test_replay_json_keeps_its_content_in_plain_types(tmp_path):
 def test_demo_summary_has_one_number_format(tmp_path):
     out = streamk("demo", "--dir", str(tmp_path), "--n", "500", "--quiet")
     assert out.returncode == 0, out.stderr
-    rows = _rows(out.stdout.split("look inside")[0].split("\n\n")[-1])
+    rows = _rows(out.stdout.split("look inside")[0].strip().split("\n\n")[-1])
     _assert_one_format(rows)
     assert COUNT.match(rows["produced"]) and COUNT.match(rows["records"])
     assert int(rows["produced"].replace(",", "")) > 5000  # Bananas (5,300) + 500 + malformed
