@@ -52,6 +52,7 @@ def engine_cmd(bootstrap, topic, group, snapshot_dir, idle=4.0):
         learner="perceptron",
         kernel="rbf:0.5",
         budget=80,
+        scale="none",  # the oracle below is the plain perceptron
         stop_when_idle=idle,
     )
 

@@ -104,6 +104,20 @@ def _age_order(ids_list: list[np.ndarray]) -> np.ndarray:
     return np.lexsort((own, key))
 
 
+def _pooled_targets(stats: Sequence[Sequence[float]], w: np.ndarray) -> list[float]:
+    """``[n, mean, m2]`` of the SVR's targets for the merged model.
+
+    The mean is the weighted one, ``sum w_i mean_i``, so that the offset it gives keeps the
+    merged function exactly ``sum w_i f_i``; the spread (behind ``epsilon="auto"`` and
+    ``C="auto"``) pools each worker's squares about that mean.
+    """
+    n = [int(s[0]) for s in stats]
+    means = [float(s[1]) for s in stats]
+    mean = float(sum(wi * mi for wi, mi in zip(w, means)))
+    m2 = sum(float(s[2]) + ni * (mi - mean) ** 2 for s, ni, mi in zip(stats, n, means))
+    return [sum(n), mean, float(m2)]
+
+
 def union_state(models: Sequence[Any], weights: Sequence[float] | None, gamma: str) -> Union:
     """The merged learner state: the weighted union of the workers' expansions."""
     if not models:
@@ -171,6 +185,8 @@ def union_state(models: Sequence[Any], weights: Sequence[float] | None, gamma: s
             state[key] = int(sum(int(s[key]) for s in states))
     if union is not None:
         state["labels"] = union.state()
+    if "target_stats" in first:  # the SVR's offset (the running mean): f = sum w_i f_i
+        state["target_stats"] = _pooled_targets([s["target_stats"] for s in states], w)
     if "thresholds" in first:  # ranker: f = sum w_i f_i, so b = sum w_i b_i keeps each decision
         B = np.array([np.asarray(s["thresholds"], dtype=np.float64) for s in states])
         state["thresholds"] = (w @ B).tolist()
