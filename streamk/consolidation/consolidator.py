@@ -10,13 +10,25 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..kernels import Kernel
+from ..errors import ConfigError, SnapshotError
+from ..kernels import Kernel, kernel_from_spec
 from ..kernels.measures import select_kernel
+from .limits import DEFAULT_WINDOW_LIMITS, WindowLimits
 from .solve import Outcome, build, learner_budget, solve_learner
 from .window import TrainingWindow
 
 __all__ = ["Consolidator"]
+
+#: The constructor arguments that are plain values (kernels and the detector are encoded apart).
+_PARAMS = (
+    "every", "seconds", "window_kind", "window_size", "seed", "mode", "C", "solver", "compress",
+    "tol", "max_epochs", "drift_input", "fill", "when_full", "nu",
+)  # fmt: skip
+#: Figures restored with the state (metrics only; they never change the model).
+_FIGURES = (
+    "n_consolidations", "n_skipped", "last_duration", "last_objective", "last_status",
+    "support_before", "support_after", "last_n_train", "last_n_solution", "last_replayed",
+)  # fmt: skip
 
 
 def _replace(live: Any, new: Any) -> None:
@@ -109,6 +121,7 @@ class Consolidator:
         self.mode, self.C, self.solver, self.compress = mode, C, solver, compress
         self.tol, self.max_epochs, self.drift_input = tol, max_epochs, drift_input
         self.candidate_kernels = list(candidate_kernels) if candidate_kernels else None
+        self.window_kind, self.window_size, self.seed = window, window_size, seed
         self.window = TrainingWindow(window_size, window, seed)
         self.n_seen = 0
         self._since = 0
@@ -145,6 +158,89 @@ class Consolidator:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._init_worker()
+
+    # -- plain data (snapshots) -----------------------------------------------------------------
+    def state(self, limits: WindowLimits = DEFAULT_WINDOW_LIMITS) -> dict[str, Any]:
+        """Trigger state, counters, the window and the detector as plain data.
+
+        A snapshot does not hold a solve in flight: in background mode call :meth:`join`
+        first (the :class:`~streamk.consolidation.Consolidated` wrappers do), else this
+        raises :class:`SnapshotError`. Sync mode restores exactly: the restored consolidator
+        fires at the same event counts, on the same window rows, with the same reservoir RNG.
+        The ``seconds`` trigger keeps the time elapsed since the last consolidation (wall
+        clock, so not replayable in any case).
+        """
+        if self._thread is not None:
+            raise SnapshotError(
+                "a background consolidation is in flight; join() it before taking the state"
+            )
+        return {
+            "params": self.state_params(),
+            "n_seen": self.n_seen,
+            "since": self._since,
+            "seconds_since_last": max(time.monotonic() - self._t_last, 0.0),
+            "figures": {name: getattr(self, name) for name in _FIGURES},
+            "last_kernel": None if self.last_kernel is None else self.last_kernel.to_spec(),
+            "window": self.window.state(limits),
+            "on_drift": _detector_state(self.on_drift),
+        }
+
+    def state_params(self) -> dict[str, Any]:
+        """The parameters as plain data (kernels as specs; the detector is kept apart)."""
+        params: dict[str, Any] = {name: getattr(self, name) for name in _PARAMS}
+        kernels = self.candidate_kernels
+        params["candidate_kernels"] = None if kernels is None else [k.to_spec() for k in kernels]
+        return params
+
+    @classmethod
+    def from_state(
+        cls, state: dict[str, Any], limits: WindowLimits = DEFAULT_WINDOW_LIMITS
+    ) -> Consolidator:
+        """Rebuild a consolidator from :meth:`state` (sizes checked before allocating)."""
+        if not isinstance(state, dict) or not isinstance(state.get("params"), dict):
+            raise SnapshotError("consolidator state must be a map with a 'params' map")
+        params = dict(state["params"])
+        if set(params) != {*_PARAMS, "candidate_kernels"}:
+            raise SnapshotError(f"consolidator params must be exactly {sorted(_PARAMS)}")
+        specs = params.pop("candidate_kernels")
+        if specs is not None and not isinstance(specs, list):
+            raise SnapshotError("consolidator candidate_kernels must be a list of kernel specs")
+        window = TrainingWindow.from_state(state.get("window"), limits)  # checks sizes first
+        if (window.size, window.kind, window.seed) != (
+            params["window_size"],
+            params["window_kind"],
+            params["seed"],
+        ):
+            raise SnapshotError("consolidator window does not match its window parameters")
+        params["window"] = params.pop("window_kind")
+        try:
+            kernels = None if specs is None else [kernel_from_spec(s) for s in specs]
+            new = cls(**params, candidate_kernels=kernels, on_drift=_detector_from_state(state))
+        except (ConfigError, TypeError, ValueError) as exc:
+            raise SnapshotError(f"consolidator state rejected: {exc}") from None
+        new.window = window
+        for name in ("n_seen", "since"):
+            value = state.get(name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SnapshotError(f"consolidator {name} must be a non-negative int")
+        new.n_seen, new._since = state["n_seen"], state["since"]
+        elapsed = state.get("seconds_since_last")
+        if isinstance(elapsed, bool) or not isinstance(elapsed, int | float) or not elapsed >= 0:
+            raise SnapshotError("consolidator seconds_since_last must be a number >= 0")
+        new._t_last = time.monotonic() - min(float(elapsed), 1e9)
+        figures = state.get("figures")
+        if not isinstance(figures, dict) or set(figures) != set(_FIGURES):
+            raise SnapshotError(f"consolidator figures must be exactly {list(_FIGURES)}")
+        for name, value in figures.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise SnapshotError(f"consolidator figure {name} must be a number")
+            setattr(new, name, value)
+        last = state.get("last_kernel")
+        try:
+            new.last_kernel = None if last is None else kernel_from_spec(last)
+        except (ConfigError, TypeError, ValueError, KeyError) as exc:
+            raise SnapshotError(f"consolidator last_kernel rejected: {exc}") from None
+        return new
 
     # -- the per-event hook ---------------------------------------------------------------------
     def observe(self, learner: Any, x: dict, y: Any, drift_value: Any = None) -> bool:
@@ -279,3 +375,29 @@ class Consolidator:
             "consolidation_support_after": self.support_after,
             "consolidation_window_rows": self.window.n,
         }
+
+
+def _detector_state(detector: Any) -> dict[str, Any] | None:
+    """A drift detector as ``{"class", "state"}`` (allow-listed classes with ``state()``)."""
+    if detector is None:
+        return None
+    from ..snapshot.registry import class_name_of
+
+    if not callable(getattr(detector, "state", None)):
+        raise SnapshotError(
+            f"the drift detector {type(detector).__name__} has no plain-data state(), so a "
+            "snapshot could not restore it; give it state()/from_state() and register it "
+            "with streamk.snapshot.register_class, or consolidate on a count instead"
+        )
+    return {"class": class_name_of(detector), "state": detector.state()}
+
+
+def _detector_from_state(state: dict[str, Any]) -> Any:
+    entry = state.get("on_drift")
+    if entry is None:
+        return None
+    from ..snapshot.registry import resolve_class
+
+    if not isinstance(entry, dict) or not isinstance(entry.get("class"), str):
+        raise SnapshotError("consolidator on_drift must be a map with a str 'class'")
+    return resolve_class(entry["class"]).from_state(entry.get("state"))

@@ -7,9 +7,10 @@ from typing import Any
 
 from river import base
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SnapshotError
 from ..kernels import Kernel
 from .consolidator import Consolidator
+from .limits import DEFAULT_WINDOW_LIMITS
 
 __all__ = ["Consolidated", "ConsolidatedClassifier", "ConsolidatedRegressor"]
 
@@ -111,6 +112,70 @@ class _Consolidated(base.Wrapper):
 
     def predict_many(self, X: Any, **kwargs: Any):
         return self.model.predict_many(X, **kwargs)
+
+    # -- plain data (snapshots) -----------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """The wrapped learner and the consolidation state, as plain data.
+
+        In background mode a solve in flight is joined and adopted first, so a snapshot
+        always holds a settled model: every event it covers is in the learner, and the
+        window, counters and trigger state are those after the adoption. Sync mode restores
+        exactly (the restored wrapper consolidates at the same events, on the same window).
+        """
+        from ..snapshot.registry import class_name_of
+
+        self.join()
+        return {
+            "model": {"class": class_name_of(self.model), "state": self.model.state()},
+            "consolidator": self.consolidator_.state(DEFAULT_WINDOW_LIMITS),
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> _Consolidated:
+        """Rebuild from :meth:`state`: the learner through the snapshot allow-list, the
+        consolidator with its window sizes checked before anything is allocated."""
+        from ..snapshot.registry import resolve_class
+
+        if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
+            raise SnapshotError(f"{cls.__name__} state must be a map with a 'model' map")
+        consolidator = Consolidator.from_state(state.get("consolidator"), DEFAULT_WINDOW_LIMITS)
+        inner = state["model"]
+        learner_cls = resolve_class(inner.get("class"))
+        if issubclass(learner_cls, _Consolidated):
+            raise SnapshotError("a Consolidated model cannot wrap another Consolidated model")
+        learner = learner_cls.from_state(inner.get("state"))
+        c = consolidator
+        try:
+            new = cls(
+                learner,
+                every=c.every,
+                seconds=c.seconds,
+                on_drift=c.on_drift,
+                window=c.window_kind,
+                window_size=c.window_size,
+                seed=c.seed,
+                mode=c.mode,
+                C=c.C,
+                solver=c.solver,
+                compress=c.compress,
+                candidate_kernels=c.candidate_kernels,
+                drift_input=c.drift_input,
+                fill=c.fill,
+                when_full=c.when_full,
+                nu=c.nu,
+            )
+        except ConfigError as exc:
+            raise SnapshotError(f"{cls.__name__} state rejected: {exc}") from None
+        new.consolidator_ = consolidator
+        return new
+
+    def same_setup(self, other: Any) -> bool:
+        """True if ``other`` is a wrapper of the same kind with the same consolidation
+        parameters (so a restored state may continue under ``other``'s configuration)."""
+        if type(other) is not type(self):
+            return False
+        a, b = self.consolidator_.state_params(), other.consolidator_.state_params()
+        return a == b
 
 
 _FIGURES = {

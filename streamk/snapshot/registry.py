@@ -21,6 +21,9 @@ CLASSES: dict[str, str] = {
     "MarginPerceptron": "streamk.learners.budgeted:MarginPerceptron",
     "StandardScaledClassifier": "streamk.learners.scaling:StandardScaledClassifier",
     "StandardScaledRegressor": "streamk.learners.scaling:StandardScaledRegressor",
+    # consolidation wrappers: the learner plus window, counters and trigger state
+    "ConsolidatedClassifier": "streamk.consolidation.wrapper:ConsolidatedClassifier",
+    "ConsolidatedRegressor": "streamk.consolidation.wrapper:ConsolidatedRegressor",
 }
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")

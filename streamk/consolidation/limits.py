@@ -1,0 +1,49 @@
+"""Load limits for consolidation state: what a snapshot's window may make a reader allocate.
+
+The pattern of :mod:`streamk.snapshot.limits`: a frozen dataclass of positive bounds, checked
+against the *declared* sizes (``window_size``, row width) before any array is allocated, so a
+small hostile snapshot cannot make the reader allocate gigabytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+__all__ = ["WindowLimits", "DEFAULT_WINDOW_LIMITS"]
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class WindowLimits:
+    """Bounds on a training window rebuilt from a snapshot.
+
+    Parameters
+    ----------
+    max_rows
+        Largest ``window_size`` (rows the window allocates). Default 2**20.
+    max_width
+        Widest row (features). Default 2**20.
+    max_bytes
+        Most bytes the window's buffers may take once allocated:
+        ``window_size * (8 * width + 16)`` (rows, labels, arrival indices). Default 512 MiB.
+    """
+
+    max_rows: int = 1 << 20
+    max_width: int = 1 << 20
+    max_bytes: int = 512 * MiB
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"WindowLimits.{name} must be a positive int, got {value!r}")
+
+    def window_bytes(self, size: int, width: int) -> int:
+        """Bytes a window of ``size`` rows of ``width`` features allocates."""
+        return size * (8 * width + 16)
+
+
+DEFAULT_WINDOW_LIMITS = WindowLimits()
