@@ -114,7 +114,7 @@ def test_replay_of_a_missing_file_is_a_clear_error(tmp_path, capsys):
     assert "no event log at" in capsys.readouterr().err
 
 
-def test_replay_with_consolidation_snapshots_the_inner_learner_and_resumes(
+def test_replay_with_consolidation_snapshots_the_wrapped_model_and_resumes(
     tmp_path, capsys, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
@@ -138,9 +138,10 @@ def test_replay_with_consolidation_snapshots_the_inner_learner_and_resumes(
     first = json.loads(capsys.readouterr().out)
     assert first["records"] == 1000
     snap = SnapshotStore("snapshots").latest("model")
-    assert snap.class_name == "KernelPerceptron" and snap.model.n_support <= 100
+    assert snap.class_name == "ConsolidatedClassifier" and snap.model.model.n_support <= 100
     assert snap.metrics["consolidations"] >= 2
-    assert main(args[:-2]) == 0  # resumes: the restored learner is wrapped again
+    assert snap.model.consolidator_.n_seen == 1000  # the window and counters came along
+    assert main(args[:-2]) == 0  # resumes with the restored wrapper
     second = json.loads(capsys.readouterr().out)
     assert second["records"] == 500
 

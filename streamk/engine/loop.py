@@ -213,7 +213,7 @@ class Engine:
             )
             self.seq = snap.seq
             self.positions = {
-                int(p): int(o) for p, o in snap.offsets.get(self.source.name, {}).items()
+                int(p): int(o) for p, o in _offsets_of(self.source, snap.offsets).items()
             }
             self._durable = dict(self.positions)
             self.restored = {
@@ -559,9 +559,8 @@ class Engine:
         if self.store is not None or self.publisher is not None:
             from .. import snapshot
 
-            learner = getattr(self.model, "_wrapped_model", self.model)  # e.g. Consolidated
             data = snapshot.dumps(
-                learner,
+                _snapshotted(self.model),
                 offsets=offsets,
                 seq=self.seq,
                 metrics=_numbers(self.metrics.snapshot()),
@@ -629,6 +628,31 @@ def _committed_pairs(committed: dict[int, Any]) -> dict[int, tuple[int, str | No
 
 def _as_invalid(exc: Exception) -> InvalidEvent:
     return invalid("rejected_by_model", f"the model rejected the event: {exc}")
+
+
+def _offsets_of(source: Source, stream: dict[str, dict[int, int]]) -> dict[int, int]:
+    """The snapshot's offsets for ``source``: under its name, else under a name it answers
+    to (a replayed log's legacy path spelling or an earlier fingerprint of the same file)."""
+    if source.name in stream:
+        return stream[source.name]
+    answers_to = getattr(source, "answers_to", None)
+    for key, offsets in stream.items():
+        if callable(answers_to) and answers_to(key):
+            log.info("resuming %s from the offsets recorded as %r", source.name, key)
+            return offsets
+    return {}
+
+
+def _snapshotted(model: Any) -> Any:
+    """What a snapshot holds: the whole model (a Consolidated wrapper with its window and
+    counters included) when its class is allow-listed, else the learner a wrapper holds."""
+    from ..snapshot.registry import class_name_of
+
+    try:
+        class_name_of(model)
+    except StreamkError:
+        return getattr(model, "_wrapped_model", model)
+    return model
 
 
 def _numbers(values: dict[str, Any]) -> dict[str, float]:

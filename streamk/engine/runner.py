@@ -8,6 +8,7 @@ engines the same way.
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from ..errors import ConfigError
 from ..sources.base import Source
 from .loop import Engine, EngineConfig
 from .metrics import Metrics
+
+log = logging.getLogger("streamk.engine.runner")
 
 __all__ = [
     "model_factory",
@@ -64,19 +67,39 @@ def scaling(config: dict[str, Any], learner: Any) -> str:
 def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
     """Wraps a learner in periodic batch consolidation when the config asks for it.
 
-    Snapshots hold the inner learner; a restored one is wrapped again with this (its
-    consolidation window starts empty, see docs/operations.md).
+    Also the engine's ``wrap_restored``: a snapshot holds the whole wrapped model (window,
+    counters and trigger state included) and is kept as restored when its consolidation
+    settings match the config. An older snapshot (the inner learner only), or one whose
+    settings differ from the config, is (re-)wrapped with a fresh window, and a snapshot of
+    a wrapped model under a config without consolidation gives its learner back (see
+    docs/operations.md).
     """
-    if not config["consolidate_every"]:
-        return lambda model: model
-    from ..consolidation import Consolidated
+    from ..consolidation import Consolidated, ConsolidatedClassifier, ConsolidatedRegressor
 
-    return lambda model: Consolidated(
-        model,
-        every=config["consolidate_every"],
-        window_size=config["consolidate_window"],
-        mode=config["consolidate_mode"],
-    )
+    def wrap(model: Any) -> Any:
+        wrapped = isinstance(model, ConsolidatedClassifier | ConsolidatedRegressor)
+        restored = model if wrapped else None
+        learner = model.model if restored is not None else model
+        if not config["consolidate_every"]:
+            if restored is not None:
+                log.warning("consolidation is off: dropping the snapshot's consolidation state")
+            return learner
+        fresh = Consolidated(
+            learner,
+            every=config["consolidate_every"],
+            window_size=config["consolidate_window"],
+            mode=config["consolidate_mode"],
+        )
+        if restored is not None and restored.same_setup(fresh):
+            return restored
+        if restored is not None:
+            log.warning(
+                "consolidation settings differ from the snapshot's: its window and counters "
+                "are dropped and consolidation restarts with an empty window"
+            )
+        return fresh
+
+    return wrap
 
 
 def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
