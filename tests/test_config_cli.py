@@ -13,7 +13,7 @@ from streamk.engine.config import DEFAULTS, load_config, render_table
 from streamk.engine.deadletter import read_dead_letters
 from streamk.errors import ConfigError
 from streamk.snapshot import SnapshotStore
-from streamk.sources.replay import write_log
+from streamk.sources.replay import ReplaySource, write_log
 
 
 def test_precedence_defaults_file_env_flags(tmp_path):
@@ -104,7 +104,7 @@ def test_replay_command_learns_resumes_and_dead_letters(tmp_path, capsys, monkey
     assert second["records"] == len(events) - 250
     assert second["learned"] == len(events) - 250
     snap = SnapshotStore("snapshots").latest("model")
-    assert snap.offsets == {"log.msgpack": {0: len(events)}}
+    assert snap.offsets == {ReplaySource("log.msgpack").name: {0: len(events)}}
     letters = list(read_dead_letters(tmp_path / "dead" / "dead-letters.jsonl"))
     assert [letter.offset for letter in letters] == [100]
 

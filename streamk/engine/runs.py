@@ -87,6 +87,12 @@ def decode_record(record: Record, limits: Limits, schema: Schema | None) -> Any:
         if payload[:1] in (b"{", b"[") and payload[-1:] in (b"}", b"]"):
             from ..sources.replay import decode_json_record
 
+            if len(payload) > limits.max_payload_bytes:  # never parse what decode would refuse
+                raise invalid(
+                    "oversize",
+                    f"JSON payload of {len(payload)} bytes is above "
+                    f"max_payload_bytes={limits.max_payload_bytes}",
+                )
             try:
                 payload = decode_json_record(payload)
             except ValueError as exc:

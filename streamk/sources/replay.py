@@ -9,11 +9,21 @@ Two formats, by file extension:
 The offset of a record is its index in the file (0-based), so a replay of the same log
 gives the same positions and, with ``sync`` consolidation, the same models. A msgpack
 log whose tail cannot be decoded yields that tail as one last record, which the engine
-dead-letters with the reason; nothing is dropped silently.
+dead-letters with the reason; nothing is dropped silently. A JSON line longer than
+``max_line_bytes`` is never held whole: its first ``max_line_bytes + 1`` bytes become the
+record (dead-lettered as oversize) and the rest of the line is skipped.
+
+**Identity.** The source's :attr:`~ReplaySource.name` (the key of its offsets in snapshots)
+comes from the file itself, ``replay:<basename>:<n>:<sha256 of the first n bytes, 16 hex>``
+with ``n = min(size, 64 KiB)`` and the basename of the resolved path, so ``../events.jsonl``,
+``/abs/events.jsonl`` and a symlink to it resume alike. A log that grew (appended records)
+still answers to the names of its shorter self, and snapshots written before this naming
+(keyed by the path as typed) answer through :meth:`~ReplaySource.answers_to`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -23,12 +33,15 @@ from typing import Any
 
 import msgpack
 
-from ..engine.events import encode_event
+from ..engine.events import DEFAULT_LIMITS, encode_event
 from .base import Record, Source
 
-__all__ = ["ReplaySource", "write_log"]
+__all__ = ["ReplaySource", "write_log", "decode_json_record"]
 
 _JSON_SUFFIXES = (".jsonl", ".ndjson")
+#: Bytes at the head of a log that its fingerprint covers.
+FINGERPRINT_BYTES = 64 * 1024
+_PREFIX = "replay:"
 
 
 class ReplaySource(Source):
@@ -40,21 +53,84 @@ class ReplaySource(Source):
         The log file.
     follow
         Keep polling for records appended to the file (like ``tail -f``) instead of
-        reporting the source exhausted at the end.
+        reporting the source exhausted at the end. A last line without its newline is
+        then left until it is complete.
+    max_line_bytes
+        Longest JSON line held in memory (default: the events' ``max_payload_bytes``).
+
+    Attributes
+    ----------
+    name
+        The log's identity from its content (see the module docstring).
+    aliases
+        The legacy names of this log: the path as typed, absolute, and resolved.
     """
 
-    def __init__(self, path: str | os.PathLike[str], follow: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        follow: bool = False,
+        max_line_bytes: int = DEFAULT_LIMITS.max_payload_bytes,
+    ):
         super().__init__()
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no event log at {self.path}")
-        self.name = str(self.path)
+        self.real = Path(os.path.realpath(self.path))
+        self.aliases = tuple(
+            dict.fromkeys([str(self.path), os.path.abspath(self.path), str(self.real)])
+        )
+        self._fingerprint: tuple[int, str] = (-1, "")
         self.follow = follow
+        self.max_line_bytes = max_line_bytes
         self.json = self.path.suffix.lower() in _JSON_SUFFIXES
         self._assigned = False
         self._reader: Iterator[bytes] | None = None
         self._next = 0
         self._done = False
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """``replay:<basename>:<n>:<sha256 of the first n bytes, 16 hex>``, n <= 64 KiB."""
+        n, digest = self._fingerprint
+        if n < FINGERPRINT_BYTES:  # a short (growing) log: cover what is there now
+            size = min(self.real.stat().st_size, FINGERPRINT_BYTES)
+            if size != n:
+                self._fingerprint = n, digest = size, self._head_digest(size)
+        return f"{_PREFIX}{self.real.name}:{n}:{digest}"
+
+    def _head_digest(self, n: int) -> str | None:
+        """SHA-256 (16 hex) of the log's first ``n`` bytes; None if it is shorter."""
+        with open(self.real, "rb") as fh:
+            head = fh.read(n)
+        if len(head) != n:
+            return None
+        return hashlib.sha256(head).hexdigest()[:16]
+
+    def answers_to(self, name: str) -> bool:
+        """True if offsets recorded under ``name`` are this log's.
+
+        That is: a fingerprint name of this log or of a shorter version of it (the same
+        first ``n`` bytes: the log was appended to), or a legacy path name (as typed,
+        absolute or resolved) that leads to this file.
+        """
+        if not isinstance(name, str):
+            return False
+        if name.startswith(_PREFIX):
+            parts = name[len(_PREFIX) :].rsplit(":", 2)
+            if len(parts) != 3 or not parts[1].isascii() or not parts[1].isdigit():
+                return False
+            n = int(parts[1][:7])  # a longer count is above the fingerprint's anyway
+            if len(parts[1]) > 7 or not 1 <= n <= FINGERPRINT_BYTES or len(parts[2]) != 16:
+                return False
+            return self._head_digest(n) == parts[2]
+        if name in self.aliases:
+            return True
+        try:
+            return Path(name).is_file() and os.path.samefile(name, self.real)
+        except (OSError, ValueError):
+            return False
 
     # -- Source ---------------------------------------------------------------------------
     def assignment(self) -> list[int]:
@@ -97,11 +173,7 @@ class ReplaySource(Source):
     # -- reading --------------------------------------------------------------------------
     def _records(self) -> Iterator[bytes]:
         if self.json:
-            with open(self.path, "rb") as fh:
-                for line in fh:
-                    line = line.strip()
-                    if line:
-                        yield line
+            yield from self._lines()
             return
         with open(self.path, "rb") as fh:
             data = fh.read()
@@ -122,10 +194,53 @@ class ReplaySource(Source):
             yield data[start:end]
             start = end
 
+    def _lines(self) -> Iterator[bytes]:
+        """Non-blank lines, stripped, each read with at most ``max_line_bytes + 1`` bytes."""
+        limit = self.max_line_bytes
+        with open(self.path, "rb") as fh:
+            while True:
+                line = fh.readline(limit + 1)
+                if not line:
+                    return
+                if not line.endswith(b"\n"):
+                    if len(line) > limit:  # too long: keep the head, skip the rest
+                        while (more := fh.readline(1 << 16)) and not more.endswith(b"\n"):
+                            pass
+                        if more or not self.follow:
+                            yield line
+                            continue
+                    if self.follow:  # a line still being written: wait for its newline
+                        return
+                line = line.strip()
+                if line:
+                    yield line
 
-def decode_json_record(payload: bytes) -> Any:
-    """The event map of one JSON-lines record, re-packed as msgpack for the one decoder."""
-    return msgpack.packb(json.loads(payload))
+
+def decode_json_record(payload: bytes) -> bytes:
+    """The event map of one JSON-lines record, re-packed as msgpack for the one decoder.
+
+    Raises
+    ------
+    ValueError
+        For every line that cannot become an event payload, with the reason: invalid JSON
+        or UTF-8, ``NaN``/``Infinity`` literals (not JSON), nesting deeper than the parser
+        allows, or integers msgpack cannot hold (beyond 64 bits). Nothing else escapes, so
+        the engine dead-letters the line and goes on.
+    """
+    try:
+        obj = json.loads(payload, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to decode") from None
+    try:
+        return msgpack.packb(obj, use_bin_type=True)
+    except OverflowError:
+        raise ValueError("an integer does not fit in 64 bits") from None
+    except (ValueError, TypeError, RecursionError) as exc:  # e.g. msgpack's nesting limit
+        raise ValueError(f"cannot be re-encoded as an event ({exc})") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON; write numbers, or leave the value out")
 
 
 def write_log(path: str | os.PathLike[str], events: Iterable[dict[str, Any]]) -> int:
