@@ -328,3 +328,19 @@ def test_a_window_readers_would_refuse_is_never_written():
         model.learn_one(x, y)
     with pytest.raises(SnapshotError, match="max_bytes"):
         model.consolidator_.state(WindowLimits(max_bytes=1000))
+
+
+def test_snapshot_show_describes_the_learner_inside_the_wrapper(tmp_path, capsys):
+    import json
+
+    from streamk.cli import main
+
+    model = classifier()
+    for x, y in TRAIN[:300]:
+        model.learn_one(x, y)
+    SnapshotStore(tmp_path).save(snapshot.dumps(model, seq=1), "model")
+    assert main(["snapshot", "show", str(tmp_path / "model"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["class"] == "ConsolidatedClassifier"
+    assert info["support_size"] == model.model.n_support > 0
+    assert info["params"]["budget"] == 60

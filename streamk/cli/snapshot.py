@@ -147,7 +147,11 @@ def kernel_spec(state: dict[str, Any]) -> Any:
 
 
 def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
-    params = snap.state.get("params")
+    state = snap.state
+    inner = state.get("model") if "consolidator" in state else None
+    if isinstance(inner, dict) and isinstance(inner.get("state"), dict):
+        state = inner["state"]  # a consolidation wrapper: describe the learner it holds
+    params = state.get("params")
     return {
         "schema_version": SCHEMA_VERSION,
         "path": str(path),
@@ -161,8 +165,8 @@ def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
         "checksum": snap.checksum,
         "checksum_ok": True,
         "params": _jsonable(params) if isinstance(params, dict) else None,
-        "kernel": _jsonable(kernel_spec(snap.state)),
-        "support_size": support_size(snap.state),
+        "kernel": _jsonable(kernel_spec(state)),
+        "support_size": support_size(state),
         "offsets": {s: {str(p): o for p, o in parts.items()} for s, parts in snap.offsets.items()},
         "metrics": _jsonable(snap.metrics),
         "meta": _jsonable(snap.meta),
