@@ -344,3 +344,23 @@ def test_snapshot_show_describes_the_learner_inside_the_wrapper(tmp_path, capsys
     assert info["class"] == "ConsolidatedClassifier"
     assert info["support_size"] == model.model.n_support > 0
     assert info["params"]["budget"] == 60
+
+
+def test_a_detector_without_plain_state_is_refused_by_dumps_and_the_engine_saves_the_learner(
+    tmp_path,
+):
+    from river import drift
+
+    model = Consolidated(
+        KernelPerceptron(budget=60), every=170, on_drift=drift.ADWIN(), drift_input="error"
+    )
+    with pytest.raises(SnapshotError, match="no plain-data state"):
+        snapshot.dumps(model)
+    log = tmp_path / "bananas.jsonl"
+    write_log(log, ({"x": x, "y": y} for x, y in TRAIN[:300]))
+    store = SnapshotStore(tmp_path / "snaps")
+    factory = lambda: Consolidated(  # noqa: E731
+        KernelPerceptron(budget=60), every=170, on_drift=drift.ADWIN(), drift_input="error"
+    )
+    assert _engine(log, store, factory).run().learned == 300
+    assert type(store.latest("model").model) is KernelPerceptron  # as before: the learner

@@ -130,6 +130,13 @@ class _Consolidated(base.Wrapper):
             "consolidator": self.consolidator_.state(DEFAULT_WINDOW_LIMITS),
         }
 
+    @property
+    def state_is_plain(self) -> bool:
+        """False when :meth:`state` would fail: a drift detector without a plain-data
+        ``state()`` (river's detectors). The engine then snapshots the learner alone."""
+        detector = self.consolidator_.on_drift
+        return detector is None or callable(getattr(detector, "state", None))
+
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> _Consolidated:
         """Rebuild from :meth:`state`: the learner through the snapshot allow-list, the

@@ -652,6 +652,9 @@ def _snapshotted(model: Any) -> Any:
         class_name_of(model)
     except StreamkError:
         return getattr(model, "_wrapped_model", model)
+    if not getattr(model, "state_is_plain", True):  # e.g. a river drift detector inside
+        log.warning("%s holds state a snapshot cannot; saving its learner only", model)
+        return model._wrapped_model
     return model
 
 
