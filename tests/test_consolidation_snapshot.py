@@ -24,9 +24,9 @@ from streamk import snapshot
 from streamk.consolidation import Consolidated, ConsolidatedClassifier, ConsolidatedRegressor
 from streamk.consolidation import consolidator as consolidator_module
 from streamk.engine import Engine, EngineConfig
+from streamk.engine.runner import consolidated
 from streamk.errors import SnapshotError
 from streamk.learners import KernelPerceptron, OnlineSVR
-from streamk.runner import consolidated
 from streamk.snapshot import SnapshotStore
 from streamk.snapshot.codec import to_plain
 from streamk.sources.replay import ReplaySource, write_log

@@ -6,6 +6,7 @@ dead-letter files. The oracles are counts known from how the files were written.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import os
@@ -13,14 +14,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgpack
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from river import datasets
 
 from streamk import snapshot
-from streamk.deadletter import read_dead_letters
+from streamk.engine.deadletter import read_dead_letters
+from streamk.engine.events import encode_event
 from streamk.learners import KernelPerceptron
 from streamk.snapshot import SnapshotStore
-from streamk.sources.replay import FINGERPRINT_BYTES, ReplaySource, decode_json_record
+from streamk.sources.replay import (
+    FINGERPRINT_BYTES,
+    ReplaySource,
+    _skip_one,
+    decode_json_record,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BANANAS = [
@@ -194,3 +204,55 @@ def test_a_hostile_replay_log_is_dead_lettered_line_by_line(tmp_path):
     probe = [json.loads(line)["x"] for line in BANANAS[600:700]]
     for x in probe:
         assert snap.model.predict_proba_one(x) == pytest.approx(oracle.predict_proba_one(x))
+
+
+# -- msgpack logs ----------------------------------------------------------------------------------
+plain = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=40)
+    | st.binary(max_size=300),
+    lambda children: (
+        st.lists(children, max_size=20)
+        | st.dictionaries(st.text(max_size=5), children, max_size=20)
+    ),
+    max_leaves=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=plain, ext=st.binary(max_size=300))
+def test_skip_one_frames_msgpack_exactly_as_msgpack_does(obj, ext):
+    for value in (obj, [obj, msgpack.ExtType(5, ext)]):
+        data = msgpack.packb(value, use_bin_type=True)
+        unpacker = msgpack.Unpacker(io.BytesIO(data + b"\x01"), strict_map_key=False)
+        unpacker.skip()
+        assert _skip_one(data + b"\x01", 0) == unpacker.tell() == len(data)
+        assert _skip_one(data[:-1], 0) is None
+
+
+def test_a_msgpack_record_nested_past_msgpacks_stack_is_framed_alone(tmp_path):
+    good = [encode_event(x=[float(i % 5), 1.0], y=i % 2) for i in range(40)]
+    deep = b"\x91" * 5000 + b"\xc0"  # well-formed, deeper than msgpack's stack
+    log = tmp_path / "events.msgpack"
+    log.write_bytes(b"".join(good[:10]) + deep + b"".join(good[10:]))
+    result = streamk("replay", "events.msgpack", "--dead-letter-dir", "dead", cwd=tmp_path)
+    assert result["learned"] == 40 and result["dead_lettered"] == 1
+    (letter,) = read_dead_letters(tmp_path / "dead" / "dead-letters.jsonl")
+    assert letter.offset == 10 and letter.payload == deep and letter.reason
+
+
+def test_follow_mode_waits_for_a_msgpack_record_to_be_whole(tmp_path):
+    records = [encode_event(x=[1.0, 2.0], y=1), encode_event(x=[3.0, 4.0], y=0)]
+    log = tmp_path / "events.msgpack"
+    log.write_bytes(records[0] + records[1][:5])
+    source = ReplaySource(log, follow=True)
+    assert [r.payload for r in source.poll(10, 0.0)] == [records[0]]
+    with open(log, "ab") as fh:
+        fh.write(records[1][5:])
+    got = []  # a msgpack log is re-read at the poll after the one that reached its end
+    for _ in range(3):
+        got += [(r.offset, r.payload) for r in source.poll(10, 0.0)]
+    assert got == [(1, records[1])]

@@ -8,8 +8,11 @@ Two formats, by file extension:
 
 The offset of a record is its index in the file (0-based), so a replay of the same log
 gives the same positions and, with ``sync`` consolidation, the same models. A msgpack
-log whose tail cannot be decoded yields that tail as one last record, which the engine
-dead-letters with the reason; nothing is dropped silently. A JSON line longer than
+log whose tail cannot be framed yields that tail as one last record, which the engine
+dead-letters with the reason; nothing is dropped silently. A well-formed record msgpack
+cannot decode (nested deeper than its stack) is framed alone, so the records after it are
+still learned. With ``follow``, a last record or line still being written is left until it
+is whole. A JSON line longer than
 ``max_line_bytes`` is never held whole: its first ``max_line_bytes + 1`` bytes become the
 record (dead-lettered as oversize) and the rest of the line is skipped.
 
@@ -177,20 +180,24 @@ class ReplaySource(Source):
             return
         with open(self.path, "rb") as fh:
             data = fh.read()
-        unpacker = msgpack.Unpacker(
-            io.BytesIO(data), raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1)
-        )
-        start = 0
+        start = base = 0
+        unpacker = _unpacker(data, base)
         while start < len(data):
             try:
                 unpacker.skip()
+                end = base + unpacker.tell()
             except msgpack.OutOfData:
+                if self.follow:  # a record still being written: wait until it is whole
+                    return
                 yield data[start:]  # a truncated last record: dead-lettered, not dropped
                 return
-            except Exception:  # noqa: BLE001 - any undecodable byte sequence ends framing
-                yield data[start:]
-                return
-            end = unpacker.tell()
+            except Exception:  # noqa: BLE001 - e.g. nested deeper than msgpack's stack
+                end = _skip_one(data, start)  # well-formed but undecodable: frame it alone
+                if end is None:  # not msgpack at all: the rest is one dead letter
+                    yield data[start:]
+                    return
+                base = end
+                unpacker = _unpacker(data, base)
             yield data[start:end]
             start = end
 
@@ -214,6 +221,64 @@ class ReplaySource(Source):
                 line = line.strip()
                 if line:
                     yield line
+
+
+def _unpacker(data: bytes, start: int) -> msgpack.Unpacker:
+    rest = memoryview(data)[start:]
+    return msgpack.Unpacker(
+        io.BytesIO(rest), raw=False, strict_map_key=False, max_buffer_size=max(len(rest), 1)
+    )
+
+
+#: msgpack first byte -> (header bytes, width of the length/count that follows, kind)
+_FIXED = {
+    **dict.fromkeys((0xC0, 0xC2, 0xC3), (1, 0, "")),
+    0xCA: (5, 0, ""), 0xCB: (9, 0, ""), 0xCC: (2, 0, ""), 0xCD: (3, 0, ""),
+    0xCE: (5, 0, ""), 0xCF: (9, 0, ""), 0xD0: (2, 0, ""), 0xD1: (3, 0, ""),
+    0xD2: (5, 0, ""), 0xD3: (9, 0, ""), 0xD4: (3, 0, ""), 0xD5: (4, 0, ""),
+    0xD6: (6, 0, ""), 0xD7: (10, 0, ""), 0xD8: (18, 0, ""),
+    0xC4: (2, 1, "bytes"), 0xC5: (3, 2, "bytes"), 0xC6: (5, 4, "bytes"),
+    0xD9: (2, 1, "bytes"), 0xDA: (3, 2, "bytes"), 0xDB: (5, 4, "bytes"),
+    0xC7: (3, 1, "bytes"), 0xC8: (4, 2, "bytes"), 0xC9: (6, 4, "bytes"),
+    0xDC: (3, 2, "items"), 0xDD: (5, 4, "items"), 0xDE: (3, 2, "pairs"), 0xDF: (5, 4, "pairs"),
+}  # fmt: skip
+
+
+def _skip_one(data: bytes, pos: int) -> int | None:
+    """End of the msgpack object at ``pos``, without recursion (any nesting depth).
+
+    None if the bytes are not one well-formed object. Each step consumes at least one
+    byte, so the work is bounded by the data's length whatever the declared counts.
+    """
+    pending, n = 1, len(data)
+    while pending:
+        if pos >= n:
+            return None
+        b = data[pos]
+        pending -= 1
+        if b <= 0x7F or b >= 0xE0:
+            pos += 1
+        elif b <= 0x8F:
+            pos, pending = pos + 1, pending + 2 * (b & 0x0F)
+        elif b <= 0x9F:
+            pos, pending = pos + 1, pending + (b & 0x0F)
+        elif b <= 0xBF:
+            pos += 1 + (b & 0x1F)
+        elif b in _FIXED:
+            head, width, kind = _FIXED[b]
+            count = int.from_bytes(data[pos + 1 : pos + 1 + width], "big") if width else 0
+            if pos + 1 + width > n:
+                return None
+            pos += head
+            if kind == "bytes":
+                pos += count
+            elif kind == "items":
+                pending += count
+            elif kind == "pairs":
+                pending += 2 * count
+        else:  # 0xC1: never used
+            return None
+    return pos if pos <= n else None
 
 
 def decode_json_record(payload: bytes) -> bytes:
