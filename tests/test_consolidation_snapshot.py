@@ -364,3 +364,12 @@ def test_a_detector_without_plain_state_is_refused_by_dumps_and_the_engine_saves
     )
     assert _engine(log, store, factory).run().learned == 300
     assert type(store.latest("model").model) is KernelPerceptron  # as before: the learner
+
+
+def test_identical_runs_write_identical_consolidation_states():
+    a, b = classifier(), classifier()
+    for model in (a, b):
+        for x, y in TRAIN[:700]:
+            model.learn_one(x, y)
+    assert a.n_consolidations >= 3
+    assert snapshot.dumps(a, created_at=1.0) == snapshot.dumps(b, created_at=1.0)

@@ -24,9 +24,10 @@ _PARAMS = (
     "every", "seconds", "window_kind", "window_size", "seed", "mode", "C", "solver", "compress",
     "tol", "max_epochs", "drift_input", "fill", "when_full", "nu",
 )  # fmt: skip
-#: Figures restored with the state (metrics only; they never change the model).
+#: Figures restored with the state (metrics only; they never change the model). Wall-clock
+#: ones (``last_duration``) stay out, so that replays write identical states.
 _FIGURES = (
-    "n_consolidations", "n_skipped", "last_duration", "last_objective", "last_status",
+    "n_consolidations", "n_skipped", "last_objective", "last_status",
     "support_before", "support_after", "last_n_train", "last_n_solution", "last_replayed",
 )  # fmt: skip
 
@@ -168,7 +169,8 @@ class Consolidator:
         raises :class:`SnapshotError`. Sync mode restores exactly: the restored consolidator
         fires at the same event counts, on the same window rows, with the same reservoir RNG.
         The ``seconds`` trigger keeps the time elapsed since the last consolidation (wall
-        clock, so not replayable in any case).
+        clock, so not replayable in any case); without it the state holds no wall-clock
+        value, so identical replays write identical states.
         """
         if self._thread is not None:
             raise SnapshotError(
@@ -178,8 +180,10 @@ class Consolidator:
             "params": self.state_params(),
             "n_seen": self.n_seen,
             "since": self._since,
-            "seconds_since_last": max(time.monotonic() - self._t_last, 0.0),
-            "figures": {name: getattr(self, name) for name in _FIGURES},
+            "seconds_since_last": (
+                None if self.seconds is None else max(time.monotonic() - self._t_last, 0.0)
+            ),
+            "figures": {name: _nan_as_none(getattr(self, name)) for name in _FIGURES},
             "last_kernel": None if self.last_kernel is None else self.last_kernel.to_spec(),
             "window": self.window.state(limits),
             "on_drift": _detector_state(self.on_drift),
@@ -225,15 +229,20 @@ class Consolidator:
                 raise SnapshotError(f"consolidator {name} must be a non-negative int")
         new.n_seen, new._since = state["n_seen"], state["since"]
         elapsed = state.get("seconds_since_last")
-        if isinstance(elapsed, bool) or not isinstance(elapsed, int | float) or not elapsed >= 0:
-            raise SnapshotError("consolidator seconds_since_last must be a number >= 0")
-        new._t_last = time.monotonic() - min(float(elapsed), 1e9)
+        if elapsed is not None:  # recorded only with a ``seconds`` trigger
+            if isinstance(elapsed, bool) or not isinstance(elapsed, int | float):
+                raise SnapshotError("consolidator seconds_since_last must be a number or None")
+            if not elapsed >= 0:
+                raise SnapshotError("consolidator seconds_since_last must be >= 0")
+            new._t_last = time.monotonic() - min(float(elapsed), 1e9)
         figures = state.get("figures")
         if not isinstance(figures, dict) or set(figures) != set(_FIGURES):
             raise SnapshotError(f"consolidator figures must be exactly {list(_FIGURES)}")
         for name, value in figures.items():
+            if value is None:  # NaN (no value yet) is written as None: states compare equal
+                value = float("nan")
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise SnapshotError(f"consolidator figure {name} must be a number")
+                raise SnapshotError(f"consolidator figure {name} must be a number or None")
             setattr(new, name, value)
         last = state.get("last_kernel")
         try:
@@ -375,6 +384,10 @@ class Consolidator:
             "consolidation_support_after": self.support_after,
             "consolidation_window_rows": self.window.n,
         }
+
+
+def _nan_as_none(value: Any) -> Any:
+    return None if isinstance(value, float) and value != value else value
 
 
 def _detector_state(detector: Any) -> dict[str, Any] | None:

@@ -288,12 +288,13 @@ def decode_json_record(payload: bytes) -> bytes:
     ------
     ValueError
         For every line that cannot become an event payload, with the reason: invalid JSON
-        or UTF-8, ``NaN``/``Infinity`` literals (not JSON), nesting deeper than the parser
-        allows, or integers msgpack cannot hold (beyond 64 bits). Nothing else escapes, so
-        the engine dead-letters the line and goes on.
+        or UTF-8, nesting deeper than the parser allows, or integers msgpack cannot hold
+        (beyond 64 bits). Nothing else escapes, so the engine dead-letters the line and goes
+        on. ``NaN``/``Infinity`` literals are let through as floats: event validation
+        rejects them with the code ``non_finite``, as for any other non-finite number.
     """
     try:
-        obj = json.loads(payload, parse_constant=_no_constant)
+        obj = json.loads(payload)  # NaN/Infinity literals parse: validation names them
     except RecursionError:
         raise ValueError("nested too deeply to decode") from None
     try:
@@ -302,10 +303,6 @@ def decode_json_record(payload: bytes) -> bytes:
         raise ValueError("an integer does not fit in 64 bits") from None
     except (ValueError, TypeError, RecursionError) as exc:  # e.g. msgpack's nesting limit
         raise ValueError(f"cannot be re-encoded as an event ({exc})") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON; write numbers, or leave the value out")
 
 
 def write_log(path: str | os.PathLike[str], events: Iterable[dict[str, Any]]) -> int:
