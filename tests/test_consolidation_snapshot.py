@@ -373,3 +373,23 @@ def test_identical_runs_write_identical_consolidation_states():
             model.learn_one(x, y)
     assert a.n_consolidations >= 3
     assert snapshot.dumps(a, created_at=1.0) == snapshot.dumps(b, created_at=1.0)
+
+
+def test_workers_with_consolidation_on_merge_as_their_learners():
+    from streamk.merge import merge_snapshots
+
+    snaps = {}
+    for i in range(3):
+        model = classifier()
+        for x, y in TRAIN[i * 400 : (i + 1) * 400]:
+            model.learn_one(x, y)
+        snaps[f"worker-{i}"] = snapshot.loads(snapshot.dumps(model, seq=i + 1))
+    result = merge_snapshots(snaps)
+    assert type(result.model) is KernelPerceptron and result.model.n_support <= 60
+    assert [s["n_learned"] for s in result.sources] == [400, 400, 400]
+    inner = [s.model.model for s in snaps.values()]  # the oracle: merging the learners
+    from streamk.merge import merge_models
+
+    direct = merge_models(inner)
+    X = np.array([[x[k] for k in sorted(x)] for x in PROBE])
+    np.testing.assert_array_equal(result.model.support_.decision(X), direct.support_.decision(X))

@@ -147,7 +147,8 @@ def merge_snapshots(
     if missing:
         raise MergeError(f"snapshots {missing} were loaded with build=False: no model to merge")
     result = _merge(
-        [snap.model for _, snap in items],
+        # a worker with consolidation on snapshots its wrapper: merge the learner inside
+        [getattr(snap.model, "_wrapped_model", snap.model) for _, snap in items],
         weights,
         budget,
         options.pop("compress", "auto"),
