@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _learners() -> dict[str, Any]:
     """A trained instance of every allow-listed learner (budgets that keep a Gram, too)."""
     from streamk.budget.projectron import Projectron
+    from streamk.consolidation import ConsolidatedClassifier, ConsolidatedRegressor
     from streamk.learners.adatron import KernelAdatron
     from streamk.learners.budgeted import MarginPerceptron
     from streamk.learners.novelty import KernelNovelty
@@ -55,12 +56,16 @@ def _learners() -> dict[str, Any]:
         "MarginPerceptron": MarginPerceptron(budget=20),
         "StandardScaledClassifier": StandardScaledClassifier(KernelAdatron(C=1.0, budget=30)),
         "StandardScaledRegressor": StandardScaledRegressor(OnlineSVR()),
+        "ConsolidatedClassifier": ConsolidatedClassifier(
+            KernelAdatron(C=1.0, budget=30), every=25, window_size=20, window="reservoir"
+        ),
+        "ConsolidatedRegressor": ConsolidatedRegressor(OnlineSVR(budget=30), every=25),
     }
     for i, x in enumerate(xs):
         for key, model in models.items():
             if key == "KernelNovelty":
                 model.learn_one(x)
-            elif key in ("OnlineSVR", "StandardScaledRegressor"):
+            elif key in ("OnlineSVR", "StandardScaledRegressor", "ConsolidatedRegressor"):
                 model.learn_one(x, x["a"] - x["b"])
             elif key == "OnlineRanker":
                 model.learn_one(x, 1 + i % 3)

@@ -148,9 +148,8 @@ def kernel_spec(state: dict[str, Any]) -> Any:
 
 def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
     state = snap.state
-    inner = state.get("model") if "consolidator" in state else None
-    if isinstance(inner, dict) and isinstance(inner.get("state"), dict):
-        state = inner["state"]  # a consolidation wrapper: describe the learner it holds
+    while "model_class" in state and isinstance(state.get("model"), dict):
+        state = state["model"]  # a wrapper (consolidation, scaling): describe its learner
     params = state.get("params")
     return {
         "schema_version": SCHEMA_VERSION,

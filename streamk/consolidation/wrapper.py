@@ -125,8 +125,9 @@ class _Consolidated(base.Wrapper):
         from ..snapshot.registry import class_name_of
 
         self.join()
-        return {
-            "model": {"class": class_name_of(self.model), "state": self.model.state()},
+        return {  # the layout of the other wrappers (learners.scaling): model_class + model
+            "model_class": class_name_of(self.model),
+            "model": self.model.state(),
             "consolidator": self.consolidator_.state(DEFAULT_WINDOW_LIMITS),
         }
 
@@ -146,11 +147,10 @@ class _Consolidated(base.Wrapper):
         if not isinstance(state, dict) or not isinstance(state.get("model"), dict):
             raise SnapshotError(f"{cls.__name__} state must be a map with a 'model' map")
         consolidator = Consolidator.from_state(state.get("consolidator"), DEFAULT_WINDOW_LIMITS)
-        inner = state["model"]
-        learner_cls = resolve_class(inner.get("class"))
+        learner_cls = resolve_class(state.get("model_class"))
         if issubclass(learner_cls, _Consolidated):
             raise SnapshotError("a Consolidated model cannot wrap another Consolidated model")
-        learner = learner_cls.from_state(inner.get("state"))
+        learner = learner_cls.from_state(state["model"])
         c = consolidator
         try:
             new = cls(

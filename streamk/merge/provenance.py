@@ -25,8 +25,8 @@ def snapshot_sources(
     out = []
     for name, snap in items:
         state = getattr(snap, "state", None) or {}
-        if "consolidator" in state and isinstance(state.get("model"), dict):
-            state = state["model"].get("state") or {}  # a consolidation wrapper's learner
+        while "model_class" in state and isinstance(state.get("model"), dict):
+            state = state["model"]  # a wrapper's learner (consolidation, scaling)
         out.append(
             {
                 "name": str(name),
