@@ -184,3 +184,15 @@ def test_a_bad_line_late_in_the_file_sends_nothing(kafka_broker, topic_name, tmp
             assert not consumer.poll(timeout_ms=2000)
     finally:
         consumer.close()
+
+
+@pytest.mark.parametrize(
+    "bad", ["[" * 100_000 + "]" * 100_000, '{"x": [1.0], "y": 123456789012345678901234567890}']
+)
+def test_hostile_json_lines_are_refused_not_raised(tmp_path, bad):
+    """Deep nesting (RecursionError) and integers beyond 64 bits (msgpack's OverflowError)
+    used to escape; they are now a clear InvalidInput naming the line."""
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps({"x": [1.0, 2.0], "y": True}) + "\n" + bad + "\n")
+    with pytest.raises(InvalidInput, match=":2:"):
+        list(iter_messages(path))

@@ -33,8 +33,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
 from ..engine.events import encode_block, encode_event
 from ..errors import ConfigError, InvalidInput
 from ..sinks import KafkaSink
@@ -134,7 +132,7 @@ def _csv_blocks(path: Path, features: list[str], rows: _Rows, block_size: int) -
 
 
 def _log_events(path: Path, json_lines: bool) -> Iterator[bytes]:
-    from ..sources.replay import ReplaySource
+    from ..sources.replay import ReplaySource, decode_json_record
 
     source = ReplaySource(path)
     while not source.exhausted():
@@ -144,7 +142,7 @@ def _log_events(path: Path, json_lines: bool) -> Iterator[bytes]:
                 yield payload
                 continue
             try:
-                yield msgpack.packb(json.loads(payload))
+                yield decode_json_record(payload)  # the engine's own decoder
             except ValueError as exc:
                 raise InvalidInput(
                     f"{path}:{record.offset + 1}: not a JSON event ({exc})."
