@@ -143,6 +143,18 @@ def build_parser() -> argparse.ArgumentParser:
     merge.add_argument("--once", action="store_true", help="one pass, then exit")
     merge.set_defaults(func=cmd_merge)
 
+    from .score import SCORE_EXAMPLES, cmd_score
+
+    score = sub.add_parser(
+        "score",
+        help="predictions for an unlabelled topic with the merged model (scale-out)",
+        description=cmd_score.__doc__,
+        epilog=SCORE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_engine_options(score, kafka=True)
+    score.set_defaults(func=cmd_score)
+
     _add_optional_commands(sub)
     return parser
 
