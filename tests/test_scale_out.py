@@ -115,6 +115,16 @@ def test_three_workers_and_a_merger_learn_each_event_once_and_merge_no_worse(
     }
     assert sum(s["n_learned"] for s in merged.meta["sources"]) == N
 
+    # A restarted merger with an empty volume: the topic says what was published; the workers
+    # are unchanged, so it publishes nothing.
+    again = subprocess.run(
+        cli("merge", *common, "--snapshot-dir", str(tmp_path / "fresh"), "--once", "--json"),
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout)["published"] == 0
+    assert SnapshotReader(b, snapshots).latest("merged", timeout=30).seq == merged.seq
+
     def accuracy(model) -> float:
         return sum(model.predict_one(x) == y for x, y in held_out) / len(held_out)
 
