@@ -110,3 +110,43 @@ def test_merge_with_no_workers_publishes_nothing(tmp_path):
     out = merge(tmp_path)
     assert out["published"] == 0 and out["last"]["skipped"] == "no worker snapshots yet"
     assert not (tmp_path / "snaps" / "merged").exists()
+
+
+def test_the_merge_loop_publishes_each_change_once_and_stops_on_sigterm(tmp_path):
+    """``streamk merge`` without --once: many passes, one merge per change of the workers."""
+    import signal
+    import time
+
+    write_log(tmp_path / LOG, datasets.Bananas().take(300))
+    replay(tmp_path, "w0", "snaps", "--max-events", "150")
+    store = SnapshotStore(tmp_path / "snaps")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--merge-every", "0.2", "--json"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def wait_for_seq(seq: int) -> None:
+        deadline = time.monotonic() + 60
+        while not [i for i in store.list("merged") if i.seq == seq]:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, f"no merged seq {seq}"
+            time.sleep(0.1)
+
+    try:
+        wait_for_seq(0)
+        replay(tmp_path, "w1")  # a second worker appears: one more merge
+        wait_for_seq(1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    summary = json.loads(out)
+    assert summary["published"] == 2 and summary["passes"] > 2  # passes over unchanged workers
+    assert [i.seq for i in store.list("merged")] == [0, 1]
+    names = [s["name"] for s in store.latest("merged").meta["sources"]]
+    assert names == ["w0", "w1"]
