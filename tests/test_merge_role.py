@@ -47,7 +47,8 @@ def streamk(cwd: Path, *args: str) -> dict:
 def replay(cwd: Path, name: str, store: str = "snaps", *extra: str) -> dict:
     return streamk(
         cwd, "replay", LOG, "--model-name", name, "--snapshot-dir", store,
-        "--kernel", "rbf:0.5", "--budget", "0", "--snapshot-every", "100", "--quiet", *extra,
+        "--kernel", "rbf:0.5", "--budget", "0", "--scale", "none", "--snapshot-every", "100",
+        "--quiet", *extra,
     )  # fmt: skip
 
 
@@ -150,3 +151,19 @@ def test_the_merge_loop_publishes_each_change_once_and_stops_on_sigterm(tmp_path
     assert [i.seq for i in store.list("merged")] == [0, 1]
     names = [s["name"] for s in store.latest("merged").meta["sources"]]
     assert names == ["w0", "w1"]
+
+
+def test_workers_that_standardise_their_features_are_refused_with_the_fix(tmp_path):
+    write_log(tmp_path / LOG, datasets.Bananas().take(200))
+    for name, scale in (("w0", "standard"), ("w1", "standard")):
+        streamk(tmp_path, "replay", LOG, "--model-name", name, "--snapshot-dir", "snaps",
+                "--scale", scale, "--quiet")  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--once"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "standardise their features" in done.stderr and 'scale = "none"' in done.stderr
+    assert not (tmp_path / "snaps" / "merged").exists()

@@ -52,7 +52,7 @@ def test_three_workers_and_a_merger_learn_each_event_once_and_merge_no_worse(
     env = {**os.environ, "PYTHONPATH": ROOT}
     common = [
         "--bootstrap-servers", b, "--topic", events, "--snapshot-topic", snapshots,
-        "--learner", "perceptron", "--kernel", "rbf", "--budget", "200",
+        "--learner", "perceptron", "--kernel", "rbf", "--budget", "200", "--scale", "none",
         "--max-poll-interval-ms", "3000", "--session-timeout-ms", "3000",
         "--heartbeat-interval-ms", "500", "--poll-timeout", "0.2",
     ]  # fmt: skip

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import StreamkError
+from ..errors import MergeError, StreamkError
 from .models import merge_snapshots
 
 __all__ = ["MergePass", "Merger", "is_merged", "worker_snapshots"]
@@ -55,6 +55,25 @@ def worker_snapshots(found: dict[str, Any], topic: str, merge_name: str) -> dict
             continue
         out[name] = snap
     return out
+
+
+def check_mergeable(workers: dict[str, Any]) -> None:
+    """Refuse worker models that standardise their features, naming the fix.
+
+    With ``scale = "standard"`` (or ``"auto"`` for a classifier or regressor) each worker
+    keeps its own running mean and variance: the workers' kernel expansions live in
+    different feature spaces, so their union is not any one function of the raw features.
+    """
+    from ..learners.scaling import StandardScaledClassifier, StandardScaledRegressor
+
+    wrapped = (StandardScaledClassifier, StandardScaledRegressor)
+    scaled = sorted(n for n, s in workers.items() if isinstance(s.model, wrapped))
+    if scaled:
+        raise MergeError(
+            f"workers {scaled} standardise their features, each with its own running scaler "
+            "(scale = standard, or auto for a classifier or regressor): their models live in "
+            'different feature spaces and cannot be merged; run the workers with scale = "none"'
+        )
 
 
 def _identity(sources: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
@@ -177,6 +196,7 @@ class Merger:
         for snap in workers.values():
             if snap.model is None:
                 build_model(snap)
+        check_mergeable(workers)
         compress = self.config["merge_compress"]
         result = merge_snapshots(workers, compress=compress)
         seq = max(-1 if previous is None else previous.seq, local_seq) + 1
