@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any
 
-from .output import SCHEMA_VERSION, machine
+from .output import SCHEMA_VERSION, format_summary, machine
 
 __all__ = ["cmd_merge", "MERGE_EXAMPLES"]
 
@@ -72,6 +72,5 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
-        print(f"merge_name  {summary['merge_name']}\npublished   {summary['published']}")
-        print(f"seq         {summary['seq']}")
+        print(format_summary(summary, skip=("schema_version", "machine", "last")))
     return 0

@@ -8,7 +8,7 @@ import signal
 import sys
 from typing import Any
 
-from .output import SCHEMA_VERSION, machine
+from .output import SCHEMA_VERSION, format_summary, machine
 
 __all__ = ["cmd_score", "SCORE_EXAMPLES"]
 
@@ -67,8 +67,5 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
     elif not args.quiet:
-        width = max(len(k) for k in summary)
-        for key, value in summary.items():
-            if key not in ("schema_version", "machine"):
-                print(f"{key:<{width}}  {value}")
+        print(format_summary(summary, skip=("schema_version", "machine")))
     return 0
