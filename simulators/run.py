@@ -119,6 +119,7 @@ def run_scenario(
         gen = generate(sc, out)
     _clean_outputs(out)
     overrides = {
+        "model_name": "model",  # one engine, not a worker of a group: a fixed name
         **sc.engine_config(),
         "snapshot_dir": str(out / "snapshots"),
         "dead_letter_dir": str(out / "dead-letters"),

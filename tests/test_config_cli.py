@@ -86,6 +86,8 @@ def test_replay_command_learns_resumes_and_dead_letters(tmp_path, capsys, monkey
     args = [
         "replay",
         "log.msgpack",
+        "--model-name",
+        "model",
         "--budget",
         "50",
         "--snapshot-every",
@@ -122,6 +124,8 @@ def test_replay_with_consolidation_snapshots_the_wrapped_model_and_resumes(
     args = [
         "replay",
         "bananas.msgpack",
+        "--model-name",
+        "model",
         "--budget",
         "100",
         "--consolidate-every",

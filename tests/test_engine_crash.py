@@ -47,6 +47,7 @@ def engine_cmd(bootstrap, topic, group, snapshot_dir, idle=4.0):
         topic,
         group,
         snapshot_dir,
+        model_name="model",
         snapshot_every=150,
         max_records=50,
         learner="perceptron",

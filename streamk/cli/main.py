@@ -130,6 +130,31 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
     broker.set_defaults(func=cmd_broker)
 
+    from .merge import MERGE_EXAMPLES, cmd_merge
+
+    merge = sub.add_parser(
+        "merge",
+        help="merge the workers' newest snapshots into one published model (scale-out)",
+        description=cmd_merge.__doc__,
+        epilog=MERGE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_engine_options(merge, kafka=True)
+    merge.add_argument("--once", action="store_true", help="one pass, then exit")
+    merge.set_defaults(func=cmd_merge)
+
+    from .score import SCORE_EXAMPLES, cmd_score
+
+    score = sub.add_parser(
+        "score",
+        help="predictions for an unlabelled topic with the merged model (scale-out)",
+        description=cmd_score.__doc__,
+        epilog=SCORE_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_engine_options(score, kafka=True)
+    score.set_defaults(func=cmd_score)
+
     _add_optional_commands(sub)
     return parser
 

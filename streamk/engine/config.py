@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import socket
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["Option", "DEFAULTS", "load_config", "render_table"]
+__all__ = ["Option", "DEFAULTS", "load_config", "render_table", "default_model_name"]
 
 
 _INT_MAX = 2**63 - 1
@@ -115,7 +117,12 @@ DEFAULTS: dict[str, Option] = {
         choices=("sync", "background"),
     ),
     # snapshots
-    "model_name": Option("model", str, "model name in snapshot stores and topics"),
+    "model_name": Option(
+        "",
+        str,
+        "model name in snapshot stores and topics, one per worker (empty: the pod name "
+        "`HOSTNAME`, else the host name, made a valid name)",
+    ),
     "snapshot_dir": Option("./snapshots", str, "directory of the file snapshot store"),
     "snapshot_keep": Option(
         5, int, "snapshots kept per model in the file store", low=1, high=100_000
@@ -167,6 +174,31 @@ DEFAULTS: dict[str, Option] = {
     ),
     "metrics_host": Option(
         "127.0.0.1", str, "address the metrics endpoint binds (0.0.0.0 in a container)"
+    ),
+    # scale-out roles (streamk merge, streamk score)
+    "merge_name": Option(
+        "merged", str, "name the merger publishes the merged model under (streamk merge)"
+    ),
+    "merge_every": Option(
+        60.0,
+        float,
+        "seconds between the merger's passes (a pass whose worker snapshots are unchanged "
+        "publishes nothing)",
+        low=0.1,
+        high=1e9,
+    ),
+    "merge_compress": Option(
+        "auto",
+        str,
+        "how the merged support set is brought to the budget (see docs/operations.md, "
+        "Merging models)",
+        choices=("auto", "project", "solve", "policy"),
+    ),
+    "score_topic": Option(
+        "", str, "topic streamk score reads unlabelled events from (empty: `topic`)"
+    ),
+    "score_group": Option(
+        "streamk-score", str, "consumer group of the scorers (not the workers' `group`)"
     ),
 }
 
@@ -232,8 +264,28 @@ def load_config(
         if key not in DEFAULTS:
             raise ConfigError(f"unknown setting {key!r}")
         config[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
+    if not config["model_name"]:
+        config["model_name"] = default_model_name(dict(env))
     _check(config)
     return config
+
+
+_NOT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def default_model_name(environ: dict[str, str] | None = None) -> str:
+    """This worker's model name when none is configured: unique and stable per worker.
+
+    Kubernetes sets ``HOSTNAME`` to the pod name (stable across restarts in a StatefulSet:
+    ``streamk-0``, ``streamk-1``, ...); elsewhere the host name. Characters outside the
+    store's name rule (letters, digits, ``.``, ``_``, ``-``; 1-128, starting with a letter
+    or digit) become ``-``. Workers started from one config then write distinct models
+    instead of clashing on one name (issue 18). ``"model"`` if nothing usable is left.
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get("HOSTNAME", "").strip() or socket.gethostname()
+    name = _NOT_NAME.sub("-", raw).lstrip("._-")[:128]
+    return name or "model"
 
 
 def _flatten(data: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,246 @@
+"""The score role (``streamk score``): predictions for an unlabelled topic with the merged model.
+
+A scorer follows the merged model (``merge_name``) with :class:`~streamk.snapshot.HotSwapModel`
+— on the snapshot topic, or in the file store when there is no topic — and publishes a
+prediction for every event of ``score_topic`` (labels, if any, are ignored: a scorer never
+learns), tagged with the merged model's seq. It reads in its own consumer group
+(``score_group``), so it takes no partitions from the workers. Predictions are
+at-least-once: the group's offsets are committed after the sink has flushed them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, InvalidEvent
+
+__all__ = ["ScoreResult", "Scorer", "StoreFollower"]
+
+log = logging.getLogger("streamk.merge")
+
+
+class StoreFollower:
+    """``SnapshotReader.follow`` over a file store: calls back with each newer snapshot."""
+
+    def __init__(self, directory: str | Path) -> None:
+        from ..snapshot import SnapshotStore
+
+        self.store = SnapshotStore(directory)
+
+    def follow(
+        self,
+        name: str,
+        callback: Callable[[Any], Any],
+        stop_event: threading.Event | None = None,
+        poll_timeout: float = 1.0,
+    ) -> None:
+        stop = stop_event or threading.Event()
+        seq = -1
+        while not stop.is_set():
+            infos = self.store.list(name)
+            if infos and infos[-1].seq > seq:
+                snap = self.store.latest(name)
+                if snap is not None and snap.seq > seq:
+                    seq = snap.seq
+                    callback(snap)
+            stop.wait(poll_timeout)
+
+
+@dataclass
+class ScoreResult:
+    records: int = 0
+    scored: int = 0
+    dead_lettered: int = 0
+    seconds: float = 0.0
+    model_seqs: list[int] = field(default_factory=list)  # every merged seq that scored
+    positions: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def events_per_second(self) -> float:
+        return self.scored / self.seconds if self.seconds > 0 else 0.0
+
+
+class Scorer:
+    """Poll, decode, predict with the current merged model, publish, commit.
+
+    Parameters
+    ----------
+    config
+        The effective configuration; uses ``score_topic`` (or ``topic``), ``score_group``,
+        ``merge_name``, ``snapshot_topic`` / ``snapshot_dir`` (where the merged model is
+        followed), ``predictions_topic`` / ``predictions_file``, ``dead_letter_topic`` /
+        ``dead_letter_dir``, ``max_records``, ``poll_timeout``, ``stop_when_idle``,
+        ``max_events``.
+    source, live, predictions, dead_letters
+        Injected parts (tests); built from ``config`` when ``None``.
+    """
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        *,
+        source: Any = None,
+        live: Any = None,
+        predictions: Any = None,
+        dead_letters: Any = None,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        from ..engine import runner
+
+        self.config = config
+        if predictions is None and not (config["predictions_topic"] or config["predictions_file"]):
+            raise ConfigError(
+                "streamk score needs predictions_topic or predictions_file: where would the "
+                "predictions go?"
+            )
+        scoring = {**config, "topic": config["score_topic"] or config["topic"]}
+        scoring["group"] = config["score_group"]
+        self.source = source if source is not None else runner.kafka_source(scoring)
+        if live is None:
+            from ..snapshot import HotSwapModel, SnapshotReader
+
+            follower: Any
+            if config["snapshot_topic"]:
+                follower = SnapshotReader(
+                    config["bootstrap_servers"],
+                    config["snapshot_topic"],
+                    consumer_config=runner.kafka_settings(config),
+                )
+            else:
+                follower = StoreFollower(config["snapshot_dir"])
+            live = HotSwapModel(follower, config["merge_name"])
+        self.live = live
+        self.predictions = predictions if predictions is not None else _prediction_sink(config)
+        self.dead_letters = dead_letters if dead_letters is not None else _dead_letters(config)
+        self.on_progress = on_progress
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _dead_letter(self, record: Any, exc: InvalidEvent, result: ScoreResult) -> None:
+        from ..engine.deadletter import DeadLetter
+
+        result.dead_lettered += 1
+        letter = DeadLetter(
+            record.payload if record.payload is not None else repr(record.value).encode(),
+            getattr(exc, "reason", str(exc)),
+            self.source.name,
+            record.partition,
+            record.offset,
+            record.timestamp_ms or int(time.time() * 1000),
+            getattr(exc, "code", None) or "rejected",
+        )
+        if self.dead_letters is not None:
+            self.dead_letters.write(letter)
+        else:
+            log.warning("dead letter at %s[%s]@%s: %s", letter.source, letter.partition,
+                        letter.offset, letter.reason)  # fmt: skip
+
+    def run(self) -> ScoreResult:
+        """Score until stopped, idle for ``stop_when_idle`` s or ``max_events`` records."""
+        from ..engine.runs import split_runs
+        from ..engine.schema import DEFAULT_LIMITS
+
+        cfg, result, limits = self.config, ScoreResult(), DEFAULT_LIMITS
+        self.live.start()
+        start = time.monotonic()
+        try:
+            while not self._stop.is_set() and not self.live.wait_for(0, timeout=0.5):
+                if getattr(self.live, "error", None) is not None:
+                    raise self.live.error
+            last_record = last_progress = time.monotonic()
+            while not self._stop.is_set():
+                budget = cfg["max_records"]
+                if cfg["max_events"]:
+                    budget = min(budget, cfg["max_events"] - result.records)
+                    if budget <= 0:
+                        break
+                batch = self.source.poll(budget, cfg["poll_timeout"])
+                now = time.monotonic()
+                if not batch:
+                    if cfg["stop_when_idle"] and now - last_record >= cfg["stop_when_idle"]:
+                        break
+                    continue
+                last_record = now
+                result.records += len(batch)
+                snap = self.live.snapshot  # one model for the whole batch
+                if not result.model_seqs or result.model_seqs[-1] != snap.seq:
+                    result.model_seqs.append(snap.seq)
+                positions: dict[int, int] = {}
+                runs = split_runs(batch, limits, None, lambda r, e: self._dead_letter(r, e, result))
+                for run in runs:
+                    predictions = snap.model.predict_many(run.frame()).tolist()
+                    self.predictions.write_many(
+                        predictions,
+                        ids=run.ids,
+                        offsets=[r.offset for r in run.records],
+                        model_seq=snap.seq,
+                        partition=run.partition,
+                    )
+                    result.scored += len(run)
+                for record in batch:
+                    positions[record.partition] = record.offset + 1
+                self.predictions.flush()
+                flush = getattr(self.dead_letters, "flush", None)
+                if flush is not None:
+                    flush()
+                self.source.commit(positions)  # after the predictions are durable
+                result.positions.update(positions)
+                if self.on_progress is not None and now - last_progress >= 1.0:
+                    last_progress = now
+                    elapsed = max(now - start, 1e-9)
+                    self.on_progress(
+                        {"records": result.records, "rate": result.scored / elapsed,
+                         "seq": snap.seq, "dead": result.dead_lettered}
+                    )  # fmt: skip
+        finally:
+            result.seconds = time.monotonic() - start
+            self.live.stop()
+            try:
+                self.predictions.close()
+                if self.dead_letters is not None:
+                    self.dead_letters.close()
+            finally:
+                self.source.close()
+        return result
+
+
+def _prediction_sink(config: dict[str, Any]) -> Any:
+    from ..engine.runner import prediction_sink
+
+    if config["predictions_topic"]:
+        return prediction_sink(config)
+    from ..sinks import FilePredictionSink
+
+    path = Path(config["predictions_file"])
+    return FilePredictionSink(
+        path,
+        "msgpack" if path.suffix == ".msgpack" else "jsonl",
+        layout=config["predictions_layout"],
+    )
+
+
+def _dead_letters(config: dict[str, Any]) -> Any:
+    if config["dead_letter_topic"]:
+        from ..engine.runner import kafka_settings
+        from ..sinks import KafkaDeadLetterSink
+
+        return KafkaDeadLetterSink(
+            config["bootstrap_servers"],
+            config["dead_letter_topic"],
+            producer_config=kafka_settings(config),
+        )
+    if config["dead_letter_dir"]:
+        from ..engine.deadletter import DeadLetterFile
+
+        directory = Path(config["dead_letter_dir"])
+        directory.mkdir(parents=True, exist_ok=True)
+        return DeadLetterFile(directory / "dead-letters.jsonl")
+    return None

@@ -1,0 +1,169 @@
+"""``streamk merge``: the merge role over a file store, with real processes and real files.
+
+Oracles: the merged model's decision function against each worker's own, combined by hand
+with weights n_learned_i / N (unbudgeted workers with a fixed kernel: nothing is compressed,
+so the merge is exactly that sum); the provenance against the snapshots the workers wrote;
+where workers resume against the events each one must learn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from river import datasets
+
+from streamk.snapshot import SnapshotStore
+
+ROOT = str(Path(__file__).resolve().parents[1])
+LOG = "log.jsonl"
+
+
+def write_log(path: Path, rows) -> None:
+    with open(path, "a") as f:
+        for x, y in rows:
+            f.write(json.dumps({"x": x, "y": bool(y)}) + "\n")
+
+
+def streamk(cwd: Path, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", *args, "--json"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def replay(cwd: Path, name: str, store: str = "snaps", *extra: str) -> dict:
+    return streamk(
+        cwd, "replay", LOG, "--model-name", name, "--snapshot-dir", store,
+        "--kernel", "rbf:0.5", "--budget", "0", "--scale", "none", "--snapshot-every", "100",
+        "--quiet", *extra,
+    )  # fmt: skip
+
+
+def merge(cwd: Path, store: str = "snaps") -> dict:
+    return streamk(cwd, "merge", "--snapshot-dir", store, "--topic", LOG, "--once", "--quiet")
+
+
+def test_merge_once_publishes_the_weighted_sum_once_with_provenance_and_no_offsets(tmp_path):
+    data = list(datasets.Bananas().take(800))
+    write_log(tmp_path / LOG, data[:600])
+    assert replay(tmp_path, "w0", "snaps", "--max-events", "300")["learned"] == 300
+    assert replay(tmp_path, "w1")["learned"] == 300  # resumes after w0's snapshot
+    store = SnapshotStore(tmp_path / "snaps")
+    w0, w1 = store.latest("w0"), store.latest("w1")
+
+    first = merge(tmp_path)
+    assert first["published"] == 1 and first["seq"] == 0
+    merged = store.latest("merged")
+    assert merged.seq == 0 and merged.offsets == {}  # not a worker: no coverage claimed
+    got = {s["name"]: (s["seq"], s["offsets"], s["n_learned"]) for s in merged.meta["sources"]}
+    assert got == {
+        "w0": (w0.seq, {LOG: {"0": 300}}, 300),
+        "w1": (w1.seq, {LOG: {"0": 600}}, 300),
+    }
+    for x, _ in data[600:700]:
+        expected = 0.5 * w0.model.decision_function_one(x) + 0.5 * w1.model.decision_function_one(x)
+        np.testing.assert_allclose(
+            merged.model.decision_function_one(x), expected, rtol=1e-9, atol=1e-12
+        )
+
+    # Unchanged workers: a second pass (a restarted merger) publishes nothing.
+    again = merge(tmp_path)
+    assert again["published"] == 0 and again["last"]["skipped"].startswith("unchanged")
+    assert [i.seq for i in store.list("merged")] == [0]
+
+    # A worker moves on: the next pass publishes seq 1 with its new snapshot.
+    write_log(tmp_path / LOG, data[600:])
+    assert replay(tmp_path, "w1")["learned"] == 200  # the merged snapshot is not coverage
+    third = merge(tmp_path)
+    assert third["published"] == 1 and third["seq"] == 1
+    sources = {s["name"]: s for s in store.latest("merged").meta["sources"]}
+    assert sources["w1"]["seq"] == store.latest("w1").seq
+    assert sources["w1"]["offsets"] == {LOG: {"0": 800}} and sources["w1"]["n_learned"] == 500
+
+
+def test_a_merged_snapshot_does_not_move_a_workers_resume_position(tmp_path):
+    """A store holding only a merged model: a worker learns every event (nothing is durable
+    in any worker's model); had the merge carried its sources' offsets, it would learn none."""
+    write_log(tmp_path / LOG, datasets.Bananas().take(400))
+    replay(tmp_path, "w0", "snaps", "--max-events", "250")
+    replay(tmp_path, "w1")
+    assert merge(tmp_path)["published"] == 1
+    shutil.copytree(tmp_path / "snaps" / "merged", tmp_path / "fresh" / "merged")
+    assert replay(tmp_path, "w2", "fresh")["learned"] == 400
+    # and in the shared store, a new worker still resumes after w0 and w1: nothing to learn
+    assert replay(tmp_path, "w3")["learned"] == 0
+
+
+def test_merge_with_no_workers_publishes_nothing(tmp_path):
+    out = merge(tmp_path)
+    assert out["published"] == 0 and out["last"]["skipped"] == "no worker snapshots yet"
+    assert not (tmp_path / "snaps" / "merged").exists()
+
+
+def test_the_merge_loop_publishes_each_change_once_and_stops_on_sigterm(tmp_path):
+    """``streamk merge`` without --once: many passes, one merge per change of the workers."""
+    import signal
+    import time
+
+    write_log(tmp_path / LOG, datasets.Bananas().take(300))
+    replay(tmp_path, "w0", "snaps", "--max-events", "150")
+    store = SnapshotStore(tmp_path / "snaps")
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--merge-every", "0.2", "--json"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def wait_for_seq(seq: int) -> None:
+        deadline = time.monotonic() + 60
+        while not [i for i in store.list("merged") if i.seq == seq]:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, f"no merged seq {seq}"
+            time.sleep(0.1)
+
+    try:
+        wait_for_seq(0)
+        replay(tmp_path, "w1")  # a second worker appears: one more merge
+        wait_for_seq(1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    summary = json.loads(out)
+    assert summary["published"] == 2 and summary["passes"] > 2  # passes over unchanged workers
+    assert [i.seq for i in store.list("merged")] == [0, 1]
+    names = [s["name"] for s in store.latest("merged").meta["sources"]]
+    assert names == ["w0", "w1"]
+
+
+def test_workers_that_standardise_their_features_are_refused_with_the_fix(tmp_path):
+    write_log(tmp_path / LOG, datasets.Bananas().take(200))
+    for name, scale in (("w0", "standard"), ("w1", "standard")):
+        streamk(tmp_path, "replay", LOG, "--model-name", name, "--snapshot-dir", "snaps",
+                "--scale", scale, "--quiet")  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--once"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "standardise their features" in done.stderr and 'scale = "none"' in done.stderr
+    assert not (tmp_path / "snaps" / "merged").exists()
