@@ -84,3 +84,22 @@ def test_two_workers_on_two_hosts_write_two_models(tmp_path):
         )
         assert done.returncode == 0, done.stderr[-2000:]
     assert SnapshotStore(tmp_path / "snaps").names() == ["streamk-0", "streamk-1"]
+
+
+def test_a_store_holding_the_old_default_model_keeps_it(tmp_path, caplog):
+    """Before model_name defaulted per worker it was "model": an upgraded engine with no
+    model_name set must continue that model, not start a new one beside it (its commits
+    and snapshots would then make the new model skip what the old one learned)."""
+    import logging
+
+    from streamk.engine.config import load_config
+
+    (tmp_path / "model").mkdir()
+    with caplog.at_level(logging.WARNING, logger="streamk"):
+        config = load_config(overrides={"snapshot_dir": str(tmp_path)}, environ={})
+    assert config["model_name"] == "model"
+    assert "continuing it" in caplog.text
+    fresh = load_config(
+        overrides={"snapshot_dir": str(tmp_path / "empty")}, environ={"HOSTNAME": "pod-3"}
+    )
+    assert fresh["model_name"] == "pod-3"

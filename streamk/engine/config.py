@@ -9,6 +9,7 @@ the key, the value and what was expected. ``streamk run --help`` and
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -21,6 +22,8 @@ from typing import Any
 from ..errors import ConfigError
 
 __all__ = ["Option", "DEFAULTS", "load_config", "render_table", "default_model_name"]
+
+log = logging.getLogger(__name__)
 
 
 _INT_MAX = 2**63 - 1
@@ -265,12 +268,28 @@ def load_config(
             raise ConfigError(f"unknown setting {key!r}")
         config[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
     if not config["model_name"]:
-        config["model_name"] = default_model_name(dict(env))
+        legacy = Path(config["snapshot_dir"]) / LEGACY_MODEL_NAME
+        if legacy.is_dir():
+            # Before model_name defaulted per worker it defaulted to "model": a store that
+            # holds that model keeps it, rather than starting a new one beside it.
+            config["model_name"] = LEGACY_MODEL_NAME
+            log.warning(
+                "model_name is not set and %s holds the model %r (the default before 0.2): "
+                "continuing it; set model_name to silence this",
+                config["snapshot_dir"],
+                LEGACY_MODEL_NAME,
+            )
+        else:
+            config["model_name"] = default_model_name(dict(env))
     _check(config)
     return config
 
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+#: the model name streamk used when model_name was not set, before it defaulted per worker
+LEGACY_MODEL_NAME = "model"
 
 
 def default_model_name(environ: dict[str, str] | None = None) -> str:
