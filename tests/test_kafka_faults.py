@@ -1,0 +1,299 @@
+"""Kafka transports under faults, on real brokers: commit metadata, offsets past the end,
+a 20-second network cut, and a clean exit of the confluent transport.
+
+Each test uses its own topic (and, for the cut, its own tansu behind a TCP proxy that
+the broker advertises, so every client connection goes through the proxy). Every
+loop is bounded in count and time; drained means "every offset counted", never an
+end offset (tansu 0.6 reports those wrongly, design §8).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaAdminClient, KafkaProducer
+
+from streamk.cli.broker import QUICK_GROUP_CONFIG, LocalBroker, create_topic, free_port
+from streamk.engine.events import encode_event
+from streamk.sources.base import Committed, Record, Source
+from streamk.sources.kafka import CommitFailedError, KafkaSource
+from tests.tcp_proxy import TcpProxy
+
+pytestmark = pytest.mark.kafka
+
+DEADLINE_S = 90.0
+CUT_S = 20.0
+
+
+@pytest.fixture(params=["kafka-python", "confluent"])
+def make_source(request: pytest.FixtureRequest) -> type[Source]:
+    """Each transport behind the same Source interface (confluent-kafka is optional)."""
+    if request.param == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+        from streamk.sources.kafka_confluent import ConfluentKafkaSource
+
+        return ConfluentKafkaSource
+    return KafkaSource
+
+
+@pytest.fixture
+def proxied() -> Iterator[tuple[TcpProxy, LocalBroker]]:
+    """A tansu of our own that advertises a TCP proxy's port: all traffic crosses it."""
+    proxy = TcpProxy()
+    port = free_port()
+    proxy.upstream_port = port
+    broker = LocalBroker(port, advertised_port=proxy.port)
+    try:
+        yield proxy, broker
+    finally:
+        broker.stop()
+        proxy.close()
+
+
+def _produce(bootstrap: str, topic: str, n: int, partitions: int, batch: int = 10) -> None:
+    """Events ``id = 0..n-1`` round-robin over partitions, flushed every ``batch`` sends
+    (so a partition's log holds several multi-record batches, as in production)."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50)
+    try:
+        futures = []
+        for i in range(n):
+            event = encode_event(x=[float(i)], y=i % 2, id=i)
+            futures.append(producer.send(topic, event, partition=i % partitions))
+            if (i + 1) % batch == 0:
+                producer.flush(timeout=30)
+        producer.flush(timeout=30)
+        for f in futures:
+            f.get(timeout=0)
+    finally:
+        producer.close(timeout=5)
+
+
+def _drain(source: Source, n: int) -> list[Record]:
+    out: list[Record] = []
+    deadline = time.monotonic() + DEADLINE_S
+    while len(out) < n:
+        assert time.monotonic() < deadline, f"got {len(out)} of {n} records before the deadline"
+        out.extend(source.poll(500, 0.2))
+    return out
+
+
+# -- commit metadata ------------------------------------------------------------------------
+def test_commit_carries_metadata_and_committed_returns_its_shape(proxied, make_source):
+    proxy, broker = proxied
+    topic, group = f"meta-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap_servers, topic, partitions=2)
+    _produce(broker.bootstrap_servers, topic, 30, 2)
+    bootstrap = f"127.0.0.1:{proxy.port}"
+    meta = json.dumps({"model": f"m-{uuid.uuid4().hex[:6]}", "seq": 7}, separators=(",", ":"))
+    source = make_source(bootstrap, topic, group, partitions=[0, 1])
+    try:
+        assert source.committed([0, 1]) == {}
+        _drain(source, 30)
+        source.commit({0: 15, 1: 9}, metadata=meta)
+        got = source.committed([0, 1])
+    finally:
+        source.close()
+    assert set(got) == {0, 1}
+    assert all(isinstance(c, Committed) for c in got.values())
+    assert (got[0].offset, got[1].offset) == (15, 9)
+    # the metadata went out in the OffsetCommit request, byte for byte ...
+    assert meta.encode() in bytes(proxy.sent)
+    # ... and comes back where the broker keeps it; tansu 0.6 returns null (-> "")
+    assert {c.metadata for c in got.values()} <= {meta, ""}
+    other = make_source(bootstrap, topic, group, partitions=[0, 1])
+    try:
+        again = other.committed([0, 1])
+    finally:
+        other.close()
+    assert {p: c.offset for p, c in again.items()} == {0: 15, 1: 9}
+
+
+def test_commit_without_metadata_sends_the_configured_default(proxied, make_source):
+    proxy, broker = proxied
+    topic, group = f"meta-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap_servers, topic, partitions=1)
+    _produce(broker.bootstrap_servers, topic, 5, 1)
+    marker = f"default-{uuid.uuid4().hex}"
+    source = make_source(
+        f"127.0.0.1:{proxy.port}", topic, group, partitions=[0], commit_metadata=marker
+    )
+    try:
+        _drain(source, 5)
+        source.commit({0: 5})
+        assert source.committed([0])[0].offset == 5
+    finally:
+        source.close()
+    assert marker.encode() in bytes(proxy.sent)
+
+
+# -- offsets past the end -------------------------------------------------------------------
+def test_beyond_end_is_detected_on_a_fresh_topic(kafka_broker, topic_name, make_source):
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=2)
+    _produce(bootstrap, topic_name, 60, 2)  # 30 per partition, in batches of 5
+    source = make_source(bootstrap, topic_name, f"g-{topic_name}", partitions=[0, 1])
+    try:
+        seen = source.poll(1, 0.5)  # assignment in place (confluent assigns on first poll)
+        # at or before the true end (30): valid, whatever end offset tansu reports
+        assert source.beyond_end({0: 30, 1: 29}) == {}
+        assert source.beyond_end({0: 0, 1: 1}) == {}
+        # past it: reported with the partition's first offset
+        assert source.beyond_end({0: 31, 1: 30}) == {0: 0}
+        assert source.beyond_end({0: 500, 1: 31}) == {0: 0, 1: 0}
+        # the source still reads normally afterwards
+        seen += _drain(source, 60 - len(seen))
+        assert sorted(r.offset for r in seen if r.partition == 0) == list(range(30))
+    finally:
+        source.close()
+
+
+def test_beyond_end_after_the_topic_is_recreated(kafka_broker, topic_name, make_source):
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=1)
+    _produce(bootstrap, topic_name, 40, 1)
+    group = f"g-{topic_name}"
+    first = make_source(bootstrap, topic_name, group, partitions=[0])
+    try:
+        assert len({r.offset for r in _drain(first, 40)}) == 40
+        first.commit({0: 40})
+    finally:
+        first.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_topics([topic_name], timeout_ms=10_000)
+    finally:
+        admin.close()
+    deadline = time.monotonic() + 30
+    while not create_topic(bootstrap, topic_name, partitions=1):
+        assert time.monotonic() < deadline, "the deleted topic never went away"
+        time.sleep(0.2)  # bounded: deletion is asynchronous on some brokers
+    _produce(bootstrap, topic_name, 12, 1)
+    second = make_source(bootstrap, topic_name, group, partitions=[0])
+    try:
+        second.poll(1, 0.5)
+        assert second.beyond_end({0: 40}) == {0: 0}  # the old snapshot's offset
+        assert second.beyond_end({0: 12}) == {}
+    finally:
+        second.close()
+
+
+# -- a 20-second network cut ----------------------------------------------------------------
+class _Follower:
+    """What the engine does with a source: seek to its own positions on every assignment."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.read: dict[int, int] = {}
+        self.assigned: list[list[int]] = []
+        source.on_rebalance(self._assigned, lambda parts: None)
+        if hasattr(source, "on_lost"):
+            source.on_lost(lambda parts: None)
+
+    def _assigned(self, parts: list[int]) -> None:
+        self.assigned.append(parts)
+        for p in parts:
+            self.source.seek(p, self.read.get(p, 0))
+
+    def poll(self) -> list[Record]:
+        got = self.source.poll(100, 0.2)
+        for r in got:
+            self.read[r.partition] = r.offset + 1
+        return got
+
+
+def test_a_network_cut_is_ridden_out(proxied, make_source, caplog):
+    proxy, broker = proxied
+    topic, group = f"cut-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    n = 4000
+    create_topic(broker.bootstrap_servers, topic, partitions=2)
+    _produce(broker.bootstrap_servers, topic, n, 2, batch=200)
+    caplog.set_level(logging.WARNING, logger="streamk.sources")
+    source = make_source(
+        f"127.0.0.1:{proxy.port}", topic, group, consumer_config=dict(QUICK_GROUP_CONFIG)
+    )
+    follower = _Follower(source)
+    records: list[Record] = []
+    commit_errors: list[Exception] = []
+    cut_at = restored_at = None
+    deadline = time.monotonic() + DEADLINE_S + CUT_S
+    try:
+        while len({(r.partition, r.offset) for r in records}) < n:
+            assert time.monotonic() < deadline, f"{len(records)} of {n} before the deadline"
+            records.extend(follower.poll())  # must never raise
+            if cut_at is None and len(records) >= n // 4:
+                proxy.cut()
+                cut_at = time.monotonic()
+                try:  # the engine commits after each snapshot; mid-outage it must fail cleanly
+                    source.commit(dict(follower.read))
+                except CommitFailedError as exc:
+                    commit_errors.append(exc)
+            if cut_at is not None and restored_at is None:
+                if time.monotonic() - cut_at >= CUT_S:
+                    assert not source.connected  # the outage was noticed while it lasted
+                    proxy.restore()
+                    restored_at = time.monotonic()
+        time_after = time.monotonic() + 3  # the link is declared up again (bounded)
+        while not source.connected and time.monotonic() < time_after:
+            records.extend(follower.poll())
+    finally:
+        source.close()
+    assert restored_at is not None
+    offsets = [(r.partition, r.offset) for r in records]
+    assert len(offsets) == len(set(offsets)) == n  # every record exactly once
+    for p in (0, 1):
+        assert sorted(o for q, o in offsets if q == p) == list(range(n // 2))
+    assert len(commit_errors) == 1
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("streamk.sources")]
+    changes = [m for m in lines if m.startswith(("lost the connection", "connection to"))]
+    kinds = ["lost" if m.startswith("lost") else "restored" for m in changes]
+    assert kinds and kinds == ["lost", "restored"] * (len(kinds) // 2), changes
+    assert source.outages == source.reconnects == len(kinds) // 2 >= 1
+    assert source.connected
+
+
+# -- confluent transport: a clean exit ------------------------------------------------------
+def test_confluent_run_stops_when_idle_with_exit_0(kafka_broker, topic_name, tmp_path):
+    pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    bootstrap = kafka_broker.bootstrap_servers
+    create_topic(bootstrap, topic_name, partitions=1)
+    _produce(bootstrap, topic_name, 50, 1)
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamk.cli",
+        "run",
+        "--bootstrap-servers",
+        bootstrap,
+        "--topic",
+        topic_name,
+        "--group",
+        f"g-{topic_name}",
+        "--transport",
+        "confluent",
+        "--snapshot-dir",
+        str(tmp_path / "snaps"),
+        "--learner",
+        "perceptron",
+        "--stop-when-idle",
+        "5",
+        "--max-poll-interval-ms",
+        "3000",
+        "--session-timeout-ms",
+        "3000",
+        "--heartbeat-interval-ms",
+        "500",
+        "--quiet",
+        "--json",
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["records"] in (0, 50)  # 0 while the idle clock starts before the join
+    assert "Traceback" not in done.stderr
