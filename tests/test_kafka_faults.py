@@ -13,6 +13,7 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,8 +21,12 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
+from streamk import KernelPerceptron
 from streamk.cli.broker import QUICK_GROUP_CONFIG, LocalBroker, create_topic, free_port
 from streamk.engine.events import encode_event
+from streamk.errors import SnapshotError
+from streamk.snapshot import dumps
+from streamk.snapshot.kafka import SnapshotPublisher, SnapshotReader
 from streamk.sources.base import Committed, Record, Source
 from streamk.sources.kafka import CommitFailedError, KafkaSource
 from tests.tcp_proxy import TcpProxy
@@ -297,3 +302,47 @@ def test_confluent_run_stops_when_idle_with_exit_0(kafka_broker, topic_name, tmp
     summary = json.loads(done.stdout)
     assert summary["records"] in (0, 50)  # 0 while the idle clock starts before the join
     assert "Traceback" not in done.stderr
+
+
+# -- the snapshot publisher through a cut ---------------------------------------------------
+def _snapshot(seq: int) -> bytes:
+    model = KernelPerceptron()
+    for i in range(40):
+        model.learn_one({"a": float(i % 7), "b": float(i % 3)}, i % 2 == 0)
+    return dumps(model, offsets={"events": {0: 40 * seq}}, seq=seq)
+
+
+def test_publisher_rides_out_a_20_s_cut(proxied, caplog):
+    proxy, _ = proxied
+    topic = f"snaps-{uuid.uuid4().hex[:8]}"
+    bootstrap = f"127.0.0.1:{proxy.port}"
+    caplog.set_level(logging.WARNING, logger="streamk.snapshot.kafka")
+    with SnapshotPublisher(bootstrap, topic, timeout=40) as pub:
+        assert pub.publish("m", _snapshot(1)).seq == 1
+        proxy.cut()
+        restore = threading.Timer(20.0, proxy.restore)  # the outage lasts 20 s
+        restore.start()
+        try:
+            assert pub.publish("m", _snapshot(2)).seq == 2  # rides it out
+        finally:
+            restore.join()
+    snap = SnapshotReader(bootstrap, topic).latest("m", timeout=20)
+    assert snap is not None and snap.seq == 2 and snap.offsets == {"events": {0: 80}}
+    # kafka-python's producer holds the parts and reconnects by itself here; the
+    # publisher's own retry (one WARNING) covers errors raised before its deadline
+    retries = [r for r in caplog.records if "retrying" in r.getMessage()]
+    assert len(retries) <= 1
+
+
+def test_publisher_gives_up_at_its_deadline(proxied):
+    proxy, _ = proxied
+    topic = f"snaps-{uuid.uuid4().hex[:8]}"
+    pub = SnapshotPublisher(f"127.0.0.1:{proxy.port}", topic, timeout=5)
+    try:
+        pub.publish("m", _snapshot(1))
+        proxy.cut()
+        with pytest.raises(SnapshotError, match="not published"):
+            pub.publish("m", _snapshot(2))
+    finally:
+        proxy.restore()
+        pub.close(timeout=5)
