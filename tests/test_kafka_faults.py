@@ -25,7 +25,7 @@ from streamk import KernelPerceptron
 from streamk.cli.broker import QUICK_GROUP_CONFIG, LocalBroker, create_topic, free_port
 from streamk.engine.events import encode_event
 from streamk.errors import SnapshotError
-from streamk.snapshot import dumps
+from streamk.snapshot import SnapshotStore, dumps
 from streamk.snapshot.kafka import SnapshotPublisher, SnapshotReader
 from streamk.sources.base import Committed, Record, Source
 from streamk.sources.kafka import CommitFailedError, KafkaSource
@@ -346,3 +346,77 @@ def test_publisher_gives_up_at_its_deadline(proxied):
     finally:
         proxy.restore()
         pub.close(timeout=5)
+
+
+# -- the engine through a 20-second cut (real process) --------------------------------------
+@pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
+def test_streamk_run_rides_out_a_20_s_cut(proxied, tmp_path, transport):
+    """``streamk run`` behind the proxy: half the stream, a 20 s cut, the other half.
+
+    The engine must stay up, learn every event exactly once, and end like an
+    uninterrupted run (the book's perceptron written plainly in test_engine_crash).
+    """
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    from tests.test_engine_crash import N, engine_cmd, make_events, reference
+
+    proxy, broker = proxied
+    topic = f"run-cut-{uuid.uuid4().hex[:8]}"
+    events = make_events(N)
+    half = N // 2  # 1200: a multiple of the engine's snapshot_every (150)
+    create_topic(broker.bootstrap_servers, topic, partitions=1)
+
+    def send(part):
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        for i, (x, y) in part:
+            producer.send(topic, encode_event(x, y=y, id=i), partition=0)
+        producer.flush(timeout=30)
+        producer.close(timeout=5)
+
+    send(list(enumerate(events))[:half])
+    snapshots = tmp_path / "snapshots"
+    cmd = engine_cmd(f"127.0.0.1:{proxy.port}", topic, "cut", snapshots, idle=CUT_S + 10)
+    cmd = [*cmd[:-1], "--transport", transport, *cmd[-1:]]
+    log_path = tmp_path / "engine.log"  # a file, not a pipe: librdkafka logs a lot while cut
+    log_file = open(log_path, "w")  # noqa: SIM115 - closed in finally
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file, text=True)
+    try:
+        store = SnapshotStore(snapshots)
+
+        def learned() -> int:
+            snap = store.latest("model") if snapshots.exists() else None
+            return 0 if snap is None else snap.offsets.get(topic, {}).get(0, 0)
+
+        deadline = time.monotonic() + DEADLINE_S
+        while learned() < half:  # bounded: the first half is learned and snapshotted
+            assert proc.poll() is None, log_path.read_text()[-2000:]
+            assert time.monotonic() < deadline, "the first half was never snapshotted"
+            time.sleep(0.2)
+        proxy.cut()
+        cut_until = time.monotonic() + CUT_S
+        while time.monotonic() < cut_until:  # the engine must survive the whole cut
+            assert proc.poll() is None, log_path.read_text()[-3000:]
+            time.sleep(0.2)
+        proxy.restore()
+        send(list(enumerate(events))[half:])
+        try:
+            proc.wait(timeout=DEADLINE_S + CUT_S)  # drains, then stops when idle
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+            pytest.fail(f"the engine did not stop: {log_path.read_text()[-3000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        log_file.close()
+    err = log_path.read_text()
+    assert proc.returncode == 0, err[-3000:]
+    assert "Traceback" not in err
+    snap = SnapshotStore(snapshots).latest("model")
+    assert snap.offsets == {topic: {0: N}}
+    assert snap.model.n_learned == N  # not one event learned twice, not one skipped
+    ref = reference(events)
+    for x, _ in events[:100]:
+        assert snap.model.predict_proba_one(x) == pytest.approx(ref.predict_proba_one(x), abs=1e-9)
+    assert err.count("lost the connection") == err.count("restored after") >= 1
