@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import subprocess
 import sys
 import threading
@@ -264,44 +265,43 @@ def test_a_network_cut_is_ridden_out(proxied, make_source, caplog):
 
 
 # -- confluent transport: a clean exit ------------------------------------------------------
-def test_confluent_run_stops_when_idle_with_exit_0(kafka_broker, topic_name, tmp_path):
+@pytest.mark.parametrize("how", ["stop-when-idle", "sigterm"])
+def test_confluent_run_ends_with_exit_0_and_its_summary(kafka_broker, topic_name, tmp_path, how):
     pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
     bootstrap = kafka_broker.bootstrap_servers
     create_topic(bootstrap, topic_name, partitions=1)
     _produce(bootstrap, topic_name, 50, 1)
+    snaps = tmp_path / "snaps"
     cmd = [
-        sys.executable,
-        "-m",
-        "streamk.cli",
-        "run",
-        "--bootstrap-servers",
-        bootstrap,
-        "--topic",
-        topic_name,
-        "--group",
-        f"g-{topic_name}",
-        "--transport",
-        "confluent",
-        "--snapshot-dir",
-        str(tmp_path / "snaps"),
-        "--learner",
-        "perceptron",
-        "--stop-when-idle",
-        "5",
-        "--max-poll-interval-ms",
-        "3000",
-        "--session-timeout-ms",
-        "3000",
-        "--heartbeat-interval-ms",
-        "500",
-        "--quiet",
-        "--json",
+        *(sys.executable, "-m", "streamk.cli", "run", "--bootstrap-servers", bootstrap),
+        *("--topic", topic_name, "--group", f"g-{topic_name}", "--transport", "confluent"),
+        *("--snapshot-dir", str(snaps), "--snapshot-every", "25", "--learner", "perceptron"),
+        *("--max-poll-interval-ms", "3000", "--session-timeout-ms", "3000"),
+        *("--heartbeat-interval-ms", "500", "--quiet", "--json"),
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout)
-    assert summary["records"] in (0, 50)  # 0 while the idle clock starts before the join
-    assert "Traceback" not in done.stderr
+    if how == "stop-when-idle":
+        cmd += ["--stop-when-idle", "5"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        if how == "sigterm":  # once all 50 are snapshotted (bounded), ask it to stop
+            store = SnapshotStore(snaps)
+            deadline = time.monotonic() + DEADLINE_S
+            while True:
+                snap = store.latest("model") if snaps.exists() else None
+                if snap is not None and snap.offsets.get(topic_name) == {0: 50}:
+                    break
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    summary = json.loads(out)
+    assert summary["records"] == summary["learned"] == 50  # idle counts from the assignment
+    assert "Traceback" not in err
 
 
 # -- the snapshot publisher through a cut ---------------------------------------------------
