@@ -376,7 +376,8 @@ def test_streamk_run_rides_out_a_20_s_cut(proxied, tmp_path, transport):
     send(list(enumerate(events))[:half])
     snapshots = tmp_path / "snapshots"
     cmd = engine_cmd(f"127.0.0.1:{proxy.port}", topic, "cut", snapshots, idle=CUT_S + 10)
-    cmd = [*cmd[:-1], "--transport", transport, *cmd[-1:]]
+    # raw features, so the plain perceptron is the oracle (scale = auto would standardise)
+    cmd = [*cmd[:-1], "--transport", transport, "--scale", "none", *cmd[-1:]]
     log_path = tmp_path / "engine.log"  # a file, not a pipe: librdkafka logs a lot while cut
     log_file = open(log_path, "w")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file, text=True)
