@@ -152,6 +152,9 @@ class LocalBroker:
         Seconds between SIGTERM and SIGKILL in :meth:`stop`.
     start
         Start at construction (the default); otherwise call :meth:`start`.
+    advertised_port
+        Port the broker tells clients to connect to (e.g. a test's TCP proxy in front
+        of it); ``None`` advertises the listening port itself.
 
     Notes
     -----
@@ -177,8 +180,10 @@ class LocalBroker:
         startup_timeout: float = 20.0,
         stop_timeout: float = 5.0,
         start: bool = True,
+        advertised_port: int | None = None,
     ) -> None:
         self.binary = find_tansu(binary)
+        self.advertised_port = advertised_port
         self.port = port
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
@@ -221,7 +226,9 @@ class LocalBroker:
 
     def _spawn(self, port: int) -> None:
         url = f"tcp://{self.host}:{port}"
-        cmd = [str(self.binary), "broker", "--listener-url", url, "--advertised-listener-url", url]
+        advertised = f"tcp://{self.host}:{self.advertised_port or port}"
+        cmd = [str(self.binary), "broker", "--listener-url", url]
+        cmd += ["--advertised-listener-url", advertised]
         cmd += ["--storage-engine", "memory://tansu/"]
         assert self.log_path is not None
         with open(self.log_path, "ab") as log:

@@ -68,6 +68,19 @@ def _kafka() -> Any:
     return kafka
 
 
+class _Transient(SnapshotError):
+    """A send that failed for a reason worth retrying (connection, timeout, leader move)."""
+
+
+def _error(exc: BaseException, message: str) -> SnapshotError:
+    """The error to raise for a client error: :class:`_Transient` when retrying may help."""
+    kafka = _kafka()
+    retriable = getattr(exc, "retriable", False) or isinstance(
+        exc, (kafka.errors.KafkaConnectionError, kafka.errors.KafkaTimeoutError)
+    )
+    return _Transient(message) if retriable else SnapshotError(message)
+
+
 def _security(config: dict[str, Any]) -> dict[str, Any]:
     """The client settings an admin client needs too (SSL, SASL, timeouts)."""
     keep = ("security_protocol", "ssl_", "sasl_", "request_timeout_ms", "client_id", "bootstrap_")
@@ -109,7 +122,9 @@ class SnapshotPublisher:
     producer_config
         Extra ``KafkaProducer`` settings (SSL/SASL pass through; also used to create the topic).
     timeout
-        Seconds to wait for acknowledgements in ``publish`` (and metadata at start).
+        Seconds ``publish`` may take, retries included (and the wait for metadata at
+        start). A connection error or an unacknowledged part is retried with backoff
+        (0.2 s doubling to 2 s; one WARNING line per publish) until this deadline.
     """
 
     def __init__(
@@ -216,10 +231,42 @@ class SnapshotPublisher:
             return result
 
     def _send(self, name: str, buf: bytes, snap: Snapshot) -> PublishResult:
+        """Send every part, retrying transient failures until ``timeout`` has passed.
+
+        A retry re-sends every part under the same snapshot id (same chunk keys), so a
+        half-sent earlier attempt leaves nothing behind that compaction would keep.
+        """
         sid, sha = uuid.uuid4().hex, hashlib.sha256(buf).hexdigest()
-        n = 0 if len(buf) <= self.chunk_size else math.ceil(len(buf) / self.chunk_size)
         deadline = time.monotonic() + self.timeout
-        partition = self._partition(name)
+        pause, attempts = 0.2, 1
+        while True:
+            try:
+                return self._attempt(name, buf, snap, sid, sha, deadline)
+            except _Transient as exc:
+                left = deadline - time.monotonic()
+                if left <= pause:
+                    raise SnapshotError(
+                        f"{exc} (gave up after {attempts} attempts in {self.timeout:g} s)"
+                    ) from exc.__cause__
+                if attempts == 1:
+                    log.warning(
+                        "publishing %r to %r: %s; retrying for up to %.0f s more",
+                        name,
+                        self.topic,
+                        exc.__cause__ or exc,
+                        left,
+                    )
+                time.sleep(pause)
+                pause, attempts = min(2.0, pause * 2), attempts + 1
+
+    def _attempt(
+        self, name: str, buf: bytes, snap: Snapshot, sid: str, sha: str, deadline: float
+    ) -> PublishResult:
+        n = 0 if len(buf) <= self.chunk_size else math.ceil(len(buf) / self.chunk_size)
+        try:
+            partition = self._partition(name)
+        except _kafka().errors.KafkaError as exc:
+            raise _error(exc, f"could not look up the partitions of {self.topic!r}") from exc
         common = headers(sid, n, len(buf), sha)
         futures = [
             self._emit(
@@ -252,9 +299,10 @@ class SnapshotPublisher:
                 self.topic, key=key.encode(), value=value, headers=hdrs, partition=partition
             )
         except kafka.errors.KafkaError as exc:
-            raise SnapshotError(
+            raise _error(
+                exc,
                 f"could not send {key!r} to topic {self.topic!r}: {exc}; the snapshot was not "
-                "published (readers keep the previous one)"
+                "published (readers keep the previous one)",
             ) from exc
 
     def _wait(self, futures: list, deadline: float, what: str) -> list:
@@ -263,10 +311,11 @@ class SnapshotPublisher:
             self._producer.flush(timeout=max(0.0, deadline - time.monotonic()))
             return [f.get(timeout=max(0.1, deadline - time.monotonic())) for f in futures]
         except kafka.errors.KafkaError as exc:
-            raise SnapshotError(
+            raise _error(
+                exc,
                 f"sending {what} to topic {self.topic!r} at {self.bootstrap_servers} failed "
                 f"or was not acknowledged within {self.timeout:g} s: {type(exc).__name__}: "
-                f"{exc}; the snapshot was not published (readers keep the previous one)"
+                f"{exc}; the snapshot was not published (readers keep the previous one)",
             ) from exc
 
     def _tombstone(self, keys: list[str], partition: int) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Record", "Source", "RebalanceHandler"]
+__all__ = ["Committed", "Record", "Source", "RebalanceHandler"]
 
 #: called with the partitions assigned or about to be revoked
 RebalanceHandler = Callable[[list[int]], None]
@@ -33,6 +33,20 @@ class Record:
     value: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A group's committed position of one partition: the next offset, and its metadata.
+
+    ``metadata`` is the string stored with the commit (the engine puts the model name
+    and snapshot seq there, design §7); ``""`` when none was stored *or the broker does
+    not keep it*: tansu 0.6 accepts commit metadata and returns it as null on both
+    transports, so readers must treat ``""`` as "author unknown".
+    """
+
+    offset: int
+    metadata: str = ""
+
+
 class Source(ABC):
     """A partitioned, replayable stream of :class:`Record`.
 
@@ -43,6 +57,9 @@ class Source(ABC):
 
     #: topic name or file path, used in snapshots' ``stream`` map and dead letters
     name: str
+    #: broker outages begun and ended (network sources; see ``sources.health``), for metrics
+    outages: int = 0
+    reconnects: int = 0
 
     def __init__(self) -> None:
         self._on_assigned: RebalanceHandler | None = None
@@ -61,15 +78,29 @@ class Source(ABC):
     def seek(self, partition: int, offset: int) -> None:
         """Read ``partition`` from ``offset`` on (the next record returned has that offset)."""
 
-    def committed(self, partitions: list[int]) -> dict[int, int]:
-        """The group's committed next offsets, where a source has them."""
+    def committed(self, partitions: list[int]) -> dict[int, Committed]:
+        """The group's committed positions, where a source has them (absent: never committed)."""
         return {}
 
     def commit(  # noqa: B027 - optional hook
         self, positions: dict[int, int], metadata: str | None = None
     ) -> None:
-        """Record ``positions`` (partition -> next offset) as processed, with ``metadata``
-        (which model's snapshot covers them); default: nothing."""
+        """Record ``positions`` (partition -> next offset) as processed; default: nothing.
+
+        ``metadata`` (a short string) is stored with every partition's offset where the
+        source can, and read back by :meth:`committed`.
+        """
+
+    def beyond_end(self, targets: dict[int, int]) -> dict[int, int]:
+        """Partitions whose target offset lies past the partition's end, with their start.
+
+        ``targets`` maps assigned partitions to the offsets the engine is about to seek
+        to (e.g. from a snapshot). The answer maps each partition whose target is beyond
+        the last record + 1 (the topic was deleted and recreated, or the snapshot comes
+        from another cluster) to the partition's first available offset, where an
+        ``earliest`` policy would resume. Finite and in-memory sources: never (``{}``).
+        """
+        return {}
 
     @abstractmethod
     def assignment(self) -> list[int]:

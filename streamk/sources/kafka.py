@@ -35,12 +35,21 @@ in-flight work; do not commit); without one the event is only logged and recorde
 
 tansu 0.6 reports end offsets wrongly (the start of the last batch, design §8), so
 :meth:`KafkaSource.lag` is approximate there; never use it to decide a topic is drained.
+:meth:`KafkaSource.beyond_end` is built to be right on tansu and on Apache Kafka alike.
+
+Outages: connection errors never escape :meth:`~KafkaSource.poll` (it returns ``[]``
+and backs off, each pause bounded by the poll timeout) nor :meth:`~KafkaSource.committed`
+(retried within ``timeout_s``, then :class:`~streamk.errors.BrokerError`);
+:meth:`~KafkaSource.commit` raises :class:`CommitFailedError`, at once while the link is
+known to be down. One WARNING line marks each loss and each recovery;
+:attr:`KafkaSource.outages` and :attr:`KafkaSource.reconnects` count them.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -51,7 +60,8 @@ from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
 
 from ..errors import BrokerError, ConfigError
-from .base import RebalanceHandler, Record, Source
+from .base import Committed, RebalanceHandler, Record, Source
+from .health import ConnectionHealth
 
 __all__ = ["KafkaSource", "CommitFailedError", "DEFAULT_CONSUMER_CONFIG"]
 
@@ -106,8 +116,10 @@ class KafkaSource(Source):
         ``_complete_join``). Default: None, meaning the rebalance timeout
         (``max_poll_interval_ms``) plus ``timeout_s``.
     commit_metadata : str
-        Metadata string stored with each commit (keep it small; a snapshot id fits).
-        Default: "".
+        Metadata string stored with each commit when :meth:`commit` is given none
+        (keep it small; a snapshot id fits). Default: "".
+    probe_timeout_s : float
+        Longest wait of :meth:`beyond_end` for its probe fetch. Default: 5.0.
 
     Attributes
     ----------
@@ -116,6 +128,9 @@ class KafkaSource(Source):
     rebalances : list of (str, list of int)
         Every rebalance callback seen, in order: ``("revoked" | "assigned" | "lost",
         partitions)``; handy in logs and tests.
+    health : ConnectionHealth
+        The link's state; :attr:`outages`, :attr:`reconnects` and :attr:`connected`
+        read it.
     """
 
     def __init__(
@@ -130,6 +145,7 @@ class KafkaSource(Source):
         timeout_s: float = 10.0,
         join_timeout_s: float | None = None,
         commit_metadata: str = "",
+        probe_timeout_s: float = 5.0,
     ) -> None:
         super().__init__()
         self.name = topic
@@ -162,6 +178,15 @@ class KafkaSource(Source):
             join_timeout_s = config["max_poll_interval_ms"] / 1000 + timeout_s
         self.join_timeout_ms = int(join_timeout_s * 1000)
         self.commit_metadata = commit_metadata
+        self.probe_timeout_s = probe_timeout_s
+        # what a short-lived probe consumer needs (security settings, no group)
+        self._probe_config = {
+            k: v
+            for k, v in config.items()
+            if k not in ("group_id", "max_poll_interval_ms", "auto_offset_reset")
+            and not k.startswith(("session_", "heartbeat_", "partition_assignment"))
+        }
+        self.health = ConnectionHealth(f"Kafka at {bootstrap_servers} (topic {topic!r})", log)
         self.rebalances: list[tuple[str, list[int]]] = []
         self._on_lost: RebalanceHandler | None = None
         self._closing = False
@@ -182,6 +207,21 @@ class KafkaSource(Source):
         else:
             self.consumer.subscribe([topic], listener=_make_listener(self))
 
+    @property
+    def outages(self) -> int:  # type: ignore[override]
+        """Outage episodes begun (one WARNING line each)."""
+        return self.health.outages
+
+    @property
+    def reconnects(self) -> int:  # type: ignore[override]
+        """Outage episodes ended by a reconnection."""
+        return self.health.reconnects
+
+    @property
+    def connected(self) -> bool:
+        """False from the moment a loss is noticed until the link works again."""
+        return self.health.up
+
     # -- engine callbacks -----------------------------------------------------------------
     def on_lost(self, handler: RebalanceHandler | None) -> None:
         """Register a handler for partitions lost by eviction (discard, never commit)."""
@@ -192,17 +232,24 @@ class KafkaSource(Source):
         """Up to ``max_records`` records, per-partition order kept, partitions in order.
 
         Rebalance handlers run inside this call. Waits at most ``timeout`` seconds
-        for data (a group join may take one extra rebalance timeout on tansu).
+        for data (a group join may take one extra rebalance timeout on tansu). A
+        connection error returns ``[]`` after a pause of at most ``timeout``.
         """
         if self.partitions is not None and not self._announced:
             self._announced = True
             self.rebalances.append(("assigned", list(self.partitions)))
             if self._on_assigned is not None:
                 self._on_assigned(list(self.partitions))
-        self._complete_join()
-        batches = self.consumer.poll(
-            timeout_ms=max(0, int(timeout * 1000)), max_records=max(1, int(max_records))
-        )
+        try:
+            self._complete_join()
+            batches = self.consumer.poll(
+                timeout_ms=max(0, int(timeout * 1000)), max_records=max(1, int(max_records))
+            )
+        except kafka_errors.KafkaError as exc:
+            if not _is_connection_error(exc):
+                raise
+            time.sleep(min(self.health.failed(f"{type(exc).__name__}: {exc}"), max(0.0, timeout)))
+            return []
         out: list[Record] = []
         for tp in sorted(batches, key=lambda t: t.partition):
             msgs = batches[tp]
@@ -217,7 +264,37 @@ class KafkaSource(Source):
             epoch = getattr(last, "leader_epoch", None)
             if epoch is not None:
                 self._epoch[p] = epoch
+        # records may come from the client's prefetch buffer: only a live connection
+        # proves the link is back
+        linked = self._linked()
+        if linked and not self.health.up:
+            self.health.ok()
+        else:
+            self.health.observe(linked)
         return out
+
+    def _linked(self) -> bool:
+        """Whether any broker connection is up: a local look, no network call.
+
+        Reads kafka-python's client (``consumer._client.connected(node)``, present in
+        2.x and 3.x); where that is unavailable it answers True and only raised errors
+        mark an outage.
+        """
+        client = getattr(self.consumer, "_client", None)
+        connected = getattr(client, "connected", None)
+        if connected is None:
+            return True
+        try:
+            nodes: list[Any] = [  # BrokerMetadata.nodeId (2.x), node_id (3.x)
+                getattr(b, "node_id", getattr(b, "nodeId", None)) for b in client.cluster.brokers()
+            ]
+            group = getattr(self.consumer, "_coordinator", None)
+            coordinator = getattr(group, "coordinator_id", None)
+            if coordinator is not None:
+                nodes.append(coordinator)
+            return any(connected(n) for n in nodes)
+        except Exception:  # noqa: BLE001 - a private API changed: rely on raised errors
+            return True
 
     def _complete_join(self) -> None:
         """Drive a pending group (re)join to its end, bounded by ``join_timeout_s``.
@@ -246,31 +323,50 @@ class KafkaSource(Source):
         self._next[int(partition)] = int(offset)
         self._epoch.pop(int(partition), None)
 
-    def committed(self, partitions: list[int]) -> dict[int, int]:
-        """The group's committed next offsets; partitions never committed are left out."""
-        if self.group_id is None:
+    def committed(self, partitions: list[int]) -> dict[int, Committed]:
+        """The group's committed positions; partitions never committed are left out.
+
+        Connection errors are retried with backoff for up to ``timeout_s``.
+
+        Raises
+        ------
+        BrokerError
+            If the broker could not be reached within ``timeout_s`` or refused.
+        """
+        if self.group_id is None or self._closing:
             return {}
-        out: dict[int, int] = {}
+        out: dict[int, Committed] = {}
+        deadline = time.monotonic() + self.timeout_ms / 1000
         for p in partitions:
             tp = TopicPartition(self.topic, int(p))
-            try:
-                offset = self.consumer.committed(tp, timeout_ms=self.timeout_ms)
-            except kafka_errors.KafkaError as exc:
-                raise BrokerError(
-                    f"could not read committed offset of {self.topic}[{p}] for group "
-                    f"{self.group_id!r}: {exc}"
-                ) from exc
-            if offset is not None and offset >= 0:
-                out[int(p)] = int(offset)
+            while True:
+                try:
+                    got = self.consumer.committed(tp, metadata=True, timeout_ms=self.timeout_ms)
+                    break
+                except kafka_errors.KafkaError as exc:
+                    left = deadline - time.monotonic()
+                    if _is_connection_error(exc) and left > 0:
+                        time.sleep(min(self.health.failed(exc), left))
+                        continue
+                    raise BrokerError(
+                        f"could not read committed offset of {self.topic}[{p}] for group "
+                        f"{self.group_id!r}: {type(exc).__name__}: {exc}"
+                    ) from exc
+            if got is not None and got.offset is not None and got.offset >= 0:
+                out[int(p)] = Committed(int(got.offset), got.metadata or "")
         return out
 
     def commit(self, positions: dict[int, int], metadata: str | None = None) -> None:
         """Commit ``positions`` (partition -> next offset) for the group, synchronously.
 
+        ``metadata`` (default: ``commit_metadata``) is stored with each partition's
+        offset (``OffsetAndMetadata.metadata``).
+
         Raises
         ------
         CommitFailedError
-            If the broker refused the commit or it did not finish within ``timeout_s``.
+            If the broker refused the commit, it did not finish within ``timeout_s``,
+            or the link to the broker is known to be down (fails at once then).
         """
         if not positions:
             return
@@ -278,17 +374,24 @@ class KafkaSource(Source):
             raise ConfigError(
                 f"KafkaSource({self.topic!r}) has no group_id, so it cannot commit offsets."
             )
+        if not self.health.up or self._closing:
+            raise CommitFailedError(
+                f"not committing {dict(sorted(positions.items()))} on {self.topic!r}: "
+                + ("the source is closed." if self._closing else "the broker is unreachable.")
+                + " The snapshot still holds these offsets; a restart resumes from it."
+            )
+        meta = self.commit_metadata if metadata is None else metadata
         offsets = {
             TopicPartition(self.topic, int(p)): OffsetAndMetadata(
-                int(off),
-                metadata if metadata is not None else self.commit_metadata,
-                self._commit_epoch(int(p), int(off)),
+                int(off), meta, self._commit_epoch(int(p), int(off))
             )
             for p, off in positions.items()
         }
         try:
             self.consumer.commit(offsets, timeout_ms=self.timeout_ms)
         except kafka_errors.KafkaError as exc:
+            if _is_connection_error(exc):
+                self.health.failed(f"{type(exc).__name__}: {exc}")
             raise CommitFailedError(
                 f"committing {dict(sorted(positions.items()))} on {self.topic!r} for group "
                 f"{self.group_id!r} failed: {type(exc).__name__}: {exc}. The snapshot still "
@@ -303,7 +406,79 @@ class KafkaSource(Source):
         return -1
 
     def assignment(self) -> list[int]:
+        if self._closing:
+            return []
         return sorted(tp.partition for tp in self.consumer.assignment() if tp.topic == self.topic)
+
+    def beyond_end(self, targets: dict[int, int]) -> dict[int, int]:
+        """Partitions whose target is past the end of the log, mapped to their first offset.
+
+        A target ``T`` is valid when ``T <= end``, that is when offset ``T - 1`` exists
+        (or ``T == 0``). Decided in two steps, correct on Apache Kafka and on tansu 0.6:
+
+        1. ``T <= high``, the reported end offset (high watermark): valid. Apache Kafka
+           reports the true end; tansu reports at most the true end (the start of the
+           last batch), so ``T <= high`` proves validity on both.
+        2. Otherwise a short-lived consumer (no group, nothing committed) fetches from
+           ``T - 1``: a record with offset ``>= T - 1`` proves ``T - 1`` is (or was)
+           in the log, so ``T`` is valid. Nothing within ``probe_timeout_s``, or only
+           records below ``T - 1``, means ``T - 1`` is past the end: Apache Kafka answers
+           OFFSET_OUT_OF_RANGE and the probe's ``auto_offset_reset="earliest"`` restarts
+           at the log start; tansu answers with no records at all (measured on both
+           transports: a seek past the end on tansu is silent, no error).
+
+        Records arriving during the probe can only turn "beyond" into "valid", which is
+        then true. Connection errors raise :class:`~streamk.errors.BrokerError`.
+        """
+        if self._closing:
+            return {}
+        targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
+        if not targets:
+            return {}
+        tps = {p: TopicPartition(self.topic, p) for p in targets}
+        try:
+            low = self.consumer.beginning_offsets(list(tps.values()), timeout_ms=self.timeout_ms)
+            high = self.consumer.end_offsets(list(tps.values()), timeout_ms=self.timeout_ms)
+        except kafka_errors.KafkaError as exc:
+            raise BrokerError(
+                f"could not read the offset range of {self.topic!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+        doubtful = {p: t for p, t in targets.items() if t > int(high.get(tps[p], -1))}
+        if not doubtful:
+            return {}
+        first = self._probe(doubtful)
+        return {
+            p: int(low.get(tps[p], 0))
+            for p, t in doubtful.items()
+            if first.get(p) is None or first[p] < t - 1
+        }
+
+    def _probe(self, targets: dict[int, int]) -> dict[int, int]:
+        """First offset fetched from ``target - 1`` per partition (missing: nothing came)."""
+        try:
+            probe = KafkaConsumer(
+                **{**self._probe_config, "group_id": None, "auto_offset_reset": "earliest"}
+            )
+        except kafka_errors.KafkaError as exc:
+            raise BrokerError(f"could not start the offset probe on {self.topic!r}: {exc}") from exc
+        first: dict[int, int] = {}
+        try:
+            tps = {p: TopicPartition(self.topic, p) for p in targets}
+            probe.assign(list(tps.values()))
+            for p, t in targets.items():
+                probe.seek(tps[p], t - 1)
+            deadline = time.monotonic() + self.probe_timeout_s
+            while len(first) < len(targets) and (left := deadline - time.monotonic()) > 0:
+                got = probe.poll(timeout_ms=int(min(left, 0.5) * 1000), max_records=100)
+                for tp, msgs in got.items():
+                    if msgs and tp.partition not in first:
+                        first[tp.partition] = int(msgs[0].offset)
+                        probe.pause(tp)  # answered: stop fetching it
+        except kafka_errors.KafkaError as exc:
+            raise BrokerError(f"the offset probe on {self.topic!r} failed: {exc}") from exc
+        finally:
+            probe.close(autocommit=False)
+        return first
 
     def lag(self) -> int | None:
         """Records between the read position and the last fetched high watermark.
@@ -387,6 +562,13 @@ class KafkaSource(Source):
         call = self._prepare(kind, tps)
         if call is not None:
             call()
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """Whether a kafka-python error means "the broker cannot be reached right now"."""
+    return isinstance(exc, kafka_errors.KafkaConnectionError) or bool(
+        getattr(exc, "retriable", False)
+    )
 
 
 def _make_listener(source: KafkaSource) -> Any:

@@ -22,18 +22,33 @@ Call every method from the polling thread (or from a handler): a ``committed`` c
 from another thread while ``consume`` runs was seen to hang past its timeout.
 ``commit`` and ``committed`` block up to librdkafka's own request timeouts (commit has
 no timeout argument in confluent-kafka). Lag uses cached watermarks (no network call)
-and is approximate on tansu 0.6, whose end offsets are wrong.
+and is approximate on tansu 0.6, whose end offsets are wrong; :meth:`beyond_end`
+follows the reasoning of :meth:`streamk.sources.kafka.KafkaSource.beyond_end`.
+
+Outages: librdkafka reconnects by itself, but reports transport errors to the
+application, and a synchronous commit waits for the coordinator for as long as it is
+gone. Here connection errors never escape :meth:`~ConfluentKafkaSource.poll` (they
+mark the link down, one WARNING line; a cheap metadata request per backoff step tells
+when it is back, one more line), :meth:`~ConfluentKafkaSource.commit` fails with
+:class:`~streamk.sources.kafka.CommitFailedError` at once while the link is down and
+after ``timeout_s`` otherwise, and :meth:`~ConfluentKafkaSource.committed` retries
+within ``timeout_s``. After :meth:`~ConfluentKafkaSource.close`, ``assignment``,
+``lag``, ``committed`` and ``beyond_end`` answer empty instead of raising.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+import uuid
 from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
 
 from ..errors import BrokerError, ConfigError
-from .base import RebalanceHandler, Record, Source
+from .base import Committed, RebalanceHandler, Record, Source
+from .health import ConnectionHealth
 from .kafka import CommitFailedError
 
 __all__ = ["ConfluentKafkaSource"]
@@ -88,7 +103,11 @@ class ConfluentKafkaSource(Source):
     max_poll_interval_ms : int
         ``max.poll.interval.ms``; a key in ``consumer_config`` wins. Default: 300000.
     timeout_s : float
-        Bound on ``committed`` and ``close``. Default: 10.0.
+        Bound on ``commit``, ``committed`` and ``close``. Default: 10.0.
+    commit_metadata : str
+        Metadata stored with each commit when :meth:`commit` is given none. Default: "".
+    probe_timeout_s : float
+        Longest wait of :meth:`beyond_end` for its probe fetch. Default: 5.0.
     """
 
     def __init__(
@@ -101,6 +120,8 @@ class ConfluentKafkaSource(Source):
         consumer_config: dict[str, Any] | None = None,
         max_poll_interval_ms: int = 300_000,
         timeout_s: float = 10.0,
+        commit_metadata: str = "",
+        probe_timeout_s: float = 5.0,
     ) -> None:
         super().__init__()
         ck = _confluent()
@@ -132,6 +153,19 @@ class ConfluentKafkaSource(Source):
         # a group id is needed even for manual mode (librdkafka requires one to commit)
         config["group.id"] = group_id if group_id is not None else f"streamk-manual-{topic}"
         self.timeout_s = timeout_s
+        self.commit_metadata = commit_metadata
+        self.probe_timeout_s = probe_timeout_s
+        self._probe_config = {
+            k: v
+            for k, v in config.items()
+            if k not in ("group.id", "max.poll.interval.ms", "auto.offset.reset")
+            and not k.startswith(("session.", "heartbeat.", "partition.assignment"))
+        }
+        self.health = ConnectionHealth(f"Kafka at {bootstrap_servers} (topic {topic!r})", log)
+        self._committing: threading.Thread | None = None
+        self._in_callback = 0  # > 0 while a rebalance callback runs (inside consume())
+        self._next_check = 0.0  # while down: when to ask the broker again
+        config.setdefault("error_cb", self._error_cb)
         self.rebalances: list[tuple[str, list[int]]] = []
         self._on_lost: RebalanceHandler | None = None
         self._closing = False
@@ -147,6 +181,42 @@ class ConfluentKafkaSource(Source):
                 [topic], on_assign=self._assign_cb, on_revoke=self._revoke_cb, on_lost=self._lost_cb
             )
 
+    @property
+    def outages(self) -> int:  # type: ignore[override]
+        """Outage episodes begun (one WARNING line each)."""
+        return self.health.outages
+
+    @property
+    def reconnects(self) -> int:  # type: ignore[override]
+        """Outage episodes ended by a reconnection."""
+        return self.health.reconnects
+
+    @property
+    def connected(self) -> bool:
+        """False from the moment a loss is noticed until the link works again."""
+        return self.health.up
+
+    def _error_cb(self, err: Any) -> None:
+        """librdkafka's global errors (served inside consume()): transport trouble only."""
+        if self._is_connection_error(err):
+            self.health.failed(err.str() if hasattr(err, "str") else err)
+        else:
+            log.warning("Kafka client error on %s: %s", self.topic, err)
+
+    def _is_connection_error(self, err: Any) -> bool:
+        ke = self._ck.KafkaError
+        codes = {
+            ke._ALL_BROKERS_DOWN,
+            ke._TRANSPORT,
+            ke._TIMED_OUT,
+            ke._RESOLVE,
+            ke._WAIT_COORD,
+            ke._MAX_POLL_EXCEEDED,
+        }
+        # a lone _TRANSPORT (one broker's connection dropped, e.g. recycled) may be brief:
+        # the next metadata request (_check_link) or record ends it with a second line.
+        return err.code() in codes or (bool(err.retriable()) and not err.fatal())
+
     def on_lost(self, handler: RebalanceHandler | None) -> None:
         """Register a handler for partitions lost by eviction (discard, never commit)."""
         self._on_lost = handler
@@ -156,6 +226,13 @@ class ConfluentKafkaSource(Source):
         return sorted(tp.partition for tp in tps if tp.topic == self.topic)
 
     def _assign_cb(self, consumer: Any, tps: list[Any]) -> None:
+        self._in_callback += 1
+        try:
+            self._assign(consumer, tps)
+        finally:
+            self._in_callback -= 1
+
+    def _assign(self, consumer: Any, tps: list[Any]) -> None:
         parts = self._parts(tps)
         self.rebalances.append(("assigned", parts))
         self._in_assign = {}
@@ -173,10 +250,14 @@ class ConfluentKafkaSource(Source):
 
     def _revoke_cb(self, consumer: Any, tps: list[Any]) -> None:
         parts = self._parts(tps)
-        if parts and not self._closing:
-            self.rebalances.append(("revoked", parts))
-            if self._on_revoked is not None:
-                self._on_revoked(list(parts))
+        self._in_callback += 1
+        try:
+            if parts and not self._closing:
+                self.rebalances.append(("revoked", parts))
+                if self._on_revoked is not None:
+                    self._on_revoked(list(parts))
+        finally:
+            self._in_callback -= 1
         consumer.unassign()
 
     def _lost_cb(self, consumer: Any, tps: list[Any]) -> None:
@@ -197,7 +278,18 @@ class ConfluentKafkaSource(Source):
             self._announced = True
             tps = [self._ck.TopicPartition(self.topic, p) for p in self.partitions]
             self._assign_cb(self.consumer, tps)
-        msgs = self.consumer.consume(num_messages=max(1, int(max_records)), timeout=timeout)
+        if self._closing:
+            return []
+        if not self.health.up:
+            self._check_link(timeout)
+        try:
+            msgs = self.consumer.consume(num_messages=max(1, int(max_records)), timeout=timeout)
+        except self._ck.KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if err is None or not self._is_connection_error(err):
+                raise BrokerError(f"consuming {self.topic!r} failed: {exc}") from exc
+            time.sleep(min(self.health.failed(err), max(0.0, timeout)))
+            return []
         out: list[Record] = []
         append, no_timestamp = out.append, self._ck.TIMESTAMP_NOT_AVAILABLE
         for m in msgs:
@@ -217,11 +309,29 @@ class ConfluentKafkaSource(Source):
         if out:
             out.sort(key=_PARTITION)  # stable: per-partition order is kept
             self._next.update({r.partition: r.offset + 1 for r in out})  # the last one wins
+        # records may come from librdkafka's prefetch queue, so they prove nothing about
+        # the link: only _check_link's metadata request ends an outage
         return out
 
+    def _check_link(self, timeout: float) -> None:
+        """While down: one metadata request per backoff step (bounded by ``timeout``)."""
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        try:
+            self.consumer.list_topics(self.topic, timeout=max(0.1, min(1.0, timeout)))
+        except self._ck.KafkaException as exc:
+            self._next_check = time.monotonic() + self.health.failed(exc)
+            return
+        self.health.ok()
+
     def _raise_unless_eof(self, err: Any) -> None:
-        if err.code() != self._ck.KafkaError._PARTITION_EOF:
-            raise BrokerError(f"consuming {self.topic!r} failed: {err}")
+        if err.code() == self._ck.KafkaError._PARTITION_EOF:
+            return
+        if self._is_connection_error(err):
+            self.health.failed(err.str())
+            return
+        raise BrokerError(f"consuming {self.topic!r} failed: {err}")
 
     def seek(self, partition: int, offset: int) -> None:
         """Read ``partition`` from ``offset`` on; the partition must be assigned."""
@@ -244,26 +354,56 @@ class ConfluentKafkaSource(Source):
             self.consumer.assign(tps)
         self._next[p] = off
 
-    def committed(self, partitions: list[int]) -> dict[int, int]:
-        if self.group_id is None:
+    def committed(self, partitions: list[int]) -> dict[int, Committed]:
+        """The group's committed positions; partitions never committed are left out.
+
+        Connection errors are retried with backoff within ``timeout_s``; empty once closed.
+
+        Raises
+        ------
+        BrokerError
+            If the broker could not be reached within ``timeout_s`` or refused.
+        """
+        if self.group_id is None or self._closing or not partitions:
             return {}
         tps = [self._ck.TopicPartition(self.topic, int(p)) for p in partitions]
-        try:
-            got = self.consumer.committed(tps, timeout=self.timeout_s)
-        except self._ck.KafkaException as exc:
-            raise BrokerError(
-                f"could not read committed offsets of {self.topic!r} for group "
-                f"{self.group_id!r}: {exc}"
-            ) from exc
-        return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                got = self.consumer.committed(tps, timeout=max(0.1, left))
+                break
+            except self._ck.KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                left = deadline - time.monotonic()
+                if err is not None and self._is_connection_error(err) and left > 0:
+                    time.sleep(min(self.health.failed(err), left))
+                    continue
+                raise BrokerError(
+                    f"could not read committed offsets of {self.topic!r} for group "
+                    f"{self.group_id!r}: {exc}"
+                ) from exc
+        return {
+            tp.partition: Committed(int(tp.offset), tp.metadata or "")
+            for tp in got
+            if tp.offset >= 0
+        }
 
     def commit(self, positions: dict[int, int], metadata: str | None = None) -> None:
-        """Commit ``positions`` (partition -> next offset) synchronously.
+        """Commit ``positions`` (partition -> next offset), waiting at most ``timeout_s``.
+
+        ``metadata`` (default: ``commit_metadata``) is stored with each partition's offset.
+        librdkafka's synchronous commit has no timeout of its own and waits as long as
+        the coordinator is unreachable, so it runs on a helper thread; a commit still
+        pending makes later ones fail at once (so commits are never reordered). Inside
+        a rebalance callback it runs inline: a commit from another thread while the
+        polling thread sits in the callback waits for the callback to end.
 
         Raises
         ------
         CommitFailedError
-            If the broker refused the commit.
+            If the broker refused the commit, it did not finish within ``timeout_s``,
+            the link to the broker is known to be down, or the source is closed.
         """
         if not positions:
             return
@@ -271,14 +411,46 @@ class ConfluentKafkaSource(Source):
             raise ConfigError(
                 f"ConfluentKafkaSource({self.topic!r}) has no group_id, so it cannot commit."
             )
-        tps = [self._ck.TopicPartition(self.topic, int(p), int(o)) for p, o in positions.items()]
-        try:
-            result = self.consumer.commit(offsets=tps, asynchronous=False)
-        except self._ck.KafkaException as exc:
+        what = f"committing {dict(sorted(positions.items()))} on {self.topic!r}"
+        keep = "The snapshot still holds these offsets; a restart resumes from it."
+        if self._closing or not self.health.up:
+            why = "the source is closed" if self._closing else "the broker is unreachable"
+            raise CommitFailedError(f"{what}: not attempted, {why}. {keep}")
+        if self._committing is not None and self._committing.is_alive():
+            raise CommitFailedError(f"{what}: an earlier commit is still waiting. {keep}")
+        meta = self.commit_metadata if metadata is None else metadata
+        tps = [
+            self._ck.TopicPartition(self.topic, int(p), int(o), metadata=meta)
+            for p, o in positions.items()
+        ]
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["result"] = self.consumer.commit(offsets=tps, asynchronous=False)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                outcome["error"] = exc
+
+        if self._in_callback:
+            run()
+            worker = None
+        else:
+            worker = threading.Thread(target=run, name="streamk-commit", daemon=True)
+            worker.start()
+            worker.join(self.timeout_s)
+        if worker is not None and worker.is_alive():
+            self._committing = worker
+            self.health.failed(f"offset commit unanswered for {self.timeout_s:g} s")
             raise CommitFailedError(
-                f"committing {dict(sorted(positions.items()))} on {self.topic!r} for group "
-                f"{self.group_id!r} failed: {exc}. The snapshot still holds these offsets."
+                f"{what} for group {self.group_id!r}: no answer within {self.timeout_s:g} s "
+                f"(broker unreachable?). {keep}"
+            )
+        if "error" in outcome:
+            exc = outcome["error"]
+            raise CommitFailedError(
+                f"{what} for group {self.group_id!r} failed: {exc}. {keep}"
             ) from exc
+        result = outcome.get("result")
         failed = [tp for tp in result or () if tp.error is not None]
         if failed:
             raise CommitFailedError(
@@ -287,10 +459,71 @@ class ConfluentKafkaSource(Source):
             )
 
     def assignment(self) -> list[int]:
+        """Partitions owned now; ``[]`` once closed."""
+        if self._closing:
+            return []
         return sorted(tp.partition for tp in self.consumer.assignment() if tp.topic == self.topic)
+
+    def beyond_end(self, targets: dict[int, int]) -> dict[int, int]:
+        """Partitions whose target is past the end of the log, mapped to their first offset.
+
+        Same rule as :meth:`streamk.sources.kafka.KafkaSource.beyond_end`: valid when
+        ``T <= high watermark``; otherwise a probe consumer (own throw-away group,
+        nothing committed, ``auto.offset.reset=earliest``) fetches from ``T - 1`` and
+        ``T`` is valid only if a record with offset ``>= T - 1`` comes back. Empty once
+        closed.
+        """
+        if self._closing:
+            return {}
+        targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
+        bounds: dict[int, tuple[int, int]] = {}
+        for p in targets:
+            try:
+                low, high = self.consumer.get_watermark_offsets(
+                    self._ck.TopicPartition(self.topic, p), timeout=self.timeout_s
+                )
+            except self._ck.KafkaException as exc:
+                raise BrokerError(
+                    f"could not read the offset range of {self.topic}[{p}]: {exc}"
+                ) from exc
+            bounds[p] = (int(low), int(high))
+        doubtful = {p: t for p, t in targets.items() if t > bounds[p][1]}
+        if not doubtful:
+            return {}
+        first = self._probe(doubtful)
+        return {
+            p: bounds[p][0] for p, t in doubtful.items() if first.get(p) is None or first[p] < t - 1
+        }
+
+    def _probe(self, targets: dict[int, int]) -> dict[int, int]:
+        """First offset fetched from ``target - 1`` per partition (missing: nothing came)."""
+        ck = self._ck
+        conf = {
+            **self._probe_config,
+            "group.id": f"streamk-probe-{uuid.uuid4().hex[:12]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+        conf.pop("error_cb", None)
+        probe = ck.Consumer(conf)
+        first: dict[int, int] = {}
+        try:
+            probe.assign([ck.TopicPartition(self.topic, p, t - 1) for p, t in targets.items()])
+            deadline = time.monotonic() + self.probe_timeout_s
+            while len(first) < len(targets) and (left := deadline - time.monotonic()) > 0:
+                for m in probe.consume(100, timeout=min(left, 0.5)):
+                    if m.error() is None and m.partition() not in first:
+                        first[m.partition()] = int(m.offset())
+        except ck.KafkaException as exc:
+            raise BrokerError(f"the offset probe on {self.topic!r} failed: {exc}") from exc
+        finally:
+            probe.close()
+        return first
 
     def lag(self) -> int | None:
         """Records between the read position and the cached high watermark (approximate)."""
+        if self._closing:
+            return None
         total, known = 0, False
         for p in self.assignment():
             pos = self._next.get(p)
@@ -313,6 +546,8 @@ class ConfluentKafkaSource(Source):
         if self._closing:
             return
         self._closing = True
+        if self._committing is not None:  # let a commit still waiting end first (bounded)
+            self._committing.join(self.timeout_s)
         try:
             self.consumer.close()
         except (RuntimeError, self._ck.KafkaException) as exc:
