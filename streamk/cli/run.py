@@ -32,8 +32,8 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
     progress = EngineProgress("metric", args.quiet or args.json)
     engine = build_engine(config, source=source, on_progress=progress)
     engine.restore()
-    if not args.quiet:
-        print(describe_start(engine, config["snapshot_dir"]), file=sys.stderr, flush=True)
+    # Said even with --quiet (which silences progress): where a restart resumed matters.
+    print(describe_start(engine, config["snapshot_dir"]), file=sys.stderr, flush=True)
     install_signal_handlers(engine)
     result = engine.run()
     progress.close()

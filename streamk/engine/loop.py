@@ -41,7 +41,7 @@ from ..errors import BrokerError, InvalidEvent, StreamkError
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
-from .recovery import commit_metadata, peer_offsets, resume_offsets, writer_id
+from .recovery import CommitJournal, commit_metadata, peer_offsets, resume_offsets, writer_id
 from .runs import Run, invalid, split_runs
 from .schema import DEFAULT_LIMITS, Limits, Schema
 
@@ -78,6 +78,10 @@ class EngineConfig:
         Seconds between progress callbacks.
     rolling_window
         Events in the rolling prequential metric.
+    on_offset_beyond_end
+        A resume offset past its partition's end (the topic was deleted and recreated):
+        ``"fail"`` stops with a message naming the remedy, ``"earliest"`` learns the
+        partition from its first offset, with a WARNING. Never skipped silently.
     publish_proba
         Publish each scored event's class probabilities (``predict_proba_many``) with its
         prediction. A second pass over the run's kernel rows: opt-in.
@@ -99,6 +103,7 @@ class EngineConfig:
     progress_seconds: float = 1.0
     rolling_window: int = 1000
     publish_proba: bool = False
+    on_offset_beyond_end: str = "fail"
     freeze_heap: bool = True
     limits: Limits = DEFAULT_LIMITS
     schema: Schema | None = None
@@ -190,6 +195,8 @@ class Engine:
         self._active_since: float | None = None  # idle time counts from here
         self._durable: dict[int, int] = {}  # positions covered by our newest durable snapshot
         self._writer: str | None = None  # see _store_id
+        self._commits: CommitJournal | None = None  # see _journal
+        self._fatal: StreamkError | None = None  # an assignment that must stop the engine
 
     # -- control --------------------------------------------------------------------------
     def stop(self) -> None:
@@ -235,9 +242,18 @@ class Engine:
             committed=_committed_pairs(self.source.committed(partitions)),
             peers=self._peers(),
             store_id=self._store_id(),
+            journal=self._journal().offsets(self.source.name),
         )
         for note in resume.notes:
             log.warning("%s", note)
+        try:
+            self._check_beyond_end(resume.offsets)
+        except StreamkError as exc:
+            # Raised here it would surface as the client's "rebalance callback failed":
+            # stop the loop instead, and raise it from run() with nothing learned.
+            self._fatal = exc
+            self._stop.set()
+            return
         for p in partitions:
             target = resume.offsets[p]
             self.source.seek(p, target)
@@ -247,6 +263,31 @@ class Engine:
         log.info(
             "assigned %s, positions %s", partitions, {p: self.positions[p] for p in partitions}
         )
+
+    def _check_beyond_end(self, offsets: dict[int, int]) -> None:
+        """A resume offset past the partition's end is never skipped silently."""
+        beyond = getattr(self.source, "beyond_end", None)
+        past = beyond(dict(offsets)) if beyond is not None else {}
+        if not past:
+            return
+        where = ", ".join(f"{p} at {offsets[p]}" for p in sorted(past))
+        if self.config.on_offset_beyond_end != "earliest":
+            raise StreamkError(
+                f"{self.source.name}: the resume offsets of partitions {where} are past the "
+                "partitions' ends: the topic was probably deleted and recreated since the "
+                f"snapshot of {self.config.model_name!r} was written. Start a fresh model "
+                "(streamk snapshot reset, or a new model_name), or set "
+                "on_offset_beyond_end = earliest to learn these partitions from their start"
+            )
+        for p, first in past.items():
+            log.warning(
+                "partition %d: resume offset %d is past its end (topic recreated?); "
+                "learning it from %d (on_offset_beyond_end = earliest)",
+                p,
+                offsets[p],
+                first,
+            )
+            offsets[p] = first
 
     def _restored_offsets(self) -> dict[int, int]:
         """Where our durable model stands: the positions of the last snapshot we wrote or
@@ -263,6 +304,14 @@ class Engine:
                 "" if directory is None else writer_id(Path(directory) / self.config.model_name)
             )
         return self._writer
+
+    def _journal(self) -> CommitJournal:
+        """Our recent commits, beside our snapshots (none without a file store)."""
+        if self._commits is None:
+            directory = getattr(self.store, "directory", None)
+            model_dir = None if directory is None else Path(directory) / self.config.model_name
+            self._commits = CommitJournal(model_dir)
+        return self._commits
 
     def _peers(self) -> dict[str, dict[int, int]]:
         """Other models' newest durable snapshots in our store: model -> partition -> offset.
@@ -325,6 +374,8 @@ class Engine:
                     if budget <= 0:
                         break
                 batch = self.source.poll(budget, cfg.poll_timeout)
+                if self._fatal is not None:  # an assignment refused to go on: learn nothing
+                    break
                 now = time.monotonic()
                 self.metrics.beat()
                 if batch:
@@ -340,6 +391,7 @@ class Engine:
                 elif (
                     cfg.stop_when_idle is not None
                     and now - (self._active_since or start + JOIN_GRACE) >= cfg.stop_when_idle
+                    and getattr(self.source, "connected", True)  # an outage is not idleness
                 ):
                     break
                 if self._snapshot_due(now):
@@ -352,12 +404,13 @@ class Engine:
                     self.metrics.set("rolling_metric", self._rolling.get())
                     self._consolidation_figures()
                     self.metrics.set("lag", self.source.lag())
+                    self.metrics.set("broker_reconnects_total", getattr(self.source, "outages", 0))
                     if self.on_progress is not None:
                         self.on_progress(self.progress())
         finally:
             self.metrics.set_ready(False)
             try:
-                if self.model is not None:
+                if self.model is not None and self._fatal is None:
                     self.checkpoint(reason="shutdown")
             finally:
                 try:
@@ -366,6 +419,8 @@ class Engine:
                 finally:
                     if frozen:
                         gc.unfreeze()  # start-up objects are collectable again
+        if self._fatal is not None:
+            raise self._fatal
         secs = time.monotonic() - start
         m = self.metrics.snapshot()
         busy = last_record - first_record if first_record is not None else 0.0
@@ -572,9 +627,11 @@ class Engine:
                 self.publisher.publish(self.config.model_name, data)
         self._durable = dict(self.positions)
         owned = set(self.source.assignment())
+        committing = {p: o for p, o in self.positions.items() if p in owned}
+        self._journal().record(self.source.name, committing)
         try:
             self.source.commit(
-                {p: o for p, o in self.positions.items() if p in owned},
+                committing,
                 metadata=commit_metadata(self.config.model_name, self.seq, self._store_id()),
             )
         except BrokerError as exc:

@@ -36,7 +36,7 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "lag": ("gauge", "Records behind the source's end, where known"),
     "rolling_metric": ("gauge", "Prequential metric over the recent window"),
     "model_seq": ("gauge", "Sequence number of the last snapshot"),
-    "broker_reconnects_total": ("counter", "Times the connection to the broker was lost"),
+    "broker_reconnects_total": ("counter", "Outages: times the connection to the broker was lost"),
     "rewinds_total": ("counter", "Partitions resumed before a commit of ours (a lost snapshot)"),
 }
 

@@ -19,7 +19,10 @@ the group wrote it:
 Commits carry ``{"model": name, "seq": n, "store": id}`` as their metadata (Kafka's
 ``OffsetAndMetadata.metadata``), which is how the two kinds of commit are told apart. The
 store id (a random token kept in the model's store directory) tells two engines apart
-that were given the same model name but write to different stores.
+that were given the same model name but write to different stores. Some brokers accept
+commit metadata and drop it (tansu 0.6 returns it empty), so the engine also keeps a
+journal of the offsets it committed beside its snapshots (:class:`CommitJournal`): a
+commit without metadata at an offset in our journal is ours.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,7 @@ __all__ = [
     "resume_offsets",
     "peer_offsets",
     "writer_id",
+    "CommitJournal",
 ]
 
 #: the file beside a model's snapshots that holds its store id
@@ -96,6 +100,7 @@ def resume_offsets(
     committed: Mapping[int, tuple[int, str | None]],
     peers: Mapping[str, Mapping[int, int]],
     store_id: str = "",
+    journal: Mapping[int, Sequence[int]] | None = None,
 ) -> Resume:
     """Apply the rule to each partition.
 
@@ -111,6 +116,9 @@ def resume_offsets(
         Partition -> ``(next offset, metadata)`` of the group's commit, where there is one.
     store_id
         Our store's id: a commit by our model name from another store is another writer's.
+    journal
+        Partition -> offsets we committed lately (:class:`CommitJournal`): a commit with
+        no metadata at one of them is ours.
     peers
         Other models' newest durable snapshots: model -> partition -> next offset. A model
         listed with no offsets is known to hold none of these events: its commits are not
@@ -125,6 +133,8 @@ def resume_offsets(
         if p in committed:
             offset, meta = committed[p]
             author = parse_commit_metadata(meta)
+            if author is None and journal is not None and offset in journal.get(p, ()):
+                author = (model_name, -1, store_id)  # the broker dropped our metadata
             if author is None:
                 if offset > target:
                     out.notes.append(
@@ -138,7 +148,9 @@ def resume_offsets(
                 if offset > own.get(p, 0):
                     out.rewinds += 1
                     out.notes.append(
-                        f"partition {p}: our commit at {offset} (seq {author[1]}) is ahead of "
+                        f"partition {p}: our commit at {offset}"
+                        + (f" (seq {author[1]})" if author[1] >= 0 else "")
+                        + " is ahead of "
                         f"the restored snapshot at {own.get(p, 0)}: a newer snapshot was lost, "
                         f"so events {own.get(p, 0)}..{offset - 1} are learned again"
                     )
@@ -186,3 +198,58 @@ def writer_id(model_dir: Path) -> str:
     tmp.write_text(token + "\n")
     os.replace(tmp, path)
     return token
+
+
+class CommitJournal:
+    """The offsets this model committed lately, per stream and partition, kept beside its
+    snapshots (``.commits.json``) and written before each commit.
+
+    It lets the engine recognise its own commits on a broker that does not keep commit
+    metadata. Like ``.store-id`` it survives ``streamk snapshot reset``, so a fresh model
+    still knows which commits were its predecessor's and re-learns what they covered.
+    """
+
+    FILE = ".commits.json"
+    KEEP = 32  # offsets remembered per partition (a few failed commits' worth)
+
+    def __init__(self, model_dir: Path | None):
+        self.path = None if model_dir is None else Path(model_dir) / self.FILE
+        self._data: dict[str, dict[str, list[int]]] | None = None
+
+    def _load(self) -> dict[str, dict[str, list[int]]]:
+        if self._data is None:
+            self._data = {}
+            if self.path is not None:
+                try:
+                    raw = json.loads(self.path.read_text())
+                    self._data = {
+                        str(stream): {
+                            str(p): [int(o) for o in offs][-self.KEEP :]
+                            for p, offs in parts.items()
+                        }
+                        for stream, parts in raw.items()
+                    }
+                except FileNotFoundError:
+                    pass
+                except (OSError, ValueError, TypeError, AttributeError):
+                    self._data = {}  # unreadable: no commit is recognised by its offset
+        return self._data
+
+    def offsets(self, stream: str) -> dict[int, list[int]]:
+        """Partition -> offsets committed lately on ``stream``."""
+        return {int(p): offs for p, offs in self._load().get(stream, {}).items()}
+
+    def record(self, stream: str, positions: Mapping[int, int]) -> None:
+        """Remember ``positions`` as committed (called before the commit itself)."""
+        if self.path is None or not positions:
+            return
+        parts = self._load().setdefault(stream, {})
+        for p, offset in positions.items():
+            offs = parts.setdefault(str(p), [])
+            if not offs or offs[-1] != int(offset):
+                offs.append(int(offset))
+                del offs[: -self.KEEP]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.FILE + ".tmp")
+        tmp.write_text(json.dumps(self._data, separators=(",", ":")))
+        os.replace(tmp, self.path)

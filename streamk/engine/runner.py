@@ -116,6 +116,9 @@ def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def kafka_source(config: dict[str, Any]) -> Source:
     """The configured Kafka source (kafka-python or confluent transport)."""
+    # The past-the-end probe runs inside the assignment callback: well inside the rebalance
+    # timeout, or the member is evicted while it waits.
+    probe = min(5.0, config["max_poll_interval_ms"] / 3000)
     # The group's timing, in kafka-python's names; the confluent source translates them.
     consumer_config = {
         **kafka_settings(config),
@@ -131,6 +134,7 @@ def kafka_source(config: dict[str, Any]) -> Source:
             config["group"],
             consumer_config=consumer_config,
             max_poll_interval_ms=config["max_poll_interval_ms"],
+            probe_timeout_s=probe,
         )
     from ..sources.kafka import KafkaSource
 
@@ -140,6 +144,7 @@ def kafka_source(config: dict[str, Any]) -> Source:
         config["group"],
         consumer_config=consumer_config,
         max_poll_interval_ms=config["max_poll_interval_ms"],
+        probe_timeout_s=probe,
     )
 
 
@@ -221,6 +226,7 @@ def build_engine(
         stop_when_idle=config["stop_when_idle"] or None,
         max_events=config["max_events"] or None,
         publish_proba=config["predictions_proba"],
+        on_offset_beyond_end=config["on_offset_beyond_end"],
     )
     if config["predictions_proba"] and not hasattr(factory(), "predict_proba_many"):
         raise ConfigError(

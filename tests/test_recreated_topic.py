@@ -1,0 +1,74 @@
+"""A topic deleted and recreated under a model (issue 13, item 6): never skipped silently.
+
+``streamk run`` learns 300 events, the topic is deleted and recreated with 120 new ones,
+and the engine restarts on the same store: by default it stops with a message naming the
+remedy (exit 2); with ``on_offset_beyond_end = earliest`` it learns the new partition from
+its start, with a WARNING. Before, it resumed at offset 300 of the new topic and learned
+nothing, reporting success.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient
+from streamk_run import run_args
+
+from streamk.cli.broker import create_topic
+from streamk.engine.events import encode_event
+from streamk.snapshot import SnapshotStore
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+
+def _produce(bootstrap, topic, n, start):
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for i in range(start, start + n):
+        x = [float(i % 7), float(i % 5)]
+        producer.send(topic, encode_event(x, y=(i % 7) > (i % 5), id=i))
+    producer.flush()
+    producer.close()
+
+
+def _run(bootstrap, topic, store, group=None, **settings):
+    args = run_args(bootstrap, topic, group or f"g-{topic}", store, model_name="m", **settings)
+    cmd = [sys.executable, "-m", "streamk.cli", *args, "--stop-when-idle", "2"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def test_recreated_topic_stops_with_the_remedy_or_starts_over(kafka_broker, tmp_path):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, store = f"recreated-{uuid.uuid4().hex[:8]}", tmp_path / "store"
+    create_topic(bootstrap, topic, partitions=1)
+    _produce(bootstrap, topic, 300, 0)
+    first = _run(bootstrap, topic, store)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert SnapshotStore(store).latest("m").offsets[topic] == {0: 300}
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_topics([topic], timeout_ms=10_000)
+    finally:
+        admin.close()
+    deadline = time.monotonic() + 30
+    while not create_topic(bootstrap, topic, partitions=1):
+        assert time.monotonic() < deadline, "the deleted topic never went away"
+        time.sleep(0.2)  # bounded: deletion is asynchronous
+    _produce(bootstrap, topic, 120, 1000)
+
+    stopped = _run(bootstrap, topic, store)
+    assert stopped.returncode == 2
+    assert "past the partitions' ends" in stopped.stderr
+    assert "on_offset_beyond_end = earliest" in stopped.stderr
+
+    again = _run(bootstrap, topic, store, on_offset_beyond_end="earliest")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "WARNING" in again.stderr and "learning it from 0" in again.stderr
+    snap = SnapshotStore(store).latest("m")
+    assert snap.offsets[topic] == {0: 120}
+    assert snap.model.n_learned == 300 + 120
