@@ -96,6 +96,10 @@ class _StringKernel(Kernel):
 
     takes_objects = True
 
+    def check_object(self, s: Any) -> str:
+        """``s`` validated as this kernel's input (see :func:`check_string`)."""
+        return check_string(s)
+
     def _strings(self, A: list[Any]) -> list[str]:
         return [check_string(s) for s in A]
 
@@ -207,6 +211,11 @@ def _dot(a: dict[str, float], b: dict[str, float]) -> float:
 
 class _TrieKernel(_StringKernel):
     """A string kernel with a finite sparse feature map: the leaves of its trie."""
+
+    def check_object(self, s: Any) -> str:
+        s = check_string(s)
+        self.feature_map(s)  # e.g. Mismatch's alphabet; the map is cached for later
+        return s
 
     def feature_map(self, s: Any) -> dict[str, float]:
         """The leaves ``{u: phi_u(s)}`` the trie walk of ``s`` reaches (do not mutate)."""

@@ -103,6 +103,11 @@ class _TreeKernel(Kernel):
             raise ConfigError(f"labelled must be True or False, got {labelled!r}")
         self.labelled = labelled
 
+    def check_object(self, tree: Any) -> Any:
+        """``tree`` unchanged once it passes :func:`flatten_tree`'s checks."""
+        flatten_tree(tree)
+        return tree
+
     def _pair(self, a: Flat, b: Flat) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
