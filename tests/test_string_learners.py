@@ -136,6 +136,8 @@ def test_weight_map_prediction_equals_dual_prediction(kernel, make_policy):
             primal, dual = S.decision(probes), S.dual_decision(probes)
             scale = max(1.0, float(np.abs(dual).max()))
             np.testing.assert_allclose(primal, dual, rtol=0, atol=1e-9 * scale)
+            for q in probes[:3]:  # K(q, S) from the support's leaf rows, against the kernel
+                np.testing.assert_allclose(S.kernel_row(q), kernel.gram([q], S.X)[0], rtol=1e-12)
     assert S.n_outputs == 3
     # leaves of evicted strings are dropped: the map holds only the support's leaves
     leaves = set().union(*(kernel_leaves(kernel, s) for s in S.X))

@@ -69,6 +69,7 @@ class PrimalMap:
         self.refs = np.zeros(64, dtype=np.int64)
         self.free: list[int] = []
         self.scale = 1.0
+        self.dirty = False  # W is stale (coefficients changed in place): rebuild before use
 
     def _leaves(self, obj: Any) -> tuple[list[str], np.ndarray]:
         fmap = self.kernel.feature_map(obj)
@@ -95,13 +96,18 @@ class PrimalMap:
         self.refs = np.concatenate([self.refs, np.zeros(cap, dtype=np.int64)])
         self.free.extend(range(2 * cap - 1, cap - 1, -1))
 
-    def add(self, obj: Any, coef: np.ndarray, count: int) -> None:
-        """``W += coef phi(obj)``; ``count`` = +1 (joins), -1 (leaves) or 0 (coef change)."""
+    def add(self, obj: Any, coef: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``W += coef phi(obj)``; ``count`` = +1 (joins), -1 (leaves) or 0 (coef change).
+
+        Returns the leaf rows and values of ``phi(obj)`` (as they were before a removal).
+        """
         keys, vals = self._leaves(obj)
         if not keys:
-            return
+            return np.zeros(0, dtype=np.int64), vals
         idx = self._slots(keys) if count >= 0 else np.array([self.index[u] for u in keys])
-        self.W[idx] += vals[:, None] * (np.asarray(coef, dtype=np.float64) / self.scale)[None, :]
+        if not self.dirty:
+            c = np.asarray(coef, dtype=np.float64) / self.scale
+            self.W[idx] += vals[:, None] * c[None, :]
         if count:
             self.refs[idx] += count
             if count < 0:
@@ -110,6 +116,16 @@ class PrimalMap:
                         del self.index[u]
                         self.W[i] = 0.0
                         self.free.append(i)
+        return idx, vals
+
+    def rebuild(self, ids: np.ndarray, vals: np.ndarray, coef: np.ndarray) -> None:
+        """``W = sum_i coef_i phi(s_i)`` afresh from the support's leaf rows (``-1``: padding)."""
+        self.W[:] = 0.0
+        self.scale = 1.0
+        mask = ids >= 0
+        rows = np.broadcast_to(np.arange(ids.shape[0])[:, None], ids.shape)[mask]
+        np.add.at(self.W, ids[mask], vals[mask][:, None] * coef[rows])
+        self.dirty = False
 
     def multiply(self, factor: float) -> None:
         if factor == 0.0:
@@ -135,9 +151,74 @@ class PrimalMap:
         v = np.fromiter((h[1] for h in hit), dtype=np.float64, count=len(hit))
         return self.scale * (v @ self.W[idx])
 
+    def query(self, obj: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Leaf rows and values of ``phi(obj)`` restricted to leaves the map holds."""
+        keys, vals = self._leaves(obj)
+        index = self.index
+        hit = [(index[u], v) for u, v in zip(keys, vals.tolist()) if u in index]
+        idx = np.fromiter((h[0] for h in hit), dtype=np.int64, count=len(hit))
+        return idx, np.fromiter((h[1] for h in hit), dtype=np.float64, count=len(hit))
+
     @property
     def n_leaves(self) -> int:
         return len(self.index)
+
+
+class LeafRows:
+    """Each support string's leaves as a padded row of (leaf row, value) pairs, so
+    ``K(s, S)`` is one gather over ``n x max_leaves`` entries: the query's values are
+    scattered into a scratch vector over the map's leaf rows, then read back at every
+    support string's leaves. Padding points at a slot of the scratch that stays 0."""
+
+    def __init__(self, capacity: int):
+        self.ids = np.full((capacity, 8), -1, dtype=np.int64)
+        self.vals = np.zeros((capacity, 8))
+        self.lens = np.zeros(capacity, dtype=np.int64)
+        self.width = 0  # widest row in use
+        self.scratch = np.zeros(65)
+
+    def grow_rows(self, capacity: int) -> None:
+        old = self.ids.shape[0]
+        if capacity > old:
+            ids = np.full((capacity, self.ids.shape[1]), -1, dtype=np.int64)
+            vals = np.zeros((capacity, self.ids.shape[1]))
+            ids[:old], vals[:old] = self.ids, self.vals
+            self.ids, self.vals = ids, vals
+            self.lens = np.concatenate([self.lens, np.zeros(capacity - old, dtype=np.int64)])
+
+    def put(self, slot: int, idx: np.ndarray, vals: np.ndarray) -> None:
+        m = len(idx)
+        if m > self.ids.shape[1]:
+            cap, new = self.ids.shape
+            ids = np.full((cap, max(m, 2 * new)), -1, dtype=np.int64)
+            v = np.zeros((cap, max(m, 2 * new)))
+            ids[:, :new], v[:, :new] = self.ids, self.vals
+            self.ids, self.vals = ids, v
+        self.ids[slot, :m] = idx
+        self.ids[slot, m:] = -1
+        self.vals[slot, :m] = vals
+        self.vals[slot, m:] = 0.0
+        self.lens[slot] = m
+        self.width = max(self.width, m)
+
+    def move(self, src: int, dst: int) -> None:
+        self.ids[dst], self.vals[dst], self.lens[dst] = (
+            self.ids[src],
+            self.vals[src],
+            self.lens[src],
+        )
+        self.ids[src], self.vals[src], self.lens[src] = -1, 0.0, 0
+
+    def row(self, n: int, idx: np.ndarray, vals: np.ndarray, n_leaf_rows: int) -> np.ndarray:
+        if self.scratch.shape[0] < n_leaf_rows + 1:  # the last entry is the padding's 0
+            self.scratch = np.zeros(2 * n_leaf_rows + 1)
+        q = self.scratch
+        q[idx] = vals
+        w = self.width
+        k = np.einsum("ij,ij->i", q[self.ids[:n, :w]], self.vals[:n, :w])
+        q[idx] = 0.0
+        q[-1] = 0.0
+        return k
 
 
 class ObjectSupportSet:
@@ -185,6 +266,7 @@ class ObjectSupportSet:
         self._G = np.zeros((capacity, capacity)) if keep_gram else None
         self.primal = primal
         self._primal = self._new_primal(n_outputs)
+        self._leaves = LeafRows(capacity) if self._primal is not None else None
 
     def _new_primal(self, n_outputs: int) -> PrimalMap | None:
         parts = _trie_parts(self._kernel) if self.primal else None
@@ -246,15 +328,31 @@ class ObjectSupportSet:
         """``K(Q, S)``, ``(len(Q), n)``."""
         if not self.n:
             return np.zeros((len(Q), 0))
+        if self._leaves is not None and len(Q) <= 16:  # a few rows: gathers, not a join
+            return np.array([self.kernel_row(q) for q in Q]).reshape(len(Q), self.n)
         return self._kernel.gram(list(Q), self._items)
 
     def kernel_row(self, obj: Any) -> np.ndarray:
-        return self.kernel_block([obj])[0]
+        """``K(obj, S)``; for trie kernels one gather over the support's leaf rows."""
+        if self._leaves is not None and self.n:
+            idx, vals = self._primal.query(obj)
+            return self._leaves.row(self.n, idx, vals, self._primal.W.shape[0])
+        if not self.n:
+            return np.zeros(0)
+        return self._kernel.gram([obj], self._items)[0]
+
+    def _weights(self) -> PrimalMap:
+        """The weight map, rebuilt first if coefficients changed in place since."""
+        p = self._primal
+        if p.dirty:
+            n, w = self.n, self._leaves.width
+            p.rebuild(self._leaves.ids[:n, :w], self._leaves.vals[:n, :w], self._coef[:n])
+        return p
 
     def decision_one(self, obj: Any) -> np.ndarray:
         """``f(obj)``: from the weight map when there is one, else ``K(obj, S) @ coef``."""
         if self._primal is not None:
-            return self._primal.decision(obj)
+            return self._weights().decision(obj)
         if not self.n:
             return np.zeros(self.n_outputs)
         return self.kernel_row(obj) @ self._coef[: self.n]
@@ -268,8 +366,9 @@ class ObjectSupportSet:
     def decision(self, Q: list[Any]) -> np.ndarray:
         if self._primal is not None:
             out = np.zeros((len(Q), self.n_outputs))
+            weights = self._weights()
             for i, obj in enumerate(Q):
-                out[i] = self._primal.decision(obj)
+                out[i] = weights.decision(obj)
             return out
         return self.dual_decision(Q)
 
@@ -281,9 +380,10 @@ class ObjectSupportSet:
         if self._G is not None and self.n:
             self._G[: self.n, : self.n] = kernel.gram(self._items, self._items)
         self._primal = self._new_primal(self.n_outputs)
+        self._leaves = LeafRows(self.capacity) if self._primal is not None else None
         if self._primal is not None:
-            for obj, c in zip(self._items, self._coef[: self.n]):
-                self._primal.add(obj, c, +1)
+            for slot, (obj, c) in enumerate(zip(self._items, self._coef[: self.n])):
+                self._leaves.put(slot, *self._primal.add(obj, c, +1))
 
     # -- growth ---------------------------------------------------------------------------------
     def _grow_rows(self, needed: int) -> None:
@@ -295,6 +395,8 @@ class ObjectSupportSet:
         self._kdiag = _grow(self._kdiag, new)
         self._sq = _grow(self._sq, new)
         self._ids = _grow(self._ids, new)
+        if self._leaves is not None:
+            self._leaves.grow_rows(new)
         if self._G is not None:
             G = np.zeros((new, new))
             G[:cap, :cap] = self._G
@@ -344,7 +446,7 @@ class ObjectSupportSet:
         self._coef[slot] = coef
         self._kdiag[slot] = self._kernel.diag_one(row)
         if self._primal is not None:
-            self._primal.add(row, coef, +1)
+            self._leaves.put(slot, *self._primal.add(row, coef, +1))
 
     def _take_out(self, slot: int) -> None:
         if self._primal is not None:
@@ -360,6 +462,8 @@ class ObjectSupportSet:
             self._coef[slot] = self._coef[last]
             self._kdiag[slot] = self._kdiag[last]
             self._ids[slot] = self._ids[last]
+            if self._leaves is not None:
+                self._leaves.move(last, slot)
             if self._G is not None:
                 self._G[slot, :] = self._G[last, :]
                 self._G[:, slot] = self._G[:, last]
@@ -387,17 +491,15 @@ class ObjectSupportSet:
     def add_coef(self, slot: int, delta: Any) -> None:
         delta = np.asarray(delta, dtype=np.float64)
         self._coef[slot] += delta
-        if self._primal is not None:
-            self._primal.add(self._items[slot], np.broadcast_to(delta, (self.n_outputs,)), 0)
+        if self._primal is not None:  # many in a row (adatron's resweeps): rebuild once, later
+            self._primal.dirty = True
         self.version += 1
 
     def add_coefs(self, D: np.ndarray) -> None:
         D = np.asarray(D, dtype=np.float64).reshape(self.n, self.n_outputs)
         self._coef[: self.n] += D
         if self._primal is not None:
-            for obj, d in zip(self._items, D):
-                if d.any():
-                    self._primal.add(obj, d, 0)
+            self._primal.dirty = True
         self.version += 1
 
     def scale_coef(self, factor: float) -> None:
