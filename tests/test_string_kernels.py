@@ -258,3 +258,12 @@ def test_mismatch_refuses_symbols_outside_its_alphabet():
 def test_bad_parameters_raise_config_error(make):
     with pytest.raises(ConfigError):
         make()
+
+
+def test_long_strings_skip_the_map_cache_and_agree_with_brute_force():
+    from streamk.kernels.strings import CACHED_LENGTH
+
+    rng = np.random.default_rng(0)
+    s = "".join(rng.choice(list("ab"), CACHED_LENGTH + 500))
+    t = "".join(rng.choice(list("ab"), 300))
+    assert Spectrum(3)(s, t) == dot(phi_spectrum(s, 3, "ab"), phi_spectrum(t, 3, "ab"))

@@ -219,7 +219,10 @@ class _TrieKernel(_StringKernel):
 
     def feature_map(self, s: Any) -> dict[str, float]:
         """The leaves ``{u: phi_u(s)}`` the trie walk of ``s`` reaches (do not mutate)."""
-        return _leaf_map(self._key(), check_string(s))
+        s = check_string(s)
+        if len(s) > CACHED_LENGTH:  # a long string's map is not kept (memory)
+            return self._build(s)
+        return _leaf_map(self._key(), s)
 
     def _key(self) -> tuple:
         return (type(self).__name__, *(getattr(self, n) for n in self._param_names))
@@ -243,7 +246,11 @@ class _TrieKernel(_StringKernel):
 _BUILDERS: dict[str, type[_TrieKernel]] = {}
 
 
-@lru_cache(maxsize=16384)
+#: Strings up to this length have their leaf maps cached (4,096 of them at most).
+CACHED_LENGTH = 1_000
+
+
+@lru_cache(maxsize=4096)
 def _leaf_map(key: tuple, s: str) -> dict[str, float]:
     """Leaf maps, cached by kernel parameters and string: a support string's map is
     built once, not at every kernel row."""
