@@ -290,3 +290,27 @@ def test_bad_tree_is_invalid_input():
     model = KernelPerceptron(kernel=AllSubtree(), budget=10)
     with pytest.raises(InvalidInput, match="str or int"):
         model.learn_one(["a", [3.5]], True)
+
+
+def test_snapshot_round_trip_keeps_the_support_strings_and_predictions():
+    from streamk.snapshot import format as snapshot_format
+
+    data = motif_stream(60, seed=13)
+    model = KernelPerceptron(kernel=Normalized(Spectrum(3)), budget=RemoveOldest(12))
+    for s, y in data[:40]:
+        model.learn_one(s, y)
+    back = snapshot_format.loads(snapshot_format.dumps(model)).model
+    assert back.support_.X == model.support_.X and back.support_.has_primal
+    assert [back.predict_one(s) for s, _ in data[40:]] == [
+        model.predict_one(s) for s, _ in data[40:]
+    ]
+
+
+@pytest.mark.parametrize("bad", [123, "a" * 10_001, ["not", "a string"]])
+def test_a_state_with_a_bad_support_object_is_refused(bad):
+    model = KernelPerceptron(kernel=Spectrum(2), budget=5)
+    model.learn_one("ab", False)
+    state = model.state()
+    state["support"]["X"][0] = bad
+    with pytest.raises(InvalidInput):
+        KernelPerceptron.from_state(state)
