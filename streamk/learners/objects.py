@@ -358,10 +358,11 @@ class ObjectSupportSet:
         return self.kernel_row(obj) @ self._coef[: self.n]
 
     def dual_decision(self, Q: list[Any]) -> np.ndarray:
-        """``K(Q, S) @ coef`` computed from the kernel, never from the weight map."""
+        """``K(Q, S) @ coef`` with ``K`` from ``kernel.gram``: neither the weight map nor
+        the stored leaf rows (an independent check of both)."""
         if not self.n:
             return np.zeros((len(Q), self.n_outputs))
-        return self.kernel_block(Q) @ self._coef[: self.n]
+        return self._kernel.gram(list(Q), self._items) @ self._coef[: self.n]
 
     def decision(self, Q: list[Any]) -> np.ndarray:
         if self._primal is not None:
