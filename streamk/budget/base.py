@@ -45,6 +45,11 @@ class BudgetPolicy:
 
     #: Whether the policy needs ``SupportSet(keep_gram=True)``.
     needs_gram = False
+    #: Whether :meth:`insert` reads ``k_row`` (``K(row, S)``); if not, a learner that
+    #: predicts without it (a primal weight map) may pass ``None``.
+    needs_k_row = True
+    #: Whether the policy builds new support points (so needs rows in a vector space).
+    needs_vector_space = False
 
     def __init__(self, budget: int | None):
         if budget is not None and (
@@ -112,6 +117,8 @@ def oldest_among(support: SupportSet, mask: np.ndarray) -> int:
 
 class Unbounded(BudgetPolicy):
     """No budget: every new support vector is kept (the book's algorithms as written)."""
+
+    needs_k_row = False
 
     def __init__(self, budget: None = None):
         super().__init__(None)

@@ -113,6 +113,8 @@ class Merge(BudgetPolicy):
         Maximum number of support vectors.
     """
 
+    needs_vector_space = True
+
     def __init__(self, budget: int):
         super().__init__(budget)
 

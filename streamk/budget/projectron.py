@@ -26,6 +26,13 @@ __all__ = ["Projectron"]
 MIN_REL_DELTA = 1e-8
 
 
+def _row(support: SupportSet, row):
+    """A float row as ``SupportSet`` stores it; a string or tree as it is."""
+    if getattr(support, "takes_objects", False):
+        return row
+    return np.asarray(row, dtype=np.float64).ravel()
+
+
 def add_coef_rows(support: SupportSet, D: np.ndarray) -> None:
     """``support.coef += D`` in one vectorised change (tracked blocks updated by one product)."""
     support.add_coefs(D)
@@ -121,7 +128,7 @@ class Projectron(BudgetPolicy):
         if not self._in_sync(support):
             self._rebuild(support)
         coef = np.asarray(coef, dtype=np.float64).ravel()
-        kxx = float(support.kernel.diag(np.asarray(row, dtype=np.float64)[None, :])[0])
+        kxx = float(support.kernel.diag_one(_row(support, row)))
         n = support.n
         k = np.asarray(k_row, dtype=np.float64)
         d = self._P[:n, :n] @ k

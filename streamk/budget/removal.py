@@ -28,6 +28,8 @@ class RemoveOldest(BudgetPolicy):
     write, where removing and appending would also move the last row and its kernel column.
     """
 
+    needs_k_row = False  # only passed on to append (which computes it if needed)
+
     def __init__(self, budget: int):
         super().__init__(budget)
 
@@ -47,6 +49,8 @@ class RemoveRandom(BudgetPolicy):
     ``seed``; its state is part of :meth:`state`, so a restored model draws the same
     sequence. ``seed=None`` seeds from the operating system (not reproducible).
     """
+
+    needs_k_row = False  # only passed on to append (which computes it if needed)
 
     def __init__(self, budget: int, seed: int | None = None):
         super().__init__(budget)
@@ -105,6 +109,8 @@ class RemoveSmallest(BudgetPolicy):
     Crammer & Vucetic, JMLR 13, 2012) and Shark's ``RemoveSmallest``. Ties (e.g. a plain
     perceptron, where every ``|alpha| = 1``) go to the oldest. The new vector always enters.
     """
+
+    needs_k_row = False  # only passed on to append (which computes it if needed)
 
     def __init__(self, budget: int):
         super().__init__(budget)

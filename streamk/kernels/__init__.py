@@ -4,6 +4,9 @@
   ``Laplacian``, ``Cosine``, ``Constant``) and their combinators (``Sum``, ``Product``,
   ``Scaled``, ``Normalized``);
 - :mod:`~streamk.kernels.specs`: plain-data specs and ``"rbf(0.5) + const(1)"`` text;
+- :mod:`~streamk.kernels.strings` and :mod:`~streamk.kernels.trees`: the string and tree
+  kernels of the book's ch. 11 (``Spectrum``, ``Mismatch``, ``RestrictedGapWeighted``,
+  ``GapWeightedSubsequences``, ``CoRootedSubtree``, ``AllSubtree``), on lists of objects;
 - :mod:`~streamk.kernels.scale`: the running feature variances that resolve ``"auto"``;
 - :mod:`~streamk.kernels.measures`: kernel-matrix measures (alignment, FSM, MMD drift),
   imported on its own (``from streamk.kernels import measures``).
@@ -26,6 +29,8 @@ from .base import (
 )
 from .scale import ScaleEstimator
 from .specs import kernel_from_spec, kernel_from_string
+from .strings import GapWeightedSubsequences, Mismatch, RestrictedGapWeighted, Spectrum
+from .trees import AllSubtree, CoRootedSubtree
 
 __all__ = [
     "Kernel",
@@ -42,4 +47,10 @@ __all__ = [
     "ScaleEstimator",
     "kernel_from_spec",
     "kernel_from_string",
+    "GapWeightedSubsequences",
+    "Spectrum",
+    "Mismatch",
+    "RestrictedGapWeighted",
+    "CoRootedSubtree",
+    "AllSubtree",
 ]

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from ..accel import rbf_from_dots, scaled_exp
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidInput
 
 if TYPE_CHECKING:  # annotations only: the estimator imports this module
     from .scale import ScaleEstimator
@@ -75,10 +75,35 @@ def _check_positive(name: str, value: Any, allow_auto: bool = False) -> None:
         raise ConfigError(f"{name} must be > 0, got {value!r}")
 
 
+def _as_objects(A: Any) -> list[Any]:
+    """A block of strings or trees as a list (kernels on objects take lists, not arrays)."""
+    if isinstance(A, (list, tuple)):
+        return list(A)
+    raise InvalidInput(
+        f"a kernel on strings or trees takes a list of them, got {type(A).__name__}; "
+        "for one pair call kernel(a, b)"
+    )
+
+
+def _check_same_domain(name: str, kernels: tuple[Kernel, ...]) -> None:
+    """Refuse combining kernels on strings/trees with kernels on vectors (``Constant``
+    works with both)."""
+    objects = [k for k in kernels if k.takes_objects]
+    vectors = [k for k in kernels if not k.takes_objects and not isinstance(k, Constant)]
+    if objects and vectors:
+        raise ConfigError(
+            f"{name} cannot combine kernels on strings/trees {objects!r} with kernels on "
+            f"vectors {vectors!r}"
+        )
+
+
 class Kernel:
     """Base class. Subclasses implement ``_gram`` and ``diag`` and list their parameters."""
 
     _param_names: tuple[str, ...] = ()
+    #: True for kernels on strings or trees (see :mod:`streamk.kernels.strings`): ``gram`` then
+    #: takes lists of objects instead of blocks of float rows.
+    takes_objects: bool = False
 
     @property
     def max_abs(self) -> float | None:
@@ -87,6 +112,8 @@ class Kernel:
 
     def diag_one(self, row: np.ndarray) -> float:
         """``k(row, row)`` for one row (hot path of support-set updates)."""
+        if self.takes_objects:
+            return float(self.diag([row])[0])
         return float(self.diag(row[None, :])[0])
 
     # -- evaluation ---------------------------------------------------------------------------
@@ -104,6 +131,8 @@ class Kernel:
         ``a_sqnorm``/``b_sqnorm`` are optional cached squared Euclidean norms of the rows,
         used by distance-based kernels to skip recomputing them.
         """
+        if self.takes_objects:
+            return self._gram(_as_objects(A), _as_objects(B), None, None)
         A, B = _align(_as_2d(A), _as_2d(B))
         if not self.is_resolved:
             raise ConfigError(
@@ -121,6 +150,8 @@ class Kernel:
 
     def __call__(self, a: Any, b: Any) -> float:
         """``k(a, b)`` for two single rows (convenience, not a fast path)."""
+        if self.takes_objects:
+            return float(self.gram([a], [b])[0, 0])
         return float(self.gram(a, b)[0, 0])
 
     # -- data-dependent parameters --------------------------------------------------------------
@@ -293,10 +324,10 @@ class Constant(Kernel):
         self.c = float(c)
 
     def _gram(self, A, B, a_sq, b_sq):
-        return np.full((A.shape[0], B.shape[0]), self.c)
+        return np.full((len(A), len(B)), self.c)  # len: rows or objects (strings, trees)
 
     def diag(self, A):
-        return np.full(_as_2d(A).shape[0], self.c)
+        return np.full(len(A) if isinstance(A, list) else _as_2d(A).shape[0], self.c)
 
     @property
     def max_abs(self):
@@ -312,7 +343,12 @@ class _Combinator(Kernel):
             raise ConfigError(
                 f"{type(self).__name__} needs two or more Kernel objects, got {kernels!r}"
             )
+        _check_same_domain(type(self).__name__, kernels)
         self.kernels = kernels
+
+    @property
+    def takes_objects(self) -> bool:
+        return any(k.takes_objects for k in self.kernels)
 
     def _children(self):
         return self.kernels
@@ -376,6 +412,10 @@ class Scaled(Kernel):
     def _children(self):
         return (self.kernel,)
 
+    @property
+    def takes_objects(self) -> bool:
+        return self.kernel.takes_objects
+
     def resolve(self, scale):
         return Scaled(self.kernel.resolve(scale), self.c)
 
@@ -407,6 +447,10 @@ class Normalized(Kernel):
 
     def _children(self):
         return (self.kernel,)
+
+    @property
+    def takes_objects(self) -> bool:
+        return self.kernel.takes_objects
 
     def resolve(self, scale):
         return Normalized(self.kernel.resolve(scale))

@@ -20,6 +20,8 @@ from .base import (
     Scaled,
     Sum,
 )
+from .strings import GapWeightedSubsequences, Mismatch, RestrictedGapWeighted, Spectrum
+from .trees import AllSubtree, CoRootedSubtree
 
 __all__ = ["kernel_from_spec", "kernel_from_string"]
 
@@ -30,6 +32,13 @@ _SIMPLE = {
     "RBF": RBF,
     "Laplacian": Laplacian,
     "Constant": Constant,
+    # strings and trees (book ch. 11)
+    "GapWeightedSubsequences": GapWeightedSubsequences,
+    "Spectrum": Spectrum,
+    "Mismatch": Mismatch,
+    "RestrictedGapWeighted": RestrictedGapWeighted,
+    "CoRootedSubtree": CoRootedSubtree,
+    "AllSubtree": AllSubtree,
 }
 _COMBINATORS = {"Sum": Sum, "Product": Product}
 

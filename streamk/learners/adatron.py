@@ -153,8 +153,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     def learn_many(self, X: Any, y: Any) -> None:
         rows = self._block(X, grow=True)
         labels = as_list(y)
-        if len(labels) != rows.shape[0]:
-            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        if len(labels) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         self._learn_rows(rows, labels, self._learn_block_row)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
@@ -164,7 +164,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
         """One coordinate step on the new example from alpha = 0, then the resweeps."""
         t = self._labels.targets(y)
-        denom = float(self._support.kernel.diag(row[None, :])[0]) + self._mu
+        denom = float(self._support.kernel.diag(self._one(row))[0]) + self._mu
         if denom > 0.0:  # phi(x) = 0 (and no 2-norm shift) can never change f
             alpha = np.clip((1.0 - t * f) / denom, 0.0, self._upper)
             if (alpha > 0.0).any():
@@ -229,8 +229,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._reset()
         rows = self._block(X, grow=True)
         labels = as_list(y)
-        if len(labels) != rows.shape[0]:
-            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        if len(labels) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         for label in labels:
             self._add_label(label)
         if self._scale is not None and len(labels):
@@ -248,7 +248,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         )
         for i in np.flatnonzero(A.any(axis=1)):
             new_id = self._support.next_id
-            k_row = self._support.kernel_block(rows[i][None, :])[0]
+            k_row = self._support.kernel_block(self._one(rows[i]))[0]
             self._policy.insert(self._support, rows[i], A[i] * T[i], k_row)
             self._cls.add(new_id, float(self._labels.classes.index(labels[i])))
             self.n_updates += 1

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from ..budget import BudgetPolicy, make_policy, policy_from_spec
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidInput
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from .features import FeatureIndex
+from .objects import ObjectSupportSet, validate_object
 from .support import SupportSet
 
 __all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at", "as_list"]
@@ -80,6 +81,20 @@ class KernelLearner:
         self._scale = None if kernel.is_resolved else ScaleEstimator()
         self._auto_kernel = kernel
         keep_gram = self._keep_gram or self._policy.needs_gram
+        self._objects = kernel.takes_objects
+        if self._objects:  # strings or trees: the support set holds the objects themselves
+            if self._policy.needs_vector_space:
+                raise ConfigError(
+                    f"budget policy {self._policy!r} needs a vector space (it builds new "
+                    f"support points); {kernel!r} works on strings/trees: use RemoveOldest, "
+                    "RemoveRandom, RemoveSmallest, Forgetron or Projectron"
+                )
+            self._scale = None
+            self._auto_kernel = kernel
+            self._support = ObjectSupportSet(kernel, n_outputs=n_outputs, keep_gram=keep_gram)
+            self._n_learned = 0
+            self._row_cache = None
+            return
         self._support = SupportSet(
             kernel if kernel.is_resolved else kernel.resolve(ScaleEstimator()),
             n_outputs=n_outputs,
@@ -115,8 +130,22 @@ class KernelLearner:
     def _warming_up(self) -> bool:
         return self._scale is not None and self._scale.n < AUTO_WINDOW
 
+    def _object(self, x: Any) -> Any:
+        """The string or tree of an event, validated by the kernel: ``x`` itself, or the
+        one value of a one-entry dict (e.g. ``{"text": "..."}``)."""
+        if isinstance(x, dict):
+            if len(x) != 1:
+                raise InvalidInput(
+                    f"{self.kernel_!r} takes one string or tree per event: pass it as x or "
+                    f"as a one-entry dict, got a dict with keys {sorted(map(str, x))[:5]}"
+                )
+            (x,) = x.values()
+        return validate_object(self._support.kernel, x)
+
     def _learn_row(self, x: dict) -> np.ndarray:
         """Dense row of a learned event; during the warm-up it refines ``gamma="auto"``."""
+        if self._objects:
+            return self._object(x)
         row = self._features.row(x, grow=True)
         scale = self._scale
         if scale is not None and scale.n < AUTO_WINDOW:  # _warming_up, inlined: every event
@@ -157,6 +186,10 @@ class KernelLearner:
         block, so ``K(block, S)`` is computed once and kept current through every change
         ``step`` makes. This is the exactness contract of ``learn_many``.
         """
+        if self._objects:  # no block tracking for objects: one row at a time, exactly
+            for row, item in zip(rows, items):
+                step(row, self._support.kernel_row(row), item)
+            return
         i = 0
         while i < len(items):
             end = self._fold_kernel_run(rows, i)
@@ -167,7 +200,13 @@ class KernelLearner:
                     step(rows[i + j], k_row, item)
             i = end
 
+    def _one(self, row: Any) -> Any:
+        """A one-row block: ``row[None, :]`` for a float row, ``[row]`` for a string/tree."""
+        return [row] if self._objects else row[None, :]
+
     def _predict_row(self, x: dict) -> np.ndarray:
+        if self._objects:
+            return self._object(x)
         return self._features.row(x, grow=False)
 
     def _kernel_row(self, row: np.ndarray) -> np.ndarray:
@@ -178,8 +217,13 @@ class KernelLearner:
         """
         support = self._support
         cache = self._row_cache
-        key = row.tobytes()
-        if cache is not None and cache[0] == support.rows_version and cache[2] == key:
+        key = row if self._objects else row.tobytes()
+        if (
+            cache is not None
+            and cache[0] == support.rows_version
+            and cache[2] == key
+            and cache[3] is not None  # None: f came from a weight map, K(row, S) was not needed
+        ):
             return cache[3]
         k_row = support.kernel_row(row)
         self._row_cache = (support.rows_version, support.version, key, k_row, None)
@@ -193,6 +237,8 @@ class KernelLearner:
         """
         support = self._support
         cache = self._row_cache
+        if self._objects:
+            return self._object_margins(row)
         key = row.tobytes()
         if cache is not None and cache[0] == support.rows_version and cache[2] == key:
             if cache[1] == support.version and cache[4] is not None:
@@ -204,7 +250,31 @@ class KernelLearner:
         self._row_cache = (support.rows_version, support.version, key, k_row, f)
         return k_row, f
 
+    def _object_margins(self, obj: Any) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(K(obj, S), f(obj))`` for a string or tree; with a weight map (Remark 11.55)
+        ``K(obj, S)`` is ``None`` (not needed to predict) and ``f`` costs O(|obj|)."""
+        support = self._support
+        cache = self._row_cache
+        if cache is not None and cache[2] == obj:
+            if cache[1] == support.version and cache[4] is not None:
+                return cache[3], cache[4]
+            if cache[0] == support.rows_version and cache[3] is not None:
+                f = cache[3].dot(support._coef[: support.n])  # only coefficients changed
+                self._row_cache = (cache[0], support.version, obj, cache[3], f)
+                return cache[3], f
+        if support.has_primal:
+            k_row, f = None, support.decision_one(obj)
+        else:
+            k_row = support.kernel_row(obj)
+            f = k_row.dot(support._coef[: support.n])
+        self._row_cache = (support.rows_version, support.version, obj, k_row, f)
+        return k_row, f
+
     def _block(self, X: Any, grow: bool) -> np.ndarray:
+        if self._objects:
+            tolist = getattr(X, "tolist", None)  # a pandas Series or NumPy array of str
+            items = tolist() if callable(tolist) else list(X)
+            return [self._object(x) for x in items]
         return self._features.rows(X, grow=grow)
 
     # -- plain data ---------------------------------------------------------------------------
@@ -249,7 +319,9 @@ class KernelLearner:
         """Rebuild a learner from :meth:`state` output; predictions are identical."""
         model = cls(**cls._params_from_state(state["params"]))
         model._features = FeatureIndex.from_state(state["features"])
-        model._support = SupportSet.from_state(state["support"])
+        sup = state["support"]
+        kind = ObjectSupportSet if sup.get("objects") else SupportSet
+        model._support = kind.from_state(sup)
         model._scale = None if state["scale"] is None else ScaleEstimator.from_state(state["scale"])
         model._policy = policy_from_spec(state["policy"])
         model._n_learned = int(state["n_learned"])

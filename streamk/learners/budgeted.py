@@ -84,8 +84,8 @@ class MarginPerceptron(KernelPerceptron):
         """
         rows = self._block(X, grow=True)
         labels = as_list(y)
-        if len(labels) != rows.shape[0]:
-            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        if len(labels) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         self._learn_rows(rows, labels, self._learn_block_row)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
@@ -100,6 +100,8 @@ class MarginPerceptron(KernelPerceptron):
             targets = self._labels.targets(y)
         wrong = ((f >= 0.0) != (targets > 0.0)) | (targets * f < self.margin)
         if wrong.any():
+            if k_row is None and self._policy.needs_k_row:  # predicted from a weight map
+                k_row = self._support.kernel_row(row)
             self._policy.insert(self._support, row, np.where(wrong, targets, 0.0), k_row)
             self.n_mistakes += 1
         self._n_learned += 1

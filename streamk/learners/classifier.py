@@ -47,6 +47,8 @@ class KernelClassifier(KernelLearner):
         return self._margins(self._predict_row(x))[1].copy()
 
     def predict_one(self, x: dict) -> Any:
+        if self._objects:  # a bad string or tree is refused even before the first label
+            x = self._object(x)
         if not self._labels.classes:
             return None
         if self._support.n == 0:

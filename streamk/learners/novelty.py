@@ -158,7 +158,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     def learn_many(self, X: Any) -> None:
         """Learn the rows in order (the same model as ``learn_one`` on each)."""
         rows = self._block(X, grow=True)
-        self._learn_rows(rows, [None] * rows.shape[0], self._learn_block_row)
+        self._learn_rows(rows, [None] * len(rows), self._learn_block_row)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, _: Any) -> None:
         self._insert(row, k_row)
@@ -171,7 +171,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         kqq = S.kernel.diag(Q)
         W = float(S.coef[:, 0].sum()) if S.n else 0.0
         if W <= 0.0:
-            return np.zeros(Q.shape[0]) if S.n == 0 else kqq
+            return np.zeros(len(Q)) if S.n == 0 else kqq
         _, cc = self._stats()
         K = S.kernel_block(Q) if K is None else K
         d2 = kqq - (2.0 / W) * (K @ S.coef[:, 0]) + cc / (W * W)
@@ -181,7 +181,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         row = self._predict_row(x)
         if self._support.n == 0:
             return 0.0
-        return float(self._distances(row[None, :], self._kernel_row(row)[None, :])[0])
+        return float(self._distances(self._one(row), self._kernel_row(row)[None, :])[0])
 
     def score_many(self, X: Any) -> np.ndarray:
         """Scores of a block of events."""

@@ -130,10 +130,12 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         return preds
 
     def _learn_block(self, X: Any, y: Any, preds: list[Any] | None) -> None:
+        if self._objects:  # strings or trees: learn_one per item (same model by definition)
+            return self._learn_objects(self._block(X, grow=True), as_list(y), preds)
         rows = self._block(X, grow=True)
         labels = as_list(y)
-        if len(labels) != rows.shape[0]:
-            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        if len(labels) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         i = 0
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             first = _UNSET
@@ -145,6 +147,14 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             if first is not _UNSET:
                 preds[i] = first
             i = end
+
+    def _learn_objects(self, items: list[Any], labels: list[Any], preds: list[Any] | None) -> None:
+        if len(labels) != len(items):
+            raise InvalidInput(f"X has {len(items)} items but y has {len(labels)} labels")
+        for i, (obj, label) in enumerate(zip(items, labels)):
+            if preds is not None:
+                preds[i] = self.predict_one(obj)
+            self.learn_one(obj, label)
 
     def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
         """Rows learned under one kernel: one compiled pass when it applies, else one tracked
@@ -240,6 +250,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 coef = targets.copy()
             else:
                 coef = np.where((f >= 0.0) != (targets > 0.0), targets, 0.0)
+            if k_row is None and self._policy.needs_k_row:  # predicted from a weight map
+                k_row = self._support.kernel_row(row)
             self._policy.insert(self._support, row, coef, k_row)
             self.n_mistakes += 1
         self._n_learned += 1

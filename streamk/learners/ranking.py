@@ -230,8 +230,8 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
     def learn_many(self, X: Any, y: Any) -> None:
         rows = self._block(X, grow=True)
         labels = as_list(y)
-        if len(labels) != rows.shape[0]:
-            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(labels)} labels")
+        if len(labels) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         for label in labels:
             self._rank_index(label)
         if self.ranks is None:

@@ -219,8 +219,8 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     def learn_many(self, X: Any, y: Any) -> None:
         rows = self._block(X, grow=True)
         targets = [_target(v) for v in y]
-        if len(targets) != rows.shape[0]:
-            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(targets)} targets")
+        if len(targets) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(targets)} targets")
         self._learn_rows(rows, targets, self._learn_block_row)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, target: float) -> None:
@@ -228,7 +228,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
     def _update(self, row: np.ndarray, f: float, k_row: np.ndarray, y: float) -> None:
         self._observe_target(y)
-        kxx = float(self._support.kernel.diag(row[None, :])[0])
+        kxx = float(self._support.kernel.diag(self._one(row))[0])
         alpha = self._new_alpha(y - self.offset_ - f, kxx)
         if alpha != 0.0:
             new_id = self._support.next_id
@@ -287,8 +287,8 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         self._reset()
         rows = self._block(X, grow=True)
         targets = np.array([_target(v) for v in y], dtype=np.float64)
-        if len(targets) != rows.shape[0]:
-            raise InvalidInput(f"X has {rows.shape[0]} rows but y has {len(targets)} targets")
+        if len(targets) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(targets)} targets")
         if not len(targets):
             return self
         for value in targets.tolist():
@@ -302,7 +302,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         ).alpha
         for i in np.flatnonzero(beta):
             new_id = self._support.next_id
-            k_row = self._support.kernel_block(rows[i][None, :])[0]
+            k_row = self._support.kernel_block(self._one(rows[i]))[0]
             self._policy.insert(self._support, rows[i], beta[i : i + 1], k_row)
             self._targets.add(new_id, targets[i])
             self.n_updates += 1

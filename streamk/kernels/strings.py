@@ -1,0 +1,366 @@
+"""String kernels (Shawe-Taylor & Cristianini, §11.5–11.6) on Python ``str`` values.
+
+* :class:`GapWeightedSubsequences` — every length-``p`` subsequence, weighted by
+  ``lam ** span`` (Alg. 11.38, the dynamic programme of Code Fragment 11.3, corrected:
+  see ``reference/kernels-and-measures.md`` §5.4), O(p |s| |t|) per pair.
+* :class:`Spectrum` — counts of contiguous ``p``-grams (Alg. 11.46).
+* :class:`Mismatch` — ``p``-grams matched with up to ``m`` substitutions over a declared
+  alphabet (Alg. 11.51).
+* :class:`RestrictedGapWeighted` — subsequences of span at most ``p + m``, weighted by
+  ``lam ** gaps`` (Alg. 11.54).
+
+The last three are trie kernels with a finite, sparse feature map. Each string's trie
+walk ends at the leaves it reaches, with their weights; :meth:`_TrieKernel.feature_map`
+returns that leaf map, and a kernel value is the dot product of two leaf maps. That is
+the book's traversal with the pair pruning replaced by a hash join of the leaves
+(Remark 11.47: process each string once and keep it at the leaves), and it gives a
+whole row ``K(s, S)`` at the cost of the leaves. The same map, weighted by the dual
+coefficients, is the primal weight map of Remark 11.55 a learner can keep.
+
+Every input string is validated: a ``str`` (or UTF-8 ``bytes``) of at most
+:data:`MAX_STRING_LENGTH` characters; anything else raises
+:class:`~streamk.errors.InvalidInput`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy import sparse
+
+from ..errors import ConfigError, InvalidInput
+from .base import Kernel, _as_objects
+
+__all__ = [
+    "MAX_STRING_LENGTH",
+    "GapWeightedSubsequences",
+    "Spectrum",
+    "Mismatch",
+    "RestrictedGapWeighted",
+    "check_string",
+    "maps_gram",
+]
+
+#: Longest string a string kernel accepts (characters).
+MAX_STRING_LENGTH = 10_000
+#: Largest alphabet :class:`Mismatch` accepts (its cost grows as ``|alphabet| ** m``).
+MAX_ALPHABET = 128
+
+
+def check_string(s: Any) -> str:
+    """``s`` as a ``str``, or :class:`InvalidInput` saying why it cannot be one.
+
+    ``bytes`` must be valid UTF-8; the length limit is :data:`MAX_STRING_LENGTH`.
+    """
+    if isinstance(s, (bytes, bytearray)):
+        try:
+            s = bytes(s).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"a string kernel needs valid UTF-8 text: {exc}") from None
+    if not isinstance(s, str):
+        raise InvalidInput(
+            f"a string kernel needs a str, got {type(s).__name__} ({s!r:.60}); "
+            "pass text, or use a vector kernel for numeric features"
+        )
+    if len(s) > MAX_STRING_LENGTH:
+        raise InvalidInput(
+            f"string of {len(s)} characters is longer than the limit of "
+            f"{MAX_STRING_LENGTH}; truncate or split it before learning"
+        )
+    return s
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ConfigError(f"{name} must be {bound}, got {value!r}")
+    return int(value)
+
+
+def _check_lam(lam: Any) -> float:
+    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam):
+        raise ConfigError(f"lam must be a finite number in (0, 1], got {lam!r}")
+    if not 0 < lam <= 1:
+        raise ConfigError(f"lam must be in (0, 1], got {lam!r}")
+    return float(lam)
+
+
+class _StringKernel(Kernel):
+    """Shared parts: object inputs, validation, spec."""
+
+    takes_objects = True
+
+    def check_object(self, s: Any) -> str:
+        """``s`` validated as this kernel's input (see :func:`check_string`)."""
+        return check_string(s)
+
+    def _strings(self, A: list[Any]) -> list[str]:
+        return [check_string(s) for s in A]
+
+
+# -- gap-weighted subsequences ------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def _decay_matrix(n: int, lam: float) -> np.ndarray:
+    """``L[i, i'] = lam ** (i - i')`` for ``i' <= i``, else 0."""
+    d = np.subtract.outer(np.arange(n), np.arange(n))
+    return np.where(d >= 0, lam ** np.maximum(d, 0).astype(np.float64), 0.0)
+
+
+def gap_weighted_levels(s: str, t: str, p: int, lam: float) -> np.ndarray:
+    """``[kappa_1, ..., kappa_p](s, t)`` of the gap-weighted subsequences kernel.
+
+    The corrected Code Fragment 11.3: ``DPS[i, j]`` is the suffix kernel
+    ``kappa^S_l(s(1:i), t(1:j))``; ``DP = L_n DPS L_m^T`` is the recursion
+    ``DP(i,j) = DPS(i,j) + lam DP(i-1,j) + lam DP(i,j-1) - lam^2 DP(i-1,j-1)`` solved in
+    closed form (two triangular products), so each level is two BLAS calls.
+    """
+    out = np.zeros(p)
+    n, m = len(s), len(t)
+    if n == 0 or m == 0:
+        return out
+    a = np.fromiter(map(ord, s), dtype=np.int64, count=n)
+    b = np.fromiter(map(ord, t), dtype=np.int64, count=m)
+    match = a[:, None] == b[None, :]
+    lam2 = lam * lam
+    dps = np.where(match, lam2, 0.0)
+    out[0] = dps.sum()
+    if p == 1:
+        return out
+    ln, lm = _decay_matrix(n, lam), _decay_matrix(m, lam)
+    for level in range(1, p):
+        if level >= min(n, m):
+            break  # no subsequence that long: the rest stay 0
+        dp = ln @ dps @ lm.T
+        new = np.zeros((n, m))
+        new[1:, 1:] = np.where(match[1:, 1:], lam2 * dp[:-1, :-1], 0.0)
+        dps = new
+        out[level] = dps.sum()
+    return out
+
+
+class GapWeightedSubsequences(_StringKernel):
+    """Gap-weighted subsequences kernel (Shawe-Taylor & Cristianini, §11.5, Alg. 11.38).
+
+    ``phi_u(s) = sum over index vectors i with s(i) = u of lam ** span(i)`` for every
+    ``u`` of length ``p``; ``k(s, t) = <phi(s), phi(t)>``. ``lam -> 0`` approaches the
+    ``p``-spectrum kernel, ``lam = 1`` counts common subsequences. O(p |s| |t|) per pair:
+    for short strings and small support sets.
+    """
+
+    _param_names = ("p", "lam")
+
+    def __init__(self, p: int = 2, lam: float = 0.5):
+        self.p = _check_int("p", p, 1, 64)
+        self.lam = _check_lam(lam)
+
+    def _pair(self, s: str, t: str) -> float:
+        return float(gap_weighted_levels(s, t, self.p, self.lam)[-1])
+
+    def _gram(self, A, B, a_sq, b_sq):
+        A, B = self._strings(A), self._strings(B)
+        K = np.empty((len(A), len(B)))
+        for i, s in enumerate(A):
+            for j, t in enumerate(B):
+                K[i, j] = self._pair(s, t)
+        return K
+
+    def diag(self, A):
+        return np.array([self._pair(s, s) for s in self._strings(_as_objects(A))], dtype=np.float64)
+
+
+# -- trie kernels: leaf maps ---------------------------------------------------------------------
+
+
+def maps_gram(MA: list[dict[str, float]], MB: list[dict[str, float]]) -> np.ndarray:
+    """``K[i, j] = sum_u MA[i][u] MB[j][u]``: leaf maps joined through one sparse product."""
+    vocab: dict[str, int] = {}
+    rows, cols, vals = [], [], []
+    for j, mp in enumerate(MB):
+        for u, w in mp.items():
+            rows.append(j)
+            cols.append(vocab.setdefault(u, len(vocab)))
+            vals.append(w)
+    if not vocab:
+        return np.zeros((len(MA), len(MB)))
+    SB = sparse.csr_matrix((vals, (rows, cols)), shape=(len(MB), len(vocab)))
+    rows, cols, vals = [], [], []
+    for i, mp in enumerate(MA):
+        for u, w in mp.items():
+            c = vocab.get(u)
+            if c is not None:
+                rows.append(i)
+                cols.append(c)
+                vals.append(w)
+    SA = sparse.csr_matrix((vals, (rows, cols)), shape=(len(MA), len(vocab)))
+    return np.asarray((SA @ SB.T).todense(), dtype=np.float64)
+
+
+def _dot(a: dict[str, float], b: dict[str, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return math.fsum(w * b[u] for u, w in a.items() if u in b)
+
+
+class _TrieKernel(_StringKernel):
+    """A string kernel with a finite sparse feature map: the leaves of its trie."""
+
+    def check_object(self, s: Any) -> str:
+        s = check_string(s)
+        self.feature_map(s)  # e.g. Mismatch's alphabet; the map is cached for later
+        return s
+
+    def feature_map(self, s: Any) -> dict[str, float]:
+        """The leaves ``{u: phi_u(s)}`` the trie walk of ``s`` reaches (do not mutate)."""
+        s = check_string(s)
+        if len(s) > CACHED_LENGTH:  # a long string's map is not kept (memory)
+            return self._build(s)
+        return _leaf_map(self._key(), s)
+
+    def _key(self) -> tuple:
+        return (type(self).__name__, *(getattr(self, n) for n in self._param_names))
+
+    def _build(self, s: str) -> dict[str, float]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __call__(self, a: Any, b: Any) -> float:
+        return _dot(self.feature_map(a), self.feature_map(b))
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return maps_gram([self.feature_map(s) for s in A], [self.feature_map(t) for t in B])
+
+    def diag(self, A):
+        return np.array(
+            [math.fsum(w * w for w in self.feature_map(s).values()) for s in _as_objects(A)],
+            dtype=np.float64,
+        )
+
+
+_BUILDERS: dict[str, type[_TrieKernel]] = {}
+
+
+#: Strings up to this length have their leaf maps cached (4,096 of them at most).
+CACHED_LENGTH = 1_000
+
+
+@lru_cache(maxsize=4096)
+def _leaf_map(key: tuple, s: str) -> dict[str, float]:
+    """Leaf maps, cached by kernel parameters and string: a support string's map is
+    built once, not at every kernel row."""
+    kernel = _BUILDERS[key[0]](*key[1:])
+    return kernel._build(s)
+
+
+class Spectrum(_TrieKernel):
+    """``p``-spectrum kernel: ``k(s, t) = sum_u occ_u(s) occ_u(t)`` over contiguous
+    ``p``-grams ``u`` (Shawe-Taylor & Cristianini, Alg. 11.46).
+
+    The leaves of the trie of ``s`` at depth ``p`` are its ``p``-grams with their counts;
+    ``f(s)`` for a learner can be a weight map over them (Remark 11.55), O(|s| p).
+    """
+
+    _param_names = ("p",)
+
+    def __init__(self, p: int = 3):
+        self.p = _check_int("p", p, 1, 1024)
+
+    def _build(self, s: str) -> dict[str, float]:
+        p = self.p
+        return {
+            u: float(c) for u, c in Counter(s[i : i + p] for i in range(len(s) - p + 1)).items()
+        }
+
+
+class Mismatch(_TrieKernel):
+    """``(k, m)``-mismatch kernel (Shawe-Taylor & Cristianini, Def. 11.50, Alg. 11.51).
+
+    ``phi_u(s)`` counts the ``k``-grams of ``s`` within Hamming distance ``m`` of ``u``,
+    for every ``u`` in ``alphabet ** k``; the value depends on the declared alphabet, and
+    a character outside it raises :class:`~streamk.errors.InvalidInput`. Each ``k``-gram
+    reaches ``sum_{j<=m} C(k, j) (|alphabet|-1)^j`` leaves: keep ``m`` at 1 or 2 and the
+    alphabet small (DNA, proteins).
+    """
+
+    _param_names = ("k", "m", "alphabet")
+
+    def __init__(self, k: int = 5, m: int = 1, alphabet: str = "acgt"):
+        self.k = _check_int("k", k, 1, 64)
+        self.m = _check_int("m", m, 0, min(self.k, 3))
+        if not isinstance(alphabet, str) or not alphabet:
+            raise ConfigError(f"alphabet must be a non-empty str of symbols, got {alphabet!r}")
+        if len(set(alphabet)) != len(alphabet) or len(alphabet) > MAX_ALPHABET:
+            raise ConfigError(
+                f"alphabet must list at most {MAX_ALPHABET} distinct symbols, got {alphabet!r}"
+            )
+        self.alphabet = alphabet
+
+    def _build(self, s: str) -> dict[str, float]:
+        bad = set(s) - set(self.alphabet)
+        if bad:
+            raise InvalidInput(
+                f"Mismatch kernel over alphabet {self.alphabet!r} got symbols "
+                f"{''.join(sorted(bad))!r:.60}; declare them in alphabet= or clean the input"
+            )
+        k, m, alphabet = self.k, self.m, self.alphabet
+        out: dict[str, float] = {}
+        grams = Counter(s[i : i + k] for i in range(len(s) - k + 1))
+
+        def walk(g: str, depth: int, prefix: str, used: int, count: float) -> None:
+            # descend the trie along g, spending at most m substitutions
+            if depth == k:
+                out[prefix] = out.get(prefix, 0.0) + count
+                return
+            c = g[depth]
+            walk(g, depth + 1, prefix + c, used, count)
+            if used < m:
+                for a in alphabet:
+                    if a != c:
+                        walk(g, depth + 1, prefix + a, used + 1, count)
+
+        for g, count in grams.items():
+            walk(g, 0, "", 0, float(count))
+        return out
+
+
+class RestrictedGapWeighted(_TrieKernel):
+    """Restricted gap-weighted subsequences kernel (Shawe-Taylor & Cristianini, Def. 11.53,
+    Alg. 11.54): subsequences of length ``p`` with at most ``m`` gaps (span <= p + m),
+    weighted by ``lam ** gaps``. Approximates :class:`GapWeightedSubsequences` when
+    ``lam`` is small, at O(|s| (p + m)^m) per string.
+    """
+
+    _param_names = ("p", "m", "lam")
+
+    def __init__(self, p: int = 3, m: int = 1, lam: float = 0.5):
+        self.p = _check_int("p", p, 1, 64)
+        self.m = _check_int("m", m, 0, 8)
+        self.lam = _check_lam(lam)
+
+    def _build(self, s: str) -> dict[str, float]:
+        p, m, lam, n = self.p, self.m, self.lam, len(s)
+        powers = [lam**g for g in range(m + 1)]
+        out: dict[str, float] = {}
+
+        def walk(last: int, depth: int, prefix: str, gaps: int) -> None:
+            if depth == p:
+                out[prefix] = out.get(prefix, 0.0) + powers[gaps]
+                return
+            for skip in range(m - gaps + 1):
+                nxt = last + 1 + skip
+                if nxt >= n:
+                    break
+                walk(nxt, depth + 1, prefix + s[nxt], gaps + skip)
+
+        for i in range(n):
+            walk(i, 1, s[i], 0)
+        return out
+
+
+_BUILDERS.update(Spectrum=Spectrum, Mismatch=Mismatch, RestrictedGapWeighted=RestrictedGapWeighted)
