@@ -58,6 +58,8 @@ def _covered(stores, topic):
     learned, ends = 0, {}
     for store, name in stores:
         snap = SnapshotStore(store).latest(name)
+        if snap is None:  # killed before its first snapshot: it holds nothing
+            continue
         learned += snap.model.n_learned
         for p, off in snap.offsets.get(topic, {}).items():
             ends[p] = max(ends.get(p, 0), off)
@@ -109,3 +111,42 @@ def test_kill_between_snapshot_and_commit_leaves_no_overlap(
     learned, ends = _covered([(store_1, "w1"), (store_2, "w2")], topic_name)
     assert ends == {p: N // PARTS for p in range(PARTS)}
     assert learned == N  # an overlap would exceed N, a gap fall short
+
+
+def test_group_worker_killed_at_random_points_and_restarted(kafka_broker, topic_name, tmp_path):
+    """Two workers in one group; one is killed with SIGKILL at random moments and started
+    again, three times, then both drain: every event in exactly one worker's snapshot."""
+    import random
+    import signal
+    import time
+
+    bootstrap = kafka_broker.bootstrap_servers
+    produce(bootstrap, topic_name, make_events(N, seed=13), partitions=PARTS)
+    store = tmp_path / "snapshots"
+    rng = random.Random(17)
+    procs = []
+    kills = 0
+    try:
+        steady = _start(worker_args(bootstrap, topic_name, store, "w2", idle=12.0))
+        procs.append(steady)
+        for _ in range(3):
+            victim = _start(worker_args(bootstrap, topic_name, store, "w1", idle=12.0))
+            procs.append(victim)
+            time.sleep(rng.uniform(2.0, 6.0))  # a join takes ~3 s: before, during or after
+            if victim.poll() is None:
+                victim.send_signal(signal.SIGKILL)
+                victim.wait(timeout=30)
+                kills += 1
+        last = _start(worker_args(bootstrap, topic_name, store, "w1", idle=12.0))
+        procs.append(last)
+        assert last.wait(timeout=240) == 0, last.stderr.read().decode()[-2000:]
+        assert steady.wait(timeout=240) == 0, steady.stderr.read().decode()[-2000:]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+    assert kills >= 1, "no kill happened; the test proved nothing"
+    learned, ends = _covered([(store, "w1"), (store, "w2")], topic_name)
+    assert ends == {p: N // PARTS for p in range(PARTS)}
+    assert learned == N
