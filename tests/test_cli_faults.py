@@ -71,6 +71,7 @@ def test_truncated_newest_snapshot_is_relearned_and_said(kafka_broker, topic, tm
     assert "WARNING" in second.stderr and newest.name in second.stderr
     assert "learned again" in second.stderr
     assert "restored seq" in second.stderr
+    assert second.stderr.startswith(f"connecting to {b} (topic {topic!r}")  # said first
     assert _learned(store) == N
 
 

@@ -67,3 +67,17 @@ def test_second_demo_in_the_same_directory_learns_every_event_again(tmp_path):
     assert first["learned"] > 0
     assert second["learned"] == first["learned"]
     assert second["records"] == first["records"] == first["produced"]
+
+
+def test_a_configured_learner_that_differs_from_the_snapshot_is_named(tmp_path):
+    """Issue 19: ``--learner svr`` on a store holding a perceptron silently resumed it."""
+    log = tmp_path / "events.jsonl"
+    _log(log)
+    snaps = tmp_path / "snaps"
+    assert streamk("replay", str(log), "--snapshot-dir", str(snaps)).returncode == 0
+    other = streamk("replay", str(log), "--snapshot-dir", str(snaps), "--budget", "40")
+    assert other.returncode == 0, other.stderr
+    assert "WARNING" in other.stderr and "but the snapshot holds" in other.stderr
+    assert "budget=RemoveOldest(40)" in other.stderr  # what was asked for
+    same = streamk("replay", str(log), "--snapshot-dir", str(snaps))
+    assert "but the snapshot holds" not in same.stderr

@@ -65,4 +65,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..engine.config import load_config
 
     config = load_config(args.config, engine_overrides(args))
+    # The client may retry for a while before it gives up on an unreachable broker.
+    print(
+        f"connecting to {config['bootstrap_servers']} (topic {config['topic']!r}, "
+        f"group {config['group']!r}, {config['transport']})",
+        file=sys.stderr,
+        flush=True,
+    )
     return run_engine(config, None, args)

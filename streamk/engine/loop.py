@@ -229,8 +229,24 @@ class Engine:
                 "offsets": dict(self.positions),
             }
             log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
+            self._warn_if_not_configured(self.model)
         regression = isinstance(self.model, base.Regressor)  # MAE, else accuracy
         self._rolling = RollingScore(self.config.rolling_window, regression)
+
+    def _warn_if_not_configured(self, restored: Any) -> None:
+        """Say so when the snapshot's model is not the configured one (learner, kernel,
+        budget): the snapshot wins, since starting over would drop what it learned."""
+        configured = self.model_factory()
+        have, want = _model_spec(restored), _model_spec(configured)
+        if have != want:
+            log.warning(
+                "model %r: the configuration asks for %s but the snapshot holds %s; "
+                "continuing the snapshot's model (to start the configured one, use another "
+                "model_name or reset the store: streamk snapshot reset)",
+                self.config.model_name,
+                want,
+                have,
+            )
 
     def _on_assigned(self, partitions: list[int]) -> None:
         # A group join can take as long as the rebalance timeout; idle time starts now.
@@ -673,6 +689,21 @@ def _model_name(model: Any) -> str:
         inner = model.model  # e.g. the feature standardiser in front of a learner
     name = type(model).__name__
     return name if inner is None or inner is model else f"{name}({_model_name(inner)})"
+
+
+def _model_spec(model: Any) -> str:
+    """Class chain, kernel and budget of a model, as a short comparable text."""
+    learner = model
+    while True:
+        inner = getattr(learner, "_wrapped_model", None)
+        if inner is None and hasattr(getattr(learner, "model", None), "learn_one"):
+            inner = learner.model
+        if inner is None or inner is learner:
+            break
+        learner = inner
+    kernel = getattr(learner, "kernel", None)
+    budget = getattr(learner, "budget", None)
+    return f"{_model_name(model)} kernel={kernel!r} budget={budget!r}"
 
 
 def _committed_pairs(committed: dict[int, Any]) -> dict[int, tuple[int, str | None]]:
