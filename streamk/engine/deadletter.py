@@ -62,21 +62,22 @@ class DeadLetter:
     def from_error(
         cls,
         payload: bytes,
-        error: InvalidEvent,
+        error: Exception,
         source: str,
         partition: int | None = None,
         offset: int | None = None,
         timestamp_ms: int | None = None,
     ) -> DeadLetter:
-        """Build a record from the :class:`InvalidEvent` that ``decode`` raised."""
+        """Build a record from the error that rejected an event (``InvalidEvent`` from
+        ``decode``, or what a model raised): its reason, and its code or ``"rejected"``."""
         return cls(
             bytes(payload),
             getattr(error, "reason", str(error)),
             source,
             partition,
             offset,
-            _now_ms() if timestamp_ms is None else timestamp_ms,
-            getattr(error, "code", None),
+            timestamp_ms or _now_ms(),
+            getattr(error, "code", None) or "rejected",
         )
 
     def to_dict(self) -> dict[str, Any]:

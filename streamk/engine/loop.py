@@ -505,14 +505,8 @@ class Engine:
         payload = record.payload
         if payload is None:
             payload = repr(record.value).encode()
-        letter = DeadLetter(
-            payload,
-            getattr(exc, "reason", str(exc)),
-            self.source.name,
-            record.partition,
-            record.offset,
-            record.timestamp_ms or int(time.time() * 1000),
-            getattr(exc, "code", None) or "rejected",
+        letter = DeadLetter.from_error(
+            payload, exc, self.source.name, record.partition, record.offset, record.timestamp_ms
         )
         self.metrics.dead_letter(letter.code)
         if self.dead_letters is not None:

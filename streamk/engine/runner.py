@@ -125,20 +125,12 @@ def kafka_source(config: dict[str, Any]) -> Source:
         "session_timeout_ms": config["session_timeout_ms"],
         "heartbeat_interval_ms": config["heartbeat_interval_ms"],
     }
+    source_class: type[Source]
     if config["transport"] == "confluent":
-        from ..sources.kafka_confluent import ConfluentKafkaSource
-
-        return ConfluentKafkaSource(
-            config["bootstrap_servers"],
-            config["topic"],
-            config["group"],
-            consumer_config=consumer_config,
-            max_poll_interval_ms=config["max_poll_interval_ms"],
-            probe_timeout_s=probe,
-        )
-    from ..sources.kafka import KafkaSource
-
-    return KafkaSource(
+        from ..sources.kafka_confluent import ConfluentKafkaSource as source_class
+    else:
+        from ..sources.kafka import KafkaSource as source_class
+    return source_class(
         config["bootstrap_servers"],
         config["topic"],
         config["group"],

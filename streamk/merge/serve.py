@@ -128,14 +128,13 @@ class Scorer:
         from ..engine.deadletter import DeadLetter
 
         result.dead_lettered += 1
-        letter = DeadLetter(
+        letter = DeadLetter.from_error(
             record.payload if record.payload is not None else repr(record.value).encode(),
-            getattr(exc, "reason", str(exc)),
+            exc,
             self.source.name,
             record.partition,
             record.offset,
-            record.timestamp_ms or int(time.time() * 1000),
-            getattr(exc, "code", None) or "rejected",
+            record.timestamp_ms,
         )
         if self.dead_letters is not None:
             self.dead_letters.write(letter)
