@@ -19,6 +19,7 @@ import numpy as np
 from river import datasets
 
 from streamk.snapshot import SnapshotStore
+from streamk.sources.replay import ReplaySource
 
 ROOT = str(Path(__file__).resolve().parents[1])
 LOG = "log.jsonl"
@@ -65,13 +66,14 @@ def test_merge_once_publishes_the_weighted_sum_once_with_provenance_and_no_offse
     w0, w1 = store.latest("w0"), store.latest("w1")
 
     first = merge(tmp_path)
+    stream = ReplaySource(tmp_path / LOG).name  # the log's name in snapshots: its content
     assert first["published"] == 1 and first["seq"] == 0
     merged = store.latest("merged")
     assert merged.seq == 0 and merged.offsets == {}  # not a worker: no coverage claimed
     got = {s["name"]: (s["seq"], s["offsets"], s["n_learned"]) for s in merged.meta["sources"]}
     assert got == {
-        "w0": (w0.seq, {LOG: {"0": 300}}, 300),
-        "w1": (w1.seq, {LOG: {"0": 600}}, 300),
+        "w0": (w0.seq, {stream: {"0": 300}}, 300),
+        "w1": (w1.seq, {stream: {"0": 600}}, 300),
     }
     for x, _ in data[600:700]:
         expected = 0.5 * w0.model.decision_function_one(x) + 0.5 * w1.model.decision_function_one(x)
@@ -91,7 +93,8 @@ def test_merge_once_publishes_the_weighted_sum_once_with_provenance_and_no_offse
     assert third["published"] == 1 and third["seq"] == 1
     sources = {s["name"]: s for s in store.latest("merged").meta["sources"]}
     assert sources["w1"]["seq"] == store.latest("w1").seq
-    assert sources["w1"]["offsets"] == {LOG: {"0": 800}} and sources["w1"]["n_learned"] == 500
+    stream = ReplaySource(tmp_path / LOG).name  # the log's name in snapshots: its content
+    assert sources["w1"]["offsets"] == {stream: {"0": 800}} and sources["w1"]["n_learned"] == 500
 
 
 def test_a_merged_snapshot_does_not_move_a_workers_resume_position(tmp_path):

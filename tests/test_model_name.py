@@ -1,4 +1,9 @@
-"""``model_name`` defaults to a name unique and stable per worker (issue 18)."""
+"""``model_name = "auto"``: a name unique and stable per worker (issue 18).
+
+The default stays ``"model"``: a name taken from the host changes with every new
+container where the host name is not fixed, and a renamed model would be a new, empty
+one (the old one's snapshots then count as another worker's coverage).
+"""
 
 from __future__ import annotations
 
@@ -19,13 +24,16 @@ ROOT = str(Path(__file__).resolve().parents[1])
 NAME_RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def test_the_pod_name_is_the_default_model_name():
-    config = load_config(environ={"HOSTNAME": "streamk-2"})
+def test_auto_is_the_pod_name_and_the_default_stays_model():
+    config = load_config(environ={"HOSTNAME": "streamk-2", "STREAMK_MODEL_NAME": "auto"})
     assert config["model_name"] == "streamk-2"
+    assert load_config(environ={"HOSTNAME": "streamk-2"})["model_name"] == "model"
 
 
 def test_without_hostname_the_host_name_is_used():
-    assert load_config(environ={})["model_name"] == default_model_name({})
+    assert load_config(environ={"STREAMK_MODEL_NAME": "auto"})["model_name"] == default_model_name(
+        {}
+    )
     expected = socket.gethostname()
     if NAME_RULE.fullmatch(expected):
         assert default_model_name({}) == expected
@@ -65,6 +73,7 @@ def test_two_workers_on_two_hosts_write_two_models(tmp_path):
     log.write_text("".join(f'{{"x": [{i % 7}.0, 1.0], "y": {i % 2}}}\n' for i in range(40)))
     for pod in ("streamk-0", "streamk-1"):
         env = {"HOSTNAME": pod, "PATH": os.environ.get("PATH", ""), "PYTHONPATH": ROOT}
+        env["STREAMK_MODEL_NAME"] = "auto"
         done = subprocess.run(
             [
                 sys.executable,
@@ -84,22 +93,3 @@ def test_two_workers_on_two_hosts_write_two_models(tmp_path):
         )
         assert done.returncode == 0, done.stderr[-2000:]
     assert SnapshotStore(tmp_path / "snaps").names() == ["streamk-0", "streamk-1"]
-
-
-def test_a_store_holding_the_old_default_model_keeps_it(tmp_path, caplog):
-    """Before model_name defaulted per worker it was "model": an upgraded engine with no
-    model_name set must continue that model, not start a new one beside it (its commits
-    and snapshots would then make the new model skip what the old one learned)."""
-    import logging
-
-    from streamk.engine.config import load_config
-
-    (tmp_path / "model").mkdir()
-    with caplog.at_level(logging.WARNING, logger="streamk"):
-        config = load_config(overrides={"snapshot_dir": str(tmp_path)}, environ={})
-    assert config["model_name"] == "model"
-    assert "continuing it" in caplog.text
-    fresh = load_config(
-        overrides={"snapshot_dir": str(tmp_path / "empty")}, environ={"HOSTNAME": "pod-3"}
-    )
-    assert fresh["model_name"] == "pod-3"

@@ -121,10 +121,11 @@ DEFAULTS: dict[str, Option] = {
     ),
     # snapshots
     "model_name": Option(
-        "",
+        "model",
         str,
-        "model name in snapshot stores and topics, one per worker (empty: the pod name "
-        "`HOSTNAME`, else the host name, made a valid name)",
+        "model name in snapshot stores and topics, one per worker; auto: the pod name "
+        "(HOSTNAME), else the host name, made a valid name (stable only where that name "
+        "is, as for a StatefulSet pod)",
     ),
     "snapshot_dir": Option("./snapshots", str, "directory of the file snapshot store"),
     "snapshot_keep": Option(
@@ -267,29 +268,13 @@ def load_config(
         if key not in DEFAULTS:
             raise ConfigError(f"unknown setting {key!r}")
         config[key] = _coerce(key, value, f"--{key.replace('_', '-')}")
-    if not config["model_name"]:
-        legacy = Path(config["snapshot_dir"]) / LEGACY_MODEL_NAME
-        if legacy.is_dir():
-            # Before model_name defaulted per worker it defaulted to "model": a store that
-            # holds that model keeps it, rather than starting a new one beside it.
-            config["model_name"] = LEGACY_MODEL_NAME
-            log.warning(
-                "model_name is not set and %s holds the model %r (the default before 0.2): "
-                "continuing it; set model_name to silence this",
-                config["snapshot_dir"],
-                LEGACY_MODEL_NAME,
-            )
-        else:
-            config["model_name"] = default_model_name(dict(env))
+    if config["model_name"] in ("", "auto"):
+        config["model_name"] = default_model_name(dict(env))
     _check(config)
     return config
 
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-#: the model name streamk used when model_name was not set, before it defaulted per worker
-LEGACY_MODEL_NAME = "model"
 
 
 def default_model_name(environ: dict[str, str] | None = None) -> str:

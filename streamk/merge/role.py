@@ -16,6 +16,7 @@ that wakes up to unchanged workers, never republishes a merge.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -45,16 +46,28 @@ def worker_snapshots(found: dict[str, Any], topic: str, merge_name: str) -> dict
     Left out: the merger's own name, any merged snapshot (it names sources), snapshots with
     no offsets on the events topic (another stream's models) and models that learned nothing.
     """
+    learned_from = _stream_matcher(topic)
     out = {}
     for name, snap in found.items():
         if snap is None or name == merge_name or is_merged(snap):
             continue
-        if not snap.offsets.get(topic):
+        if not any(offsets and learned_from(key) for key, offsets in snap.offsets.items()):
             continue
         if int((snap.state or {}).get("n_learned", 1)) <= 0:
             continue
         out[name] = snap
     return out
+
+
+def _stream_matcher(topic: str) -> Callable[[str], bool]:
+    """Whether a snapshot's stream key is ``topic``: the name itself, or, for a recorded log
+    given by path, any name the log answers to (its content fingerprint, old spellings)."""
+    if not os.path.isfile(topic):
+        return lambda key: key == topic
+    from ..sources.replay import ReplaySource
+
+    log = ReplaySource(topic)
+    return lambda key: key == topic or log.answers_to(key)
 
 
 def check_mergeable(workers: dict[str, Any]) -> None:
