@@ -25,3 +25,22 @@ def run_args(bootstrap: str, topic: str, group: str, snapshot_dir: Any, **settin
         if value is not None:
             args += ["--" + key.replace("_", "-"), str(value)]
     return [*args, "--quiet"]
+
+
+def recreate_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    """Delete ``topic`` and create it again, empty (bounded wait: deletion is asynchronous)."""
+    import time
+
+    from kafka.admin import KafkaAdminClient
+
+    from streamk.cli.broker import create_topic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.delete_topics([topic], timeout_ms=10_000)
+    finally:
+        admin.close()
+    deadline = time.monotonic() + 30
+    while not create_topic(bootstrap, topic, partitions=partitions):
+        assert time.monotonic() < deadline, "the deleted topic never went away"
+        time.sleep(0.2)

@@ -20,7 +20,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaProducer
+from streamk_run import recreate_topic
 
 from streamk import KernelPerceptron
 from streamk.cli.broker import QUICK_GROUP_CONFIG, LocalBroker, create_topic, free_port
@@ -171,15 +172,7 @@ def test_beyond_end_after_the_topic_is_recreated(kafka_broker, topic_name, make_
         first.commit({0: 40})
     finally:
         first.close()
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.delete_topics([topic_name], timeout_ms=10_000)
-    finally:
-        admin.close()
-    deadline = time.monotonic() + 30
-    while not create_topic(bootstrap, topic_name, partitions=1):
-        assert time.monotonic() < deadline, "the deleted topic never went away"
-        time.sleep(0.2)  # bounded: deletion is asynchronous on some brokers
+    recreate_topic(bootstrap, topic_name)
     _produce(bootstrap, topic_name, 12, 1)
     second = make_source(bootstrap, topic_name, group, partitions=[0])
     try:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 import uuid
 
 import pytest
 from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient
-from streamk_run import run_args
+from streamk_run import recreate_topic, run_args
 
 from streamk.cli.broker import create_topic
 from streamk.engine.events import encode_event
@@ -50,15 +48,7 @@ def test_recreated_topic_stops_with_the_remedy_or_starts_over(kafka_broker, tmp_
     assert first.returncode == 0, first.stderr[-2000:]
     assert SnapshotStore(store).latest("m").offsets[topic] == {0: 300}
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.delete_topics([topic], timeout_ms=10_000)
-    finally:
-        admin.close()
-    deadline = time.monotonic() + 30
-    while not create_topic(bootstrap, topic, partitions=1):
-        assert time.monotonic() < deadline, "the deleted topic never went away"
-        time.sleep(0.2)  # bounded: deletion is asynchronous
+    recreate_topic(bootstrap, topic)
     _produce(bootstrap, topic, 120, 1000)
 
     stopped = _run(bootstrap, topic, store)
