@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 from river import base
 
-from ..errors import ConfigError, InvalidInput
+from ..errors import ConfigError, InvalidInput, SnapshotError
 from ..learners.features import FeatureIndex
+from ..randomness import generator_from_state, generator_state
 from .base import RBF, Kernel
 from .scale import ScaleEstimator
+from .specs import kernel_from_spec
 
 __all__ = [
     "alignment",
@@ -35,7 +37,12 @@ __all__ = [
     "select_kernel",
     "validation_accuracy",
     "MMDDrift",
+    "MMD_STATE_LIMITS",
 ]
+
+#: What a restored :class:`MMDDrift` may hold: its windows are ``window_size`` rows of at
+#: most ``width`` features, and their product bounds the memory a snapshot can imply.
+MMD_STATE_LIMITS = {"window_size": 1_000_000, "width": 100_000, "cells": 50_000_000}
 
 
 def _square(K: Any) -> np.ndarray:
@@ -439,6 +446,108 @@ class MMDDrift(base.DriftDetector):
         if drift:
             self._drift_detected = True
             self.n_detections += 1
+
+    # -- plain data (snapshots) -----------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """Everything the next test depends on, as plain data: the parameters, the resolved
+        kernel, the feature names, both windows, the pair order, the ``h`` values so far, the
+        counters and the generator. A restored detector flags exactly where this one would."""
+        width = max(
+            [0 if self._ref is None else self._ref.shape[1]] + [r.shape[0] for r in self._cur]
+        )
+        cur = np.zeros((len(self._cur), width))
+        for i, r in enumerate(self._cur):
+            cur[i, : r.shape[0]] = r
+        return {
+            "params": {
+                "kernel": None if self.kernel is None else self.kernel.to_spec(),
+                "window_size": self.window_size,
+                "alpha": self.alpha,
+                "threshold": self.threshold,
+                "seed": self.seed,
+            },
+            "kernel": self._kernel.to_spec(),
+            "features": self._features.state(),
+            "ref": self._ref,
+            "order": self._order.astype(np.int64),
+            "cur": cur,
+            "cur_widths": [int(r.shape[0]) for r in self._cur],
+            "h": np.asarray(self._h, dtype=np.float64),
+            "last": [self.statistic_, self.z_, self.p_value_],
+            "n_tests": self.n_tests,
+            "n_detections": self.n_detections,
+            "drift_detected": bool(self._drift_detected),
+            "rng": generator_state(self._rng),
+        }
+
+    @classmethod
+    def from_state(cls, state: Any) -> MMDDrift:
+        """Rebuild a detector from :meth:`state`; sizes are checked against
+        :data:`MMD_STATE_LIMITS` before anything is allocated.
+
+        Raises
+        ------
+        SnapshotError
+            On a malformed state or one that implies more than the limits allow.
+        """
+        if not isinstance(state, dict) or not isinstance(state.get("params"), dict):
+            raise SnapshotError("MMDDrift state must be a map with a 'params' map")
+        params = dict(state["params"])
+        m = params.get("window_size")
+        if isinstance(m, int) and not isinstance(m, bool) and m > MMD_STATE_LIMITS["window_size"]:
+            raise SnapshotError(
+                f"MMDDrift state: window_size {m} exceeds {MMD_STATE_LIMITS['window_size']}"
+            )
+        try:
+            if params.get("kernel") is not None:
+                params["kernel"] = kernel_from_spec(params["kernel"])
+            detector = cls(**params)
+            kernel = kernel_from_spec(state.get("kernel"))
+        except (ConfigError, TypeError) as exc:
+            raise SnapshotError(f"MMDDrift state: {exc}") from None
+        m = detector.window_size
+        ref, order, cur, h = (state.get(k) for k in ("ref", "order", "cur", "h"))
+        widths = state.get("cur_widths")
+        for name, value, dims in (("cur", cur, 2), ("h", h, 1), ("order", order, 1)):
+            if not isinstance(value, np.ndarray) or value.ndim != dims:
+                raise SnapshotError(f"MMDDrift state: {name} must be a {dims}-D array")
+        ref_ok = isinstance(ref, np.ndarray) and ref.ndim == 2 and ref.shape[0] == m
+        if ref is not None and not (ref_ok and ref.dtype == np.float64):
+            raise SnapshotError(f"MMDDrift state: ref must be a float64 array of {m} rows")
+        width = max(cur.shape[1], 0 if ref is None else ref.shape[1])
+        if width > MMD_STATE_LIMITS["width"] or 2 * m * width > MMD_STATE_LIMITS["cells"]:
+            raise SnapshotError(
+                f"MMDDrift state: windows of {m} x {width} exceed the limits {MMD_STATE_LIMITS}"
+            )
+        held = cur.shape[0]
+        widths_ok = isinstance(widths, list) and len(widths) == held < m
+        if not (widths_ok and all(isinstance(w, int) and 0 <= w <= cur.shape[1] for w in widths)):
+            raise SnapshotError("MMDDrift state: cur_widths must give each held row's width")
+        pairs = 0 if ref is None else m // 2
+        if order.shape[0] != pairs or (pairs and not (0 <= order.min() and order.max() < pairs)):
+            raise SnapshotError(f"MMDDrift state: order must be a permutation of {pairs} pairs")
+        if h.shape[0] != (0 if ref is None else cur.shape[0] // 2):
+            raise SnapshotError("MMDDrift state: one h value per completed pair expected")
+        last = state.get("last")
+        counters = [state.get("n_tests"), state.get("n_detections")]
+        if not isinstance(last, list) or [isinstance(v, (int, float)) for v in last] != [True] * 3:
+            raise SnapshotError("MMDDrift state: last must be three numbers")
+        if not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in counters):
+            raise SnapshotError("MMDDrift state: n_tests and n_detections must be ints >= 0")
+        names = state.get("features")
+        if not isinstance(names, list) or len(names) > MMD_STATE_LIMITS["width"]:
+            raise SnapshotError("MMDDrift state: features must be a list of names")
+        detector._kernel = kernel
+        detector._features = FeatureIndex.from_state(names)
+        detector._ref = None if ref is None else ref.copy()
+        detector._order = order.astype(np.intp)
+        detector._cur = [cur[i, :w].copy() for i, w in enumerate(widths)]
+        detector._h = [float(v) for v in h]
+        detector.statistic_, detector.z_, detector.p_value_ = (float(v) for v in last)
+        detector.n_tests, detector.n_detections = counters
+        detector._drift_detected = bool(state.get("drift_detected", False))
+        detector._rng = generator_from_state(state.get("rng"), "MMDDrift state: rng")
+        return detector
 
     @classmethod
     def _unit_test_params(cls):

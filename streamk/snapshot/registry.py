@@ -24,6 +24,8 @@ CLASSES: dict[str, str] = {
     # consolidation wrappers: the learner plus window, counters and trigger state
     "ConsolidatedClassifier": "streamk.consolidation.wrapper:ConsolidatedClassifier",
     "ConsolidatedRegressor": "streamk.consolidation.wrapper:ConsolidatedRegressor",
+    # drift detectors a consolidated model may carry
+    "MMDDrift": "streamk.kernels.measures:MMDDrift",
 }
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
