@@ -36,6 +36,7 @@ def _learners() -> dict[str, Any]:
     """A trained instance of every allow-listed learner (budgets that keep a Gram, too)."""
     from streamk.budget.projectron import Projectron
     from streamk.consolidation import ConsolidatedClassifier, ConsolidatedRegressor
+    from streamk.kernels.measures import MMDDrift
     from streamk.learners.adatron import KernelAdatron
     from streamk.learners.budgeted import MarginPerceptron
     from streamk.learners.novelty import KernelNovelty
@@ -60,6 +61,9 @@ def _learners() -> dict[str, Any]:
             KernelAdatron(C=1.0, budget=30), every=25, window_size=20, window="reservoir"
         ),
         "ConsolidatedRegressor": ConsolidatedRegressor(OnlineSVR(budget=30), every=25),
+        "ConsolidatedClassifier-mmd": ConsolidatedClassifier(
+            KernelPerceptron(budget=20), every=None, on_drift=MMDDrift(window_size=20)
+        ),
     }
     for i, x in enumerate(xs):
         for key, model in models.items():
@@ -85,7 +89,9 @@ def test_corpus_covers_every_builtin_learner_class():
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     builtin = set(json.loads(run.stdout))
-    missing = builtin - {type(m).__name__ for m in _learners().values()}
+    models = _learners().values()
+    detectors = [getattr(getattr(m, "consolidator_", None), "on_drift", None) for m in models]
+    missing = builtin - {type(m).__name__ for m in [*models, *detectors]}
     assert not missing, f"add a trained instance of {missing} to _learners() in this file"
 
 
