@@ -137,6 +137,10 @@ def test_replay_a_text_log_learns_snapshots_and_resumes(tmp_path):
     model = SnapshotStore(tmp_path / "snapshots").latest("model").model
     window = [s for s, _ in _book_window(data, 3, 40)]
     assert sorted(model.support_.X) == sorted(window)
+    show = streamk("snapshot", "show", "snapshots/model", cwd=tmp_path)
+    assert show.returncode == 0 and "40 vectors" in show.stdout, show.stderr
+    verify = streamk("snapshot", "verify", "snapshots/model", cwd=tmp_path)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
     again = streamk(*args, "--json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["learned"] == 0  # resumed after the snapshot
