@@ -16,7 +16,16 @@ unknown_key    ``unknown_key``        a ``label`` key instead of ``y``
 oversize       ``oversize``           a payload above the 1 MiB message limit
 missing_x      ``missing_x``          an event with ``y`` but no ``x``
 bad_label      ``bad_label``          ``y`` is a list
+not_text       ``bad_x``              ``x`` is a number where text belongs
+long_text      ``too_long``           ``x`` is text above the 10,000-character limit
+bad_utf8       ``bad_text``           ``x`` is msgpack bin that is not UTF-8 (msgpack
+                                      logs; in JSON lines: a line that is not UTF-8,
+                                      ``undecodable``)
 =============  =====================  ==========================================
+
+On a text stream (``x`` a string) the kinds that rewrite numeric features (``nan``,
+``wrong_type``, ``text_x``) do not apply; the text kinds (:data:`TEXT_KINDS`) apply only
+there.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import msgpack
 
 from streamk.engine.events import DEFAULT_LIMITS
 
-__all__ = ["KINDS", "CODES", "malformed"]
+__all__ = ["KINDS", "CODES", "TEXT_KINDS", "NUMERIC_KINDS", "malformed", "code_of"]
 
 Maker = Callable[[dict[str, float], Any, random.Random, str], bytes]
 
@@ -80,6 +89,20 @@ def _bad_label(x: dict[str, float], y: Any, rng: random.Random, fmt: str) -> byt
     return _pack({"x": x, "y": [y]}, fmt)
 
 
+def _not_text(x: Any, y: Any, rng: random.Random, fmt: str) -> bytes:
+    return _pack({"x": rng.randrange(1000), "y": y}, fmt)
+
+
+def _long_text(x: Any, y: Any, rng: random.Random, fmt: str) -> bytes:
+    return _pack({"x": "acgt" * 2_501, "y": y}, fmt)
+
+
+def _bad_utf8(x: Any, y: Any, rng: random.Random, fmt: str) -> bytes:
+    if fmt == "jsonl":  # starts and ends like JSON, but is not UTF-8
+        return b'{"x": "\xc3\x28acgt", "y": true}'
+    return msgpack.packb({"x": b"\xc3\x28acgt", "y": y}, use_bin_type=True)
+
+
 #: kind -> (dead-letter code, payload maker)
 KINDS: dict[str, tuple[str, Maker]] = {
     "undecodable": ("undecodable", _undecodable),
@@ -90,8 +113,21 @@ KINDS: dict[str, tuple[str, Maker]] = {
     "oversize": ("oversize", _oversize),
     "missing_x": ("missing_x", _missing_x),
     "bad_label": ("bad_label", _bad_label),
+    "not_text": ("bad_x", _not_text),
+    "long_text": ("too_long", _long_text),
+    "bad_utf8": ("bad_text", _bad_utf8),
 }
 CODES: dict[str, str] = {kind: code for kind, (code, _) in KINDS.items()}
+#: kinds that only make sense on a text stream, and kinds that need numeric features
+TEXT_KINDS = frozenset({"not_text", "long_text", "bad_utf8"})
+NUMERIC_KINDS = frozenset({"nan", "wrong_type", "text_x"})
+
+
+def code_of(kind: str, fmt: str) -> str:
+    """The dead-letter code a ``kind`` gets in a log of format ``fmt``."""
+    if kind == "bad_utf8" and fmt == "jsonl":
+        return "undecodable"
+    return CODES[kind]
 
 
 def malformed(kind: str, x: dict[str, float], y: Any, rng: random.Random, fmt: str) -> bytes:

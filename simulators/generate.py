@@ -32,7 +32,7 @@ from typing import Any
 
 from streamk.engine.events import encode_event
 
-from .faults import CODES, malformed
+from .faults import code_of, malformed
 from .scenario import Scenario, ScenarioError, load_scenario
 from .streams import iter_segment
 
@@ -166,7 +166,7 @@ def build_log(sc: Scenario) -> tuple[list[bytes], dict[str, Any]]:
         counts[m.kind] = counts.get(m.kind, 0) + 1
     counts["reordered"] = sum(m.moved for m in msgs)
     bad = [
-        {"offset": i, "kind": m.fault, "code": CODES[m.fault]}
+        {"offset": i, "kind": m.fault, "code": code_of(m.fault, sc.format)}
         for i, m in enumerate(msgs)
         if m.kind == "malformed"
     ]

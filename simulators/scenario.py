@@ -28,8 +28,8 @@ from typing import Any
 from streamk.engine.config import DEFAULTS
 from streamk.errors import ConfigError, StreamkError
 
-from .faults import KINDS
-from .streams import GENERATORS, check_segment, min_drift_width
+from .faults import KINDS, NUMERIC_KINDS, TEXT_KINDS
+from .streams import GENERATORS, TEXT, check_segment, min_drift_width
 
 __all__ = ["Scenario", "Segment", "ScenarioError", "load_scenario", "parse_scenario"]
 
@@ -175,10 +175,17 @@ def parse_scenario(
         if key in table and table[key] < 1:
             raise ScenarioError(f"{where}: {key} must be >= 1, got {table[key]}")
     malformed = dict(faults.get("malformed", {}))
+    text = _text_stream(segments, where)
     for kind in list(malformed):
         if kind not in KINDS:
             raise ScenarioError(
                 f"{where}: [faults.malformed] unknown kind {kind!r}; known: {sorted(KINDS)}"
+            )
+        if kind in (NUMERIC_KINDS if text else TEXT_KINDS):
+            stream = "a text stream" if text else "numeric features"
+            raise ScenarioError(
+                f"{where}: [faults.malformed] {kind} does not apply to {stream}; use "
+                f"{sorted(KINDS.keys() - (NUMERIC_KINDS if text else TEXT_KINDS))}"
             )
         _share(malformed, kind, f"{where}: [faults.malformed] {kind}")
     return Scenario(
@@ -250,6 +257,17 @@ def _segments(raw: Any, where: str) -> list[Segment]:
             raise ScenarioError(f"{what} ({name}): {exc}") from None
         out.append(Segment(name, n, seg))
     return out
+
+
+def _text_stream(segments: list[Segment], where: str) -> bool:
+    """True when every segment is text; mixing text and numeric segments is an error."""
+    kinds = {seg.generator in TEXT for seg in segments}
+    if len(kinds) > 1:
+        raise ScenarioError(
+            f"{where}: text segments ({', '.join(TEXT)}) cannot be mixed with numeric ones: "
+            "one model takes either strings or numbers"
+        )
+    return kinds == {True}
 
 
 def _scaled(seg: Segment, scale: float) -> Segment:

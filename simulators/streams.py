@@ -7,6 +7,11 @@ their rows. Synthetic streams from ``river.datasets.synth``: ``SEA``, ``Agrawal`
 inline tables naming another synthetic generator (``{generator = "SEA", variant = 2}``).
 A synthetic generator without a ``seed`` gets the scenario's seed, so every stream is
 reproducible.
+
+Text: ``MotifReads`` is :mod:`streamk.sources.motifs`' deterministic stream of DNA-like
+reads with planted motifs (``x`` a string, ``y`` a bool; optional ``seed``). A scenario
+with a text segment needs a string kernel in ``[engine]`` (e.g. ``norm-spectrum:6``) and
+may not mix text with numeric segments.
 """
 
 from __future__ import annotations
@@ -16,12 +21,21 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["GENERATORS", "SHIPPED", "check_segment", "iter_segment", "min_drift_width"]
+__all__ = [
+    "GENERATORS",
+    "SHIPPED",
+    "TEXT",
+    "check_segment",
+    "iter_segment",
+    "min_drift_width",
+]
 
 #: shipped data set -> number of rows
 SHIPPED: dict[str, int] = {"Bananas": 5300, "Phishing": 1250, "ImageSegments": 2310}
 SYNTHETIC = ("SEA", "Agrawal", "Hyperplane", "ConceptDriftStream")
-GENERATORS = frozenset(SHIPPED) | frozenset(SYNTHETIC)
+#: text streams (``x`` a string)
+TEXT = ("MotifReads",)
+GENERATORS = frozenset(SHIPPED) | frozenset(SYNTHETIC) | frozenset(TEXT)
 _NESTED = ("stream", "drift_stream")
 
 
@@ -33,6 +47,13 @@ def _synth_class(name: str) -> type:
 
 def check_segment(name: str, length: int, params: dict[str, Any]) -> None:
     """Raise ``ValueError``/``TypeError`` if the segment cannot be built as written."""
+    if name in TEXT:
+        unknown = sorted(set(params) - {"seed"})
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}; {name} takes ['seed']")
+        if not isinstance(params.get("seed", 0), int) or isinstance(params.get("seed"), bool):
+            raise TypeError(f"seed must be an int, got {params['seed']!r}")
+        return
     if name in SHIPPED:
         if params:
             raise ValueError(f"a shipped data set takes no parameters, got {sorted(params)}")
@@ -85,9 +106,15 @@ def _show(params: dict[str, Any]) -> str:
 
 
 def iter_segment(name: str, length: int, params: dict[str, Any], seed: int) -> Iterator[tuple]:
-    """``(x, y)`` pairs with plain-Python values: features ``{str: float}``, labels bool/int/str."""
+    """``(x, y)`` pairs with plain-Python values: features ``{str: float}`` (a text stream:
+    a string), labels bool/int/str."""
     from river import datasets
 
+    if name in TEXT:
+        from streamk.sources.motifs import iter_motifs
+
+        yield from iter_motifs(length, seed=params.get("seed", seed))
+        return
     if name in SHIPPED:
         source: Any = getattr(datasets, name)()
     else:

@@ -292,12 +292,6 @@ def test_bad_tree_is_invalid_input():
         model.learn_one(["a", [3.5]], True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Exception,
-    reason="streamk/snapshot/implied.py requires support rows as a 2-D float array; "
-    "an ObjectSupportSet's state holds a list of strings (snapshot support: left to its owner)",
-)
 def test_snapshot_round_trip_keeps_the_support_strings_and_predictions():
     from streamk.snapshot import format as snapshot_format
 

@@ -5,6 +5,11 @@ followed by a drifting SEA stream as msgpack events (a share of them unlabelled,
 scored, and a few malformed, to be dead-lettered), runs the engine on the topic with a
 live progress line, writes snapshots to ``./snapshots``, prints a summary, and stops
 everything it started.
+
+``--text`` runs the same path on text: the deterministic DNA-like reads with planted
+motifs of :mod:`streamk.sources.motifs`, learned by a kernel perceptron with a normalised
+6-spectrum kernel (budget 500); the malformed events are text ones (invalid UTF-8, a
+number, an over-long read), dead-lettered with their reasons.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 
 from .output import SCHEMA_VERSION, EngineProgress, describe_start, format_summary, machine, plain
 
-__all__ = ["run_demo", "demo_events", "cmd_demo", "DEMO_EXAMPLES"]
+__all__ = ["run_demo", "demo_events", "text_events", "cmd_demo", "DEMO_EXAMPLES", "TEXT_KERNEL"]
 
 DEMO_EXAMPLES = """examples:
   # the whole pipeline here: broker, Bananas then 20,000 drifting events, the engine,
@@ -30,7 +35,17 @@ DEMO_EXAMPLES = """examples:
   streamk demo --n 2000 --dir /tmp/try --json
   # then look inside the newest snapshot
   streamk snapshot show ./snapshots/demo
+  # text: DNA-like reads with planted motifs, a string kernel (snapshots in ./snapshots/demo-text)
+  streamk demo --text --n 5000
 """
+
+#: the string kernel of ``streamk demo --text`` (the short syntax of ``--kernel``)
+TEXT_KERNEL = "norm-spectrum:6"
+TEXT_MALFORMED = [
+    b"\x82\xa1x\xc4\x06\xc3(acgt\xa1y\xc3",  # {"x": bin b"\xc3(acgt", "y": true}: not UTF-8
+    b"\x82\xa1x\x11\xa1y\xc2",  # {"x": 17, "y": false}: not text
+    b"\xc1 not msgpack",
+]
 
 TOPIC = "streamk-demo"
 MALFORMED = [
@@ -66,15 +81,36 @@ def demo_events(
             yield encode_event({str(k): float(v) for k, v in x.items()}, y=bool(y), id=i)
 
 
+def text_events(n: int = 20_000, unlabelled_share: float = 0.05, seed: int = 7) -> Iterator[bytes]:
+    """``n`` motif reads (:func:`streamk.sources.motifs.iter_motifs`); some unlabelled, and
+    every 2,500th event followed by a malformed one (the last kind: an over-long read)."""
+    from ..engine.events import encode_event
+    from ..sources.motifs import iter_motifs
+
+    rng = random.Random(seed)
+    for i, (read, y) in enumerate(iter_motifs(n, seed=seed)):
+        if i and i % 2500 == 0:
+            k = (i // 2500) % (len(TEXT_MALFORMED) + 1)
+            yield TEXT_MALFORMED[k] if k < len(TEXT_MALFORMED) else encode_event("acgt" * 2600)
+        if rng.random() < unlabelled_share:
+            yield encode_event(read, id=i)
+        else:
+            yield encode_event(read, y=y, id=i)
+
+
 def _chain(*streams: Any) -> Iterator[tuple[dict, Any]]:
     for s in streams:
         yield from s
 
 
 def run_demo(
-    workdir: str | Path = ".", n_drift: int = 20_000, quiet: bool = False, on_progress: Any = None
+    workdir: str | Path = ".",
+    n_drift: int = 20_000,
+    quiet: bool = False,
+    on_progress: Any = None,
+    text: bool = False,
 ) -> dict[str, Any]:
-    """Run the demo; returns the engine summary (also printed by the CLI)."""
+    """Run the demo (``text``: on motif reads); returns the engine summary (also printed)."""
     from kafka import KafkaProducer
 
     from ..engine.config import load_config
@@ -84,7 +120,9 @@ def run_demo(
 
     workdir = Path(workdir)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))  # noqa: E731
-    previous = workdir / "snapshots" / "demo"
+    name = "demo-text" if text else "demo"
+    topic = f"{TOPIC}-text" if text else TOPIC
+    previous = workdir / "snapshots" / name
     if previous.is_dir():
         # The demo's broker is new each run: the last run's snapshots describe a topic that
         # no longer exists, and resuming from their offsets would skip the new events.
@@ -93,35 +131,38 @@ def run_demo(
     with LocalBroker() as broker:
         bootstrap = broker.bootstrap_servers
         say(f"broker     tansu on {bootstrap} (stopped at the end)")
-        create_topic(bootstrap, TOPIC, partitions=1)
+        create_topic(bootstrap, topic, partitions=1)
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all")
         t0 = time.perf_counter()
         produced = 0
-        for payload in demo_events(n_drift):
-            producer.send(TOPIC, payload)
+        for payload in text_events(n_drift) if text else demo_events(n_drift):
+            producer.send(topic, payload)
             produced += 1
         producer.flush()
         producer.close()
+        what = "DNA-like reads with planted motifs" if text else "Bananas, then SEA with a drift"
         say(
-            f"produced   {produced:,} events to {TOPIC!r} in {time.perf_counter() - t0:.1f} s "
-            "(Bananas, then SEA with a drift; 5% unlabelled, a few malformed)"
+            f"produced   {produced:,} events to {topic!r} in {time.perf_counter() - t0:.1f} s "
+            f"({what}; 5% unlabelled, a few malformed)"
         )
+        learner = {"kernel": TEXT_KERNEL, "budget": 500} if text else {}
         config = load_config(
             overrides={
                 "bootstrap_servers": bootstrap,
-                "topic": TOPIC,
+                "topic": topic,
                 "group": "streamk-demo",
                 "snapshot_dir": str(workdir / "snapshots"),
                 "snapshot_every": 5000,
                 "stop_when_idle": 3.0,
-                "predictions_topic": f"{TOPIC}-predictions",
-                "dead_letter_topic": f"{TOPIC}-dead-letters",
-                "snapshot_topic": f"{TOPIC}-snapshots",
-                "model_name": "demo",
+                "predictions_topic": f"{topic}-predictions",
+                "dead_letter_topic": f"{topic}-dead-letters",
+                "snapshot_topic": f"{topic}-snapshots",
+                "model_name": name,
                 "max_poll_interval_ms": QUICK_GROUP_CONFIG["max_poll_interval_ms"],
+                **learner,
             }
         )
-        source = KafkaSource(bootstrap, TOPIC, "streamk-demo", consumer_config=QUICK_GROUP_CONFIG)
+        source = KafkaSource(bootstrap, topic, "streamk-demo", consumer_config=QUICK_GROUP_CONFIG)
         engine = build_engine(config, source=source, on_progress=on_progress)
         engine.restore()
         say(describe_start(engine, config["snapshot_dir"]))
@@ -136,7 +177,7 @@ def run_demo(
             "support_vectors": engine.progress()["support"],
             "snapshots": result.snapshots,
             "seq": result.seq,
-            "snapshot_dir": str(workdir / "snapshots" / "demo"),
+            "snapshot_dir": str(workdir / "snapshots" / name),
             "events_per_second": result.events_per_second,
             "predictions_topic": config["predictions_topic"],
             "dead_letter_topic": config["dead_letter_topic"],
@@ -149,7 +190,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Embedded broker, a shipped data set as Kafka events, the engine, snapshots: all local."""
     progress = EngineProgress("accuracy", args.quiet or args.json)
     summary = run_demo(
-        args.dir, n_drift=args.n, quiet=args.quiet or args.json, on_progress=progress
+        args.dir,
+        n_drift=args.n,
+        quiet=args.quiet or args.json,
+        on_progress=progress,
+        text=getattr(args, "text", False),
     )
     progress.close()
     if args.json:

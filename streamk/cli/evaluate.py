@@ -45,6 +45,15 @@ class PrequentialResult:
         return out
 
 
+def _objects(xs: list[Any]) -> Any:
+    """Texts or trees as one object Series (a tree, itself a list, stays one item)."""
+    import pandas as pd
+
+    series = pd.Series([None] * len(xs), dtype=object)
+    series[:] = xs
+    return series
+
+
 def default_metric(model: base.Estimator) -> metrics.base.Metric:
     """Accuracy for classifiers, MAE for regressors."""
     return metrics.MAE() if isinstance(model, base.Regressor) else metrics.Accuracy()
@@ -126,7 +135,8 @@ def prequential(
 
         learn_predict = getattr(model, "learn_predict_many", None)
         while chunk := list(itertools.islice(stream, batch_size)):
-            X = dicts_frame([x for x, _ in chunk])
+            xs = [x for x, _ in chunk]
+            X = dicts_frame(xs) if isinstance(xs[0], dict) else _objects(xs)
             ys = [y for _, y in chunk]
             if learn_predict is not None:  # exact per-event test-then-train, one block pass
                 predictions = learn_predict(X, ys)

@@ -19,7 +19,14 @@ from typing import Any
 
 from .output import SCHEMA_VERSION, Progress, machine
 
-__all__ = ["cmd_learn", "add_learn_parser", "LEARN_EXAMPLES", "SCALES", "build_model"]
+__all__ = [
+    "cmd_learn",
+    "add_learn_parser",
+    "LEARN_EXAMPLES",
+    "SCALES",
+    "build_model",
+    "iter_text_rows",
+]
 
 LEARN_EXAMPLES = """examples:
   # prequential accuracy of the default kernel perceptron on river's Bananas
@@ -32,7 +39,14 @@ LEARN_EXAMPLES = """examples:
   streamk learn data.csv --target label --json
   # the raw features, without the on-line standardisation in front of the learner
   streamk learn Agrawal --scale none
+  # a text column of a CSV or JSONL file, with a string kernel (default norm-spectrum:3)
+  streamk learn reads.csv --text-column read --target label --kernel spectrum:4 --budget 500
+  # trees (nested lists [label, child, ...]) in a JSONL field, the all-subtree kernel
+  streamk learn parses.jsonl --text-column tree --kernel norm-subtree
 """
+
+#: the kernel ``--text-column`` uses when ``--kernel`` is not given
+DEFAULT_TEXT_KERNEL = "norm-spectrum:3"
 
 #: ``--scale`` choices: what goes in front of the learner
 SCALES = ("standard", "none")
@@ -62,7 +76,15 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
     learn.add_argument(
         "--kernel",
         help="e.g. rbf, rbf:0.5, rbf:2+bias, linear, poly:3, laplacian "
-        "(default: the learner's, RBF with gamma=auto)",
+        "(default: the learner's, RBF with gamma=auto); on text: spectrum:p, "
+        "mismatch:k:m[:alphabet], gap:p[:lam], rgap:p:m[:lam], on trees: subtree, corooted; "
+        f"a norm- prefix normalises (default with --text-column: {DEFAULT_TEXT_KERNEL})",
+    )
+    learn.add_argument(
+        "--text-column",
+        metavar="COLUMN",
+        help="learn from this column's text (CSV or .jsonl file; in JSONL also a tree "
+        "[label, child, ...]) with a string/tree kernel, instead of numeric features",
     )
     learn.add_argument("--budget", type=int, help="maximum number of support vectors")
     learn.add_argument(
@@ -128,6 +150,9 @@ def cmd_learn(args: argparse.Namespace) -> int:
     )
     from .evaluate import default_metric, prequential
 
+    if args.text_column:
+        return _learn_text(args)
+    _refuse_text_kernel(args.kernel)
     if os.path.exists(args.dataset):
         task = csv_task(args.dataset, args.target)
         stream = iter_csv(args.dataset, args.target)
@@ -182,5 +207,178 @@ def cmd_learn(args: argparse.Namespace) -> int:
     ]
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+# -- text and trees ----------------------------------------------------------------------------
+
+
+def _refuse_text_kernel(kernel: str | None) -> None:
+    from ..engine.schema import input_schema
+    from ..kernels import kernel_from_string
+    from ..learners.perceptron import KernelPerceptron
+
+    if kernel and input_schema(KernelPerceptron(kernel=kernel_from_string(kernel))) is not None:
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            f"kernel {kernel!r} takes strings or trees: name the column that holds them "
+            "with --text-column"
+        )
+
+
+def iter_text_rows(path: str, column: str, target: str | None = None):
+    """``(text, y)`` from a CSV (header row) or JSONL file: ``column``'s value and the target.
+
+    The target is the last column (CSV) or the last key of each object (JSONL) unless
+    ``target`` names it; in JSONL the value may also be a tree (a nested list). A label
+    is read as an int, else a float, else kept as text.
+    """
+    import csv
+
+    from ..errors import ConfigError
+
+    if path.endswith((".jsonl", ".ndjson", ".json")):
+        with open(path, encoding="utf-8") as fh:
+            for line_no, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError as exc:
+                    raise ConfigError(f"{path}:{line_no}: not a JSON object ({exc})") from None
+                if not isinstance(obj, dict) or column not in obj:
+                    raise ConfigError(f"{path}:{line_no}: no field {column!r}")
+                key = target or list(obj)[-1]
+                if key not in obj or key == column:
+                    raise ConfigError(f"{path}:{line_no}: no target field {key!r} (--target)")
+                y = obj[key]
+                yield obj[column], _parse_label(y) if isinstance(y, str) else y
+        return
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        names = reader.fieldnames or []
+        key = target or (names[-1] if names else None)
+        if column not in names or key not in names or key == column:
+            raise ConfigError(
+                f"{path}: needs a header with the text column {column!r} and a target "
+                f"column ({key!r}); columns are {names}"
+            )
+        for row in reader:
+            yield row[column], _parse_label(row[key])
+
+
+def _parse_label(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _text_task(labels: list[Any]) -> str:
+    from ..engine.registry import CLASSIFICATION, REGRESSION
+
+    if any(isinstance(v, str | bool) for v in labels):
+        return CLASSIFICATION
+    if any(isinstance(v, float) for v in labels):
+        return REGRESSION
+    return REGRESSION if len(set(labels)) > 20 else CLASSIFICATION
+
+
+def _learn_text(args: argparse.Namespace) -> int:
+    """``streamk learn FILE --text-column C``: prequential evaluation on text or trees.
+
+    Rows whose value the kernel refuses (not a string, invalid, over its length limit,
+    a malformed tree) are skipped and counted, never learned.
+    """
+    import itertools
+
+    from river import metrics
+
+    from ..engine.registry import REGRESSION, build_learner, choose_learner
+    from ..engine.schema import input_schema
+    from ..errors import ConfigError, InvalidInput
+    from ..learners.objects import validate_object
+    from .evaluate import default_metric, prequential
+
+    if not os.path.exists(args.dataset):
+        raise ConfigError(f"--text-column needs a CSV or JSONL file; {args.dataset!r} is not one")
+    peek = [
+        y
+        for _, y in itertools.islice(
+            iter_text_rows(args.dataset, args.text_column, args.target), 1000
+        )
+    ]
+    task = _text_task(peek)
+    name = choose_learner(task, args.learner)
+    kernel = args.kernel or DEFAULT_TEXT_KERNEL
+    learner = build_learner(name, kernel, args.budget, args.policy)
+    if input_schema(learner) is None:
+        raise ConfigError(
+            f"--text-column needs a string or tree kernel (e.g. {DEFAULT_TEXT_KERNEL}), "
+            f"not {kernel!r}"
+        )
+    skipped = {"count": 0, "first": ""}
+
+    def rows():
+        for x, y in iter_text_rows(args.dataset, args.text_column, args.target):
+            try:
+                yield validate_object(learner.kernel_, x), y
+            except InvalidInput as exc:
+                skipped["count"] += 1
+                skipped["first"] = skipped["first"] or str(exc)
+
+    metric = default_metric(learner)
+    extra = [metrics.R2()] if task == REGRESSION else []
+    progress = Progress(type(metric).__name__, args.quiet or args.json)
+    result = prequential(
+        learner,
+        rows(),
+        metric,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        every=args.every,
+        on_progress=progress,
+        extra=extra,
+    )
+    progress.close()
+    out = {
+        "schema_version": SCHEMA_VERSION,
+        "command": "learn",
+        "dataset": args.dataset,
+        "text_column": args.text_column,
+        "task": task,
+        "learner": name,
+        "scale": "none",
+        "model": repr(learner),
+        "kernel": repr(learner.kernel_),
+        "batch_size": args.batch_size,
+        "skipped": skipped["count"],
+        **result.to_dict(),
+        "machine": machine(),
+    }
+    out.pop("checkpoints")
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    rows_out = [
+        ("data set", f"{args.dataset} ({task}, text column {args.text_column!r})"),
+        ("learner", repr(learner).replace("\n", " ")),
+        ("kernel in use", repr(learner.kernel_)),
+        ("events", f"{result.n_events:,}"),
+        (
+            "skipped rows",
+            f"{skipped['count']:,}" + (f" (first: {skipped['first']})" if skipped["first"] else ""),
+        ),
+        (result.metric_name.lower(), f"{result.metric:.4f}"),
+        *((key.lower(), f"{value:.4f}") for key, value in result.extra.items()),
+        ("events/s", f"{result.events_per_second:,.0f}"),
+        ("support vectors", f"{result.n_support:,}"),
+    ]
+    width = max(len(k) for k, _ in rows_out)
+    for key, value in rows_out:
         print(f"{key:<{width}}  {value}")
     return 0

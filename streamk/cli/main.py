@@ -93,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--dir", default=".", help="where ./snapshots goes (default: .)")
     demo.add_argument("--n", type=int, default=20_000, help="events of the drifting stream")
+    demo.add_argument(
+        "--text",
+        action="store_true",
+        help="a text stream instead: DNA-like reads with planted motifs, a string kernel",
+    )
     demo.add_argument("--json", action="store_true", help="print the summary as JSON")
     demo.add_argument("--quiet", action="store_true", help="no progress display")
     demo.set_defaults(func=cmd_demo)

@@ -122,7 +122,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def support_size(state: dict[str, Any]) -> int | None:
-    """Number of support vectors, if the state says: ``n_support``, or ``support.X`` rows."""
+    """Number of support vectors, if the state says: ``n_support``, or ``support.X`` rows
+    (or its strings/trees)."""
     for key in ("n_support", "support_size"):
         if isinstance(state.get(key), int):
             return state[key]
@@ -134,6 +135,8 @@ def support_size(state: dict[str, Any]) -> int | None:
         support = support.get("X")
     if isinstance(support, np.ndarray) and support.ndim >= 1:
         return int(support.shape[0])
+    if isinstance(support, list):  # support strings or trees (a string/tree kernel)
+        return len(support)
     return None
 
 

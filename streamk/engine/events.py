@@ -1,11 +1,12 @@
 """Event schema, msgpack codec, validation and dead-letter records (design §7).
 
-One **event** is a msgpack map: ``x`` (map feature → number, list of numbers, or
-a text string), and optionally ``y`` (bool/int/float/str label), ``id`` (str or
-int), ``t`` (timestamp), ``w`` (positive weight) and ``group`` (ranking query
-id). A **block** carries many rows at once: ``X`` raw little-endian
-``<f4``/``<f8`` bytes with ``shape`` ``[n, d]`` and ``dtype``; ``y`` a list or
-raw bytes with ``y_dtype``; optional ``ids`` list (decoded in :mod:`streamk.engine.blocks`).
+One **event** is a msgpack map: ``x`` (map feature → number, list of numbers, a
+text string, or a tree ``[label, child, ...]`` under ``Schema(x_kind="tree")``), and
+optionally ``y`` (bool/int/float/str label), ``id`` (str or int), ``t`` (timestamp),
+``w`` (positive weight) and ``group`` (ranking query id). A **block** carries many
+rows at once: ``X`` raw little-endian ``<f4``/``<f8`` bytes with ``shape`` ``[n, d]``
+and ``dtype``; ``y`` a list or raw bytes with ``y_dtype``; optional ``ids`` list
+(decoded in :mod:`streamk.engine.blocks`).
 The rules both forms share are in :mod:`streamk.engine.schema`.
 Dead-letter records live in :mod:`streamk.engine.deadletter` and are re-exported here.
 
@@ -61,6 +62,8 @@ from .schema import (
     _scan_numbers,
     _short,
     _unknown_keys,
+    check_text,
+    check_tree,
 )
 
 __all__ = [
@@ -198,7 +201,9 @@ def _decode(payload: Any, limits: Limits, schema: Schema) -> Event | Block:
         _unknown_keys(obj, EVENT_KEYS)
     x: Any = obj.get("x")
     tx = type(x)
-    if tx is list:
+    if schema.x_kind != "any" and x is not None:
+        x = _check_x_kind(x, limits, schema)
+    elif tx is list:
         if len(x) > limits.max_features or schema.dim is not None:
             _check_vector_size(x, limits, schema)
         total: float
@@ -213,6 +218,7 @@ def _decode(payload: Any, limits: Limits, schema: Schema) -> Event | Block:
     elif tx is str:
         if schema.dim is not None:
             _fail("dimension", f"'x' is text but the schema fixes dim={schema.dim}")
+        check_text(x, limits)
     elif x is None:
         _fail("missing_x", "the event has no 'x' (features)")
     else:
@@ -234,6 +240,23 @@ def _decode(payload: Any, limits: Limits, schema: Schema) -> Event | Block:
         if w <= 0:
             _fail("bad_field", f"weight 'w' must be positive, got {w!r}")
     return Event(x, y, ident, t, w, group)
+
+
+def _check_x_kind(x: Any, limits: Limits, schema: Schema) -> Any:
+    """``x`` under a schema that fixes its kind (text, tree or numbers only)."""
+    if schema.x_kind == "text":
+        return check_text(x, limits)
+    if schema.x_kind == "tree":
+        return check_tree(x, limits)
+    tx = type(x)  # "vector"
+    if tx is list:
+        _check_vector_size(x, limits, schema)
+        _scan_numbers(enumerate(x), "'x'", "bad_x")
+    elif tx is dict:
+        _check_map(x, limits, schema)
+    else:
+        _fail("bad_x", f"'x' must be a map or a list of numbers, got {_kind(x)}")
+    return x
 
 
 def _unpack_failure(exc: Exception, n: int, limits: Limits) -> NoReturn:

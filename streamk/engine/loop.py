@@ -43,7 +43,7 @@ from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
 from .recovery import CommitJournal, commit_metadata, peer_offsets, resume_offsets, writer_id
 from .runs import Run, invalid, split_runs
-from .schema import DEFAULT_LIMITS, Limits, Schema
+from .schema import DEFAULT_LIMITS, Limits, Schema, input_schema
 
 __all__ = ["Engine", "EngineConfig", "EngineResult"]
 
@@ -106,6 +106,7 @@ class EngineConfig:
     on_offset_beyond_end: str = "fail"
     freeze_heap: bool = True
     limits: Limits = DEFAULT_LIMITS
+    #: None: the generic schema, or text/tree when the model's kernel takes objects
     schema: Schema | None = None
 
 
@@ -494,7 +495,8 @@ class Engine:
     # -- one batch ------------------------------------------------------------------------
     def _process(self, batch: list[Record]) -> None:
         cfg = self.config
-        for run in split_runs(batch, cfg.limits, cfg.schema, self._reject):
+        schema = cfg.schema if cfg.schema is not None else input_schema(self.model)
+        for run in split_runs(batch, cfg.limits, schema, self._reject):
             self._flush_run(run)
 
     def _reject(self, record: Record, exc: InvalidEvent) -> None:

@@ -54,10 +54,20 @@ def scaling(config: dict[str, Any], learner: Any) -> str:
     """``standard`` or ``none``: the ``scale`` key, with ``auto`` resolved for ``learner``.
 
     ``auto`` standardises a classifier or regressor unless consolidation is on (its
-    window holds raw rows); rankers and novelty detectors are left as they are.
+    window holds raw rows); rankers and novelty detectors are left as they are, and so
+    is a learner on strings or trees.
     """
     from river import base
 
+    from .schema import input_schema
+
+    if input_schema(learner) is not None:  # strings or trees: nothing to standardise
+        if config["scale"] == "standard":
+            raise ConfigError(
+                f"scale = standard needs numeric features; kernel {config['kernel']!r} takes "
+                "strings or trees: set scale = none (or auto)"
+            )
+        return "none"
     if config["scale"] != "auto":
         return config["scale"]
     plain = isinstance(learner, base.Classifier | base.Regressor)

@@ -41,6 +41,7 @@ class Run:
     records: list[Record] = field(default_factory=list)
     xs: list[dict] = field(default_factory=list)  # per-event maps ...
     vectors: list[list[float]] | None = None  # ... or per-event lists (a run holds one form)
+    objects: list[Any] | None = None  # ... or texts / trees (string and tree kernels)
     X: np.ndarray | None = None  # ... or one block's rows
     ys: list[Any] = field(default_factory=list)
     ids: list[Any] = field(default_factory=list)
@@ -61,6 +62,12 @@ class Run:
         """The run's features as the model's ``*_many`` methods take them."""
         if self.X is not None:
             return self.X
+        if self.objects is not None:
+            import pandas as pd
+
+            series = pd.Series([None] * len(self.objects), dtype=object)
+            series[:] = self.objects  # element-wise: a tree (a list) stays one item
+            return series
         if self.vectors is not None:
             widths = set(map(len, self.vectors))
             if len(widths) == 1:  # one C pass over the flat values: no nested-list parsing
@@ -74,6 +81,8 @@ class Run:
         """Event ``i``'s features as a dict (for one-by-one fallbacks)."""
         if self.X is not None:
             return dict(enumerate(self.X[i].tolist()))
+        if self.objects is not None:
+            return self.objects[i]
         if self.vectors is not None:
             return dict(enumerate(self.vectors[i]))
         return self.xs[i]
@@ -98,11 +107,15 @@ def decode_record(record: Record, limits: Limits, schema: Schema | None) -> Any:
             except ValueError as exc:
                 raise invalid("undecodable", f"not valid JSON: {exc}") from None
         value = decode(payload, limits, schema)
-    if not isinstance(value, Block) and isinstance(value.x, str):
+    if not isinstance(value, Block) and isinstance(value.x, str) and not _objects(schema):
         raise invalid(
             "text_unsupported", "text features need a string kernel; this learner takes numbers"
         )
     return value
+
+
+def _objects(schema: Schema | None) -> bool:
+    return schema is not None and schema.objects
 
 
 def _fast_event(payload: Any, limits: Limits, schema: Schema | None) -> Any:
@@ -112,7 +125,7 @@ def _fast_event(payload: Any, limits: Limits, schema: Schema | None) -> Any:
     same msgpack caps; anything else (other keys, maps, blocks, JSON, any doubt, any
     error) returns None and goes through the full decoder, which gives the reason.
     """
-    if type(payload) is not bytes:
+    if type(payload) is not bytes or _objects(schema):
         return None
     n = len(payload)
     if n > limits._floor:
@@ -158,6 +171,7 @@ def split_runs(
     follow stream order.
     """
     run: Run | None = None
+    objects = _objects(schema)  # every x is text or a tree
     labelled = vector = False  # the kind of ``run`` ...
     partition = -1  # ... and its partition
     add_record = add_row = add_y = add_id = list.append  # bound to ``run``'s lists
@@ -184,15 +198,16 @@ def split_runs(
         if (
             run is None
             or (y is not None) is not labelled
-            or isinstance(x, list) is not vector
+            or (isinstance(x, list) and not objects) is not vector
             or record.partition != partition
         ):
             if run is not None:
                 yield run
-            labelled, vector, partition = y is not None, isinstance(x, list), record.partition
-            run = Run(labelled, vectors=[] if vector else None)
+            labelled, partition = y is not None, record.partition
+            vector = isinstance(x, list) and not objects
+            run = Run(labelled, vectors=[] if vector else None, objects=[] if objects else None)
             add_record, add_y, add_id = run.records.append, run.ys.append, run.ids.append
-            add_row = (run.xs if run.vectors is None else run.vectors).append
+            add_row = (run.objects if objects else run.xs if not vector else run.vectors).append
         add_record(record)
         add_row(x)
         add_y(y)

@@ -19,7 +19,17 @@ import numpy as np
 
 from ..errors import ConfigError, InvalidEvent
 
-__all__ = ["Event", "Block", "Limits", "Schema", "DEFAULT_LIMITS", "EVENT_KEYS", "BLOCK_KEYS"]
+__all__ = [
+    "Event",
+    "Block",
+    "Limits",
+    "Schema",
+    "DEFAULT_LIMITS",
+    "EVENT_KEYS",
+    "BLOCK_KEYS",
+    "X_KINDS",
+    "input_schema",
+]
 
 
 EVENT_KEYS = frozenset({"x", "y", "id", "t", "w", "group"})
@@ -30,6 +40,8 @@ _KEY_TYPES = frozenset({str, int})
 _LABEL_TYPES = frozenset({bool, int, float, str})
 _PLAIN_LABELS = frozenset({bool, int, str})  # need no further check without a schema
 _ID_TYPES = frozenset({str, int})
+#: what ``x`` may be: numbers or text (``any``), numbers only, text only, a tree only
+X_KINDS = ("any", "vector", "text", "tree")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,19 +58,36 @@ class Limits:
         Longest string anywhere (text ``x``, labels, ids, feature names).
     max_block_rows
         Most rows ``n`` in a block (and so most items in its ``y``/``ids`` lists).
+    max_text_chars
+        Longest text ``x``, in characters (default 10,000: the string kernels' limit).
+    max_tree_depth
+        Deepest tree ``x`` (root at depth 1; default 64, the tree kernels' limit).
+    max_tree_nodes
+        Most nodes in a tree ``x`` (default 5,000, the tree kernels' limit).
     """
 
     max_payload_bytes: int = 1 << 20
     max_features: int = 10_000
     max_string_bytes: int = 1 << 20
     max_block_rows: int = 65_536
+    max_text_chars: int = 10_000
+    max_tree_depth: int = 64
+    max_tree_nodes: int = 5_000
     # Derived msgpack caps, computed once (decode is the per-event hot path).
     _array_cap: int = field(init=False, repr=False, compare=False)
     _map_cap: int = field(init=False, repr=False, compare=False)
     _floor: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("max_payload_bytes", "max_features", "max_string_bytes", "max_block_rows"):
+        for name in (
+            "max_payload_bytes",
+            "max_features",
+            "max_string_bytes",
+            "max_block_rows",
+            "max_text_chars",
+            "max_tree_depth",
+            "max_tree_nodes",
+        ):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ConfigError(f"Limits.{name} must be a positive integer, got {value!r}.")
@@ -86,12 +115,19 @@ class Schema:
         ``"any"``; ``"class"`` (bool, int or str); ``"number"`` (int or float).
     unknown_keys
         ``"reject"`` (default) or ``"ignore"`` unknown top-level keys.
+    x_kind
+        What ``x`` is: ``"any"`` (default: a map or list of numbers, or text),
+        ``"vector"`` (numbers only), ``"text"`` (a string; msgpack bin must be UTF-8),
+        ``"tree"`` (a nested list ``[label, child, ...]``, a leaf ``[label]``, labels
+        str or int). Text and trees are checked against :class:`Limits`
+        (``max_text_chars``, ``max_tree_depth``, ``max_tree_nodes``).
     """
 
     dim: int | None = None
     labels: frozenset[Any] | None = None
     label_kind: Literal["any", "class", "number"] = "any"
     unknown_keys: Literal["reject", "ignore"] = "reject"
+    x_kind: Literal["any", "vector", "text", "tree"] = "any"
 
     def __post_init__(self) -> None:
         if self.dim is not None and (type(self.dim) is not int or self.dim < 1):
@@ -106,6 +142,19 @@ class Schema:
             raise ConfigError(
                 f"Schema.unknown_keys must be reject|ignore, not {self.unknown_keys!r}."
             )
+        if self.x_kind not in X_KINDS:
+            raise ConfigError(
+                f"Schema.x_kind must be one of {'|'.join(X_KINDS)}, not {self.x_kind!r}."
+            )
+        if self.dim is not None and self.x_kind in ("text", "tree"):
+            raise ConfigError(
+                f"Schema.dim fixes a vector size; it cannot go with x_kind={self.x_kind!r}."
+            )
+
+    @property
+    def objects(self) -> bool:
+        """True when ``x`` is text or a tree, learned as an object (string/tree kernels)."""
+        return self.x_kind in ("text", "tree")
 
 
 DEFAULT_LIMITS = Limits()
@@ -114,9 +163,9 @@ _ANY_SCHEMA = Schema()
 
 @dataclass(slots=True)
 class Event:
-    """One decoded, validated event; ``x`` is the map, list or text as sent."""
+    """One decoded, validated event; ``x`` is the map, list, text or tree as sent."""
 
-    x: dict[str | int, float] | list[float] | str
+    x: dict[str | int, float] | list[float] | str | list[Any]
     y: bool | int | float | str | None = None
     id: str | int | None = None
     t: float | None = None
@@ -252,3 +301,87 @@ def _check_label(y: Any, where: str, schema: Schema) -> None:
     if schema.labels is not None and y not in schema.labels:
         known = ", ".join(sorted(map(_short, schema.labels))[:10])
         _fail("unknown_label", f"label {where} = {_short(y)} is not in the label set {{{known}}}")
+
+
+def check_text(x: Any, limits: Limits, where: str = "'x'") -> str:
+    """``x`` as text (msgpack bin decoded as UTF-8), within ``max_text_chars``."""
+    if type(x) is bytes:
+        try:
+            x = x.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            _fail("bad_text", f"{where} is not valid UTF-8 ({exc.reason} at byte {exc.start})")
+    if type(x) is not str:
+        _fail("bad_x", f"{where} must be text (a string), got {_kind(x)}")
+    if len(x) > limits.max_text_chars:
+        _fail(
+            "too_long",
+            f"{where} has {len(x):,} characters, above max_text_chars={limits.max_text_chars:,}",
+        )
+    return x
+
+
+def check_tree(x: Any, limits: Limits, where: str = "'x'") -> list[Any]:
+    """``x`` checked as a tree ``[label, child, ...]`` without recursion on the input."""
+    if type(x) is not list:
+        _fail("bad_tree", f"{where} must be a tree [label, child, ...], got {_kind(x)}")
+    stack: list[tuple[Any, int]] = [(x, 1)]
+    nodes = 0
+    while stack:
+        node, depth = stack.pop()
+        if type(node) is not list or not node:
+            _fail(
+                "bad_tree",
+                f"a tree node must be a non-empty list [label, child, ...], got {_short(node)}",
+            )
+        if depth > limits.max_tree_depth:
+            _fail("tree_too_deep", f"{where} is deeper than max_tree_depth={limits.max_tree_depth}")
+        nodes += 1
+        if nodes > limits.max_tree_nodes:
+            _fail(
+                "tree_too_large",
+                f"{where} has more than max_tree_nodes={limits.max_tree_nodes:,} nodes",
+            )
+        label = node[0]
+        if type(label) is str:
+            if len(label) > limits.max_text_chars:
+                _fail("too_long", f"a tree label of {len(label):,} characters is too long")
+        elif type(label) is not int:
+            _fail("bad_tree", f"a tree label must be a string or an integer, got {_kind(label)}")
+        stack.extend((child, depth + 1) for child in node[1:])
+    return x
+
+
+def input_schema(model: Any) -> Schema | None:
+    """The :class:`Schema` a model's inputs need: text or tree for a string/tree kernel.
+
+    Unwraps scaling and consolidation wrappers to the learner and looks at its kernel;
+    ``None`` (the generic schema) for a model on numbers.
+    """
+    learner, seen = model, 0
+    while seen < 8:  # wrappers nest a few levels at most
+        inner = getattr(learner, "_wrapped_model", None)
+        if inner is None and hasattr(getattr(learner, "model", None), "learn_one"):
+            inner = learner.model
+        if inner is None or inner is learner:
+            break
+        learner, seen = inner, seen + 1
+    kernel = getattr(learner, "kernel_", None) or getattr(learner, "kernel", None)
+    if not getattr(kernel, "takes_objects", False):
+        return None
+    stack: list[Any] = [kernel.to_spec()]  # plain data: walk it for a tree kernel's name
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("name") in _TREE_KERNELS:
+                return _TREE_SCHEMA
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return _TEXT_SCHEMA
+
+
+_TREE_KERNELS = frozenset({"AllSubtree", "CoRootedSubtree"})
+
+
+_TEXT_SCHEMA = Schema(x_kind="text")
+_TREE_SCHEMA = Schema(x_kind="tree")

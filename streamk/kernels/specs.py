@@ -23,7 +23,17 @@ from .base import (
 from .strings import GapWeightedSubsequences, Mismatch, RestrictedGapWeighted, Spectrum
 from .trees import AllSubtree, CoRootedSubtree
 
-__all__ = ["kernel_from_spec", "kernel_from_string"]
+__all__ = ["kernel_from_spec", "kernel_from_string", "text_kernel_from_string", "TEXT_KERNELS"]
+
+#: short names of the string and tree kernels on the command line and in config files
+TEXT_KERNELS = {
+    "spectrum": "spectrum:p (Alg. 11.46)",
+    "mismatch": "mismatch:k:m[:alphabet] (Alg. 11.51; alphabet default acgt)",
+    "gap": "gap:p[:lam] (gap-weighted subsequences, Alg. 11.38)",
+    "rgap": "rgap:p:m[:lam] (restricted gap-weighted, Alg. 11.54)",
+    "subtree": "subtree (all-subtree, Alg. 11.65; trees)",
+    "corooted": "corooted (co-rooted subtree, Alg. 11.62; trees)",
+}
 
 
 _SIMPLE = {
@@ -78,7 +88,14 @@ def kernel_from_string(text: str) -> Kernel:
     ``rbf`` / ``rbf:0.5`` (gamma; default ``auto``), ``laplacian[:gamma]``, ``linear``,
     ``poly[:degree[:scale[:offset]]]``, ``cosine``; a ``+bias`` suffix adds ``Constant(1)``
     (an offset for the book's bias-free learners). Example: ``rbf:2+bias``.
+
+    Strings and trees (see :func:`text_kernel_from_string`): ``spectrum:p``,
+    ``mismatch:k:m[:alphabet]``, ``gap:p[:lam]``, ``rgap:p:m[:lam]``, ``subtree``,
+    ``corooted``, each normalised with a ``norm-`` prefix (``norm-spectrum:3``).
     """
+    text_kernel = text_kernel_from_string(text)
+    if text_kernel is not None:
+        return text_kernel
     body, _, suffix = text.strip().lower().partition("+")
     if suffix not in ("", "bias"):
         raise ConfigError(
@@ -105,3 +122,39 @@ def kernel_from_string(text: str) -> Kernel:
     except ValueError as exc:
         raise ConfigError(f"cannot parse kernel {text!r}: {exc}") from None
     return Sum(kernel, Constant(1.0)) if suffix == "bias" else kernel
+
+
+def text_kernel_from_string(text: str) -> Kernel | None:
+    """A string or tree kernel from its short name (``norm-spectrum:3``), else ``None``.
+
+    Parameters are ``:``-separated; a ``norm-`` prefix wraps it in :class:`Normalized`.
+    Names are case-insensitive, a ``Mismatch`` alphabet is kept as written.
+    """
+    raw = text.strip()
+    normalised = raw.lower().startswith("norm-")
+    name, *args = (raw[5:] if normalised else raw).split(":")
+    name = name.lower()
+    if name not in TEXT_KERNELS:
+        return None
+    usage = f"use {TEXT_KERNELS[name]}"
+    kernel: Kernel | None = None
+    try:
+        if name == "spectrum" and len(args) == 1:
+            kernel = Spectrum(int(args[0]))
+        elif name == "mismatch" and len(args) in (2, 3):
+            kernel = Mismatch(int(args[0]), int(args[1]), *args[2:])
+        elif name == "gap" and len(args) in (1, 2):
+            kernel = GapWeightedSubsequences(int(args[0]), *map(float, args[1:]))
+        elif name == "rgap" and len(args) in (2, 3):
+            kernel = RestrictedGapWeighted(int(args[0]), int(args[1]), *map(float, args[2:]))
+        elif name == "subtree" and not args:
+            kernel = AllSubtree()
+        elif name == "corooted" and not args:
+            kernel = CoRootedSubtree()
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError(f"cannot parse kernel {text!r}: {exc}; {usage}") from None
+    if kernel is None:
+        raise ConfigError(f"cannot parse kernel {text!r}; {usage}")
+    return Normalized(kernel) if normalised else kernel

@@ -17,6 +17,7 @@ from ..errors import SnapshotError
 from .codec import as_bytes, from_plain, to_plain, unpack
 from .implied import check_implied
 from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits
+from .objects import decode_objects, encode_objects
 from .registry import class_name_of, resolve_class
 
 __all__ = ["FORMAT", "VERSION", "Snapshot", "dumps", "loads", "seal", "verify_bytes"]
@@ -108,7 +109,10 @@ def dumps(
         raise SnapshotError(f"{class_name}.state() returned a {type(state).__name__}, not a dict")
     return _seal_body(
         {
-            "model": {"class": class_name, "state": to_plain(state, limits=limits)},
+            "model": {
+                "class": class_name,
+                "state": to_plain(encode_objects(state, limits), limits=limits),
+            },
             "stream": _offsets_to_plain(offsets or {}),
             "seq": _check_seq(seq),
             "created_at": _check_time(time.time() if created_at is None else created_at),
@@ -149,8 +153,9 @@ def loads(
 
     Order: total size; envelope (pre-scanned, then msgpack with limits); format and
     version; SHA-256 of the body; body (pre-scanned, then msgpack with limits);
-    schema and arrays; what rebuilding implies (support size, features, outputs,
-    Gram and total bytes; see :mod:`.implied`); class from the allow-list;
+    schema and arrays; support strings/trees (flat form, see :mod:`.objects`); what
+    rebuilding implies (support size, features, outputs, Gram and total bytes; see
+    :mod:`.implied`); class from the allow-list;
     ``cls.from_state(state)``.
     Nothing executes on load but the registered class's import and ``from_state``.
 
@@ -259,7 +264,7 @@ def _parse_body(tree: Any, limits: Limits) -> Snapshot:
         raise CorruptSnapshot("body 'meta' must be a map")
     return Snapshot(
         model=None,
-        state=from_plain(model["state"], limits=limits, path="state"),
+        state=decode_objects(from_plain(model["state"], limits=limits, path="state"), limits),
         class_name=model["class"],
         offsets=offsets,
         seq=seq,

@@ -10,7 +10,8 @@ from the shapes alone, so a hostile snapshot fails with ``SnapshotOverLimit``
 before any allocation.
 
 The structures recognised are the ones documented in docs/snapshot-format.md:
-a support set (``kernel, X, coef, ids, next_id, keep_gram``), a policy's inverse
+a support set (``kernel, X, coef, ids, next_id, keep_gram``; with ``objects`` true,
+``X`` is a list of strings or trees, see :mod:`.objects`), a policy's inverse
 Gram (``P, ids``), the feature names (``features``), the label coder
 (``labels.classes``) and the scaler (``scale.mean``, ``scale.m2``). Any other
 array counts its own bytes, since ``from_state`` may copy it.
@@ -18,6 +19,7 @@ array counts its own bytes, since ``from_state`` may copy it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -112,6 +114,8 @@ def _length(value: Any) -> int | None:
 
 
 def _support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
+    if s.get("objects") is True:
+        return _object_support_bytes(s, limits, path)
     X, coef, ids = s["X"], s["coef"], s["ids"]
     if not (isinstance(X, np.ndarray) and X.ndim == 2):
         raise CorruptSnapshot(f"{path}.X: a support set's rows must be a 2-D array")
@@ -143,6 +147,73 @@ def _support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
     if bool(s["keep_gram"]):
         total += 2 * cap * cap * _F8  # the kept Gram matrix and the block that fills it
     return total
+
+
+def _object_support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
+    """An object support set (strings or trees, already checked by :mod:`.objects`).
+
+    Each support object costs its feature map: about ``_LEAF_BYTES`` per trie leaf in
+    the primal weight map and the padded leaf rows (a string of ``L`` characters has at
+    most ``L`` leaves per mismatch neighbour, a tree one entry per node).
+    """
+    X, coef, ids = s["X"], s["coef"], s["ids"]
+    if not isinstance(X, list):
+        raise CorruptSnapshot(f"{path}.X: an object support set's X must be a list")
+    if not (isinstance(coef, np.ndarray) and coef.ndim == 2):
+        raise CorruptSnapshot(f"{path}.coef: a support set's coefficients must be a 2-D array")
+    n, outputs = len(X), coef.shape[1]
+    if coef.shape[0] != n or _length(ids) != n:
+        raise CorruptSnapshot(
+            f"{path}: support set shapes disagree: {n} objects, coef {coef.shape}, "
+            f"{_length(ids)} ids"
+        )
+    if n > limits.max_support:
+        raise SnapshotOverLimit(
+            f"{path}: {n:,} support objects exceed max_support={limits.max_support:,}"
+        )
+    if outputs > limits.max_outputs:
+        raise SnapshotOverLimit(
+            f"{path}: {outputs:,} coefficient columns exceed max_outputs={limits.max_outputs:,}"
+        )
+    fan = _leaves_per_unit(s["kernel"])
+    units = [len(x) if isinstance(x, str) else _tree_nodes(x) for x in X]
+    widest = max(units, default=0) * fan
+    total = sum(units) * fan * (_LEAF_BYTES + outputs * _F8)  # primal map
+    total += max(n, 1) * (widest * 2 * _F8 + (outputs + 4) * _F8)  # leaf rows, coef, kdiag
+    if bool(s["keep_gram"]):
+        total += 2 * max(n, 1) ** 2 * _F8
+    return total
+
+
+_LEAF_BYTES = 256  # a leaf's key str, its dict entry and index slot
+
+
+def _leaves_per_unit(spec: Any) -> int:
+    """Trie leaves one position of a string reaches: the (k, m) mismatch neighbourhood, else 1."""
+    stack, fan = [spec], 1
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("name") == "Mismatch":
+                k, m, alphabet = node.get("k"), node.get("m"), node.get("alphabet")
+                if isinstance(k, int) and isinstance(m, int) and isinstance(alphabet, str):
+                    a = max(len(alphabet) - 1, 1)
+                    hood = sum(math.comb(k, j) * a**j for j in range(0, min(m, k) + 1))
+                    fan = max(fan, hood)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return fan
+
+
+def _tree_nodes(tree: Any) -> int:
+    count, stack = 0, [tree]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, list):
+            stack.extend(node[1:])
+    return count
 
 
 def _inverse_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:

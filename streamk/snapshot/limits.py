@@ -67,6 +67,13 @@ class Limits:
         statistics) a snapshot may declare. Default 2**20.
     max_outputs
         Most coefficient columns, class labels or ranks. Default 2**16.
+    max_text_len
+        Longest support string (or str tree label) of a string/tree model, in
+        characters. Default 10,000, the string kernels' own limit.
+    max_tree_depth
+        Deepest support tree (root at depth 1). Default 64, the tree kernels' limit.
+    max_tree_nodes
+        Most nodes in one support tree. Default 5,000, the tree kernels' limit.
     max_implied_bytes
         Most bytes that rebuilding the learner (``from_state``) may allocate,
         estimated from the declared shapes before anything is allocated: the
@@ -92,6 +99,9 @@ class Limits:
     max_support: int = 1 << 20
     max_features: int = 1 << 20
     max_outputs: int = 1 << 16
+    max_text_len: int = 10_000
+    max_tree_depth: int = 64
+    max_tree_nodes: int = 5_000
     max_implied_bytes: int = None  # type: ignore[assignment]  # set in __post_init__
 
     def __post_init__(self) -> None:
