@@ -7,7 +7,8 @@ event; the events after it are held out. For each ``k`` in (1, 2, 4), interleave
 none``, default snapshot interval) join a fresh group and drain the topic; then ``streamk merge
 --once`` merges their snapshots from the snapshot topic. Recorded per run:
 
-* each worker's events and busy seconds (first record received to last handled, from its
+* each worker's records, events learned (its snapshot's ``n_learned``; they must sum to the
+  topic's events) and busy seconds (first record received to last handled, from its
   ``--json`` summary) and the group's rate, ``N / max(busy)`` (the workers join in one
   generation, so their busy spans start together; this excludes process start-up, the group
   join and the idle wait before they stop);
@@ -69,7 +70,9 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "streamk.cli", *args]
 
 
-def one_run(bootstrap: str, topic: str, k: int, tag: str, tmp: Path, test: list) -> dict:
+def one_run(
+    bootstrap: str, topic: str, k: int, tag: str, tmp: Path, test: list, n_events: int
+) -> dict:
     """``k`` workers drain the topic in group ``tag``; merge; score on ``test``."""
     from streamk.cli.broker import create_topic
     from streamk.snapshot import SnapshotReader, SnapshotStore
@@ -117,17 +120,23 @@ def one_run(bootstrap: str, topic: str, k: int, tag: str, tmp: Path, test: list)
             "busy_seconds": summary["records"] / rate if rate else 0.0,
             "events_per_s": rate,
         }
-    total = sum(w["events"] for w in workers.values())
+    models = {n: SnapshotStore(tmp / tag / n).latest(n) for n in names}
+    for name, snap in models.items():
+        workers[name]["learned"] = 0 if snap is None else int(snap.model.n_learned)
+        workers[name]["accuracy"] = _accuracy(snap.model, test) if snap is not None else None
+    learned = sum(w["learned"] for w in workers.values())
     row: dict[str, Any] = {
         "k": k,
-        "events": total,
-        "group_events_per_s": total / max(w["busy_seconds"] for w in workers.values()),
+        "events": n_events,
+        # records handed to the workers: more than the events when a rebalance mid-run made a
+        # new owner re-read what the old one had polled but not yet snapshotted
+        "records_handled": sum(w["events"] for w in workers.values()),
+        "learned_total": learned,
+        "exactly_once": learned == n_events,
+        "group_events_per_s": n_events / max(w["busy_seconds"] for w in workers.values()),
         "sum_of_worker_rates": sum(w["events_per_s"] for w in workers.values()),
         "workers": workers,
     }
-    models = {n: SnapshotStore(tmp / tag / n).latest(n) for n in names}
-    for name, snap in models.items():
-        workers[name]["accuracy"] = _accuracy(snap.model, test) if snap is not None else None
     if k > 1:
         t0 = time.perf_counter()
         done = subprocess.run(
@@ -168,12 +177,13 @@ def run(quick: bool, repeats: int) -> dict[str, Any]:
         _produce(b, "events", train)
         for r in range(repeats):
             for k in KS:
-                row = one_run(b, "events", k, f"r{r}k{k}", tmp, test)
+                row = one_run(b, "events", k, f"r{r}k{k}", tmp, test, n_train)
                 runs[k].append(row)
                 merge = row.get("merge")
                 print(
                     f"[{r + 1}/{repeats}] k={k}: {row['group_events_per_s']:>9,.0f} ev/s "
-                    f"(workers {[w['events'] for w in row['workers'].values()]}); accuracy "
+                    f"(learned {[w['learned'] for w in row['workers'].values()]}, "
+                    f"records {row['records_handled']}); accuracy "
                     f"workers {[w['accuracy'] for w in row['workers'].values()]}"
                     + (
                         f", merged {merge['accuracy']:.3f} in {merge['seconds']:.3f} s"
