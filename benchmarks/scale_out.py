@@ -1,4 +1,8 @@
-"""Scaling out: merged-model accuracy and merge time (the merge half of issue 18).
+"""Scaling out: merged-model accuracy, merge time, and the throughput of 1, 2, 4 workers.
+
+Two parts (``--part merge|throughput|all``, default all). *throughput*: real ``streamk run``
+processes in one consumer group on the local broker (:mod:`benchmarks.scale_out_kafka`).
+*merge*, in process:
 
 A stream is split round-robin over ``k`` workers (what a consumer group does with
 round-robin-keyed partitions); each worker learns its share, then :func:`streamk.merge.merge_models`
@@ -18,11 +22,12 @@ noise_percentage=0.05)``, 6,000 events, the last 1,500 held out). Learners, all 
 
 Run::
 
-    python -m benchmarks.scale_out            # k = 2, 3, 4; 3 repeats (~5 min on 2 cores)
-    python -m benchmarks.scale_out --quick    # k = 3, 1 repeat (~1 min)
+    python -m benchmarks.scale_out            # both parts, 3 repeats (~10 min on 2 cores)
+    python -m benchmarks.scale_out --quick    # k = 3 merge, 12k-event throughput, 1 repeat
+    python -m benchmarks.scale_out --part throughput
 
-Writes ``benchmarks/results/scale_out_merge.json`` (``scale_out_merge-quick.json``).
-The throughput half (events/s of 1, 2, 4 workers on the local broker) is not here yet.
+Writes ``benchmarks/results/scale_out_merge.json`` and ``scale_out_throughput.json``
+(``-quick`` before ``.json`` for quick runs).
 """
 
 from __future__ import annotations
@@ -130,7 +135,39 @@ def summary(values: list[float]) -> str:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="k = 3 and one repeat only")
+    parser.add_argument("--part", choices=("merge", "throughput", "all"), default="all")
     args = parser.parse_args(argv)
+    out: dict[str, Any] = {}
+    if args.part in ("throughput", "all"):
+        out["throughput"] = throughput(args.quick)
+    if args.part in ("merge", "all"):
+        out["merge"] = merge_part(args)
+    return out
+
+
+def throughput(quick: bool) -> dict[str, Any]:
+    """Events/s of 1, 2 and 4 real workers, merge time and accuracy (scale_out_kafka)."""
+    from . import scale_out_kafka
+
+    result = scale_out_kafka.run(quick, repeats=1 if quick else 3)
+    scale_out_kafka.show(result)
+    out = {
+        "benchmark": "scale_out_throughput",
+        "command": "python -m benchmarks.scale_out --part throughput"
+        + (" --quick" if quick else ""),
+        "machine": machine_info(),
+        "created_at": time.time(),
+        **result,
+    }
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"scale_out_throughput{'-quick' if quick else ''}.json"
+    path.write_text(json.dumps(out, indent=2))
+    print(f"wrote {path} (load average {out['machine']['loadavg']})")
+    return out
+
+
+def merge_part(args: argparse.Namespace) -> dict[str, Any]:
+    """The in-process merge-accuracy part (every learner, compression, k)."""
     ks = [3] if args.quick else [2, 3, 4]
     repeats = 1 if args.quick else 3
     warnings.simplefilter("ignore")

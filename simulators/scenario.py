@@ -83,6 +83,7 @@ class Scenario:
     malformed: dict[str, float] = field(default_factory=dict)
     engine: dict[str, Any] = field(default_factory=dict)
     report_every: int = 1000
+    scaleout: dict[str, Any] = field(default_factory=dict)
 
     @property
     def length(self) -> int:
@@ -95,7 +96,10 @@ class Scenario:
 
     def fingerprint(self) -> str:
         """SHA-256 of the canonical scenario: a log made from an equal one can be reused."""
-        text = json.dumps(asdict(self), sort_keys=True, default=str)
+        fields = asdict(self)
+        if not fields["scaleout"]:  # logs made before the table existed stay reusable
+            del fields["scaleout"]
+        text = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -104,6 +108,15 @@ _TABLES = {
     "labels": {"unlabelled": float, "delayed": float, "delay": int},
     "faults": {"duplicates": float, "out_of_order": float, "window": int, "malformed": dict},
     "report": {"every": int},
+    # a simulated consumer group (simulators/scaleout.py); shares of the stream for *_at
+    "scaleout": {
+        "workers": int,
+        "partitions": int,
+        "crash_worker": int,
+        "crash_at": float,
+        "restart_at": float,
+        "join_at": float,
+    },
 }
 
 
@@ -203,7 +216,27 @@ def parse_scenario(
         malformed={k: float(v) for k, v in sorted(malformed.items())},
         engine=_engine(data.get("engine", {}), where),
         report_every=t["report"].get("every", 1000),
+        scaleout=_scaleout(t["scaleout"], where),
     )
+
+
+def _scaleout(table: dict[str, Any], where: str) -> dict[str, Any]:
+    """The ``[scaleout]`` table, checked: shares in (0, 1), a restart after the crash."""
+    if not table:
+        return {}
+    out = {"workers": 3, "partitions": 6, "crash_worker": 1, **table}
+    if out["workers"] < 2 or out["partitions"] < out["workers"] + ("join_at" in out):
+        raise ScenarioError(
+            f"{where}: [scaleout] needs workers >= 2 and at least one partition per worker"
+        )
+    if not 0 <= out["crash_worker"] < out["workers"]:
+        raise ScenarioError(f"{where}: [scaleout] crash_worker must name one of the workers")
+    for key in ("crash_at", "restart_at", "join_at"):
+        if key in out and not 0 < out[key] < 1:
+            raise ScenarioError(f"{where}: [scaleout] {key} is a share of the stream, in (0, 1)")
+    if "restart_at" in out and out["restart_at"] <= out.get("crash_at", 1):
+        raise ScenarioError(f"{where}: [scaleout] restart_at must come after crash_at")
+    return out
 
 
 def _table(data: dict[str, Any], name: str, where: str) -> dict[str, Any]:

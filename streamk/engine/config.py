@@ -198,6 +198,13 @@ DEFAULTS: dict[str, Option] = {
         "Merging models)",
         choices=("auto", "project", "solve", "policy"),
     ),
+    "adopt_merged": Option(
+        False,
+        bool,
+        "a worker continues from the newest merged model (merge_name) plus what it learned "
+        "since, at each checkpoint after a new merge; offsets unchanged (needs scale = none, "
+        "no consolidation; see docs/operations.md, Adopting the merged model)",
+    ),
     "score_topic": Option(
         "", str, "topic streamk score reads unlabelled events from (empty: `topic`)"
     ),

@@ -156,6 +156,10 @@ class Engine:
     peer_snapshots
         Returns the other workers' newest snapshots (``{model: Snapshot}``, e.g. read from
         the snapshot topic), consulted on every assignment beside the file store's.
+    adopt
+        Called at each checkpoint with the model, returns ``(model, snapshot metadata)``:
+        the model to continue from (``adopt_merged``: the merged model plus what this worker
+        learned since, :class:`streamk.merge.adopt.Adopter`). Offsets are not its business.
     """
 
     def __init__(
@@ -172,6 +176,7 @@ class Engine:
         on_progress: Callable[[dict[str, Any]], None] | None = None,
         wrap_restored: Callable[[Any], Any] | None = None,
         peer_snapshots: Callable[[], dict[str, Any]] | None = None,
+        adopt: Callable[[Any], tuple[Any, dict[str, Any]]] | None = None,
     ):
         self.source = source
         self.model_factory = model_factory
@@ -184,6 +189,7 @@ class Engine:
         self.on_progress = on_progress
         self.wrap_restored = wrap_restored
         self.peer_snapshots = peer_snapshots
+        self.adopt = adopt
         self._stop = threading.Event()
         self.model: base.Estimator | None = None
         self.seq = 0
@@ -623,6 +629,9 @@ class Engine:
         self.seq = self._next_seq()
         self._consolidation_figures()
         offsets = {self.source.name: dict(self.positions)}
+        meta: dict[str, Any] = {}
+        if self.adopt is not None:  # the model may change here; the offsets never do
+            self.model, meta = self.adopt(self.model)
         if self.store is not None or self.publisher is not None:
             from .. import snapshot
 
@@ -632,6 +641,7 @@ class Engine:
                 seq=self.seq,
                 metrics=_numbers(self.metrics.snapshot()),
                 reason=reason,
+                **meta,
             )
             if self.store is not None:
                 self.store.save(data, self.config.model_name)

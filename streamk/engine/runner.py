@@ -250,6 +250,7 @@ def build_engine(
     return Engine(
         source,
         factory,
+        adopt=adopter(config, store, factory) if config["adopt_merged"] else None,
         wrap_restored=consolidated(config),
         peer_snapshots=topic_peers(config) if config["snapshot_topic"] else None,
         store=store,
@@ -260,6 +261,39 @@ def build_engine(
         metrics_registry=metrics,
         on_progress=on_progress,
     )
+
+
+def adopter(config: dict[str, Any], store: Any, factory: Callable[[], Any]) -> Any:
+    """The ``adopt_merged`` checkpoint hook (:class:`streamk.merge.adopt.Adopter`): reads the
+    newest merged model from the snapshot topic, or from the file store without one."""
+    from ..merge.adopt import Adopter
+
+    learner = factory()
+    if hasattr(learner, "_wrapped_model") or hasattr(getattr(learner, "model", None), "learn_one"):
+        raise ConfigError(
+            f"adopt_merged needs a plain learner, but this config builds {type(learner).__name__}"
+            ": set scale = none (each worker's scaler is its own feature space) and "
+            "consolidate_every = 0"
+        )
+    name = config["merge_name"]
+    if config["snapshot_topic"]:
+        from ..snapshot.kafka import SnapshotReader
+
+        reader = SnapshotReader(
+            config["bootstrap_servers"],
+            config["snapshot_topic"],
+            consumer_config=kafka_settings(config),
+        )
+        timeout = max(1.0, min(30.0, config["max_poll_interval_ms"] / 3000))
+
+        def merged() -> Any:
+            return reader.latest(name, timeout, build=False)
+    else:
+
+        def merged() -> Any:
+            return store.latest(name, build=False)
+
+    return Adopter(config["model_name"], name, store, merged, config["merge_compress"])
 
 
 def topic_peers(config: dict[str, Any]) -> Callable[[], dict[str, Any]]:

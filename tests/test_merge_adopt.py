@@ -1,0 +1,163 @@
+"""``adopt_merged``: a worker continues from the merged model plus what it learned since.
+
+Oracles: the parameter-mixing sum computed from independent copies (the merged model, the
+worker now and the worker at its base snapshot: ``f_merged + f_now - f_base``, exact when
+nothing is compressed); on the real broker, the events produced (every event in exactly one
+worker's durable snapshot, offsets reaching each partition's end) and the merged model's
+support rows found in the adopting worker's final model.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from kafka import KafkaProducer
+from river import datasets
+
+from streamk.cli.broker import create_topic
+from streamk.engine.events import encode_event
+from streamk.errors import ConfigError, MergeError
+from streamk.kernels import RBF
+from streamk.learners.perceptron import KernelPerceptron
+from streamk.merge import merge_models
+from streamk.merge.adopt import adopt_merged
+from streamk.snapshot import SnapshotReader, SnapshotStore
+from tests.streamk_run import run_args
+
+ROOT = str(Path(__file__).resolve().parents[1])
+
+
+def _next_id(model) -> int:
+    return int(model.state()["support"]["next_id"])
+
+
+def test_adopted_function_is_merged_plus_what_the_worker_learned_since():
+    data = list(datasets.Bananas().take(1300))
+    workers = [KernelPerceptron(kernel=RBF(gamma=2.0)) for _ in range(2)]
+    for i, (x, y) in enumerate(data[:600]):
+        workers[i % 2].learn_one(x, y)
+    base = copy.deepcopy(workers[0])
+    merged = merge_models(workers)
+    for x, y in data[600:900]:
+        workers[0].learn_one(x, y)
+    adopted, added = adopt_merged(workers[0], merged, _next_id(base))
+    assert added == workers[0].n_support - base.n_support > 0
+    assert adopted.n_learned == workers[0].n_learned  # the worker's own count, not the mixture's
+    for x, _ in data[900:1300]:
+        want = (
+            merged.decision_function_one(x)
+            + workers[0].decision_function_one(x)
+            - base.decision_function_one(x)
+        )
+        np.testing.assert_allclose(adopted.decision_function_one(x), want, rtol=1e-9, atol=1e-9)
+    # and it keeps learning
+    for x, y in data[900:1000]:
+        adopted.learn_one(x, y)
+    assert adopted.n_learned == workers[0].n_learned + 100
+
+
+def test_adoption_is_compressed_to_the_budget_and_refuses_another_learner():
+    data = list(datasets.Bananas().take(900))
+    workers = [KernelPerceptron(kernel=RBF(gamma=2.0), budget=60) for _ in range(2)]
+    for i, (x, y) in enumerate(data[:600]):
+        workers[i % 2].learn_one(x, y)
+    base_next = _next_id(workers[0])
+    merged = merge_models(workers)
+    for x, y in data[600:900]:
+        workers[0].learn_one(x, y)
+    adopted, _ = adopt_merged(workers[0], merged, base_next)
+    assert adopted.n_support <= 60
+    from streamk.learners.adatron import KernelAdatron
+
+    with pytest.raises(MergeError, match="one learner"):
+        adopt_merged(KernelAdatron(), merged, 0)
+
+
+def test_adopt_merged_refuses_a_scaled_worker_with_the_fix(tmp_path):
+    from streamk.engine.config import load_config
+    from streamk.engine.runner import adopter, model_factory
+    from streamk.snapshot import SnapshotStore as Store
+
+    config = load_config(None, {"adopt_merged": True, "scale": "standard"}, environ={})
+    with pytest.raises(ConfigError, match="scale = none"):
+        adopter(config, Store(tmp_path), model_factory(config))
+
+
+def _rows(model) -> set[tuple]:
+    """Support rows as ``{(feature, value), ...}`` tuples (column order independent)."""
+    st = model.state()
+    names = st["features"]
+    X = np.asarray(st["support"]["X"])
+    return {tuple(sorted(zip(map(str, names), row.tolist()))) for row in X}
+
+
+@pytest.mark.kafka
+def test_a_worker_adopts_the_merged_model_on_the_broker_and_keeps_its_offsets_exact(
+    kafka_broker, topic_name, tmp_path
+):
+    b = kafka_broker.bootstrap_servers
+    events, snapshots, group = topic_name, f"{topic_name}-snaps", f"{topic_name}-g"
+    parts, n1, n2 = 2, 800, 600
+    data = list(datasets.Bananas().take(n1 + n2))
+    create_topic(b, events, partitions=parts)
+
+    def produce(rows, start):
+        producer = KafkaProducer(bootstrap_servers=b, acks="all")
+        for i, (x, y) in enumerate(rows, start):
+            producer.send(events, encode_event(x, y=y, id=i), partition=i % parts)
+        producer.flush()
+        producer.close()
+
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    model = dict(
+        learner="perceptron", kernel="rbf:2.0", budget=0, scale="none", snapshot_every=200,
+        snapshot_topic=snapshots, max_records=100, poll_timeout=0.2, stop_when_idle=5,
+    )  # fmt: skip
+
+    def run(name: str, *extra: str) -> subprocess.Popen:
+        args = run_args(b, events, group, tmp_path / name, model_name=name, **model)
+        return subprocess.Popen(
+            [sys.executable, "-m", "streamk.cli", *args, *extra],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    produce(data[:n1], 0)
+    procs = [run("w0"), run("w1")]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read().decode()[-3000:]
+    first = {n: SnapshotStore(tmp_path / n).latest(n) for n in ("w0", "w1")}
+    assert sum(s.model.n_learned for s in first.values()) == n1
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", "merge", "--bootstrap-servers", b,
+         "--topic", events, "--snapshot-topic", snapshots, "--snapshot-dir",
+         str(tmp_path / "merger"), "--budget", "0", "--once", "--quiet"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    merged = SnapshotReader(b, snapshots).latest("merged", timeout=30)
+    assert merged is not None and merged.offsets == {}
+
+    # More events; w0 alone, adopting: it takes both partitions, w1's from w1's commit.
+    produce(data[n1:], n1)
+    p = run("w0", "--adopt-merged")
+    assert p.wait(timeout=120) == 0, p.stderr.read().decode()[-3000:]
+    store = SnapshotStore(tmp_path / "w0")
+    final = store.latest("w0")
+    assert final.meta["adopted"]["seq"] == merged.seq
+    # every merged support vector is in the final model (unbudgeted: nothing is dropped)
+    assert _rows(merged.model) <= _rows(final.model)
+    assert _rows(first["w1"].model) <= _rows(final.model)  # w1's knowledge came with it
+    # offsets: exactly once across the group (w1's snapshot + w0's)
+    assert final.model.n_learned + first["w1"].model.n_learned == n1 + n2
+    ends = {str(q): len(range(q, n1 + n2, parts)) for q in range(parts)}
+    assert {str(q): o for q, o in final.offsets[events].items()} == ends
+    # the merged snapshot on the topic still carries no offsets (recovery reads workers only)
+    assert SnapshotReader(b, snapshots).latest("merged", timeout=30).offsets == {}
