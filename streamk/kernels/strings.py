@@ -41,7 +41,11 @@ __all__ = [
     "Spectrum",
     "Mismatch",
     "RestrictedGapWeighted",
+    "CharacterWeightedSubsequences",
+    "SoftMatchingSubsequences",
+    "GapNumberWeightedSubsequences",
     "check_string",
+    "subsequence_levels",
     "maps_gram",
 ]
 
@@ -174,6 +178,234 @@ class GapWeightedSubsequences(_StringKernel):
 
     def diag(self, A):
         return np.array([self._pair(s, s) for s in self._strings(_as_objects(A))], dtype=np.float64)
+
+
+# -- the gap-weighted variants (Alg. 11.40-11.42) ----------------------------------------------
+
+
+def subsequence_levels(M: np.ndarray, P: np.ndarray, Q: np.ndarray, p: int) -> np.ndarray:
+    """``[kappa_1, ..., kappa_p]`` of a gap-weighted family from its three matrices.
+
+    Every kernel of §11.5 has suffix kernels ``DPS_1 = M`` and
+    ``DPS_{l+1} = M * (P @ DPS_l @ Q.T)`` (elementwise ``*``), where ``M[i, j]`` is the
+    weight of matching ``s_i`` with ``t_j`` and ``P[i, i']`` (``i' < i``, strictly lower
+    triangular) the weight of the stretch of ``s`` between two consecutive matched
+    positions ``i' < i``; ``kappa_l = sum(DPS_l)``. The DP recursions of Code Fragment
+    11.3 and Alg. 11.40-11.42 are this product solved one cell at a time.
+    """
+    out = np.zeros(p)
+    if M.size == 0:
+        return out
+    dps = M
+    out[0] = dps.sum()
+    for level in range(1, min(p, *M.shape)):
+        dps = M * (P @ dps @ Q.T)
+        out[level] = dps.sum()
+    return out
+
+
+def _codes(s: str) -> np.ndarray:
+    return np.fromiter(map(ord, s), dtype=np.int64, count=len(s))
+
+
+def _stretch_weights(weights: np.ndarray) -> np.ndarray:
+    """``P[i, i'] = prod(weights[i'+1 : i])`` for ``i' < i`` (the skipped characters), else 0."""
+    n = len(weights)
+    P = np.zeros((n, n))
+    for i in range(1, n):
+        P[i, i - 1] = 1.0
+        if i > 1:  # P[i, i'] = P[i-1, i'] * weights[i-1] for i' < i-1
+            P[i, : i - 1] = P[i - 1, : i - 1] * weights[i - 1]
+    return P
+
+
+def _check_weight(what: str, w: Any) -> float:
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+        raise ConfigError(f"{what} must be a finite number, got {w!r}")
+    return float(w)
+
+
+def _check_char_weights(name: str, weights: Any, low: float, high: float) -> dict[str, float]:
+    if not isinstance(weights, dict):
+        raise ConfigError(f"{name} must be a dict of one-character str -> weight, got {weights!r}")
+    out = {}
+    for c, w in sorted(weights.items()):
+        if not isinstance(c, str) or len(c) != 1:
+            raise ConfigError(f"{name} keys must be single characters, got {c!r}")
+        w = _check_weight(f"{name}[{c!r}]", w)
+        if not low < w <= high:
+            raise ConfigError(f"{name}[{c!r}] must be in ({low}, {high}], got {w!r}")
+        out[c] = w
+    return out
+
+
+class _Subsequences(_StringKernel):
+    """Shared parts of the gap-weighted family: pairs through :func:`subsequence_levels`."""
+
+    p: int
+
+    def _matrices(self, s: str, t: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _pair(self, s: str, t: str) -> float:
+        return float(subsequence_levels(*self._matrices(s, t), self.p)[-1])
+
+    def __call__(self, a: Any, b: Any) -> float:
+        return self._pair(self.check_object(a), self.check_object(b))
+
+    def _gram(self, A, B, a_sq, b_sq):
+        A = [self.check_object(s) for s in A]
+        B = [self.check_object(t) for t in B]
+        return np.array([[self._pair(s, t) for t in B] for s in A], dtype=np.float64).reshape(
+            len(A), len(B)
+        )
+
+    def diag(self, A):
+        return np.array(
+            [self._pair(s, s) for s in (self.check_object(s) for s in _as_objects(A))],
+            dtype=np.float64,
+        )
+
+
+class CharacterWeightedSubsequences(_Subsequences):
+    """Gap-weighted subsequences with character weightings (Shawe-Taylor & Cristianini,
+    §11.5.2, Alg. 11.40).
+
+    ``phi_u(s) = sum over index vectors i with s(i) = u of
+    prod_k match[u_k] * prod over the skipped characters c of s (inside the span of i,
+    not in i) of gap[c]``, and ``k(s, t) = <phi(s), phi(t)>``. A character missing from
+    ``match`` / ``gap`` weighs ``default_match`` / ``default_gap``. With every weight
+    equal to ``lam`` this is :class:`GapWeightedSubsequences`. Why: a gap of vowels or of
+    whitespace can cost less than a gap of consonants, and rare symbols can count more.
+    O(p |s| |t|) per pair, like Alg. 11.38.
+    """
+
+    _param_names = ("p", "gap", "match", "default_gap", "default_match")
+
+    def __init__(
+        self,
+        p: int = 2,
+        gap: dict[str, float] | None = None,
+        match: dict[str, float] | None = None,
+        default_gap: float = 0.5,
+        default_match: float = 0.5,
+    ):
+        self.p = _check_int("p", p, 1, 64)
+        self.gap = _check_char_weights("gap", gap or {}, 0.0, 1.0)
+        self.match = _check_char_weights("match", match or {}, 0.0, math.inf)
+        self.default_gap = _check_lam(default_gap)
+        dm = _check_weight("default_match", default_match)
+        if dm <= 0:
+            raise ConfigError(f"default_match must be > 0, got {default_match!r}")
+        self.default_match = dm
+
+    def _matrices(self, s: str, t: str):
+        gs = np.array([self.gap.get(c, self.default_gap) for c in s])
+        gt = np.array([self.gap.get(c, self.default_gap) for c in t])
+        ms = np.array([self.match.get(c, self.default_match) for c in s])
+        M = np.where(_codes(s)[:, None] == _codes(t)[None, :], (ms * ms)[:, None], 0.0)
+        return M, _stretch_weights(gs), _stretch_weights(gt)
+
+
+class SoftMatchingSubsequences(_Subsequences):
+    """Gap-weighted subsequences with soft matching (Shawe-Taylor & Cristianini, §11.5.2,
+    Alg. 11.41).
+
+    ``k(s, t) = sum over index vectors i of s and j of t, both of length p, of
+    lam ** (span(i) + span(j)) * prod_k A[s_{i_k}, t_{j_k}]``, where ``A = similarity``
+    (rows and columns in the order of ``alphabet``) scores how alike two symbols are.
+    ``A`` must be symmetric positive semi-definite (it is the kernel of one-character
+    strings): then ``A = B B^T`` and ``phi(s) = sum_i lam ** span(i) B[s_{i_1}] (x) ...
+    (x) B[s_{i_p}]`` is a feature map, so ``k`` is a kernel. ``A = I`` gives
+    :class:`GapWeightedSubsequences`. Why: amino acids or phonemes that substitute for
+    one another still match. A symbol outside ``alphabet`` raises
+    :class:`~streamk.errors.InvalidInput`.
+    """
+
+    _param_names = ("p", "lam", "alphabet", "similarity")
+
+    def __init__(
+        self,
+        p: int = 2,
+        lam: float = 0.5,
+        alphabet: str = "acgt",
+        similarity: list[list[float]] | None = None,
+    ):
+        self.p = _check_int("p", p, 1, 64)
+        self.lam = _check_lam(lam)
+        if not isinstance(alphabet, str) or not alphabet or len(set(alphabet)) != len(alphabet):
+            raise ConfigError(
+                f"alphabet must be a non-empty str of distinct symbols, got {alphabet!r}"
+            )
+        if len(alphabet) > MAX_ALPHABET:
+            raise ConfigError(f"alphabet has more than {MAX_ALPHABET} symbols: {len(alphabet)}")
+        self.alphabet = alphabet
+        n = len(alphabet)
+        if similarity is None:
+            A = np.eye(n)
+        else:
+            try:
+                A = np.array(similarity, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ConfigError(f"similarity must be a {n}x{n} matrix of numbers") from None
+        if A.shape != (n, n) or not np.all(np.isfinite(A)):
+            raise ConfigError(f"similarity must be a finite {n}x{n} matrix (one row per symbol)")
+        if not np.allclose(A, A.T):
+            raise ConfigError("similarity must be symmetric")
+        low = float(np.linalg.eigvalsh(A)[0])
+        if low < -1e-10 * max(1.0, float(np.abs(A).max())):
+            raise ConfigError(
+                f"similarity must be positive semi-definite (smallest eigenvalue {low:.3g}): "
+                "otherwise the soft-matching kernel is not a kernel"
+            )
+        self.similarity = A.tolist()
+        self._A = A
+        self._index = {c: i for i, c in enumerate(alphabet)}
+
+    def check_object(self, s: Any) -> str:
+        s = check_string(s)
+        bad = set(s) - self._index.keys()
+        if bad:
+            raise InvalidInput(
+                f"soft-matching kernel over alphabet {self.alphabet!r} got symbols "
+                f"{''.join(sorted(bad))!r:.60}; declare them in alphabet= or clean the input"
+            )
+        return s
+
+    def _matrices(self, s: str, t: str):
+        i = np.array([self._index[c] for c in s], dtype=np.int64)
+        j = np.array([self._index[c] for c in t], dtype=np.int64)
+        lam = self.lam
+        M = lam * lam * self._A[np.ix_(i, j)]
+        return M, _stretch_weights(np.full(len(s), lam)), _stretch_weights(np.full(len(t), lam))
+
+
+class GapNumberWeightedSubsequences(_Subsequences):
+    """Subsequences weighted by their number of gaps (Shawe-Taylor & Cristianini, §11.5.2,
+    Alg. 11.42).
+
+    ``phi_u(s) = sum over index vectors i with s(i) = u of lam ** g(i)``, where
+    ``g(i) = #{k : i_{k+1} > i_k + 1}`` counts the gaps, however long each is, and
+    ``k(s, t) = <phi(s), phi(t)>``. Why: an insertion costs the same whatever its
+    length (a word split by a clause, a read with an inserted stretch), where
+    :class:`GapWeightedSubsequences` decays with the span. ``lam = 1`` counts common
+    subsequences; ``lam -> 0`` keeps only contiguous ones (the ``p``-spectrum).
+    O(p |s| |t|) per pair.
+    """
+
+    _param_names = ("p", "lam")
+
+    def __init__(self, p: int = 2, lam: float = 0.5):
+        self.p = _check_int("p", p, 1, 64)
+        self.lam = _check_lam(lam)
+
+    def _matrices(self, s: str, t: str):
+        M = (_codes(s)[:, None] == _codes(t)[None, :]).astype(np.float64)
+        return M, self._gaps(len(s)), self._gaps(len(t))
+
+    def _gaps(self, n: int) -> np.ndarray:
+        """``P[i, i-1] = 1`` (adjacent), ``P[i, i'] = lam`` for ``i' < i - 1`` (one gap)."""
+        return np.tril(np.full((n, n), self.lam), -2) + np.eye(n, k=-1)
 
 
 # -- trie kernels: leaf maps ---------------------------------------------------------------------
