@@ -25,6 +25,7 @@ Every input string is validated: a ``str`` (or UTF-8 ``bytes``) of at most
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from functools import lru_cache
 from typing import Any
@@ -34,6 +35,22 @@ from scipy import sparse
 
 from ..errors import ConfigError, InvalidInput
 from .base import Kernel, _as_objects
+
+
+def _load_compiled() -> Any:
+    """:mod:`streamk.kernels._strings` (compiled rows), or ``None``: not built, or
+    ``STREAMK_NO_ACCEL=1`` (then the NumPy path runs, with the same values)."""
+    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
+        return None
+    try:
+        from . import _strings  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _strings
+
+
+#: The compiled rows of the gap-weighted family, or ``None`` (NumPy path).
+compiled = _load_compiled()
 
 __all__ = [
     "MAX_STRING_LENGTH",
@@ -150,36 +167,6 @@ def gap_weighted_levels(s: str, t: str, p: int, lam: float) -> np.ndarray:
     return out
 
 
-class GapWeightedSubsequences(_StringKernel):
-    """Gap-weighted subsequences kernel (Shawe-Taylor & Cristianini, §11.5, Alg. 11.38).
-
-    ``phi_u(s) = sum over index vectors i with s(i) = u of lam ** span(i)`` for every
-    ``u`` of length ``p``; ``k(s, t) = <phi(s), phi(t)>``. ``lam -> 0`` approaches the
-    ``p``-spectrum kernel, ``lam = 1`` counts common subsequences. O(p |s| |t|) per pair:
-    for short strings and small support sets.
-    """
-
-    _param_names = ("p", "lam")
-
-    def __init__(self, p: int = 2, lam: float = 0.5):
-        self.p = _check_int("p", p, 1, 64)
-        self.lam = _check_lam(lam)
-
-    def _pair(self, s: str, t: str) -> float:
-        return float(gap_weighted_levels(s, t, self.p, self.lam)[-1])
-
-    def _gram(self, A, B, a_sq, b_sq):
-        A, B = self._strings(A), self._strings(B)
-        K = np.empty((len(A), len(B)))
-        for i, s in enumerate(A):
-            for j, t in enumerate(B):
-                K[i, j] = self._pair(s, t)
-        return K
-
-    def diag(self, A):
-        return np.array([self._pair(s, s) for s in self._strings(_as_objects(A))], dtype=np.float64)
-
-
 # -- the gap-weighted variants (Alg. 11.40-11.42) ----------------------------------------------
 
 
@@ -239,10 +226,26 @@ def _check_char_weights(name: str, weights: Any, low: float, high: float) -> dic
     return out
 
 
+def _per_code(codes: np.ndarray, weights: dict[str, float], default: float) -> np.ndarray:
+    """``weights[chr(c)]`` (``default`` when absent) for every code ``c``."""
+    out = np.full(len(codes), default)
+    for c, w in weights.items():
+        out[codes == ord(c)] = w
+    return out
+
+
 class _Subsequences(_StringKernel):
-    """Shared parts of the gap-weighted family: pairs through :func:`subsequence_levels`."""
+    """Shared parts of the gap-weighted family.
+
+    A pair goes through :func:`subsequence_levels` (NumPy); a row ``K(s, B)`` goes
+    through one call of the compiled :func:`streamk.kernels._strings.subsequence_row`
+    when it is built and the kernel has the Alg. 11.40 form (per-position gap weights,
+    exact or soft matching), else pair by pair in NumPy: the fallback and the oracle.
+    """
 
     p: int
+    #: The compiled row computes this kernel (Alg. 11.40's recursion covers it).
+    _compiled_form = True
 
     def _matrices(self, s: str, t: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise NotImplementedError  # pragma: no cover - abstract
@@ -253,18 +256,87 @@ class _Subsequences(_StringKernel):
     def __call__(self, a: Any, b: Any) -> float:
         return self._pair(self.check_object(a), self.check_object(b))
 
-    def _gram(self, A, B, a_sq, b_sq):
+    # -- the compiled form: per-position codes, gap weights and match weights -------------
+    def _gaps(self, codes: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _match(self, codes: np.ndarray) -> np.ndarray:
+        return np.ones(len(codes))
+
+    def _symbols(self, codes: np.ndarray) -> np.ndarray:
+        return codes
+
+    def _similarity(self) -> np.ndarray | None:
+        return None
+
+    def _encode(self, strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Codes, gap weights and offsets of ``strings`` concatenated (checked already)."""
+        codes = np.frombuffer("".join(strings).encode("utf-32-le"), dtype=np.uint32)
+        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in strings], out=offsets[1:])
+        return self._symbols(codes), self._gaps(codes), offsets
+
+    def rows(self, A: list[Any], B: list[Any], use_compiled: bool = True) -> np.ndarray:
+        """``K(A, B)``, each row ``K(s, B)`` in one compiled call when possible.
+
+        ``use_compiled=False`` forces the NumPy pair-by-pair path (the oracle).
+        """
         A = [self.check_object(s) for s in A]
         B = [self.check_object(t) for t in B]
-        return np.array([[self._pair(s, t) for t in B] for s in A], dtype=np.float64).reshape(
-            len(A), len(B)
-        )
+        if not (use_compiled and compiled is not None and self._compiled_form) or not B:
+            return np.array([[self._pair(s, t) for t in B] for s in A], dtype=np.float64).reshape(
+                len(A), len(B)
+            )
+        b_all, gb_all, offsets = self._encode(B)
+        sim = self._similarity()
+        out = np.empty((len(A), len(B)))
+        for i, s in enumerate(A):
+            raw = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32)
+            out[i] = compiled.subsequence_row(
+                self._symbols(raw),
+                self._gaps(raw),
+                self._match(raw),
+                b_all,
+                gb_all,
+                offsets,
+                self.p,
+                sim,
+            )
+        return out
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return self.rows(list(A), list(B))
 
     def diag(self, A):
-        return np.array(
-            [self._pair(s, s) for s in (self.check_object(s) for s in _as_objects(A))],
-            dtype=np.float64,
-        )
+        items = [self.check_object(s) for s in _as_objects(A)]
+        if compiled is not None and self._compiled_form:
+            return np.array([self.rows([s], [s])[0, 0] for s in items], dtype=np.float64)
+        return np.array([self._pair(s, s) for s in items], dtype=np.float64)
+
+
+class GapWeightedSubsequences(_Subsequences):
+    """Gap-weighted subsequences kernel (Shawe-Taylor & Cristianini, §11.5, Alg. 11.38).
+
+    ``phi_u(s) = sum over index vectors i with s(i) = u of lam ** span(i)`` for every
+    ``u`` of length ``p``; ``k(s, t) = <phi(s), phi(t)>``. ``lam -> 0`` approaches the
+    ``p``-spectrum kernel, ``lam = 1`` counts common subsequences. O(p |s| |t|) per pair;
+    a row ``K(s, B)`` is one compiled call when :mod:`streamk.kernels._strings` is built.
+    """
+
+    _param_names = ("p", "lam")
+
+    def __init__(self, p: int = 2, lam: float = 0.5):
+        self.p = _check_int("p", p, 1, 64)
+        self.lam = _check_lam(lam)
+
+    def _pair(self, s: str, t: str) -> float:
+        return float(gap_weighted_levels(s, t, self.p, self.lam)[-1])
+
+    def _gaps(self, codes: np.ndarray) -> np.ndarray:
+        return np.full(len(codes), self.lam)
+
+    def _match(self, codes: np.ndarray) -> np.ndarray:
+        return np.full(len(codes), self.lam * self.lam)
 
 
 class CharacterWeightedSubsequences(_Subsequences):
@@ -305,6 +377,12 @@ class CharacterWeightedSubsequences(_Subsequences):
         ms = np.array([self.match.get(c, self.default_match) for c in s])
         M = np.where(_codes(s)[:, None] == _codes(t)[None, :], (ms * ms)[:, None], 0.0)
         return M, _stretch_weights(gs), _stretch_weights(gt)
+
+    def _gaps(self, codes):
+        return _per_code(codes, self.gap, self.default_gap)
+
+    def _match(self, codes):
+        return _per_code(codes, self.match, self.default_match) ** 2
 
 
 class SoftMatchingSubsequences(_Subsequences):
@@ -361,6 +439,9 @@ class SoftMatchingSubsequences(_Subsequences):
         self.similarity = A.tolist()
         self._A = A
         self._index = {c: i for i, c in enumerate(alphabet)}
+        self._lookup = np.zeros(max(map(ord, alphabet)) + 1, dtype=np.uint32)
+        self._lookup[[ord(c) for c in alphabet]] = np.arange(n, dtype=np.uint32)
+        self._sim = np.ascontiguousarray(self.lam * self.lam * A)
 
     def check_object(self, s: Any) -> str:
         s = check_string(s)
@@ -379,6 +460,15 @@ class SoftMatchingSubsequences(_Subsequences):
         M = lam * lam * self._A[np.ix_(i, j)]
         return M, _stretch_weights(np.full(len(s), lam)), _stretch_weights(np.full(len(t), lam))
 
+    def _gaps(self, codes):
+        return np.full(len(codes), self.lam)
+
+    def _symbols(self, codes):
+        return self._lookup[codes] if len(codes) else codes
+
+    def _similarity(self):
+        return self._sim
+
 
 class GapNumberWeightedSubsequences(_Subsequences):
     """Subsequences weighted by their number of gaps (Shawe-Taylor & Cristianini, §11.5.2,
@@ -394,6 +484,7 @@ class GapNumberWeightedSubsequences(_Subsequences):
     """
 
     _param_names = ("p", "lam")
+    _compiled_form = False  # its gap weight is not a product over skipped characters
 
     def __init__(self, p: int = 2, lam: float = 0.5):
         self.p = _check_int("p", p, 1, 64)
