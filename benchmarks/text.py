@@ -36,7 +36,9 @@ Why these settings (what else was tried is in issue #17's note): on a normalised
 6 on the motif stream because background 7-mers collide four times less often; the
 names' signal is in short prefixes and suffixes, hence 2-grams with the boundary marks.
 
-Also measured: the cost of one prediction with the Remark 11.55 weight map against the
+Also measured: one row ``K(s, S)`` of ``GapWeightedSubsequences(3, 0.5)`` against 200
+reads of 80 bases, in one compiled call (:mod:`streamk.kernels._strings`) and pair by
+pair in NumPy; and the cost of one prediction with the Remark 11.55 weight map against the
 dual expansion ``K(s, S) @ coef`` (with ``K(s, S)`` gathered from the support's leaf rows,
 and from ``kernel.gram``) at support sizes 100 and 2,000 (``Spectrum(4)``).
 
@@ -67,6 +69,7 @@ from river import compose, feature_extraction, linear_model, naive_bayes
 
 from benchmarks.common import machine_info
 from streamk import (
+    GapWeightedSubsequences,
     KernelAdatron,
     KernelPerceptron,
     MarginPerceptron,
@@ -76,6 +79,7 @@ from streamk import (
     Spectrum,
 )
 from streamk.budget import RemoveOldest
+from streamk.kernels import strings
 from streamk.learners.objects import ObjectSupportSet
 
 RESULTS = Path(__file__).parent / "results"
@@ -275,6 +279,41 @@ def prediction_cost(sizes: tuple[int, ...], probes: int, repeats: int) -> list[d
     return out
 
 
+def row_cost(support: int, repeats: int) -> dict[str, Any]:
+    """Milliseconds for one row ``K(s, S)`` of ``GapWeightedSubsequences(3, 0.5)`` against
+    ``support`` reads of 80 bases: the compiled call vs the NumPy pair-by-pair path."""
+    rng = random.Random(11)
+
+    def read() -> str:
+        return "".join(rng.choice("acgt") for _ in range(80))
+
+    kernel = GapWeightedSubsequences(3, 0.5)
+    S = [read() for _ in range(support)]
+    row: dict[str, Any] = {"support": support, "compiled_built": strings.compiled is not None}
+    for name, use in (("compiled_ms", True), ("numpy_ms", False)):
+        if use and strings.compiled is None:
+            continue
+        times = []
+        for _ in range(repeats):
+            q = read()
+            t0 = time.perf_counter()
+            kernel.rows([q], S, use_compiled=use)
+            times.append((time.perf_counter() - t0) * 1e3)
+        row[name] = statistics.median(times)
+    q = read()
+    row["max_rel_difference"] = (
+        float(
+            np.max(
+                np.abs(kernel.rows([q], S) - kernel.rows([q], S, use_compiled=False))
+                / kernel.rows([q], S, use_compiled=False)
+            )
+        )
+        if strings.compiled is not None
+        else None
+    )
+    return row
+
+
 def _rows(results: dict[str, dict[str, float]]) -> Iterator[str]:
     width = max(map(len, results))
     yield f"{'model':<{width}}  accuracy  events/s"
@@ -345,6 +384,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         )
     cost = prediction_cost((100, 2_000), probes=300, repeats=repeats)
     report["prediction_cost_spectrum4"] = cost
+    rc = row_cost(200, repeats=max(3, repeats))
+    report["row_cost_gap_weighted3"] = rc
+    print(
+        f"GapWeightedSubsequences(3, 0.5) row against {rc['support']} reads: "
+        f"compiled {rc.get('compiled_ms', float('nan')):.1f} ms, NumPy {rc['numpy_ms']:.1f} ms"
+    )
     report["machine"] = machine_info()
     for row in cost:
         print(
