@@ -24,6 +24,7 @@ Every input string is validated: a ``str`` (or UTF-8 ``bytes``) of at most
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections import Counter
@@ -667,23 +668,51 @@ class RestrictedGapWeighted(_TrieKernel):
         self.lam = _check_lam(lam)
 
     def _build(self, s: str) -> dict[str, float]:
-        p, m, lam, n = self.p, self.m, self.lam, len(s)
-        powers = [lam**g for g in range(m + 1)]
+        """Every start ``i`` and gap pattern: the leaf is ``s`` read along the pattern's runs.
+
+        The trie walk of Alg. 11.54 visits the same leaves; the patterns (which positions
+        after ``i`` are taken) are enumerated once per ``(p, m)``, so a string costs one
+        slice-and-join per leaf instead of one call per trie node.
+        """
+        n = len(s)
         out: dict[str, float] = {}
-
-        def walk(last: int, depth: int, prefix: str, gaps: int) -> None:
-            if depth == p:
-                out[prefix] = out.get(prefix, 0.0) + powers[gaps]
-                return
-            for skip in range(m - gaps + 1):
-                nxt = last + 1 + skip
-                if nxt >= n:
-                    break
-                walk(nxt, depth + 1, prefix + s[nxt], gaps + skip)
-
-        for i in range(n):
-            walk(i, 1, s[i], 0)
+        get = out.get
+        for runs, last, weight in _gap_patterns(self.p, self.m, self.lam):
+            if len(runs) == 1:  # contiguous: the p-grams themselves
+                for i in range(n - last):
+                    u = s[i : i + last + 1]
+                    out[u] = get(u, 0.0) + weight
+                continue
+            if len(runs) == 2:  # one gap (every pattern when m = 1)
+                (a, b), (c, d) = runs
+                for i in range(n - last):
+                    u = s[i + a : i + b] + s[i + c : i + d]
+                    out[u] = get(u, 0.0) + weight
+                continue
+            for i in range(n - last):
+                u = "".join([s[i + a : i + b] for a, b in runs])
+                out[u] = get(u, 0.0) + weight
         return out
+
+
+@lru_cache(maxsize=64)
+def _gap_patterns(
+    p: int, m: int, lam: float
+) -> tuple[tuple[tuple[tuple[int, int], ...], int, float], ...]:
+    """``(runs, last offset, lam ** gaps)`` for every choice of ``p`` positions ``0 = o_1 <
+    ... < o_p <= p - 1 + m``: the index vectors of Def. 11.53 starting at 0, as slices."""
+    out = []
+    for rest in itertools.combinations(range(1, p + m), p - 1):
+        offsets = (0, *rest)
+        gaps = offsets[-1] - (p - 1)
+        runs: list[list[int]] = [[0, 1]]
+        for o in offsets[1:]:
+            if o == runs[-1][1]:
+                runs[-1][1] = o + 1
+            else:
+                runs.append([o, o + 1])
+        out.append((tuple((a, b) for a, b in runs), offsets[-1], lam**gaps))
+    return tuple(out)
 
 
 _BUILDERS.update(Spectrum=Spectrum, Mismatch=Mismatch, RestrictedGapWeighted=RestrictedGapWeighted)
