@@ -54,3 +54,23 @@ def test_motif_stream_is_seeded_and_positives_carry_a_motif_nearby():
     # a planted copy keeps most of its bases: some 6-mer of a motif is in most positives
     hit = [any(m[i : i + 6] in s for m in MOTIFS for i in range(7)) for s, y in a if y]
     assert sum(hit) / len(hit) > 0.8
+
+
+def test_user_guide_quotes_the_committed_text_benchmark():
+    """The user guide's text-stream accuracies are the committed results' best rows."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = json.loads((root / "benchmarks" / "results" / "text.json").read_text())
+    guide = (root / "docs" / "user-guide.md").read_text()
+    section = " ".join(guide.split("## Text and sequences", 1)[1].split("\n## ", 1)[0].split())
+    assert "python -m benchmarks.text" in section
+    for stream in ("motif", "names"):
+        for _, accuracy in (
+            doc["streams"][stream]["best_streamk"],
+            doc["streams"][stream]["best_river"],
+        ):
+            assert f"{accuracy:.3f}" in section, (stream, accuracy)
+    fast = doc["streams"]["motif"]["results"]["streamk MarginPerceptron(1) Normalized(Spectrum(7))"]
+    assert f"{fast['accuracy']:.3f}" in section
