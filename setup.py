@@ -49,6 +49,12 @@ extensions = [
         optional=True,
     ),
     Extension(
+        "streamk.kernels._strings",
+        ["streamk/kernels/_strings.pyx"],
+        extra_compile_args=["-O3"],
+        optional=True,
+    ),
+    Extension(
         "streamk.solvers._smo",
         ["streamk/solvers/_smo.pyx"],
         include_dirs=["streamk"],

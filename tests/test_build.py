@@ -28,6 +28,7 @@ SKIP_LINE = re.compile(
     r"^\s*streamk: streamk\._core not built \((.+)\); installing without it", re.M
 )
 CORE = re.compile(r"^streamk/_core\.[^/]+\.(so|pyd)$")
+STRINGS = re.compile(r"^streamk/kernels/_strings\.[^/]+\.(so|pyd)$")
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -116,7 +117,7 @@ def test_wheel_builds_when_the_compiler_is_missing_or_fails(build_ready, tmp_pat
     out.mkdir()
     wheel, log = _pip_wheel(src, out, _env(**broken))
     names, meta = _members(wheel)
-    assert not [n for n in names if CORE.match(n)]
+    assert not [n for n in names if CORE.match(n) or STRINGS.match(n)]
     assert wheel.name == "streamk-0.1.0-py3-none-any.whl" and "Root-Is-Purelib: true" in meta
     assert {"streamk/__init__.py", "streamk/accel.py"} <= set(names)
     assert not [n for n in names if n.endswith((".pyx", ".c", ".h")) or ".data/" in n]
@@ -144,6 +145,7 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
     needed = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "PKG-INFO"}
     needed |= {"streamk/_core.pyx", "streamk/_core.c", "streamk/_fastexp.h", "streamk/accel.py"}
     needed |= {"streamk/solvers/_smo.pyx", "streamk/solvers/_smo.c"}
+    needed |= {"streamk/kernels/_strings.pyx", "streamk/kernels/_strings.c"}
     assert needed <= members, needed - members
     # Cython hidden: the shipped C is all the build needs besides a compiler
     block = tmp_path / "block" / "Cython"
@@ -155,6 +157,7 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
     wheel, log = _pip_wheel(sdist, out, env)
     names, meta = _members(wheel)
     assert len([n for n in names if CORE.match(n)]) == 1, log[-3000:]
+    assert [n for n in names if STRINGS.match(n)], log[-3000:]
     assert "Cythonizing" not in log and not SKIP_LINE.search(log)
     # the name says it is compiled: the Dockerfile's builder stage accepts only such a wheel
     assert re.fullmatch(r"streamk-0\.1\.0-cp3\d+-cp3\d+-linux_\w+\.whl", wheel.name), wheel.name

@@ -29,7 +29,15 @@ from .base import (
 )
 from .scale import ScaleEstimator
 from .specs import kernel_from_spec, kernel_from_string
-from .strings import GapWeightedSubsequences, Mismatch, RestrictedGapWeighted, Spectrum
+from .strings import (
+    CharacterWeightedSubsequences,
+    GapNumberWeightedSubsequences,
+    GapWeightedSubsequences,
+    Mismatch,
+    RestrictedGapWeighted,
+    SoftMatchingSubsequences,
+    Spectrum,
+)
 from .trees import AllSubtree, CoRootedSubtree
 
 __all__ = [
@@ -51,6 +59,9 @@ __all__ = [
     "Spectrum",
     "Mismatch",
     "RestrictedGapWeighted",
+    "CharacterWeightedSubsequences",
+    "SoftMatchingSubsequences",
+    "GapNumberWeightedSubsequences",
     "CoRootedSubtree",
     "AllSubtree",
 ]

@@ -20,7 +20,15 @@ from .base import (
     Scaled,
     Sum,
 )
-from .strings import GapWeightedSubsequences, Mismatch, RestrictedGapWeighted, Spectrum
+from .strings import (
+    CharacterWeightedSubsequences,
+    GapNumberWeightedSubsequences,
+    GapWeightedSubsequences,
+    Mismatch,
+    RestrictedGapWeighted,
+    SoftMatchingSubsequences,
+    Spectrum,
+)
 from .trees import AllSubtree, CoRootedSubtree
 
 __all__ = ["kernel_from_spec", "kernel_from_string", "text_kernel_from_string", "TEXT_KERNELS"]
@@ -47,6 +55,9 @@ _SIMPLE = {
     "Spectrum": Spectrum,
     "Mismatch": Mismatch,
     "RestrictedGapWeighted": RestrictedGapWeighted,
+    "CharacterWeightedSubsequences": CharacterWeightedSubsequences,
+    "SoftMatchingSubsequences": SoftMatchingSubsequences,
+    "GapNumberWeightedSubsequences": GapNumberWeightedSubsequences,
     "CoRootedSubtree": CoRootedSubtree,
     "AllSubtree": AllSubtree,
 }

@@ -24,7 +24,9 @@ Every input string is validated: a ``str`` (or UTF-8 ``bytes``) of at most
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 from collections import Counter
 from functools import lru_cache
 from typing import Any
@@ -35,13 +37,33 @@ from scipy import sparse
 from ..errors import ConfigError, InvalidInput
 from .base import Kernel, _as_objects
 
+
+def _load_compiled() -> Any:
+    """:mod:`streamk.kernels._strings` (compiled rows), or ``None``: not built, or
+    ``STREAMK_NO_ACCEL=1`` (then the NumPy path runs, with the same values)."""
+    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
+        return None
+    try:
+        from . import _strings  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _strings
+
+
+#: The compiled rows of the gap-weighted family, or ``None`` (NumPy path).
+compiled = _load_compiled()
+
 __all__ = [
     "MAX_STRING_LENGTH",
     "GapWeightedSubsequences",
     "Spectrum",
     "Mismatch",
     "RestrictedGapWeighted",
+    "CharacterWeightedSubsequences",
+    "SoftMatchingSubsequences",
+    "GapNumberWeightedSubsequences",
     "check_string",
+    "subsequence_levels",
     "maps_gram",
 ]
 
@@ -146,13 +168,160 @@ def gap_weighted_levels(s: str, t: str, p: int, lam: float) -> np.ndarray:
     return out
 
 
-class GapWeightedSubsequences(_StringKernel):
+# -- the gap-weighted variants (Alg. 11.40-11.42) ----------------------------------------------
+
+
+def subsequence_levels(M: np.ndarray, P: np.ndarray, Q: np.ndarray, p: int) -> np.ndarray:
+    """``[kappa_1, ..., kappa_p]`` of a gap-weighted family from its three matrices.
+
+    Every kernel of §11.5 has suffix kernels ``DPS_1 = M`` and
+    ``DPS_{l+1} = M * (P @ DPS_l @ Q.T)`` (elementwise ``*``), where ``M[i, j]`` is the
+    weight of matching ``s_i`` with ``t_j`` and ``P[i, i']`` (``i' < i``, strictly lower
+    triangular) the weight of the stretch of ``s`` between two consecutive matched
+    positions ``i' < i``; ``kappa_l = sum(DPS_l)``. The DP recursions of Code Fragment
+    11.3 and Alg. 11.40-11.42 are this product solved one cell at a time.
+    """
+    out = np.zeros(p)
+    if M.size == 0:
+        return out
+    dps = M
+    out[0] = dps.sum()
+    for level in range(1, min(p, *M.shape)):
+        dps = M * (P @ dps @ Q.T)
+        out[level] = dps.sum()
+    return out
+
+
+def _codes(s: str) -> np.ndarray:
+    return np.fromiter(map(ord, s), dtype=np.int64, count=len(s))
+
+
+def _stretch_weights(weights: np.ndarray) -> np.ndarray:
+    """``P[i, i'] = prod(weights[i'+1 : i])`` for ``i' < i`` (the skipped characters), else 0."""
+    n = len(weights)
+    P = np.zeros((n, n))
+    for i in range(1, n):
+        P[i, i - 1] = 1.0
+        if i > 1:  # P[i, i'] = P[i-1, i'] * weights[i-1] for i' < i-1
+            P[i, : i - 1] = P[i - 1, : i - 1] * weights[i - 1]
+    return P
+
+
+def _check_weight(what: str, w: Any) -> float:
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+        raise ConfigError(f"{what} must be a finite number, got {w!r}")
+    return float(w)
+
+
+def _check_char_weights(name: str, weights: Any, low: float, high: float) -> dict[str, float]:
+    if not isinstance(weights, dict):
+        raise ConfigError(f"{name} must be a dict of one-character str -> weight, got {weights!r}")
+    out = {}
+    for c, w in sorted(weights.items()):
+        if not isinstance(c, str) or len(c) != 1:
+            raise ConfigError(f"{name} keys must be single characters, got {c!r}")
+        w = _check_weight(f"{name}[{c!r}]", w)
+        if not low < w <= high:
+            raise ConfigError(f"{name}[{c!r}] must be in ({low}, {high}], got {w!r}")
+        out[c] = w
+    return out
+
+
+def _per_code(codes: np.ndarray, weights: dict[str, float], default: float) -> np.ndarray:
+    """``weights[chr(c)]`` (``default`` when absent) for every code ``c``."""
+    out = np.full(len(codes), default)
+    for c, w in weights.items():
+        out[codes == ord(c)] = w
+    return out
+
+
+class _Subsequences(_StringKernel):
+    """Shared parts of the gap-weighted family.
+
+    A pair goes through :func:`subsequence_levels` (NumPy); a row ``K(s, B)`` goes
+    through one call of the compiled :func:`streamk.kernels._strings.subsequence_row`
+    when it is built and the kernel has the Alg. 11.40 form (per-position gap weights,
+    exact or soft matching), else pair by pair in NumPy: the fallback and the oracle.
+    """
+
+    p: int
+    #: The compiled row computes this kernel (Alg. 11.40's recursion covers it).
+    _compiled_form = True
+
+    def _matrices(self, s: str, t: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _pair(self, s: str, t: str) -> float:
+        return float(subsequence_levels(*self._matrices(s, t), self.p)[-1])
+
+    def __call__(self, a: Any, b: Any) -> float:
+        return self._pair(self.check_object(a), self.check_object(b))
+
+    # -- the compiled form: per-position codes, gap weights and match weights -------------
+    def _gaps(self, codes: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _match(self, codes: np.ndarray) -> np.ndarray:
+        return np.ones(len(codes))
+
+    def _symbols(self, codes: np.ndarray) -> np.ndarray:
+        return codes
+
+    def _similarity(self) -> np.ndarray | None:
+        return None
+
+    def _encode(self, strings: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Codes, gap weights and offsets of ``strings`` concatenated (checked already)."""
+        codes = np.frombuffer("".join(strings).encode("utf-32-le"), dtype=np.uint32)
+        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in strings], out=offsets[1:])
+        return self._symbols(codes), self._gaps(codes), offsets
+
+    def rows(self, A: list[Any], B: list[Any], use_compiled: bool = True) -> np.ndarray:
+        """``K(A, B)``, each row ``K(s, B)`` in one compiled call when possible.
+
+        ``use_compiled=False`` forces the NumPy pair-by-pair path (the oracle).
+        """
+        A = [self.check_object(s) for s in A]
+        B = [self.check_object(t) for t in B]
+        if not (use_compiled and compiled is not None and self._compiled_form) or not B:
+            return np.array([[self._pair(s, t) for t in B] for s in A], dtype=np.float64).reshape(
+                len(A), len(B)
+            )
+        b_all, gb_all, offsets = self._encode(B)
+        sim = self._similarity()
+        out = np.empty((len(A), len(B)))
+        for i, s in enumerate(A):
+            raw = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32)
+            out[i] = compiled.subsequence_row(
+                self._symbols(raw),
+                self._gaps(raw),
+                self._match(raw),
+                b_all,
+                gb_all,
+                offsets,
+                self.p,
+                sim,
+            )
+        return out
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return self.rows(list(A), list(B))
+
+    def diag(self, A):
+        items = [self.check_object(s) for s in _as_objects(A)]
+        if compiled is not None and self._compiled_form:
+            return np.array([self.rows([s], [s])[0, 0] for s in items], dtype=np.float64)
+        return np.array([self._pair(s, s) for s in items], dtype=np.float64)
+
+
+class GapWeightedSubsequences(_Subsequences):
     """Gap-weighted subsequences kernel (Shawe-Taylor & Cristianini, §11.5, Alg. 11.38).
 
     ``phi_u(s) = sum over index vectors i with s(i) = u of lam ** span(i)`` for every
     ``u`` of length ``p``; ``k(s, t) = <phi(s), phi(t)>``. ``lam -> 0`` approaches the
-    ``p``-spectrum kernel, ``lam = 1`` counts common subsequences. O(p |s| |t|) per pair:
-    for short strings and small support sets.
+    ``p``-spectrum kernel, ``lam = 1`` counts common subsequences. O(p |s| |t|) per pair;
+    a row ``K(s, B)`` is one compiled call when :mod:`streamk.kernels._strings` is built.
     """
 
     _param_names = ("p", "lam")
@@ -164,16 +333,171 @@ class GapWeightedSubsequences(_StringKernel):
     def _pair(self, s: str, t: str) -> float:
         return float(gap_weighted_levels(s, t, self.p, self.lam)[-1])
 
-    def _gram(self, A, B, a_sq, b_sq):
-        A, B = self._strings(A), self._strings(B)
-        K = np.empty((len(A), len(B)))
-        for i, s in enumerate(A):
-            for j, t in enumerate(B):
-                K[i, j] = self._pair(s, t)
-        return K
+    def _gaps(self, codes: np.ndarray) -> np.ndarray:
+        return np.full(len(codes), self.lam)
 
-    def diag(self, A):
-        return np.array([self._pair(s, s) for s in self._strings(_as_objects(A))], dtype=np.float64)
+    def _match(self, codes: np.ndarray) -> np.ndarray:
+        return np.full(len(codes), self.lam * self.lam)
+
+
+class CharacterWeightedSubsequences(_Subsequences):
+    """Gap-weighted subsequences with character weightings (Shawe-Taylor & Cristianini,
+    §11.5.2, Alg. 11.40).
+
+    ``phi_u(s) = sum over index vectors i with s(i) = u of
+    prod_k match[u_k] * prod over the skipped characters c of s (inside the span of i,
+    not in i) of gap[c]``, and ``k(s, t) = <phi(s), phi(t)>``. A character missing from
+    ``match`` / ``gap`` weighs ``default_match`` / ``default_gap``. With every weight
+    equal to ``lam`` this is :class:`GapWeightedSubsequences`. Why: a gap of vowels or of
+    whitespace can cost less than a gap of consonants, and rare symbols can count more.
+    O(p |s| |t|) per pair, like Alg. 11.38.
+    """
+
+    _param_names = ("p", "gap", "match", "default_gap", "default_match")
+
+    def __init__(
+        self,
+        p: int = 2,
+        gap: dict[str, float] | None = None,
+        match: dict[str, float] | None = None,
+        default_gap: float = 0.5,
+        default_match: float = 0.5,
+    ):
+        self.p = _check_int("p", p, 1, 64)
+        self.gap = _check_char_weights("gap", gap or {}, 0.0, 1.0)
+        self.match = _check_char_weights("match", match or {}, 0.0, math.inf)
+        self.default_gap = _check_lam(default_gap)
+        dm = _check_weight("default_match", default_match)
+        if dm <= 0:
+            raise ConfigError(f"default_match must be > 0, got {default_match!r}")
+        self.default_match = dm
+
+    def _matrices(self, s: str, t: str):
+        gs = np.array([self.gap.get(c, self.default_gap) for c in s])
+        gt = np.array([self.gap.get(c, self.default_gap) for c in t])
+        ms = np.array([self.match.get(c, self.default_match) for c in s])
+        M = np.where(_codes(s)[:, None] == _codes(t)[None, :], (ms * ms)[:, None], 0.0)
+        return M, _stretch_weights(gs), _stretch_weights(gt)
+
+    def _gaps(self, codes):
+        return _per_code(codes, self.gap, self.default_gap)
+
+    def _match(self, codes):
+        return _per_code(codes, self.match, self.default_match) ** 2
+
+
+class SoftMatchingSubsequences(_Subsequences):
+    """Gap-weighted subsequences with soft matching (Shawe-Taylor & Cristianini, §11.5.2,
+    Alg. 11.41).
+
+    ``k(s, t) = sum over index vectors i of s and j of t, both of length p, of
+    lam ** (span(i) + span(j)) * prod_k A[s_{i_k}, t_{j_k}]``, where ``A = similarity``
+    (rows and columns in the order of ``alphabet``) scores how alike two symbols are.
+    ``A`` must be symmetric positive semi-definite (it is the kernel of one-character
+    strings): then ``A = B B^T`` and ``phi(s) = sum_i lam ** span(i) B[s_{i_1}] (x) ...
+    (x) B[s_{i_p}]`` is a feature map, so ``k`` is a kernel. ``A = I`` gives
+    :class:`GapWeightedSubsequences`. Why: amino acids or phonemes that substitute for
+    one another still match. A symbol outside ``alphabet`` raises
+    :class:`~streamk.errors.InvalidInput`.
+    """
+
+    _param_names = ("p", "lam", "alphabet", "similarity")
+
+    def __init__(
+        self,
+        p: int = 2,
+        lam: float = 0.5,
+        alphabet: str = "acgt",
+        similarity: list[list[float]] | None = None,
+    ):
+        self.p = _check_int("p", p, 1, 64)
+        self.lam = _check_lam(lam)
+        if not isinstance(alphabet, str) or not alphabet or len(set(alphabet)) != len(alphabet):
+            raise ConfigError(
+                f"alphabet must be a non-empty str of distinct symbols, got {alphabet!r}"
+            )
+        if len(alphabet) > MAX_ALPHABET:
+            raise ConfigError(f"alphabet has more than {MAX_ALPHABET} symbols: {len(alphabet)}")
+        self.alphabet = alphabet
+        n = len(alphabet)
+        if similarity is None:
+            A = np.eye(n)
+        else:
+            try:
+                A = np.array(similarity, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise ConfigError(f"similarity must be a {n}x{n} matrix of numbers") from None
+        if A.shape != (n, n) or not np.all(np.isfinite(A)):
+            raise ConfigError(f"similarity must be a finite {n}x{n} matrix (one row per symbol)")
+        if not np.allclose(A, A.T):
+            raise ConfigError("similarity must be symmetric")
+        low = float(np.linalg.eigvalsh(A)[0])
+        if low < -1e-10 * max(1.0, float(np.abs(A).max())):
+            raise ConfigError(
+                f"similarity must be positive semi-definite (smallest eigenvalue {low:.3g}): "
+                "otherwise the soft-matching kernel is not a kernel"
+            )
+        self.similarity = A.tolist()
+        self._A = A
+        self._index = {c: i for i, c in enumerate(alphabet)}
+        self._lookup = np.zeros(max(map(ord, alphabet)) + 1, dtype=np.uint32)
+        self._lookup[[ord(c) for c in alphabet]] = np.arange(n, dtype=np.uint32)
+        self._sim = np.ascontiguousarray(self.lam * self.lam * A)
+
+    def check_object(self, s: Any) -> str:
+        s = check_string(s)
+        bad = set(s) - self._index.keys()
+        if bad:
+            raise InvalidInput(
+                f"soft-matching kernel over alphabet {self.alphabet!r} got symbols "
+                f"{''.join(sorted(bad))!r:.60}; declare them in alphabet= or clean the input"
+            )
+        return s
+
+    def _matrices(self, s: str, t: str):
+        i = np.array([self._index[c] for c in s], dtype=np.int64)
+        j = np.array([self._index[c] for c in t], dtype=np.int64)
+        lam = self.lam
+        M = lam * lam * self._A[np.ix_(i, j)]
+        return M, _stretch_weights(np.full(len(s), lam)), _stretch_weights(np.full(len(t), lam))
+
+    def _gaps(self, codes):
+        return np.full(len(codes), self.lam)
+
+    def _symbols(self, codes):
+        return self._lookup[codes] if len(codes) else codes
+
+    def _similarity(self):
+        return self._sim
+
+
+class GapNumberWeightedSubsequences(_Subsequences):
+    """Subsequences weighted by their number of gaps (Shawe-Taylor & Cristianini, §11.5.2,
+    Alg. 11.42).
+
+    ``phi_u(s) = sum over index vectors i with s(i) = u of lam ** g(i)``, where
+    ``g(i) = #{k : i_{k+1} > i_k + 1}`` counts the gaps, however long each is, and
+    ``k(s, t) = <phi(s), phi(t)>``. Why: an insertion costs the same whatever its
+    length (a word split by a clause, a read with an inserted stretch), where
+    :class:`GapWeightedSubsequences` decays with the span. ``lam = 1`` counts common
+    subsequences; ``lam -> 0`` keeps only contiguous ones (the ``p``-spectrum).
+    O(p |s| |t|) per pair.
+    """
+
+    _param_names = ("p", "lam")
+    _compiled_form = False  # its gap weight is not a product over skipped characters
+
+    def __init__(self, p: int = 2, lam: float = 0.5):
+        self.p = _check_int("p", p, 1, 64)
+        self.lam = _check_lam(lam)
+
+    def _matrices(self, s: str, t: str):
+        M = (_codes(s)[:, None] == _codes(t)[None, :]).astype(np.float64)
+        return M, self._gaps(len(s)), self._gaps(len(t))
+
+    def _gaps(self, n: int) -> np.ndarray:
+        """``P[i, i-1] = 1`` (adjacent), ``P[i, i'] = lam`` for ``i' < i - 1`` (one gap)."""
+        return np.tril(np.full((n, n), self.lam), -2) + np.eye(n, k=-1)
 
 
 # -- trie kernels: leaf maps ---------------------------------------------------------------------
@@ -344,23 +668,51 @@ class RestrictedGapWeighted(_TrieKernel):
         self.lam = _check_lam(lam)
 
     def _build(self, s: str) -> dict[str, float]:
-        p, m, lam, n = self.p, self.m, self.lam, len(s)
-        powers = [lam**g for g in range(m + 1)]
+        """Every start ``i`` and gap pattern: the leaf is ``s`` read along the pattern's runs.
+
+        The trie walk of Alg. 11.54 visits the same leaves; the patterns (which positions
+        after ``i`` are taken) are enumerated once per ``(p, m)``, so a string costs one
+        slice-and-join per leaf instead of one call per trie node.
+        """
+        n = len(s)
         out: dict[str, float] = {}
-
-        def walk(last: int, depth: int, prefix: str, gaps: int) -> None:
-            if depth == p:
-                out[prefix] = out.get(prefix, 0.0) + powers[gaps]
-                return
-            for skip in range(m - gaps + 1):
-                nxt = last + 1 + skip
-                if nxt >= n:
-                    break
-                walk(nxt, depth + 1, prefix + s[nxt], gaps + skip)
-
-        for i in range(n):
-            walk(i, 1, s[i], 0)
+        get = out.get
+        for runs, last, weight in _gap_patterns(self.p, self.m, self.lam):
+            if len(runs) == 1:  # contiguous: the p-grams themselves
+                for i in range(n - last):
+                    u = s[i : i + last + 1]
+                    out[u] = get(u, 0.0) + weight
+                continue
+            if len(runs) == 2:  # one gap (every pattern when m = 1)
+                (a, b), (c, d) = runs
+                for i in range(n - last):
+                    u = s[i + a : i + b] + s[i + c : i + d]
+                    out[u] = get(u, 0.0) + weight
+                continue
+            for i in range(n - last):
+                u = "".join([s[i + a : i + b] for a, b in runs])
+                out[u] = get(u, 0.0) + weight
         return out
+
+
+@lru_cache(maxsize=64)
+def _gap_patterns(
+    p: int, m: int, lam: float
+) -> tuple[tuple[tuple[tuple[int, int], ...], int, float], ...]:
+    """``(runs, last offset, lam ** gaps)`` for every choice of ``p`` positions ``0 = o_1 <
+    ... < o_p <= p - 1 + m``: the index vectors of Def. 11.53 starting at 0, as slices."""
+    out = []
+    for rest in itertools.combinations(range(1, p + m), p - 1):
+        offsets = (0, *rest)
+        gaps = offsets[-1] - (p - 1)
+        runs: list[list[int]] = [[0, 1]]
+        for o in offsets[1:]:
+            if o == runs[-1][1]:
+                runs[-1][1] = o + 1
+            else:
+                runs.append([o, o + 1])
+        out.append((tuple((a, b) for a, b in runs), offsets[-1], lam**gaps))
+    return tuple(out)
 
 
 _BUILDERS.update(Spectrum=Spectrum, Mismatch=Mismatch, RestrictedGapWeighted=RestrictedGapWeighted)
