@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -79,16 +80,20 @@ class PrimalMap:
         return list(fmap), vals
 
     def _slots(self, keys: list[str]) -> np.ndarray:
-        index, out = self.index, np.empty(len(keys), dtype=np.int64)
-        for j, u in enumerate(keys):
-            i = index.get(u)
-            if i is None:
-                if not self.free:
-                    self._grow()
-                i = self.free.pop()
-                index[u] = i
-            out[j] = i
+        """Rows of ``keys``, new leaves given free rows (one C-level lookup pass first)."""
+        index = self.index
+        out = np.fromiter(map(index.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
+        for j in np.flatnonzero(out < 0).tolist():  # keys are distinct (a feature map's)
+            if not self.free:
+                self._grow()
+            out[j] = index[keys[j]] = self.free.pop()
         return out
+
+    def _held(self, keys: list[str], vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and values of the leaves among ``keys`` that the map holds."""
+        idx = np.fromiter(map(self.index.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
+        mask = idx >= 0
+        return idx[mask], vals[mask]
 
     def _grow(self) -> None:
         cap = self.W.shape[0]
@@ -104,7 +109,10 @@ class PrimalMap:
         keys, vals = self._leaves(obj)
         if not keys:
             return np.zeros(0, dtype=np.int64), vals
-        idx = self._slots(keys) if count >= 0 else np.array([self.index[u] for u in keys])
+        if count >= 0:
+            idx = self._slots(keys)
+        else:
+            idx = np.fromiter(map(self.index.__getitem__, keys), dtype=np.int64, count=len(keys))
         if not self.dirty:
             c = np.asarray(coef, dtype=np.float64) / self.scale
             self.W[idx] += vals[:, None] * c[None, :]
@@ -142,22 +150,14 @@ class PrimalMap:
 
     def decision(self, obj: Any) -> np.ndarray:
         """``f(obj) = <phi(obj), W>`` (normalised: ``phi(obj) / ||phi(obj)||``)."""
-        keys, vals = self._leaves(obj)
-        index = self.index
-        hit = [(index[u], v) for u, v in zip(keys, vals.tolist()) if u in index]
-        if not hit:
+        idx, v = self._held(*self._leaves(obj))
+        if not len(idx):
             return np.zeros(self.W.shape[1])
-        idx = np.fromiter((h[0] for h in hit), dtype=np.int64, count=len(hit))
-        v = np.fromiter((h[1] for h in hit), dtype=np.float64, count=len(hit))
         return self.scale * (v @ self.W[idx])
 
     def query(self, obj: Any) -> tuple[np.ndarray, np.ndarray]:
         """Leaf rows and values of ``phi(obj)`` restricted to leaves the map holds."""
-        keys, vals = self._leaves(obj)
-        index = self.index
-        hit = [(index[u], v) for u, v in zip(keys, vals.tolist()) if u in index]
-        idx = np.fromiter((h[0] for h in hit), dtype=np.int64, count=len(hit))
-        return idx, np.fromiter((h[1] for h in hit), dtype=np.float64, count=len(hit))
+        return self._held(*self._leaves(obj))
 
     @property
     def n_leaves(self) -> int:
