@@ -53,6 +53,10 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
         "snapshot_dir": config["snapshot_dir"],
         "machine": machine(),
     }
+    if config["learner"] == "novelty":  # the detector's figure: how much it called novel
+        flagged = int(engine.metrics.get("events_flagged"))
+        summary["flagged"] = flagged
+        summary["flagged_fraction"] = flagged / result.learned if result.learned else None
     if args.json:
         print(json.dumps(plain(summary), indent=2, allow_nan=False))
     else:
