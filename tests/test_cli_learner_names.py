@@ -226,6 +226,8 @@ def test_learn_takes_ranks_too(tmp_path):
     csv.write_text("a,b,y\n" + "".join(f"{e['x']['a']},{e['x']['b']},{e['y']}\n" for e in events))
     done = streamk("learn", str(csv), "--learner", "ranker", "--ranks", "3", "--quiet")
     assert done.returncode == 2 and "label 4 is not one of ranks=(1, 2, 3)" in done.stderr
+    # the whole sentence, to its remedy (issue 19: it was cut off mid-sentence)
+    assert done.stderr.rstrip().endswith("to take the ranks from the labels seen")
     done = streamk("learn", str(csv), "--learner", "ranker", "--ranks", "4", "--quiet")
     assert done.returncode == 0, done.stderr
     assert "ranks=(1, 2, 3, 4)" in done.stdout

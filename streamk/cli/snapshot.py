@@ -409,7 +409,7 @@ _EPILOGS = {
   # one model's snapshots as JSON
   streamk snapshot ls ./snapshots/fraud --json
   # every snapshot manifest on a Kafka topic, with status (latest, ok, incomplete, corrupt)
-  streamk snapshot ls --topic snapshots --bootstrap-servers localhost:9092
+  streamk snapshot ls --topic snapshots --bootstrap-servers 127.0.0.1:9092
 """,
     "show": """examples:
   # the newest snapshot of a model: class, hyper-parameters, offsets, checksum
@@ -417,7 +417,7 @@ _EPILOGS = {
   # one file, machine-readable
   streamk snapshot show ./snapshots/fraud/000000000042.snapshot --json
   # the newest complete, verified snapshot of a model on a Kafka topic
-  streamk snapshot show --topic snapshots --name fraud --bootstrap-servers localhost:9092
+  streamk snapshot show --topic snapshots --name fraud --bootstrap-servers 127.0.0.1:9092
 """,
     "verify": """examples:
   # check every snapshot in a store; exit code 1 if any is corrupt
@@ -490,10 +490,13 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def _add_topic_arguments(p: argparse.ArgumentParser, *, with_name: bool) -> None:
     p.add_argument("--topic", help="read snapshots from this Kafka topic instead of a path")
+    from ..engine.config import DEFAULTS
+
+    default = DEFAULTS["bootstrap_servers"].default  # the address `streamk run` uses
     p.add_argument(
         "--bootstrap-servers",
-        default=os.environ.get("STREAMK_BOOTSTRAP_SERVERS", "localhost:9092"),
-        help="Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or localhost:9092)",
+        default=os.environ.get("STREAMK_BOOTSTRAP_SERVERS", default),
+        help=f"Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or {default})",
     )
     p.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to read the topic (default: 30)"

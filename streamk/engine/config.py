@@ -365,6 +365,11 @@ def _check(config: dict[str, Any]) -> None:
             f"snapshot_dir {str(directory)!r} is a file, not a directory: give a directory "
             "(it is created if missing)"
         )
+    if config["session_timeout_ms"] > config["max_poll_interval_ms"]:  # librdkafka refuses it
+        raise ConfigError(
+            f"session_timeout_ms ({config['session_timeout_ms']}) must not exceed "
+            f"max_poll_interval_ms ({config['max_poll_interval_ms']})"
+        )
     interval = config["max_poll_interval_ms"] / 1000
     if config["poll_timeout"] >= interval:
         raise ConfigError(
