@@ -203,6 +203,8 @@ def test_without_ranks_the_ranker_discovers_them(tmp_path):
         ("ranks = 1.5", ["ranks must be", "'1,2,3'"]),
         ('learner = "perceptron"\nranks = 3', ["ranks applies to learner = ranker only"]),
         ('learner = "oracle"', ["learner must be", "margin-perceptron", "novelty"]),
+        ('learner = "novelty"\nconsolidate_every = 100', ["consolidate_every must be 0"]),
+        ('learner = "novelty"\nscale = "standard"', ["needs a classifier or a regressor"]),
     ],
 )
 def test_bad_ranks_or_learner_is_one_line_naming_the_key(tmp_path, setting, words):

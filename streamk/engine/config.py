@@ -354,6 +354,11 @@ def _check(config: dict[str, Any]) -> None:
             f"ranks applies to learner = ranker only, got learner = {config['learner']!r}; "
             "leave ranks empty or choose learner = ranker"
         )
+    if config["learner"] == "novelty" and config["consolidate_every"]:
+        raise ConfigError(
+            "consolidate_every must be 0 with learner = novelty: the novelty detector keeps "
+            "every stored event with weight 1 and has no batch problem to re-solve"
+        )
     if config["scale"] == "standard" and config["consolidate_every"]:
         raise ConfigError(
             "scale = standard cannot be combined with consolidate_every: consolidation "
