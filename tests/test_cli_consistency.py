@@ -105,3 +105,25 @@ def test_a_damaged_snapshot_is_reported_on_the_command_line(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "is damaged" in again.stderr and files[-1].name in again.stderr
     assert json.loads(again.stdout)["learned"] == len(events) - resume < 900 - 300
+
+
+def test_an_unknown_metrics_host_names_the_key(tmp_path):
+    """One of the six errors that did not name their key (issue 19)."""
+    write_log(tmp_path / "e.jsonl", [{"x": {"a": 1.0}, "y": True}])
+    done = streamk(
+        "replay",
+        str(tmp_path / "e.jsonl"),
+        *("--metrics-port", "1", "--metrics-host", "no-such-host.invalid"),
+        *("--snapshot-dir", str(tmp_path / "s")),
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "metrics_host 'no-such-host.invalid'" in done.stderr
+
+
+def test_deploy_readme_says_the_endpoint_binds_metrics_host():
+    """deploy/README said /metrics binds to 127.0.0.1 only; the config sets metrics_host."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[1] / "deploy" / "README.md").read_text().split())
+    assert "binds `metrics_host`" in text
+    assert "127.0.0.1 only" not in text
