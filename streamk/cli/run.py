@@ -73,7 +73,7 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
         "snapshot_dir": config["snapshot_dir"],
         "machine": machine(),
     }
-    if config["learner"] == "novelty":  # the detector's figure: how much it called novel
+    if _metric_name(engine.model) == "fraction flagged":  # a detector: how much it flagged
         flagged = int(engine.metrics.get("events_flagged"))
         summary["flagged"] = flagged
         summary["flagged_fraction"] = flagged / result.learned if result.learned else None
