@@ -208,7 +208,7 @@ length = 100
         ("[faults.malformed]\nnull_bytes = 0.1", r"unknown kind 'null_bytes'"),
         ("[engine]\nbudgett = 10", r"\[engine\] unknown key 'budgett'"),
         ("[engine]\nbudget = -1", r"budget must be >= 0"),
-        ("[engine]\nlearner = 'forest'", r"unknown learner 'forest'"),
+        ("[engine]\nlearner = 'forest'", r"learner must be perceptron, .*, got 'forest'"),
         ("[engine]\nbudget = '10'", r"\[engine\] budget must be int"),
         ("[engine]\nsnapshot_dir = '/tmp/x'", r"snapshot_dir is set by the simulator"),
         ("[scenario.extra]\nx = 1", r"\[scenario\] unknown key 'extra'"),

@@ -78,7 +78,7 @@ def test_show_human(store_dir, capsys):
         "C = 1.5",
     ):
         assert text in out, text
-    assert '"gamma": 0.5' in out
+    assert "RBF(gamma=0.5)" in out
 
 
 def test_show_json(store_dir, capsys):

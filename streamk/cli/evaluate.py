@@ -18,7 +18,26 @@ from typing import Any
 
 from river import base, metrics
 
-__all__ = ["PrequentialResult", "prequential", "default_metric", "final_step"]
+__all__ = ["PrequentialResult", "prequential", "default_metric", "final_step", "FlaggedFraction"]
+
+
+class FlaggedFraction:
+    """The fraction of events a novelty detector flagged (its prequential figure).
+
+    ``update(y, flag)`` ignores ``y``: a detector learns without labels, and a data set's
+    labels need not mean "novel".
+    """
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.flagged = 0
+
+    def update(self, y_true: Any, y_pred: Any) -> None:
+        self.n += 1
+        self.flagged += bool(y_pred)
+
+    def get(self) -> float:
+        return self.flagged / self.n if self.n else 0.0
 
 
 @dataclass
@@ -54,8 +73,10 @@ def _objects(xs: list[Any]) -> Any:
     return series
 
 
-def default_metric(model: base.Estimator) -> metrics.base.Metric:
-    """Accuracy for classifiers, MAE for regressors."""
+def default_metric(model: base.Estimator) -> Any:
+    """Accuracy for classifiers, MAE for regressors, the fraction flagged for detectors."""
+    if isinstance(final_step(model), base.AnomalyDetector):
+        return FlaggedFraction()
     return metrics.MAE() if isinstance(model, base.Regressor) else metrics.Accuracy()
 
 
@@ -103,6 +124,11 @@ def prequential(
 
     metric = metric or default_metric(model)
     scored = [metric, *extra]
+    if isinstance(final_step(model), base.AnomalyDetector):  # learns x alone
+        learn_one: Callable[[dict, Any], Any] = lambda x, y: model.learn_one(x)  # noqa: E731
+        learn_many: Callable[[Any, Any], Any] = lambda X, y: model.learn_many(X)  # noqa: E731
+    else:
+        learn_one, learn_many = model.learn_one, getattr(model, "learn_many", None)
     stream = itertools.islice(stream, limit) if limit is not None else iter(stream)
     n = 0
     start = last = time.perf_counter()
@@ -125,7 +151,7 @@ def prequential(
             if (y_pred := model.predict_one(x)) is not None:  # as river: no guess, no score
                 for m in scored:
                     m.update(y, y_pred)
-            model.learn_one(x, y)
+            learn_one(x, y)
             n += 1
             if n % 64 == 0 and (now := time.perf_counter()) - last >= every:
                 last = now
@@ -142,7 +168,7 @@ def prequential(
                 predictions = learn_predict(X, ys)
             else:  # block-level: the block is scored before any of it is learned
                 predictions = model.predict_many(X).tolist()
-                model.learn_many(X, pd.Series(ys, dtype=object))
+                learn_many(X, pd.Series(ys, dtype=object))
             for y, p in zip(ys, predictions):
                 if p is not None:
                     for m in scored:

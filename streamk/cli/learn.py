@@ -54,7 +54,7 @@ SCALES = ("standard", "none")
 
 def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``learn`` command to the ``streamk`` sub-parsers ``sub``."""
-    from ..engine.registry import DATASETS, LEARNER_TASKS
+    from ..engine.registry import DATASETS, LEARNER_TASKS, RANKS_HELP
 
     learn = sub.add_parser(
         "learn",
@@ -92,6 +92,7 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
         default="RemoveOldest",
         help="budget policy used with --budget (default: RemoveOldest)",
     )
+    learn.add_argument("--ranks", help=f"ranker only: {RANKS_HELP}")
     learn.add_argument(
         "--scale",
         choices=SCALES,
@@ -124,6 +125,12 @@ def build_model(learner: Any, scale: str) -> Any:
     (Friedman's), and its ``learn_many`` standardises a block with the whole block's statistics.
     """
     if scale == "standard":
+        from river import base
+
+        if isinstance(learner, base.AnomalyDetector):  # no snapshot here: river's pipeline
+            from river import preprocessing
+
+            return preprocessing.StandardScaler() | learner
         from ..learners.scaling import standard_scaled
 
         return standard_scaled(learner)
@@ -140,6 +147,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
     from river import metrics
 
     from ..engine.registry import (
+        LEARNER_TASKS,
+        NOVELTY,
         REGRESSION,
         build_learner,
         choose_learner,
@@ -160,7 +169,9 @@ def cmd_learn(args: argparse.Namespace) -> int:
         task = dataset_task(args.dataset)
         stream = load_dataset(args.dataset, n=args.n)
     name = choose_learner(task, args.learner)
-    learner = build_learner(name, args.kernel, args.budget, args.policy)
+    if LEARNER_TASKS[name] == NOVELTY:
+        task = NOVELTY
+    learner = build_learner(name, args.kernel, args.budget, args.policy, args.ranks)
     model = build_model(learner, args.scale)
     metric = default_metric(learner)
     extra = [metrics.R2()] if task == REGRESSION else []
@@ -199,7 +210,11 @@ def cmd_learn(args: argparse.Namespace) -> int:
         ("features", "standardised on-line" if args.scale == "standard" else "raw"),
         ("kernel in use", repr(learner.kernel_)),
         ("events", f"{result.n_events:,}"),
-        (result.metric_name.lower(), f"{result.metric:.4f}"),
+        (
+            ("flagged", f"{result.metric:.4f} of events (novel before learning)")
+            if task == NOVELTY
+            else (result.metric_name.lower(), f"{result.metric:.4f}")
+        ),
         *((key.lower(), f"{value:.4f}") for key, value in result.extra.items()),
         ("events/s", f"{result.events_per_second:,.0f}"),
         ("support vectors", f"{result.n_support:,}"),

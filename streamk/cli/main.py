@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     replay.add_argument("log", help="event log: .jsonl (one JSON event per line) or msgpack")
+    replay.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="write the learning curve (rolling metric and support size per batch, with "
+        "snapshots, consolidations and dead letters marked) to PNG, and its numbers to the "
+        "sibling .json; needs matplotlib (pip install 'streamk[plot]')",
+    )
     _add_engine_options(replay, kafka=False)
     replay.set_defaults(func=cmd_replay)
 

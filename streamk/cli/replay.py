@@ -13,6 +13,8 @@ REPLAY_EXAMPLES = """examples:
   streamk replay events.jsonl --dead-letter-dir ./dead
   # the same log again resumes after the newest snapshot: nothing is learned twice
   streamk replay events.msgpack --learner perceptron --budget 200 --json
+  # the learning curve as a picture (curve.png) and as numbers (curve.json)
+  streamk replay events.jsonl --plot curve.png
 """
 
 

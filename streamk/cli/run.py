@@ -30,8 +30,28 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
     from ..engine.runner import build_engine, install_signal_handlers
 
     progress = EngineProgress("metric", args.quiet or args.json)
-    engine = build_engine(config, source=source, on_progress=progress)
+    plot = getattr(args, "plot", None)
+    curve = None
+    if plot:
+        from .curve import LearningCurve, require_matplotlib, throttled
+
+        require_matplotlib()
+        curve = LearningCurve("metric", 0)
+        console = throttled(progress, 1.0)
+
+        def on_progress(point: dict[str, Any]) -> None:
+            curve.record(point)
+            console(point)
+
+        engine = build_engine(config, source=source, on_progress=on_progress)
+        engine.config.progress_seconds = 0.0  # a point after every batch; the console throttled
+        curve.engine = engine
+    else:
+        engine = build_engine(config, source=source, on_progress=progress)
     engine.restore()
+    if curve is not None:
+        curve.metric = _metric_name(engine.model)
+        curve.window = engine.config.rolling_window
     # Said even with --quiet (which silences progress): where a restart resumed matters.
     print(describe_start(engine, config["snapshot_dir"]), file=sys.stderr, flush=True)
     install_signal_handlers(engine)
@@ -53,11 +73,35 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
         "snapshot_dir": config["snapshot_dir"],
         "machine": machine(),
     }
+    if _metric_name(engine.model) == "fraction flagged":  # a detector: how much it flagged
+        flagged = int(engine.metrics.get("events_flagged"))
+        summary["flagged"] = flagged
+        summary["flagged_fraction"] = flagged / result.learned if result.learned else None
+    if curve is not None:
+        curve.record()  # the end, if the last batch's point missed it
+        source_name = getattr(args, "log", None) or f"topic {config['topic']}"
+        title = (
+            f"streamk replay {source_name}: {config['learner']}, kernel {config['kernel']}, "
+            f"budget {config['budget'] or 'unbounded'}"
+        )
+        png, data = curve.write(plot, title)
+        summary["plot"], summary["plot_data"] = str(png), str(data)
     if args.json:
         print(json.dumps(plain(summary), indent=2, allow_nan=False))
     else:
         print(format_summary(summary, skip=("schema_version", "machine")))
     return 0
+
+
+def _metric_name(model: Any) -> str:
+    """What the engine's rolling metric is for ``model`` (RollingScore's two forms)."""
+    from river import base
+
+    from .evaluate import final_step
+
+    if isinstance(final_step(model), base.AnomalyDetector):
+        return "fraction flagged"
+    return "MAE" if isinstance(model, base.Regressor) else "accuracy"
 
 
 def cmd_run(args: argparse.Namespace) -> int:

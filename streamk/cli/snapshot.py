@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.metrics import DEFINITIONS
 from ..errors import SnapshotError, StreamkError
 from ..snapshot import DEFAULT_LIMITS, Snapshot, SnapshotStore, loads, verify_bytes
 from ..snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
@@ -141,12 +142,48 @@ def support_size(state: dict[str, Any]) -> int | None:
 
 
 def kernel_spec(state: dict[str, Any]) -> Any:
-    """The kernel in use: ``params.kernel`` if set, else the support set's resolved spec."""
-    params = state.get("params")
-    kernel = params.get("kernel") if isinstance(params, dict) else None
-    if kernel is None and isinstance(state.get("support"), dict):
-        kernel = state["support"].get("kernel")
+    """The kernel in use: the support set's spec, whose ``gamma="auto"`` is resolved to the
+    number the model computes with; else ``params.kernel`` (what was configured)."""
+    support = state.get("support")
+    kernel = support.get("kernel") if isinstance(support, dict) else None
+    if kernel is None:
+        params = state.get("params")
+        kernel = params.get("kernel") if isinstance(params, dict) else None
     return kernel
+
+
+#: snapshot metrics that count things: shown as integers (they are stored as floats)
+_COUNTS = frozenset(
+    [name for name, (kind, _) in DEFINITIONS.items() if kind == "counter"]
+    + ["support_size", "lag", "model_seq"]
+) - {"snapshot_seconds_total", "consolidation_seconds_total"}
+
+
+def _metrics(values: Any) -> Any:
+    """Snapshot metrics as JSON, counters as integers (``events_in = 300``, not 300.0)."""
+    out = _jsonable(values)
+    if not isinstance(out, dict):
+        return out
+    return {
+        k: int(v) if k in _COUNTS and isinstance(v, float) and v.is_integer() else v
+        for k, v in out.items()
+    }
+
+
+def _kernel_text(spec: Any) -> str:
+    """A kernel spec as a constructor call, ``RBF(gamma=1.0710415881798323)``."""
+    if isinstance(spec, dict) and set(spec) == {"__kernel__"}:
+        spec = spec["__kernel__"]
+    if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+        args = ", ".join(
+            f"{k}={_kernel_text(v) if isinstance(v, dict) else json.dumps(v, default=str)}"
+            for k, v in spec.items()
+            if k != "name"
+        )
+        return f"{spec['name']}({args})"
+    if isinstance(spec, list):
+        return "[" + ", ".join(_kernel_text(v) for v in spec) + "]"
+    return json.dumps(spec, default=str)
 
 
 def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
@@ -170,7 +207,7 @@ def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
         "kernel": _jsonable(kernel_spec(state)),
         "support_size": support_size(state),
         "offsets": {s: {str(p): o for p, o in parts.items()} for s, parts in snap.offsets.items()},
-        "metrics": _jsonable(snap.metrics),
+        "metrics": _metrics(snap.metrics),
         "meta": _jsonable(snap.meta),
     }
 
@@ -197,6 +234,27 @@ def cmd_show(path: str, json_out: bool = False) -> int:
     return _print_description(_describe(target, snap), json_out)
 
 
+def _param_text(value: Any) -> str:
+    """A parameter or metric for people: kernels as constructor calls, the rest as JSON."""
+    if isinstance(value, dict) and set(value) == {"__kernel__"}:
+        return _kernel_text(value)
+    policy = value.get("__budget__") if isinstance(value, dict) else None
+    if isinstance(policy, dict) and isinstance(policy.get("name"), str):
+        budget = policy.get("budget")
+        return f"{policy['name']}(budget={json.dumps(budget, default=str)})"
+    return json.dumps(value, default=str)
+
+
+def _configured(info: dict[str, Any]) -> str:
+    """`` (resolved from ...)`` when the configured kernel (``gamma="auto"``) differs from
+    the one in use."""
+    params = info.get("params") or {}
+    configured = params.get("kernel") if isinstance(params, dict) else None
+    if configured is None or _kernel_text(configured) == _kernel_text(info["kernel"]):
+        return ""
+    return f"  (resolved from the configured {_kernel_text(configured)})"
+
+
 def _print_description(info: dict[str, Any], json_out: bool) -> int:
     if json_out:
         print(json.dumps(info, indent=2, default=str))
@@ -209,11 +267,11 @@ def _print_description(info: dict[str, Any], json_out: bool) -> int:
         ("created_at", f"{info['created_at_iso']} ({info['created_at']})"),
         ("size", f"{info['size']:,} bytes"),
         ("checksum", f"sha256 {info['checksum']} (verified)"),
-        ("kernel", json.dumps(info["kernel"], default=str)),
+        ("kernel", _kernel_text(info["kernel"]) + _configured(info)),
         ("support", "n/a" if info["support_size"] is None else f"{info['support_size']} vectors"),
     ]
     for label, mapping in (("params", info["params"] or {}), ("metrics", info["metrics"])):
-        items = [f"{k} = {json.dumps(v, default=str)}" for k, v in mapping.items()] or ["-"]
+        items = [f"{k} = {_param_text(v)}" for k, v in mapping.items()] or ["-"]
         lines += [(label if i == 0 else "", item) for i, item in enumerate(items)]
     offsets = [f"{s}[{p}] = {o}" for s, parts in info["offsets"].items() for p, o in parts.items()]
     lines += [("offsets" if i == 0 else "", o) for i, o in enumerate(offsets or ["-"])]
@@ -351,7 +409,7 @@ _EPILOGS = {
   # one model's snapshots as JSON
   streamk snapshot ls ./snapshots/fraud --json
   # every snapshot manifest on a Kafka topic, with status (latest, ok, incomplete, corrupt)
-  streamk snapshot ls --topic snapshots --bootstrap-servers localhost:9092
+  streamk snapshot ls --topic snapshots --bootstrap-servers 127.0.0.1:9092
 """,
     "show": """examples:
   # the newest snapshot of a model: class, hyper-parameters, offsets, checksum
@@ -359,7 +417,7 @@ _EPILOGS = {
   # one file, machine-readable
   streamk snapshot show ./snapshots/fraud/000000000042.snapshot --json
   # the newest complete, verified snapshot of a model on a Kafka topic
-  streamk snapshot show --topic snapshots --name fraud --bootstrap-servers localhost:9092
+  streamk snapshot show --topic snapshots --name fraud --bootstrap-servers 127.0.0.1:9092
 """,
     "verify": """examples:
   # check every snapshot in a store; exit code 1 if any is corrupt
@@ -432,10 +490,13 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
 
 def _add_topic_arguments(p: argparse.ArgumentParser, *, with_name: bool) -> None:
     p.add_argument("--topic", help="read snapshots from this Kafka topic instead of a path")
+    from ..engine.config import DEFAULTS
+
+    default = DEFAULTS["bootstrap_servers"].default  # the address `streamk run` uses
     p.add_argument(
         "--bootstrap-servers",
-        default=os.environ.get("STREAMK_BOOTSTRAP_SERVERS", "localhost:9092"),
-        help="Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or localhost:9092)",
+        default=os.environ.get("STREAMK_BOOTSTRAP_SERVERS", default),
+        help=f"Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or {default})",
     )
     p.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to read the topic (default: 30)"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .registry import LEARNERS, RANKS_HELP, parse_ranks
 
 __all__ = ["Option", "DEFAULTS", "load_config", "render_table", "default_model_name"]
 
@@ -90,7 +91,14 @@ DEFAULTS: dict[str, Option] = {
     "sasl_password": Option("", str, "SASL password (prefer STREAMK_SASL_PASSWORD)"),
     "ssl_cafile": Option("", str, "CA certificate file for SSL"),
     # learner
-    "learner": Option("perceptron", str, "perceptron, adatron, svr or ranker"),
+    "learner": Option(
+        "perceptron",
+        str,
+        "perceptron, margin-perceptron, adatron (classifiers), svr (regression), ranker "
+        "(ordinal labels) or novelty (flags novel events; labels are not needed)",
+        choices=tuple(LEARNERS),
+    ),
+    "ranks": Option("", str, RANKS_HELP + "; learner = ranker only"),
     "kernel": Option("rbf", str, "rbf[:gamma], laplacian[:gamma], linear, poly[:d], +bias"),
     "budget": Option(500, int, "maximum support vectors (0: unbounded)", low=0, high=10_000_000),
     "policy": Option("RemoveOldest", str, "budget policy class name"),
@@ -220,6 +228,8 @@ _BOOLEANS.update({"false": False, "0": False, "no": False, "off": False})
 
 def _coerce(key: str, value: Any, source: str) -> Any:
     kind = DEFAULTS[key].kind
+    if key == "ranks":  # TOML may write a number or a list: kept as its text form
+        return _ranks_text(value, source)
     if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         return value
     if kind is bool:
@@ -236,6 +246,24 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     raise ConfigError(
         f"{source}: {key} must be {kind.__name__} ({DEFAULTS[key].help}), got {value!r}"
     )
+
+
+def _ranks_text(value: Any, source: str) -> str:
+    """``ranks`` as text (``5``, ``[1, 2, 3]`` and ``"1,2,3"`` alike), checked now."""
+    if isinstance(value, list) and all(isinstance(v, int | str) for v in value):
+        words = [str(v).lower() if isinstance(v, bool) else str(v).strip() for v in value]
+        if any("," in w for w in words):
+            raise ConfigError(f"{source}: ranks labels may not contain a comma, got {value!r}")
+        text = ",".join(words) + ("," if len(words) < 2 else "")  # one label is not a count
+    elif isinstance(value, int | str) and not isinstance(value, bool):
+        text = str(value)
+    else:
+        raise ConfigError(f"{source}: ranks must be {RANKS_HELP}; got {value!r:.100}")
+    try:
+        parse_ranks(text)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    return text
 
 
 def _finite(value: Any) -> Any:
@@ -321,6 +349,16 @@ def _check(config: dict[str, Any]) -> None:
         )
         if bad:
             raise ConfigError(f"{key} must be {opt.accepted()}, got {value!r}")
+    if parse_ranks(config["ranks"]) is not None and config["learner"] != "ranker":
+        raise ConfigError(
+            f"ranks applies to learner = ranker only, got learner = {config['learner']!r}; "
+            "leave ranks empty or choose learner = ranker"
+        )
+    if config["learner"] == "novelty" and config["consolidate_every"]:
+        raise ConfigError(
+            "consolidate_every must be 0 with learner = novelty: the novelty detector keeps "
+            "every stored event with weight 1 and has no batch problem to re-solve"
+        )
     if config["scale"] == "standard" and config["consolidate_every"]:
         raise ConfigError(
             "scale = standard cannot be combined with consolidate_every: consolidation "
@@ -331,6 +369,14 @@ def _check(config: dict[str, Any]) -> None:
         raise ConfigError(
             f"snapshot_dir {str(directory)!r} is a file, not a directory: give a directory "
             "(it is created if missing)"
+        )
+    if (
+        config["transport"] == "confluent"
+        and config["session_timeout_ms"] > config["max_poll_interval_ms"]
+    ):  # librdkafka's rule (kafka-python has none): say it with our keys' names
+        raise ConfigError(
+            f"with transport = confluent, session_timeout_ms ({config['session_timeout_ms']}) "
+            f"must not exceed max_poll_interval_ms ({config['max_poll_interval_ms']})"
         )
     interval = config["max_poll_interval_ms"] / 1000
     if config["poll_timeout"] >= interval:

@@ -8,7 +8,9 @@ One engine runs one model over one source (design.md §1). Each loop turn:
 3. in stream order, runs of unlabelled events are scored (``predict_many``) and
    published with the model's snapshot sequence number; runs of labelled events are
    first scored for the rolling metric, then learned (``learn_many``: the same model as
-   ``learn_one`` on each event in order);
+   ``learn_one`` on each event in order); a novelty detector (``learner = "novelty"``)
+   flags every event, labelled or not, before it learns it (the label is not used), and
+   publishes the flags of unlabelled ones;
 4. when a snapshot is due (every N events, every T seconds, on revocation and on
    shutdown): flush the sinks, write the snapshot with the next offset of every
    partition learned, and only then commit those offsets to the source.
@@ -197,6 +199,7 @@ class Engine:
         self._since_snapshot = 0
         self._last_snapshot = time.monotonic()
         self._rolling: RollingScore | None = None
+        self._novelty = False  # an anomaly detector: every event is flagged, then learned
         #: what :meth:`restore` found: ``None`` (fresh model) or seq, class and offsets
         self.restored: dict[str, Any] | None = None
         self._active_since: float | None = None  # idle time counts from here
@@ -237,7 +240,9 @@ class Engine:
             }
             log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
             self._warn_if_not_configured(self.model)
-        regression = isinstance(self.model, base.Regressor)  # MAE, else accuracy
+        self._novelty = isinstance(_unwrapped(self.model), base.AnomalyDetector)
+        # MAE, else accuracy; for a novelty detector the mean |0 - flag|: the fraction flagged
+        regression = self._novelty or isinstance(self.model, base.Regressor)
         self._rolling = RollingScore(self.config.rolling_window, regression)
 
     def _warn_if_not_configured(self, restored: Any) -> None:
@@ -535,7 +540,9 @@ class Engine:
         import pandas as pd
 
         X = run.frame()
-        if run.labelled:
+        if self._novelty:
+            self._flag_and_learn(run, X)
+        elif run.labelled:
             before = getattr(self.model, "n_learned", None)
             try:
                 learn_predict = getattr(self.model, "learn_predict_many", None)
@@ -565,6 +572,36 @@ class Engine:
             self.metrics.inc("events_scored", len(run))
         self.positions[run.partition] = run.next_offset  # runs never span partitions
         self.metrics.set("support_size", self._support_size())
+
+    def _flag_and_learn(self, run: Run, X: Any) -> None:
+        """A novelty detector's run: flag each event, then learn it (labels unused).
+
+        The block is flagged before any of it is learned (``predict_many`` then
+        ``learn_many``, as ``streamk learn --batch-size`` does for block learners). A block
+        the model refuses goes event by event, dead-lettering the bad events.
+        """
+        before = self.model.n_learned
+        flags: list[Any] = []
+        try:
+            flags = [bool(f) for f in self.model.predict_many(X).tolist()]
+            self.model.learn_many(X)
+        except (StreamkError, ValueError, TypeError):
+            done = self.model.n_learned - before if flags else 0  # never learn twice
+            flags = flags[:done] + self._learn_one_by_one(run, start=done)
+        keep = [i for i, f in enumerate(flags) if f is not _REJECTED]
+        kept = [bool(flags[i]) for i in keep]
+        # RollingScore in its MAE form over |0 - flag|: the fraction flagged in the window
+        self._rolling.update_many([0.0] * len(kept), [float(f) for f in kept])
+        self.metrics.inc("events_learned", len(kept))
+        self.metrics.inc("events_flagged", sum(kept))
+        if not run.labelled:
+            if self.predictions is not None and kept:
+                if len(keep) < len(run):
+                    ids = [run.ids[i] for i in keep] if run.ids else run.ids
+                    records = [run.records[i] for i in keep]
+                    run = Run(labelled=False, records=records, ids=ids)
+                self._publish(run, kept)
+            self.metrics.inc("events_scored", len(kept))
 
     def _probas(self, X: Any) -> list[dict[Any, float]]:
         """Each row's class probabilities as ``{label: p}`` (``predict_proba_many``)."""
@@ -607,7 +644,10 @@ class Engine:
             record, y, x = run.records[i], run.ys[i], run.row(i)
             try:
                 p = self.model.predict_one(x)
-                self.model.learn_one(x, y)
+                if self._novelty:
+                    self.model.learn_one(x)
+                else:
+                    self.model.learn_one(x, y)
                 out.append(p)
             except (StreamkError, ValueError, TypeError) as exc:
                 self._dead_letter(record, _as_invalid(exc))
@@ -686,6 +726,14 @@ class Engine:
 
 _REJECTED = object()
 _OFFSET = attrgetter("offset")
+
+
+def _unwrapped(model: Any) -> Any:
+    """The learner inside a wrapper (consolidation, scaling), else the model."""
+    inner = getattr(model, "_wrapped_model", None)
+    if inner is None and hasattr(getattr(model, "model", None), "learn_one"):
+        inner = model.model
+    return model if inner is None else inner
 
 
 def _model_name(model: Any) -> str:

@@ -26,6 +26,7 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "events_in": ("counter", "Records polled from the source"),
     "events_learned": ("counter", "Labelled events learned"),
     "events_scored": ("counter", "Unlabelled events scored and published"),
+    "events_flagged": ("counter", "Events a novelty detector flagged as novel before learning"),
     "events_dead_lettered": ("counter", "Records rejected to the dead-letter destination"),
     "snapshots_written": ("counter", "Snapshots written"),
     "snapshot_seconds_total": ("counter", "Time spent writing snapshots and committing"),

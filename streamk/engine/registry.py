@@ -12,6 +12,9 @@ __all__ = [
     "LEARNER_TASKS",
     "learner_class",
     "build_learner",
+    "parse_ranks",
+    "RANKS_HELP",
+    "NOVELTY",
     "choose_learner",
     "DATASETS",
     "load_dataset",
@@ -21,6 +24,8 @@ __all__ = [
 ]
 
 CLASSIFICATION, REGRESSION = "classification", "regression"
+#: an unsupervised task: labels, where a data set has them, only score the flags
+NOVELTY = "novelty detection"
 
 #: learner name -> "module:Class" (imported only when used)
 LEARNERS: dict[str, str] = {
@@ -29,6 +34,7 @@ LEARNERS: dict[str, str] = {
     "adatron": "streamk.learners.adatron:KernelAdatron",
     "svr": "streamk.learners.svr:OnlineSVR",
     "ranker": "streamk.learners.ranking:OnlineRanker",
+    "novelty": "streamk.learners.novelty:KernelNovelty",
 }
 
 #: learner name -> the task it learns (a ranker learns ordinal labels: a classification data set)
@@ -38,6 +44,7 @@ LEARNER_TASKS: dict[str, str] = {
     "adatron": CLASSIFICATION,
     "svr": REGRESSION,
     "ranker": CLASSIFICATION,
+    "novelty": NOVELTY,
 }
 
 #: task -> the learner ``streamk learn`` uses when ``--learner`` is not given
@@ -53,6 +60,8 @@ def choose_learner(task: str, name: str | None = None) -> str:
     if name is None:
         return DEFAULT_LEARNERS[task]
     learner_class(name)  # unknown names fail here, with the list
+    if LEARNER_TASKS[name] == NOVELTY:  # learns x alone: any data set will do
+        return name
     if LEARNER_TASKS[name] != task:
         fits = sorted(k for k, v in LEARNER_TASKS.items() if v == task)
         raise ConfigError(
@@ -75,22 +84,84 @@ def learner_class(name: str) -> type:
 
 
 def build_learner(
-    name: str, kernel: str | None = None, budget: int | None = None, policy: str = "RemoveOldest"
+    name: str,
+    kernel: str | None = None,
+    budget: int | None = None,
+    policy: str = "RemoveOldest",
+    ranks: str | None = None,
 ) -> Any:
     """A learner from command-line style options: kernel text, budget size, policy name.
 
     ``kernel=None`` keeps the learner's default (``RBF(gamma="auto")``); ``budget=None`` (or
-    0) means unbounded.
+    0) means unbounded. ``ranks`` is the ranker's text form (:func:`parse_ranks`); empty or
+    None lets the ranker take its ranks from the labels, and any other learner refuses it.
     """
     from ..budget import policy_from_spec
     from ..kernels import kernel_from_string
 
+    cls = learner_class(name)
     params: dict[str, Any] = {}
     if kernel:
         params["kernel"] = kernel_from_string(kernel)
     if budget:
         params["budget"] = policy_from_spec({"name": policy, "budget": budget})
-    return learner_class(name)(**params)
+    fixed = parse_ranks(ranks)
+    if fixed is not None:
+        if name != "ranker":
+            raise ConfigError(
+                f"ranks applies to learner 'ranker' only, not {name!r}; leave ranks empty "
+                "or choose learner = ranker"
+            )
+        params["ranks"] = fixed
+    return cls(**params)
+
+
+#: how ranks are written, for error messages and help texts
+RANKS_HELP = (
+    "the ranker's ranks, lowest first: empty (taken from the labels seen), a number N >= 2 "
+    "(the ranks 1..N), or at least two distinct labels separated by commas, e.g. "
+    "'1,2,3' or 'low,mid,high' (whole numbers become integers, true and false booleans)"
+)
+
+
+def parse_ranks(text: Any) -> tuple[Any, ...] | None:
+    """The ranks a ``ranks`` setting names: None for empty, ``(1, ..., N)`` for a number N,
+    else the comma-separated labels in order (integers where they parse as one).
+
+    Raises :class:`ConfigError` naming what is accepted (:data:`RANKS_HELP`).
+    """
+    if text is None:
+        return None
+    text = str(text).strip()
+    if not text:
+        return None
+    items = [t.strip() for t in text.split(",")]
+    if len(items) == 1:
+        try:
+            n = int(items[0])
+        except ValueError:
+            n = 0
+        if not 2 <= n <= 65_536:
+            raise ConfigError(
+                f"ranks must be {RANKS_HELP}; got {text!r:.100}"
+                + (" (at most 65536 ranks)" if n > 65_536 else "")
+            )
+        return tuple(range(1, n + 1))
+    ranks = tuple(_parse_rank(t) for t in items)
+    if "" in ranks or len(set(ranks)) != len(ranks):
+        raise ConfigError(
+            f"ranks must be {RANKS_HELP}; got {text!r:.100} (an empty or repeated label)"
+        )
+    return ranks
+
+
+def _parse_rank(text: str) -> Any:
+    if text in ("true", "false"):  # JSON's spelling, as events carry boolean labels
+        return text == "true"
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 #: data sets shipped inside river (no download) and synthetic streams

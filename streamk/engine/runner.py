@@ -38,7 +38,11 @@ def model_factory(config: dict[str, Any]) -> Callable[[], Any]:
 
     def build() -> Any:
         learner = build_learner(
-            config["learner"], config["kernel"], config["budget"], config["policy"]
+            config["learner"],
+            config["kernel"],
+            config["budget"],
+            config["policy"],
+            ranks=config.get("ranks"),
         )
         if scaling(config, learner) == "standard":
             from ..learners.scaling import standard_scaled
