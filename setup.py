@@ -62,6 +62,12 @@ extensions = [
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
     ),
+    Extension(
+        "streamk.budget._policies",
+        ["streamk/budget/_policies.pyx"],
+        extra_compile_args=["-O3", "-fno-trapping-math"],
+        optional=True,
+    ),
 ]
 
 #: What a failed build of one extension may raise: compiler missing or failing (the

@@ -27,6 +27,18 @@ BUDGET_FIGURE = re.compile(
 )
 
 
+#: "Through `learn_predict_many` (blocks of 500; ...) `MarginPerceptron(budget=Projectron(200))`
+#: learns Bananas at 286,000 events/s, 325× river's `KNNClassifier` measured in the same run
+#: (median of 3), with 0.8821 prequential accuracy and 41 support vectors ...
+#: (`python -m benchmarks.budgets`)" -- issue 16: the speed figure is the benchmark's.
+SPEED_FIGURE = re.compile(
+    r"`(?P<model>\w+\(budget=\w+\(\d+\)\))`\s+learns\s+(?P<dataset>\w+)\s+at\s+"
+    r"(?P<speed>[\d,]+)\s+events/s,\s+(?P<ratio>\d+)×\s+river's\s+`KNNClassifier`[^.]*?"
+    r"with\s+(?P<accuracy>0\.\d+)\s+prequential\s+accuracy\s+and\s+(?P<n_support>\d+)\s+"
+    r"support\s+vectors[^`]*?`python -m benchmarks\.(?P<bench>\w+)`\)"
+)
+
+
 def _prose() -> str:
     """The README without its fenced code blocks, whitespace collapsed."""
     text = re.sub(r"^```.*?^```", "", README.read_text(), flags=re.S | re.M)
@@ -56,11 +68,29 @@ def test_every_budget_figure_matches_the_committed_benchmark_json():
         assert int(claim["n_support"]) == row["n_support"], (claim[0], row)
 
 
+def test_the_speed_figure_matches_the_committed_benchmark_json():
+    """The recommended model's speed against river's KNN, as ``benchmarks.budgets`` wrote it."""
+    claims = list(SPEED_FIGURE.finditer(_prose()))
+    assert claims, "the README's speed figure moved: update SPEED_FIGURE"
+    for claim in claims:
+        doc = json.loads((RESULTS / f"{claim['bench']}.json").read_text())
+        assert doc["command"] == f"python -m benchmarks.{claim['bench']}"
+        fast = doc["recommended"]
+        assert fast["stream"] == claim["dataset"]
+        (row,) = [r for r in fast["rows"] if r["model"] == claim["model"]]
+        speed = int(claim["speed"].replace(",", ""))
+        assert speed == round(row["events_per_second_median"], -3), (claim[0], row)
+        assert claim["ratio"] == f"{row['ratio_vs_knn_median']:.0f}", (claim[0], row)
+        decimals = len(claim["accuracy"].split(".")[1])
+        assert claim["accuracy"] == f"{row['accuracy']:.{decimals}f}", (claim[0], row)
+        assert int(claim["n_support"]) == row["n_support"], (claim[0], row)
+
+
 def test_every_figure_in_the_readme_prose_is_one_a_test_checks():
     """A new figure in the prose must come with a command and a check: no loose numbers."""
     prose = _prose()
-    checked = {m["accuracy"] for m in BUDGET_FIGURE.finditer(prose)}
-    checked |= {m["n_support"] for m in BUDGET_FIGURE.finditer(prose)}
+    claims = [*BUDGET_FIGURE.finditer(prose), *SPEED_FIGURE.finditer(prose)]
+    checked = {m["accuracy"] for m in claims} | {m["n_support"] for m in claims}
     figures = re.findall(r"\b\d+\.\d+%|\b0\.\d{2,}\b|\b\d+ support vectors", prose)
     loose = [f for f in figures if f.split()[0] not in checked]
     assert not loose, f"README figures with no command and no test: {loose}"

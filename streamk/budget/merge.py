@@ -15,12 +15,13 @@ import numpy as np
 from ..errors import ConfigError
 from ..kernels import RBF
 from .base import BudgetPolicy, oldest_among, register_policy
+from .compiled import compiled_merge_search
 from .removal import removal_cost
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
     from ..learners.support import SupportSet
 
-__all__ = ["Merge", "merge_weight"]
+__all__ = ["Merge", "merge_weight", "merge_search", "merge_smallest"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -132,7 +133,25 @@ class Merge(BudgetPolicy):
 
 
 def merge_smallest(support: SupportSet, gamma: float) -> None:
-    """Merge the smallest-norm support vector with its best partner (see :class:`Merge`)."""
+    """Merge the smallest-norm support vector with its best partner (see :class:`Merge`).
+
+    The search runs compiled when ``streamk/budget/_policies.pyx`` is built
+    (:func:`merge_search` is the NumPy reference it is tested against).
+    """
+    found = compiled_merge_search(support, gamma)
+    m, n, h = merge_search(support, gamma) if found is None else found
+    X, C = support.X, support.coef
+    d2 = max(float(support.sqnorm[m] + support.sqnorm[n] - 2.0 * (X[n] @ X[m])), 0.0)
+    z = h * X[m] + (1.0 - h) * X[n]
+    a = math.exp(-gamma * (1.0 - h) ** 2 * d2)
+    b = math.exp(-gamma * h**2 * d2)
+    alpha_z = a * C[m] + b * C[n]
+    support.replace(m, z, alpha_z)
+    support.remove(n)
+
+
+def merge_search(support: SupportSet, gamma: float) -> tuple[int, int, float]:
+    """``(m, n, h)``: the vector ``m`` to merge, its partner ``n`` and the point ``h``."""
     cost = removal_cost(support)
     m = oldest_among(support, cost <= cost.min() * (1.0 + 1e-12))
     X, C, sq = support.X, support.coef, support.sqnorm
@@ -144,9 +163,4 @@ def merge_smallest(support: SupportSet, gamma: float) -> None:
     loss = mm + nn + 2.0 * np.exp(-gamma * d2) * mn - w
     loss[m] = np.inf
     n = int(np.argmin(loss))
-    z = h[n] * X[m] + (1.0 - h[n]) * X[n]
-    a = math.exp(-gamma * (1.0 - h[n]) ** 2 * d2[n])
-    b = math.exp(-gamma * h[n] ** 2 * d2[n])
-    alpha_z = a * C[m] + b * C[n]
-    support.replace(m, z, alpha_z)
-    support.remove(n)
+    return m, n, float(h[n])

@@ -123,6 +123,17 @@ class Projectron(BudgetPolicy):
             P[:cap, :cap] = self._P
             self._P = P
 
+    def prepare(self, support: SupportSet, rows: int) -> None:
+        """``P`` in sync with ``support`` and room for ``rows`` support vectors (before a
+        compiled pass, :func:`streamk.budget.compiled.margin_run`, changes it in place)."""
+        if not self._in_sync(support):
+            self._rebuild(support)
+        self._grow(rows)
+
+    def adopt(self, support: SupportSet) -> None:
+        """Take ``support`` as the set ``P`` now inverts (after a compiled pass changed both)."""
+        self._remember(support)
+
     # -- insertion ------------------------------------------------------------------------------
     def insert(self, support, row, coef, k_row):
         if not self._in_sync(support):

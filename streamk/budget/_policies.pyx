@@ -1,0 +1,393 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False
+"""Compiled per-mistake work of the Projectron and Merge budgets (optional).
+
+:mod:`streamk.budget.compiled` falls back to the NumPy code in
+:mod:`streamk.budget.projectron` and :mod:`streamk.budget.merge` without this module; that
+code is the reference these loops are tested against (the same steps in the same order,
+so the two agree to rounding).
+
+* :func:`projectron_run` — a margin perceptron (margin 0: Alg. 7.52) over a block of rows
+  with an RBF kernel and a :class:`~streamk.budget.Projectron` budget in one call: the
+  kernel row, the decision, the projection ``d = P k`` onto the span of the set, then
+  either the projected coefficient update or the insertion with the block-inverse update
+  of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full).
+* :func:`merge_search` — :class:`~streamk.budget.Merge`'s search: the vector to merge, its
+  partner and the point ``h`` on the segment between them that loses least.
+"""
+
+from libc.math cimport INFINITY, exp, fabs, sqrt
+from libc.stdint cimport int64_t
+
+import numpy as np
+
+#: (sqrt(5) - 1) / 2, as :mod:`streamk.budget.merge` computes it
+cdef double GOLDEN = (5.0 ** 0.5 - 1.0) / 2.0
+
+
+cdef inline double _dist2(const double *a, const double *b, Py_ssize_t w) noexcept nogil:
+    cdef double s = 0.0, t
+    cdef Py_ssize_t j
+    for j in range(w):
+        t = a[j] - b[j]
+        s += t * t
+    return s
+
+
+cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
+                            double *coef, Py_ssize_t p, double *s_sq, double *kdiag,
+                            int64_t *ids, double *k, double *col, double *row,
+                            Py_ssize_t n) noexcept nogil:
+    """``Projectron._remove_one``: drop ``argmin ||coef_i||² / P_ii``, its coefficient
+    projected onto the others; rank-one downdate of ``P``; the last slot moves into ``i``
+    (``k`` too, as ``without_slot`` does). Returns ``i``."""
+    cdef Py_ssize_t i = 0, a, b, c, last = n - 1
+    cdef double best = INFINITY, cost, pii
+    for a in range(n):
+        cost = 0.0
+        for c in range(p):
+            cost += coef[a * p + c] * coef[a * p + c]
+        cost = cost / P[a * ldp + a]
+        if cost < best:
+            best = cost
+            i = a
+    pii = P[i * ldp + i]
+    for a in range(n):
+        col[a] = P[a * ldp + i]
+        row[a] = P[i * ldp + a]
+    for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
+        if a != i:
+            for c in range(p):
+                coef[a * p + c] += -(col[a] / pii) * coef[i * p + c]
+    for a in range(n):
+        row[a] = row[a] / pii
+    for a in range(n):  # P -= outer(P[:, i], P[i, :] / P_ii)
+        _axpy(-col[a], row, &P[a * ldp], n)
+    for a in range(n):
+        P[i * ldp + a] = P[last * ldp + a]
+    for a in range(n):
+        P[a * ldp + i] = P[a * ldp + last]
+    for a in range(n):
+        P[last * ldp + a] = 0.0
+        P[a * ldp + last] = 0.0
+    if i != last:  # SupportSet.remove
+        for a in range(ldx):
+            X[i * ldx + a] = X[last * ldx + a]
+        for c in range(p):
+            coef[i * p + c] = coef[last * p + c]
+        kdiag[i] = kdiag[last]
+        s_sq[i] = s_sq[last]
+        ids[i] = ids[last]
+        k[i] = k[last]
+    for a in range(ldx):
+        X[last * ldx + a] = 0.0
+    for c in range(p):
+        coef[last * p + c] = 0.0
+    return i
+
+
+cdef double _project(const double *P, Py_ssize_t ldp, const double *k, double *d,
+                     Py_ssize_t n, double kxx) noexcept nogil:
+    """``d = P k`` and the squared projection error ``kxx - k·d``."""
+    cdef Py_ssize_t a
+    for a in range(n):
+        d[a] = _dot(&P[a * ldp], k, n)
+    return kxx - _dot(k, d, n)
+
+
+cdef inline double _dot(const double *x, const double *y, Py_ssize_t n) noexcept nogil:
+    """``x · y`` with four partial sums (vectorisable without reassociating flags)."""
+    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    cdef Py_ssize_t a = 0
+    while a + 4 <= n:
+        s0 += x[a] * y[a]
+        s1 += x[a + 1] * y[a + 1]
+        s2 += x[a + 2] * y[a + 2]
+        s3 += x[a + 3] * y[a + 3]
+        a += 4
+    while a < n:
+        s0 += x[a] * y[a]
+        a += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef inline void _axpy(double alpha, const double *x, double *y, Py_ssize_t n) noexcept nogil:
+    """``y += alpha x``."""
+    cdef Py_ssize_t a
+    for a in range(n):
+        y[a] += alpha * x[a]
+
+
+def projectron_run(
+    const double[:, ::1] Q,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    double[:, ::1] P,
+    const double[:, ::1] T,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double gamma,
+    double eta,
+    double min_rel,
+    double margin,
+    int64_t[::1] codes,
+):
+    """Learn the rows of ``Q`` (targets ``T``, ±1 per column) in order; see the module.
+
+    ``Q`` is at least as wide as the stored rows (absent features 0; columns of ``X``
+    beyond ``Q``'s width are 0). A row updates when some column has a
+    mistake (``sgn(f) != t``, sgn(0) = +1) or a margin error (``t f < margin``); its
+    coefficients are ``t`` in those columns, 0 elsewhere. ``codes[j]`` receives the
+    prediction made before row ``j`` was learned (binary: 1 if ``f >= 0``; one-vs-rest: the
+    arg-max column). The support buffers and ``P`` (capacity at least the largest set the
+    run can reach) change in place. Returns ``(n, next_id, updates, largest squared norm
+    stored)``.
+    """
+    cdef Py_ssize_t m = Q.shape[0], ldx = X.shape[1], p = coef.shape[1], ldp = P.shape[0]
+    cdef Py_ssize_t w = Q.shape[1]
+    cdef Py_ssize_t j, s, c, best_c
+    cdef Py_ssize_t cap = min(X.shape[0], P.shape[0])
+    if w > ldx or w < 1 or T.shape[0] != m or T.shape[1] != p or codes.shape[0] < m:
+        raise ValueError("Q must be at most as wide as X, T one row per row of Q, codes long enough")
+    if n > cap or (budget > 0 and budget > cap) or (budget == 0 and n + m > cap):
+        raise ValueError("the support buffers or P cannot hold the set this run may reach")
+    if p < 1 or p > 64:
+        raise ValueError("between 1 and 64 coefficient columns")
+    scratch = np.empty(4 * max(cap, 1) + 2 * p)
+    cdef double[::1] sc = scratch
+    cdef double *k = &sc[0]
+    cdef double *d = k + cap
+    cdef double *col = d + cap
+    cdef double *row = col + cap
+    cdef double *f = row + cap
+    cdef double *nc = f + p
+    cdef double *Pp = &P[0, 0]
+    cdef double *Xp = &X[0, 0]
+    cdef double *Cp = &coef[0, 0]
+    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, best, t
+    cdef bint wrong, any_wrong
+    cdef int64_t updates = 0
+    with nogil:
+        for j in range(m):
+            for s in range(n):
+                k[s] = exp(-gamma * _dist2(&Q[j, 0], &Xp[s * ldx], w))
+            for c in range(p):
+                f[c] = 0.0
+            for s in range(n):
+                for c in range(p):
+                    f[c] += k[s] * Cp[s * p + c]
+            if p == 1:
+                codes[j] = 1 if f[0] >= 0.0 else 0
+            else:
+                best_c = 0
+                best = f[0]
+                for c in range(1, p):
+                    if f[c] > best:
+                        best = f[c]
+                        best_c = c
+                codes[j] = best_c
+            any_wrong = False
+            for c in range(p):
+                t = T[j, c]
+                wrong = ((f[c] >= 0.0) != (t > 0.0)) or (t * f[c] < margin)
+                nc[c] = t if wrong else 0.0
+                any_wrong = any_wrong or wrong
+            if not any_wrong:
+                continue
+            updates += 1
+            delta = _project(Pp, ldp, k, d, n, kxx)
+            if n and (delta <= eta or delta <= min_rel * kxx):
+                for s in range(n):
+                    for c in range(p):
+                        Cp[s * p + c] += d[s] * nc[c]
+                continue
+            if budget > 0 and n >= budget:
+                _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
+                            row, n)
+                n -= 1
+                delta = _project(Pp, ldp, k, d, n, kxx)
+            for s in range(n):
+                col[s] = d[s] / delta
+            for s in range(n):  # P += outer(d, d / delta), then the new row and column
+                _axpy(d[s], col, &Pp[s * ldp], n)
+            for s in range(n):
+                Pp[s * ldp + n] = -col[s]
+                Pp[n * ldp + s] = -col[s]
+            Pp[n * ldp + n] = 1.0 / delta
+            sq = 0.0
+            for s in range(w):
+                Xp[n * ldx + s] = Q[j, s]
+                sq += Q[j, s] * Q[j, s]
+            for s in range(w, ldx):
+                Xp[n * ldx + s] = 0.0
+            s_sq[n] = sq
+            if sq > sq_max:
+                sq_max = sq
+            for c in range(p):
+                Cp[n * p + c] = nc[c]
+            kdiag[n] = kxx
+            ids[n] = next_id
+            next_id += 1
+            n += 1
+    return n, next_id, updates, sq_max
+
+
+cdef inline double _weight(double h, double d2, double gamma, double mm, double nn,
+                           double mn) noexcept nogil:
+    """``merge.merge_weight`` for one candidate."""
+    cdef double a = exp(-gamma * (1.0 - h) * (1.0 - h) * d2)
+    cdef double b = exp(-gamma * h * h * d2)
+    return a * a * mm + b * b * nn + 2.0 * a * b * mn
+
+
+cdef inline double _newton(double h, double d2, double gamma, double mm, double nn,
+                           double mn) noexcept nogil:
+    """``merge._newton_step`` for one candidate."""
+    cdef double u = gamma * d2
+    cdef double a = exp(-u * (1.0 - h) * (1.0 - h))
+    cdef double b = exp(-u * h * h)
+    cdef double da = 2.0 * u * (1.0 - h) * a
+    cdef double db = -2.0 * u * h * b
+    cdef double dda = a * (4.0 * u * u * (1.0 - h) * (1.0 - h) - 2.0 * u)
+    cdef double ddb = b * (4.0 * u * u * h * h - 2.0 * u)
+    cdef double g = 2.0 * (a * da * mm + b * db * nn + (da * b + a * db) * mn)
+    cdef double H = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn)
+    H = H + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn
+    if H < 0.0:
+        h = h - g / H
+    return min(max(h, 0.0), 1.0)
+
+
+cdef void _best_h(double d2, double gamma, double mm, double nn, double mn, int grid,
+                  int iters, int newton, double *h_out, double *w_out) noexcept nogil:
+    """``merge.best_h`` for one candidate: grid bracket, golden section, Newton steps."""
+    cdef double step = 1.0 / (grid - 1), H, W, best = -INFINITY, hj = 0.0
+    cdef double lo, hi, x1, x2, h, w, w1, w2
+    cdef int i
+    for i in range(grid):
+        H = 1.0 if i == grid - 1 else i * step
+        W = _weight(H, d2, gamma, mm, nn, mn)
+        if W > best:
+            best = W
+            hj = H
+    lo = max(hj - step, 0.0)
+    hi = min(hj + step, 1.0)
+    # Golden section as merge.best_h, with the interior point that survives a step kept
+    # (its weight is not evaluated again: ``merge.best_h`` recomputes it from the new
+    # bracket, a rounding apart); the Newton steps below then meet the same optimum.
+    x1 = hi - GOLDEN * (hi - lo)
+    x2 = lo + GOLDEN * (hi - lo)
+    w1 = _weight(x1, d2, gamma, mm, nn, mn)
+    w2 = _weight(x2, d2, gamma, mm, nn, mn)
+    for i in range(iters):
+        if w1 < w2:
+            lo = x1
+            if i + 1 < iters:
+                x1, w1 = x2, w2
+                x2 = lo + GOLDEN * (hi - lo)
+                w2 = _weight(x2, d2, gamma, mm, nn, mn)
+        else:
+            hi = x2
+            if i + 1 < iters:
+                x2, w2 = x1, w1
+                x1 = hi - GOLDEN * (hi - lo)
+                w1 = _weight(x1, d2, gamma, mm, nn, mn)
+    h = 0.5 * (lo + hi)
+    for i in range(newton):
+        h = _newton(h, d2, gamma, mm, nn, mn)
+    w = _weight(h, d2, gamma, mm, nn, mn)
+    if best > w:  # a grid point (e.g. an endpoint) can beat the refined one
+        h_out[0] = hj
+        w_out[0] = best
+    else:
+        h_out[0] = h
+        w_out[0] = w
+
+
+def merge_search(
+    const double[:, ::1] X,
+    const double[:, ::1] C,
+    const double[::1] s_sq,
+    const double[::1] kdiag,
+    const int64_t[::1] ids,
+    Py_ssize_t n,
+    double gamma,
+    int grid=11,
+    int iters=20,
+    int newton=4,
+):
+    """``(m, partner, h)`` of ``merge.merge_smallest`` for the first ``n`` support rows.
+
+    ``m`` is the vector of smallest ``||coef_m|| sqrt(k(x_m, x_m))`` (ties within 1e-12
+    relative: the oldest); the partner minimises the weight degradation at the ``h`` that
+    keeps most of ``||alpha_z||²``.
+    """
+    cdef Py_ssize_t w = X.shape[1], p = C.shape[1], i, c, m = 0, partner = -1
+    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, d2, h, wt, loss
+    cdef double best = INFINITY, best_h = 0.0
+    cdef int64_t oldest
+    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2:
+        raise ValueError("need at least two support rows and a grid of two points")
+    costs = np.empty(n)
+    dists = np.zeros(n)
+    cdef double[::1] cs = costs
+    cdef double[::1] dd = dists
+    cdef Py_ssize_t seed, r
+    cdef double half, small, bound
+    with nogil:
+        for i in range(n):
+            cost = 0.0
+            for c in range(p):
+                cost += C[i, c] * C[i, c]
+            cs[i] = sqrt(cost * kdiag[i])
+            if cs[i] < lo:
+                lo = cs[i]
+        oldest = 0
+        m = -1
+        for i in range(n):
+            if cs[i] <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
+                m = i
+                oldest = ids[i]
+        for c in range(p):
+            mm += C[m, c] * C[m, c]
+        # Candidates far from m cannot beat a near one: their loss is at least
+        # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2 (see below),
+        # so the searched candidates are the nearest one first, then every candidate whose
+        # bound does not exceed the best loss so far by a margin far above rounding.
+        seed = -1
+        for i in range(n):
+            if i == m:
+                continue
+            dot = 0.0
+            for c in range(w):
+                dot += X[i, c] * X[m, c]
+            dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dot, 0.0)
+            if seed < 0 or dd[i] < dd[seed]:
+                seed = i
+        for r in range(n + 1):
+            i = seed if r == 0 else r - 1
+            if i == m or (r > 0 and i == seed):
+                continue
+            d2 = dd[i]
+            nn = 0.0
+            mn = 0.0
+            for c in range(p):
+                nn += C[i, c] * C[i, c]
+                mn += C[i, c] * C[m, c]
+            if r > 0:
+                half = exp(-0.5 * gamma * d2)
+                small = min(mm, nn)
+                bound = small + 2.0 * half * half * mn - half * (small + 2.0 * fabs(mn))
+                if bound > best + 1e-9 * (mm + nn):
+                    continue
+            _best_h(d2, gamma, mm, nn, mn, grid, iters, newton, &h, &wt)
+            loss = mm + nn + 2.0 * exp(-gamma * d2) * mn - wt
+            if loss < best or (loss == best and i < partner):
+                best = loss
+                best_h = h
+                partner = i
+    return m, partner, best_h
