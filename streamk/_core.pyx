@@ -240,6 +240,99 @@ cdef inline void _drop_move(double[:, ::1] K, double[:, ::1] F, Py_ssize_t j, Py
         coef[last, c] = 0.0
 
 
+cdef struct PassState:
+    # what a tracked pass carries from row to row besides the buffers
+    Py_ssize_t budget, used, m
+    int64_t next_id, fm
+    double fq, coef_l1, kmax, sq_max
+    int pcode, kcode
+    bint bounded
+
+
+cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
+                        const double[:, ::1] Q, const double[::1] q_sq, double[:, ::1] X,
+                        double[::1] s_sq, double[:, ::1] coef, double[::1] kdiag,
+                        int64_t[::1] ids, const double[:, ::1] G, const double[::1] qdiag,
+                        const int64_t[::1] draws, const double[::1] kp, Py_ssize_t j,
+                        Py_ssize_t start, Py_ssize_t n, const double *nc, double step,
+                        double *col, double *fr) noexcept nogil:
+    """Block row ``j`` joins the set with coefficients ``nc`` (largest magnitude ``step``)
+    through the policy, as its ``insert`` does through the set's methods, mirrored into
+    ``K`` and ``F`` for the block's later rows. Returns the new number of vectors."""
+    cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
+    cdef Py_ssize_t r, c, s, slot
+    cdef double kv, a, b, phi
+    phi = 1.0
+    slot = n
+    if st.pcode == P_FORGETRON:
+        st.fm += 1
+    if st.budget > 0 and n >= st.budget:
+        if st.pcode == P_OLDEST:
+            slot = _slot_for_new(&ids[0], n, st.budget)
+            for r in range(j + 1, m):  # the oldest leaves; the new one takes its slot
+                kv = K[r, slot]
+                for c in range(p):
+                    F[r, c] = F[r, c] - kv * coef[slot, c]
+        else:
+            if st.pcode == P_RANDOM:
+                slot = draws[st.used]
+                st.used += 1
+            else:  # the Forgetron: the oldest leaves after f' is shrunk by phi
+                slot = _slot_for_new(&ids[0], n, st.budget)
+                _kcol(st.kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
+                      s_sq[slot], &col[0])
+                a = 0.0
+                b = 0.0
+                for c in range(p):
+                    fr[c] = 0.0
+                for s in range(n):
+                    for c in range(p):
+                        fr[c] = fr[c] + col[s] * coef[s, c]
+                for c in range(p):
+                    fr[c] = fr[c] + K[j, slot] * nc[c]
+                    a = a + coef[slot, c] * coef[slot, c] - 2.0 * coef[slot, c] * fr[c]
+                    b = b + 2.0 * fabs(coef[slot, c])
+                phi = _forgetron_phi(a, b, st.fq - 15.0 / 32.0 * st.fm) if b > 0.0 else 1.0
+                st.fq = st.fq + a * phi * phi + b * phi
+            _drop_move(K, F, j, slot, n, X, s_sq, coef, kdiag, ids)
+            n -= 1
+            slot = n
+    if slot == n:
+        n += 1
+    _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
+    s_sq[slot] = q_sq[j]
+    if q_sq[j] > st.sq_max:
+        st.sq_max = q_sq[j]
+    kdiag[slot] = qdiag[j]
+    ids[slot] = st.next_id
+    st.next_id += 1
+    st.coef_l1 = st.coef_l1 + step
+    # Its kernel column against the rest of the block, as the tracker computes it.
+    if j + 1 < m:
+        if st.kcode == K_GRAM:
+            for r in range(j + 1, m):
+                col[r] = G[r - start, j - start]
+        else:
+            _kcol(st.kcode, &kp[0], &Q[j + 1, 0], wq, m - j - 1, &q_sq[j + 1], &Q[j, 0],
+                  wq, q_sq[j], &col[j + 1])
+    for r in range(j + 1, m):
+        kv = col[r]
+        K[r, slot] = kv
+        if not st.bounded and fabs(kv) > st.kmax:
+            st.kmax = fabs(kv)
+        for c in range(p):
+            F[r, c] = F[r, c] + kv * nc[c]
+    if phi != 1.0:
+        for s in range(n):
+            for c in range(p):
+                coef[s, c] = coef[s, c] * phi
+        for r in range(j + 1, m):
+            for c in range(p):
+                F[r, c] = F[r, c] * phi
+        st.coef_l1 = st.coef_l1 * fabs(phi)
+    return n
+
+
 def perceptron_pass(
     double[:, ::1] K,
     double[:, ::1] F,
@@ -298,9 +391,9 @@ def perceptron_pass(
     used, fq, fm)``.
     """
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
-    cdef Py_ssize_t j, r, c, s, slot, used = 0
+    cdef Py_ssize_t j, c, s
     cdef Py_ssize_t mistakes = 0
-    cdef double tol, kv, step, a, b, phi, sq_max = 0.0
+    cdef double tol, kv, step
     cdef bint flagged, any_wrong
     f_buf = np.empty(max(p, 1))
     nc_buf = np.empty(max(p, 1))
@@ -320,11 +413,15 @@ def perceptron_pass(
         raise ValueError("G must be the Gram matrix of block rows start:")
     if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
         raise ValueError("remove-random needs one draw per row")
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded = bounded
     with nogil:
         for j in range(start, end):
             # The hint: a wrong sign (sgn(0) = +1), a margin below ``margin``, or too close
             # to either to trust flags the row.
-            tol = 1e-9 * (1.0 + kmax * coef_l1)
+            tol = 1e-9 * (1.0 + st.kmax * coef_l1)
             flagged = False
             for c in range(p):
                 if F[j, c] * T[j - start, c] <= margin + tol:
@@ -346,75 +443,104 @@ def perceptron_pass(
             if not any_wrong:
                 continue
             mistakes += 1
-            phi = 1.0
-            slot = n
-            if pcode == P_FORGETRON:
-                fm += 1
-            if budget > 0 and n >= budget:
-                if pcode == P_OLDEST:
-                    slot = _slot_for_new(&ids[0], n, budget)
-                    for r in range(j + 1, m):  # the oldest leaves; the new one takes its slot
-                        kv = K[r, slot]
-                        for c in range(p):
-                            F[r, c] = F[r, c] - kv * coef[slot, c]
-                else:
-                    if pcode == P_RANDOM:
-                        slot = draws[used]
-                        used += 1
-                    else:  # the Forgetron: the oldest leaves after f' is shrunk by phi
-                        slot = _slot_for_new(&ids[0], n, budget)
-                        _kcol(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
-                              s_sq[slot], &col[0])
-                        a = 0.0
-                        b = 0.0
-                        for c in range(p):
-                            fr[c] = 0.0
-                        for s in range(n):
-                            for c in range(p):
-                                fr[c] = fr[c] + col[s] * coef[s, c]
-                        for c in range(p):
-                            fr[c] = fr[c] + K[j, slot] * nc[c]
-                            a = a + coef[slot, c] * coef[slot, c] - 2.0 * coef[slot, c] * fr[c]
-                            b = b + 2.0 * fabs(coef[slot, c])
-                        phi = _forgetron_phi(a, b, fq - 15.0 / 32.0 * fm) if b > 0.0 else 1.0
-                        fq = fq + a * phi * phi + b * phi
-                    _drop_move(K, F, j, slot, n, X, s_sq, coef, kdiag, ids)
-                    n -= 1
-                    slot = n
-            if slot == n:
-                n += 1
-            _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
-            s_sq[slot] = q_sq[j]
-            if q_sq[j] > sq_max:
-                sq_max = q_sq[j]
-            kdiag[slot] = qdiag[j]
-            ids[slot] = next_id
-            next_id += 1
-            coef_l1 = coef_l1 + step
-            # Its kernel column against the rest of the block, as the tracker computes it.
-            if j + 1 < m:
-                if kcode == K_GRAM:
-                    for r in range(j + 1, m):
-                        col[r] = G[r - start, j - start]
-                else:
-                    _kcol(kcode, &kp[0], &Q[j + 1, 0], wq, m - j - 1, &q_sq[j + 1], &Q[j, 0],
-                          wq, q_sq[j], &col[j + 1])
-            for r in range(j + 1, m):
-                kv = col[r]
-                K[r, slot] = kv
-                if not bounded and fabs(kv) > kmax:
-                    kmax = fabs(kv)
-                for c in range(p):
-                    F[r, c] = F[r, c] + kv * nc[c]
-            if phi != 1.0:
-                for s in range(n):
-                    for c in range(p):
-                        coef[s, c] = coef[s, c] * phi
-                for r in range(j + 1, m):
-                    for c in range(p):
-                        F[r, c] = F[r, c] * phi
-                coef_l1 = coef_l1 * fabs(phi)
-    return n, next_id, mistakes, coef_l1, sq_max, kmax, used, fq, fm
+            st.coef_l1 = coef_l1
+            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
+                        start, n, &nc[0], step, &col[0], &fr[0])
+            coef_l1 = st.coef_l1
+    return n, st.next_id, mistakes, coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
+
+
+def ranker_pass(
+    double[:, ::1] K,
+    double[:, ::1] F,
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const int64_t[::1] ranks,
+    double[::1] b,
+    Py_ssize_t start,
+    Py_ssize_t end,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double coef_l1,
+    int kcode,
+    const double[::1] kp,
+    const double[:, ::1] G,
+    const double[::1] qdiag,
+    double kmax,
+    bint bounded,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+):
+    """Learn block rows ``start:end`` (rank indices ``ranks[j - start]``) with the on-line
+    ranker (Shawe-Taylor & Cristianini, Alg. 8.14 / CF 8.2): the predicted rank is the
+    number of thresholds ``b`` at or below ``f``; on a wrong rank ``p`` the row joins with
+    ``alpha = k - p`` and the thresholds between move by one (``b`` changes in place).
+
+    A row whose running value ``F`` lies inside its rank's interval by more than the
+    rounding tolerance needs no work; any other is decided afresh from its kernel row.
+    Arguments otherwise as for :func:`perceptron_pass` (one output column). Returns
+    ``(n, next_id, n_mistakes, coef_l1, largest new squared norm, kmax, draws used, fq, fm)``.
+    """
+    cdef Py_ssize_t m = K.shape[0], nb = b.shape[0], j, s, k, pr, i
+    cdef Py_ssize_t mistakes = 0
+    cdef double tol, f, nc
+    col_buf = np.empty(max(m, X.shape[0], 1))
+    cdef double[::1] col = col_buf
+    fr_buf = np.empty(1)
+    cdef double[::1] fr = fr_buf
+    if F.shape[1] != 1 or coef.shape[1] != 1 or ranks.shape[0] != end - start:
+        raise ValueError("the ranker has one output column and one rank per row")
+    if Q.shape[1] > X.shape[1]:
+        raise ValueError("support rows are narrower than the block: reserve the width first")
+    if K.shape[1] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
+        raise ValueError("the block's kernel buffer is too small: reserve the rows first")
+    if kp.shape[0] != 4 or qdiag.shape[0] != m:
+        raise ValueError("kp takes 4 parameters and qdiag one value per block row")
+    if kcode == K_GRAM and (G.shape[0] != m - start or G.shape[1] != m - start):
+        raise ValueError("G must be the Gram matrix of block rows start:")
+    if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
+        raise ValueError("remove-random needs one draw per row")
+    for j in range(end - start):
+        if not 0 <= ranks[j] <= nb:
+            raise ValueError("a rank index beyond the thresholds")
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded = bounded
+    with nogil:
+        for j in range(start, end):
+            k = ranks[j - start]
+            tol = 1e-9 * (1.0 + st.kmax * st.coef_l1)
+            if (k == 0 or F[j, 0] > b[k - 1] + tol) and (k == nb or F[j, 0] < b[k] - tol):
+                continue
+            f = 0.0
+            for s in range(n):
+                f = f + K[j, s] * coef[s, 0]
+            pr = 0
+            for i in range(nb):
+                if b[i] <= f:
+                    pr += 1
+            if pr == k:
+                continue
+            mistakes += 1
+            nc = <double>(k - pr)
+            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
+                        start, n, &nc, fabs(nc), &col[0], &fr[0])
+            if pr < k:
+                for i in range(pr, k):
+                    b[i] = b[i] - 1.0
+            else:
+                for i in range(k, pr):
+                    b[i] = b[i] + 1.0
+    return n, st.next_id, mistakes, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
 
 def rbf_row(

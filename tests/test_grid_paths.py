@@ -23,6 +23,7 @@ from streamk import (
     MarginPerceptron,
     Merge,
     Normalized,
+    OnlineRanker,
     Polynomial,
     Product,
     Projectron,
@@ -61,17 +62,21 @@ POLICIES = {
 LEARNERS = {
     "perceptron": lambda k, b: KernelPerceptron(kernel=k, budget=b),
     "margin": lambda k, b: MarginPerceptron(kernel=k, budget=b, margin=0.5),
+    "ranker": lambda k, b: OnlineRanker(kernel=k, ranks=(0, 1, 2, 3, 4), budget=b),
 }
 GRAM_KERNELS = {"sum", "product", "normalized-poly"}  # columns from the block's Gram matrix
 
 
 def _stream(n: int, classes: int, seed: int = 0) -> tuple[pd.DataFrame, list]:
-    """A noisy non-linear stream (many mistakes, so the budget fills and turns over)."""
+    """A noisy non-linear stream (many mistakes, so the budget fills and turns over);
+    ``classes=5``: ranks 0-4, the score cut at its quintiles."""
     rng = np.random.default_rng(seed)
     X = rng.uniform(-2, 2, size=(n, 4))
     score = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(n)
     if classes == 2:
         y = (score > 0).tolist()
+    elif classes == 5:
+        y = np.searchsorted(np.quantile(score, [0.2, 0.4, 0.6, 0.8]), score).tolist()
     else:  # a third class appears only after the first 300 rows, inside a block
         y = np.digitize(score, [-0.5, 0.5]).tolist()
         y = [min(c, 1) if i < 300 else c for i, c in enumerate(y)]
@@ -105,6 +110,8 @@ def _same_model(fast, slow) -> None:
     rtol = 1e-7 if type(fast._policy) is Forgetron else 1e-9
     np.testing.assert_allclose(sf.coef, ss.coef, rtol=rtol, atol=1e-12)
     np.testing.assert_allclose(sf.kdiag, ss.kdiag, rtol=1e-12)
+    if hasattr(fast, "thresholds_"):  # the ranker's
+        np.testing.assert_array_equal(fast.thresholds_, slow.thresholds_)
     pf, ps = fast._policy.state(), slow._policy.state()
     assert pf.keys() == ps.keys()
     for key in pf:
@@ -114,10 +121,16 @@ def _same_model(fast, slow) -> None:
             assert pf[key] == ps[key]
 
 
-@pytest.mark.parametrize("classes", [2, 3])
-@pytest.mark.parametrize("policy", sorted(POLICIES))
-@pytest.mark.parametrize("kernel", sorted(KERNELS))
-@pytest.mark.parametrize("learner", sorted(LEARNERS))
+CASES = [
+    (learner, kernel, policy, classes)
+    for learner in sorted(LEARNERS)
+    for kernel in sorted(KERNELS)
+    for policy in sorted(POLICIES)
+    for classes in ((5,) if learner == "ranker" else (2, 3))  # ranks 0-4; two, three classes
+]
+
+
+@pytest.mark.parametrize(("learner", "kernel", "policy", "classes"), CASES)
 def test_compiled_learn_many_equals_numpy_learn_one(learner, kernel, policy, classes):
     make_policy, compiled = POLICIES[policy]
     if policy == "forgetron" and kernel in GRAM_KERNELS:

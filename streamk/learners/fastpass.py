@@ -34,7 +34,15 @@ if TYPE_CHECKING:
     from .support import SupportSet
     from .tracking import BlockTracker
 
-__all__ = ["Plan", "plan", "perceptron_pass", "perceptron_run", "HINT_LIMIT", "COUNTS"]
+__all__ = [
+    "Plan",
+    "plan",
+    "perceptron_pass",
+    "perceptron_run",
+    "ranker_pass",
+    "HINT_LIMIT",
+    "COUNTS",
+]
 
 #: Rows learned by a compiled pass (``"compiled"``), for benchmarks and tests to see which
 #: path a combination takes; clear it before a run.
@@ -178,6 +186,46 @@ def perceptron_run(
     return mistakes, fresh
 
 
+def _policy_args(
+    support: SupportSet, block: BlockTracker, start: int, end: int, how: Plan
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int]:
+    """What a tracked pass needs besides the buffers: the block's Gram matrix (for a
+    ``K_GRAM`` kernel), ``k(q, q)`` of its rows, remove-random's next draws, the
+    Forgetron's state."""
+    core = accel.core
+    kernel, policy, Q = support.kernel, how.policy, block.Q
+    G = _EMPTY
+    if how.kcode == core.KERNEL_CODES["gram"]:
+        sq = block.sq[start:]
+        G = np.ascontiguousarray(kernel.gram(Q[start:], Q[start:], a_sqnorm=sq, b_sqnorm=sq))
+    draws = _NO_DRAWS
+    if type(policy) is RemoveRandom and how.budget:
+        draws = policy.peek_slots(end - start)
+    fq, fm = 0.0, 0
+    if type(policy) is Forgetron:
+        st = policy.state()
+        fq, fm = float(st["Q"]), int(st["M"])
+    qdiag = np.ascontiguousarray(kernel.diag(Q), dtype=np.float64)
+    return G, qdiag, draws, fq, fm
+
+
+def _after_pass(support: SupportSet, block: BlockTracker, end: int, how: Plan, done: tuple) -> int:
+    """Bring the set, the tracker and the policy up to date after a tracked pass; returns
+    the number of updates."""
+    n, next_id, mistakes, coef_l1, sq_max, kmax, used, fq, fm = done
+    block.start = end
+    block.coef_l1 = coef_l1
+    block.kmax = kmax
+    policy = how.policy
+    if used:
+        policy.skip_slots(used)
+    if type(policy) is Forgetron:
+        policy.load_state({"Q": fq, "M": fm})
+    if mistakes:
+        support.after_compiled_changes(n, next_id, block.Q.shape[1], sq_max)
+    return mistakes
+
+
 def perceptron_pass(
     support: SupportSet,
     block: BlockTracker,
@@ -194,42 +242,27 @@ def perceptron_pass(
     ``codes`` receives the per-row predictions made before learning (see
     :meth:`~streamk.learners.labels.LabelCoder.decode`).
     """
-    core = accel.core
-    policy, budget = how.policy, how.budget
-    support.reserve(_rows_after(support, end - start, budget), block.Q.shape[1])  # and K's width
+    support.reserve(_rows_after(support, end - start, how.budget), block.Q.shape[1])
     block.F = np.ascontiguousarray(block.F)  # no copy unless a remap left it strided
-    kernel = support.kernel
-    Q = block.Q
-    G = _EMPTY
-    if how.kcode == core.KERNEL_CODES["gram"]:
-        G = np.ascontiguousarray(
-            kernel.gram(Q[start:], Q[start:], a_sqnorm=block.sq[start:], b_sqnorm=block.sq[start:])
-        )
-    draws = _NO_DRAWS
-    if type(policy) is RemoveRandom and budget:
-        draws = policy.peek_slots(end - start)
-    fq, fm = 0.0, 0
-    if type(policy) is Forgetron:
-        st = policy.state()
-        fq, fm = float(st["Q"]), int(st["M"])
-    n, next_id, mistakes, coef_l1, sq_max, kmax, used, fq, fm = core.perceptron_pass(
+    G, qdiag, draws, fq, fm = _policy_args(support, block, start, end, how)
+    done = accel.core.perceptron_pass(
         block.K,
         block.F,
-        Q,
+        block.Q,
         block.sq,
         *_buffers(support),
         np.ascontiguousarray(T, dtype=np.float64),
         start,
         end,
         support.n,
-        budget,
+        how.budget,
         support.next_id,
         block.coef_l1,
         codes,
         how.kcode,
         how.kp,
         G,
-        np.ascontiguousarray(kernel.diag(Q), dtype=np.float64),
+        qdiag,
         float(block.kmax),
         block.bound is not None,
         how.pcode,
@@ -238,14 +271,43 @@ def perceptron_pass(
         fm,
         float(margin),
     )
-    block.start = end
-    block.coef_l1 = coef_l1
-    block.kmax = kmax
-    if used:
-        policy.skip_slots(used)
-    if type(policy) is Forgetron:
-        policy.load_state({"Q": fq, "M": fm})
     COUNTS["compiled"] += end - start
-    if mistakes:
-        support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
-    return mistakes
+    return _after_pass(support, block, end, how, done)
+
+
+def ranker_pass(
+    support: SupportSet, block: BlockTracker, ranks: np.ndarray, b: np.ndarray, how: Plan
+) -> int:
+    """Learn every row of ``block`` (rank indices ``ranks``) with the on-line ranker in
+    compiled code, thresholds ``b`` changed in place; returns the updates."""
+    m = block.Q.shape[0]
+    support.reserve(_rows_after(support, m, how.budget), block.Q.shape[1])
+    block.F = np.ascontiguousarray(block.F)
+    G, qdiag, draws, fq, fm = _policy_args(support, block, 0, m, how)
+    done = accel.core.ranker_pass(
+        block.K,
+        block.F,
+        block.Q,
+        block.sq,
+        *_buffers(support),
+        np.ascontiguousarray(ranks, dtype=np.int64),
+        b,
+        0,
+        m,
+        support.n,
+        how.budget,
+        support.next_id,
+        block.coef_l1,
+        how.kcode,
+        how.kp,
+        G,
+        qdiag,
+        float(block.kmax),
+        block.bound is not None,
+        how.pcode,
+        draws,
+        fq,
+        fm,
+    )
+    COUNTS["compiled"] += m
+    return _after_pass(support, block, m, how, done)
