@@ -709,6 +709,9 @@ def perceptron_hint_pass(
     int64_t[::1] codes,
     double hint_limit,
     double margin=0.0,
+    int pcode=P_OLDEST,
+    const int64_t[::1] draws=None,
+    double[::1] pstate=None,
 ):
     """Learn the rows of a micro-batch (targets ``T``) with the kernel perceptron, finding
     the rows that need work from float32 decision hints; ``None`` (nothing changed) when
@@ -739,6 +742,10 @@ def perceptron_hint_pass(
     ``codes[j]`` as in :func:`perceptron_pass`. Returns ``(n, next_id, n_mistakes, largest
     new squared norm, rows decided afresh)``.
 
+    ``pcode`` (:data:`POLICY_CODES`) picks the policy on a full set: remove-oldest, or
+    remove-random with its slots from ``draws``, or the Forgetron; ``pstate`` carries
+    ``(draws used, Q, M)`` in and out (the Forgetron's state as its ``insert`` keeps it).
+
     With ``margin > 0`` it is the perceptron with margin: a row also updates where
     ``t f < margin`` (per column); a hint within ``E_r`` of ``margin`` is decided afresh too.
     """
@@ -748,6 +755,15 @@ def perceptron_hint_pass(
     cdef double step, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
     cdef float g32 = <float>gamma
     cdef bint certain, any_wrong, below
+    cdef Py_ssize_t used = 0, last
+    cdef int64_t fm = 0
+    cdef double fq = 0.0, phi, a, b, kx
+    if pcode != P_OLDEST:
+        if pstate is None or pstate.shape[0] != 3:
+            raise ValueError("remove-random and the Forgetron carry pstate = (used, Q, M)")
+        used, fq, fm = <Py_ssize_t>pstate[0], pstate[1], <int64_t>pstate[2]
+        if pcode == P_RANDOM and budget > 0 and (draws is None or draws.shape[0] < used + m):
+            raise ValueError("remove-random needs one draw per row")
     if wq == 0 or wq > wx or T.shape[0] != m or q_sq.shape[0] != m or coef.shape[1] != p:
         raise ValueError("no features, support rows narrower than the block, or shapes differ")
     if cap < (n + m if budget <= 0 else min(budget, n + m)):
@@ -814,9 +830,33 @@ def perceptron_hint_pass(
                 if not any_wrong:
                     continue
             mistakes += 1
-            slot = _slot_for_new(&ids[0], n, budget)
-            if slot < n:  # the oldest vector leaves the later rows' hints
-                cmax = 0.0
+            phi = 1.0
+            if pcode == P_FORGETRON:
+                fm += 1
+            slot = n
+            if budget > 0 and n >= budget:
+                if pcode == P_RANDOM:
+                    slot = draws[used]
+                    used += 1
+                else:
+                    slot = _slot_for_new(&ids[0], n, budget)
+                if pcode == P_FORGETRON:  # f'(x_r) of the oldest, exactly, then phi
+                    sk_dots(&krow[0], &X[0, 0], wx, n, &X[slot, 0], wx)
+                    sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], s_sq[slot], n, gamma)
+                    sk_dots(&kx, &X[slot, 0], wx, 1, &Q[j, 0], wq)
+                    sk_rbf_from_dots(&kx, &kx, &s_sq[slot], q_sq[j], 1, gamma)
+                    a = 0.0
+                    b = 0.0
+                    for c in range(p):
+                        h = 0.0
+                        for s in range(n):
+                            h = h + krow[s] * coef[s, c]
+                        h = h + kx * nc[c]
+                        a = a + coef[slot, c] * coef[slot, c] - 2.0 * coef[slot, c] * h
+                        b = b + 2.0 * fabs(coef[slot, c])
+                    phi = _forgetron_phi(a, b, fq - 15.0 / 32.0 * fm) if b > 0.0 else 1.0
+                    fq = fq + a * phi * phi + b * phi
+                cmax = 0.0  # the vector in slot leaves the later rows' hints
                 for c in range(p):
                     f[c] = -coef[slot, c]
                     cmax = max(cmax, fabs(f[c]))
@@ -825,7 +865,26 @@ def perceptron_hint_pass(
                                    &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
                 L = L + cmax
                 M = M + cmax * s_sq32[slot] * 1.01
-            else:
+                if pcode != P_OLDEST:  # SupportSet.remove: the last vector moves into slot
+                    last = n - 1
+                    if slot != last:
+                        for k in range(wx):
+                            X[slot, k] = X[last, k]
+                        for c in range(p):
+                            coef[slot, c] = coef[last, c]
+                        kdiag[slot] = kdiag[last]
+                        s_sq[slot] = s_sq[last]
+                        ids[slot] = ids[last]
+                        for k in range(wq):
+                            S32[slot, k] = S32[last, k]
+                        s_sq32[slot] = s_sq32[last]
+                    for k in range(wx):
+                        X[last, k] = 0.0
+                    for c in range(p):
+                        coef[last, c] = 0.0
+                    n -= 1
+                    slot = n
+            if slot == n:
                 n += 1
             _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
             s_sq[slot] = q_sq[j]
@@ -842,6 +901,15 @@ def perceptron_hint_pass(
             if j + 1 < m:  # the new vector enters them
                 sk_hint_column(&H[0, 0], m, p, &nc[0], &Qt[0, 0], m, wq, j + 1, m,
                                &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
+            if phi != 1.0:  # the Forgetron's shrink: f and the hints scale alike (their
+                for s in range(n):  # error bound too, so L and M stay upper bounds)
+                    for c in range(p):
+                        coef[s, c] = coef[s, c] * phi
+                for c in range(p):
+                    for k in range(j + 1, m):
+                        H[c, k] = H[c, k] * phi
+    if pcode != P_OLDEST:
+        pstate[0], pstate[1], pstate[2] = used, fq, <double>fm
     return n, next_id, mistakes, sq_max, fresh
 
 

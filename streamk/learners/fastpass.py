@@ -8,7 +8,8 @@ set's counters (and the policy's state) up to date afterwards.
 
 * :func:`perceptron_run` — a whole run of rows whose labels are all known, with decision
   hints in float32 and no kernel matrix (:func:`streamk._core.perceptron_hint_pass`):
-  the fast path of ``learn_many``, for an RBF kernel with no budget or remove-oldest.
+  the fast path of ``learn_many``, for an RBF kernel with no budget, remove-oldest,
+  remove-random or the Forgetron.
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly
@@ -117,17 +118,14 @@ def plan(support: SupportSet, policy: BudgetPolicy, block: BlockTracker) -> Plan
     return Plan(kplan[0], kplan[1], pplan[0], pplan[1], policy)
 
 
-def _compiled_budget(support: SupportSet, policy: BudgetPolicy, trackers: int) -> int | None:
-    """The budget to pass (0: none) when a compiled pass applies, else ``None``."""
+def _hint_budget(support: SupportSet, policy: BudgetPolicy) -> int | None:
+    """The budget to pass (0: none) when the float32 hint pass applies, else ``None``."""
     if accel.core is None or type(support.kernel) is not RBF:
         return None
-    if support._G is not None or len(support._trackers) != trackers:
+    if support._G is not None or support._trackers:
         return None
-    if type(policy) is RemoveOldest:
-        return int(policy.budget)
-    if type(policy) is Unbounded:
-        return 0
-    return None
+    pplan = _policy_plan(support, policy)
+    return None if pplan is None else pplan[1]
 
 
 def _buffers(support: SupportSet) -> tuple[np.ndarray, ...]:
@@ -155,7 +153,7 @@ def perceptron_run(
 
     ``codes`` receives the predictions as for :func:`perceptron_pass`.
     """
-    budget = _compiled_budget(support, policy, trackers=0)
+    budget = _hint_budget(support, policy)
     if budget is None or rows.shape[1] == 0:
         return None
     rows = np.ascontiguousarray(rows, dtype=np.float64)
@@ -164,6 +162,14 @@ def perceptron_run(
     if not support.kernel.expansion_exact(q_max + max(support._sq_max, q_max)):
         return None
     support.reserve(_rows_after(support, rows.shape[0], budget), rows.shape[1])
+    pcode = accel.core.POLICY_CODES[type(policy).__name__]
+    draws, pstate = _NO_DRAWS, None
+    if type(policy) is RemoveRandom:
+        draws = policy.peek_slots(rows.shape[0]) if budget else _NO_DRAWS
+        pstate = np.zeros(3)
+    elif type(policy) is Forgetron:
+        st = policy.state()
+        pstate = np.array([0.0, float(st["Q"]), float(st["M"])])
     done = accel.core.perceptron_hint_pass(
         rows,
         q_sq,
@@ -176,9 +182,16 @@ def perceptron_run(
         codes,
         HINT_LIMIT,
         margin,
+        pcode,
+        draws,
+        pstate,
     )
     if done is None:
         return None
+    if type(policy) is RemoveRandom:
+        policy.skip_slots(int(pstate[0]))
+    elif type(policy) is Forgetron:
+        policy.load_state({"Q": float(pstate[1]), "M": int(pstate[2])})
     n, next_id, mistakes, sq_max, fresh = done
     if mistakes:
         support.after_compiled_changes(n, next_id, rows.shape[1], sq_max)
