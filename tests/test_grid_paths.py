@@ -171,3 +171,24 @@ def test_remove_random_draws_the_same_slots_as_its_insert():
     assert peeked.tolist() == drawn
     a.skip_slots(500)
     assert a.state() == b.state()
+
+
+@pytest.mark.parametrize("policy", ["unbounded", "oldest", "random", "forgetron"])
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "sum"])
+def test_compiled_learn_predict_many_is_prequential(kernel, policy):
+    """The perceptron's test-then-train on blocks says what ``predict_one`` said before each
+    row was learned, on every compiled combination (oracle: NumPy, one event at a time)."""
+    X, y = _stream(900, 3)
+    fast = KernelPerceptron(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+    got = [p for a, b in ((0, 400), (400, 900)) for p in fast.learn_predict_many(X[a:b], y[a:b])]
+    slow = KernelPerceptron(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+    core, accel.core = accel.core, None
+    try:
+        want = []
+        for x, label in zip(X.to_dict(orient="records"), y):
+            want.append(slow.predict_one(x))
+            slow.learn_one(x, label)
+    finally:
+        accel.core = core
+    assert got == want
+    _same_model(fast, slow)
