@@ -31,6 +31,7 @@ import numpy as np
 from river import datasets, linear_model, metrics, multiclass, neighbors, preprocessing
 from river.datasets import synth
 
+from benchmarks import online_grid as grid
 from benchmarks.common import machine_info
 from streamk import KernelPerceptron, accel
 from streamk.cli.evaluate import prequential
@@ -215,12 +216,8 @@ def training_rows(stream_name: str, data: list[tuple[dict, Any]], budget: int, r
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=500)
-    args = parser.parse_args(argv)
+def legacy_tables(args: argparse.Namespace) -> int:
+    """The earlier two tables (prequential harness; learning alone), with ``--old-tables``."""
     repeats = 1 if args.quick else args.repeats
     rows = []
     load_before = os.getloadavg()
@@ -292,10 +289,25 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "learning_alone": training,
     }
-    path = RESULTS / ("online_throughput_quick.json" if args.quick else "online_throughput.json")
+    name = "online_throughput" + ("_quick" if args.quick else "")
+    path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(out, indent=2))
     print(f"\nwrote {path}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller streams, B = 200, 1 repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--budget", type=int, default=500, help="budget of --old-tables")
+    parser.add_argument("--old-tables", action="store_true", help="the earlier two tables instead")
+    parser.add_argument("--kernel", default="rbf", choices=sorted(grid.KERNELS))
+    parser.add_argument("--only", default="", help="comma-separated learner names to run")
+    args = parser.parse_args(argv)
+    if args.old_tables:
+        return legacy_tables(args)
+    return grid.run(args, RESULTS)
 
 
 if __name__ == "__main__":

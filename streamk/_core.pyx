@@ -15,7 +15,7 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   :mod:`streamk.learners.perceptron` is the reference it is tested against.
 """
 
-from libc.math cimport fabs
+from libc.math cimport fabs, pow, sqrt
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -136,6 +136,203 @@ cdef inline bint _decide(const double *f, const double *t, Py_ssize_t p, double 
     return any_wrong
 
 
+cdef inline bint _margin_errors(const double *f, const double *t, Py_ssize_t p, double margin,
+                                double *nc, double *step) noexcept nogil:
+    """After :func:`_decide`: also update the columns with ``t f < margin`` (the perceptron
+    with margin; nothing changes for ``margin = 0``). Returns whether any column updates."""
+    cdef Py_ssize_t c
+    cdef bint wrong, any_wrong = False
+    for c in range(p):
+        wrong = nc[c] != 0.0 or t[c] * f[c] < margin
+        nc[c] = t[c] if wrong else 0.0
+        if wrong:
+            any_wrong = True
+            step[0] = max(step[0], fabs(nc[c]))
+    return any_wrong
+
+
+#: Kernel codes of the tracked pass (see :func:`perceptron_pass`); ``K_GRAM`` takes the
+#: block's own Gram matrix, computed by the kernel in NumPy (any vector kernel).
+DEF K_RBF = 0
+DEF K_LAPLACIAN = 1
+DEF K_POLY = 2
+DEF K_LINEAR = 3
+DEF K_GRAM = 9
+#: Budget policy codes: remove-oldest (or none, ``budget <= 0``), remove-random, Forgetron.
+DEF P_OLDEST = 0
+DEF P_RANDOM = 1
+DEF P_FORGETRON = 2
+
+KERNEL_CODES = {"RBF": K_RBF, "Laplacian": K_LAPLACIAN, "Polynomial": K_POLY,
+                "Linear": K_LINEAR, "gram": K_GRAM}
+POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom": P_RANDOM,
+                "Forgetron": P_FORGETRON}
+
+
+cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                const double *x_sq, const double *row, Py_ssize_t w, double row_sq,
+                double *out) noexcept nogil:
+    """``out[s] = k(X[s], row)`` for ``s < n`` (rows of ``X`` ``ldx`` wide, ``row`` ``w <= ldx``
+    wide: its absent features are 0). ``kp``: ``(gamma or scale, offset, degree, c)``, the
+    kernel's parameters and the factor of a :class:`~streamk.kernels.Scaled` around it."""
+    cdef Py_ssize_t s, k
+    cdef double d
+    if n <= 0:
+        return
+    if code == K_LAPLACIAN:
+        for s in range(n):
+            d = 0.0
+            for k in range(w):
+                d = d + fabs(X[s * ldx + k] - row[k])
+            for k in range(w, ldx):
+                d = d + fabs(X[s * ldx + k])
+            out[s] = d
+        sk_scaled_exp(out, n, -kp[0])
+    else:
+        sk_dots(out, X, ldx, n, row, w)
+        if code == K_RBF:
+            sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
+        elif code == K_POLY:
+            for s in range(n):
+                out[s] = pow(kp[0] * out[s] + kp[1], kp[2])
+    if kp[3] != 1.0:
+        for s in range(n):
+            out[s] = kp[3] * out[s]
+
+
+cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
+    """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
+    cdef double disc, phi
+    if a + b + c <= 0.0:
+        return 1.0
+    if a == 0.0:
+        return min(1.0, -c / b)
+    disc = b * b - 4.0 * a * c
+    phi = (-b + sqrt(max(disc, 0.0))) / (2.0 * a)
+    return min(1.0, max(phi, 0.0))
+
+
+cdef inline void _drop_move(double[:, ::1] K, double[:, ::1] F, Py_ssize_t j, Py_ssize_t slot,
+                            Py_ssize_t n, double[:, ::1] X, double[::1] s_sq,
+                            double[:, ::1] coef, double[::1] kdiag,
+                            int64_t[::1] ids) noexcept nogil:
+    """``SupportSet.remove(slot)`` with the tracker's ``drop`` and ``move`` for rows after
+    ``j``: the vector leaves ``F``, the last one moves into its slot."""
+    cdef Py_ssize_t r, c, k, m = K.shape[0], p = F.shape[1], last = n - 1
+    cdef double kv
+    for r in range(j + 1, m):
+        kv = K[r, slot]
+        for c in range(p):
+            F[r, c] = F[r, c] - kv * coef[slot, c]
+    for r in range(m):
+        K[r, slot] = K[r, last]
+    if slot != last:
+        for k in range(X.shape[1]):
+            X[slot, k] = X[last, k]
+        for c in range(p):
+            coef[slot, c] = coef[last, c]
+        kdiag[slot] = kdiag[last]
+        s_sq[slot] = s_sq[last]
+        ids[slot] = ids[last]
+    for k in range(X.shape[1]):
+        X[last, k] = 0.0
+    for c in range(p):
+        coef[last, c] = 0.0
+
+
+cdef struct PassState:
+    # what a tracked pass carries from row to row besides the buffers
+    Py_ssize_t budget, used, m
+    int64_t next_id, fm
+    double fq, coef_l1, kmax, sq_max
+    int pcode, kcode
+    bint bounded
+
+
+cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
+                        const double[:, ::1] Q, const double[::1] q_sq, double[:, ::1] X,
+                        double[::1] s_sq, double[:, ::1] coef, double[::1] kdiag,
+                        int64_t[::1] ids, const double[:, ::1] G, const double[::1] qdiag,
+                        const int64_t[::1] draws, const double[::1] kp, Py_ssize_t j,
+                        Py_ssize_t start, Py_ssize_t n, const double *nc, double step,
+                        double *col, double *fr) noexcept nogil:
+    """Block row ``j`` joins the set with coefficients ``nc`` (largest magnitude ``step``)
+    through the policy, as its ``insert`` does through the set's methods, mirrored into
+    ``K`` and ``F`` for the block's later rows. Returns the new number of vectors."""
+    cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
+    cdef Py_ssize_t r, c, s, slot
+    cdef double kv, a, b, phi
+    phi = 1.0
+    slot = n
+    if st.pcode == P_FORGETRON:
+        st.fm += 1
+    if st.budget > 0 and n >= st.budget:
+        if st.pcode == P_OLDEST:
+            slot = _slot_for_new(&ids[0], n, st.budget)
+            for r in range(j + 1, m):  # the oldest leaves; the new one takes its slot
+                kv = K[r, slot]
+                for c in range(p):
+                    F[r, c] = F[r, c] - kv * coef[slot, c]
+        else:
+            if st.pcode == P_RANDOM:
+                slot = draws[st.used]
+                st.used += 1
+            else:  # the Forgetron: the oldest leaves after f' is shrunk by phi
+                slot = _slot_for_new(&ids[0], n, st.budget)
+                _kcol(st.kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
+                      s_sq[slot], &col[0])
+                a = 0.0
+                b = 0.0
+                for c in range(p):
+                    fr[c] = 0.0
+                for s in range(n):
+                    for c in range(p):
+                        fr[c] = fr[c] + col[s] * coef[s, c]
+                for c in range(p):
+                    fr[c] = fr[c] + K[j, slot] * nc[c]
+                    a = a + coef[slot, c] * coef[slot, c] - 2.0 * coef[slot, c] * fr[c]
+                    b = b + 2.0 * fabs(coef[slot, c])
+                phi = _forgetron_phi(a, b, st.fq - 15.0 / 32.0 * st.fm) if b > 0.0 else 1.0
+                st.fq = st.fq + a * phi * phi + b * phi
+            _drop_move(K, F, j, slot, n, X, s_sq, coef, kdiag, ids)
+            n -= 1
+            slot = n
+    if slot == n:
+        n += 1
+    _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
+    s_sq[slot] = q_sq[j]
+    if q_sq[j] > st.sq_max:
+        st.sq_max = q_sq[j]
+    kdiag[slot] = qdiag[j]
+    ids[slot] = st.next_id
+    st.next_id += 1
+    st.coef_l1 = st.coef_l1 + step
+    # Its kernel column against the rest of the block, as the tracker computes it.
+    if j + 1 < m:
+        if st.kcode == K_GRAM:
+            for r in range(j + 1, m):
+                col[r] = G[r - start, j - start]
+        else:
+            _kcol(st.kcode, &kp[0], &Q[j + 1, 0], wq, m - j - 1, &q_sq[j + 1], &Q[j, 0],
+                  wq, q_sq[j], &col[j + 1])
+    for r in range(j + 1, m):
+        kv = col[r]
+        K[r, slot] = kv
+        if not st.bounded and fabs(kv) > st.kmax:
+            st.kmax = fabs(kv)
+        for c in range(p):
+            F[r, c] = F[r, c] + kv * nc[c]
+    if phi != 1.0:
+        for s in range(n):
+            for c in range(p):
+                coef[s, c] = coef[s, c] * phi
+        for r in range(j + 1, m):
+            for c in range(p):
+                F[r, c] = F[r, c] * phi
+        st.coef_l1 = st.coef_l1 * fabs(phi)
+    return n
+
+
 def perceptron_pass(
     double[:, ::1] K,
     double[:, ::1] F,
@@ -152,45 +349,82 @@ def perceptron_pass(
     Py_ssize_t n,
     Py_ssize_t budget,
     int64_t next_id,
-    double gamma,
     double coef_l1,
     int64_t[::1] codes,
+    int kcode,
+    const double[::1] kp,
+    const double[:, ::1] G,
+    const double[::1] qdiag,
+    double kmax,
+    bint bounded,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+    double margin,
 ):
-    """Learn block rows ``start:end`` (targets ``T[j - start]``) with the kernel perceptron.
+    """Learn block rows ``start:end`` (targets ``T[j - start]``) with the kernel perceptron
+    (``margin = 0``, Alg. 7.52) or the perceptron with margin (an update also where
+    ``t f < margin``, per column).
 
     ``K``/``F`` are the tracker's kernel block ``(m, capacity)`` and decision hints
     ``(m, p)``; ``X``, ``s_sq``, ``coef``, ``kdiag``, ``ids`` are the support set's
     buffers, with room for every row that may be added. Every change is mirrored into
-    ``K`` and ``F`` for all later rows of the block, as the tracker would.
+    ``K`` and ``F`` for all later rows of the block, as the tracker would, and each
+    policy changes the buffers exactly as its ``insert`` does through the set's methods.
+
+    The kernel: ``kcode`` (:data:`KERNEL_CODES`) with parameters ``kp`` (see
+    :func:`_kcol`), or ``K_GRAM``: the new vector's column read from ``G``, the kernel's
+    Gram matrix of block rows ``start:``. ``qdiag`` holds ``k(q, q)`` of the block's rows
+    (the new vector's ``kdiag``); ``kmax`` bounds ``|k|`` for the hints' tolerance
+    (``bounded``: a bound of the kernel; otherwise raised by every new column).
+
+    The policy: ``pcode`` (:data:`POLICY_CODES`) with ``budget`` (``<= 0``: none);
+    remove-random takes its slots from ``draws`` (the policy's generator's next draws of
+    ``integers(budget)``), the Forgetron carries its state ``fq``, ``fm``.
 
     ``codes[j]`` receives what ``predict_one`` said before row ``j`` was learned: ``-1``
     for "the row's own label" (every column had the right sign), otherwise the class
     code (binary: 1 positive, 0 negative; one-vs-rest: the arg-max column).
 
-    Returns ``(n, next_id, n_mistakes, coef_l1, largest new squared norm)``.
+    Returns ``(n, next_id, n_mistakes, coef_l1, largest new squared norm, kmax, draws
+    used, fq, fm)``.
     """
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
-    cdef Py_ssize_t j, r, c, s, slot
+    cdef Py_ssize_t j, c, s
     cdef Py_ssize_t mistakes = 0
-    cdef double tol, kv, step, sq_max = 0.0
-    cdef bint flagged
+    cdef double tol, kv, step
+    cdef bint flagged, any_wrong
     f_buf = np.empty(max(p, 1))
     nc_buf = np.empty(max(p, 1))
+    fr_buf = np.empty(max(p, 1))
     cdef double[::1] f = f_buf
     cdef double[::1] nc = nc_buf
-    col_buf = np.empty(max(m, 1))
+    cdef double[::1] fr = fr_buf
+    col_buf = np.empty(max(m, X.shape[0], 1))
     cdef double[::1] col = col_buf
     if wq > wx:
         raise ValueError("support rows are narrower than the block: reserve the width first")
     if K.shape[1] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
         raise ValueError("the block's kernel buffer is too small: reserve the rows first")
+    if kp.shape[0] != 4 or qdiag.shape[0] != m:
+        raise ValueError("kp takes 4 parameters and qdiag one value per block row")
+    if kcode == K_GRAM and (G.shape[0] != m - start or G.shape[1] != m - start):
+        raise ValueError("G must be the Gram matrix of block rows start:")
+    if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
+        raise ValueError("remove-random needs one draw per row")
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded = bounded
     with nogil:
         for j in range(start, end):
-            # The hint: a wrong sign (sgn(0) = +1) or too close to 0 to trust flags the row.
-            tol = 1e-9 * (1.0 + coef_l1)  # |k| <= 1 for RBF
+            # The hint: a wrong sign (sgn(0) = +1), a margin below ``margin``, or too close
+            # to either to trust flags the row.
+            tol = 1e-9 * (1.0 + st.kmax * coef_l1)
             flagged = False
             for c in range(p):
-                if F[j, c] * T[j - start, c] <= tol:
+                if F[j, c] * T[j - start, c] <= margin + tol:
                     flagged = True
                     break
             if not flagged:
@@ -203,37 +437,110 @@ def perceptron_pass(
                 kv = K[j, s]
                 for c in range(p):
                     f[c] = f[c] + kv * coef[s, c]
-            if not _decide(&f[0], &T[j - start, 0], p, &nc[0], &step, &codes[j]):
+            any_wrong = _decide(&f[0], &T[j - start, 0], p, &nc[0], &step, &codes[j])
+            if margin > 0.0:
+                any_wrong = _margin_errors(&f[0], &T[j - start, 0], p, margin, &nc[0], &step)
+            if not any_wrong:
                 continue
             mistakes += 1
-            # A mistake: the row joins the set, in the oldest vector's slot when full.
-            slot = _slot_for_new(&ids[0], n, budget)
-            if slot < n:
-                for r in range(j + 1, m):
-                    kv = K[r, slot]
-                    for c in range(p):
-                        F[r, c] = F[r, c] - kv * coef[slot, c]
+            st.coef_l1 = coef_l1
+            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
+                        start, n, &nc[0], step, &col[0], &fr[0])
+            coef_l1 = st.coef_l1
+    return n, st.next_id, mistakes, coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
+
+
+def ranker_pass(
+    double[:, ::1] K,
+    double[:, ::1] F,
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const int64_t[::1] ranks,
+    double[::1] b,
+    Py_ssize_t start,
+    Py_ssize_t end,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double coef_l1,
+    int kcode,
+    const double[::1] kp,
+    const double[:, ::1] G,
+    const double[::1] qdiag,
+    double kmax,
+    bint bounded,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+):
+    """Learn block rows ``start:end`` (rank indices ``ranks[j - start]``) with the on-line
+    ranker (Shawe-Taylor & Cristianini, Alg. 8.14 / CF 8.2): the predicted rank is the
+    number of thresholds ``b`` at or below ``f``; on a wrong rank ``p`` the row joins with
+    ``alpha = k - p`` and the thresholds between move by one (``b`` changes in place).
+
+    A row whose running value ``F`` lies inside its rank's interval by more than the
+    rounding tolerance needs no work; any other is decided afresh from its kernel row.
+    Arguments otherwise as for :func:`perceptron_pass` (one output column). Returns
+    ``(n, next_id, n_mistakes, coef_l1, largest new squared norm, kmax, draws used, fq, fm)``.
+    """
+    cdef Py_ssize_t m = K.shape[0], nb = b.shape[0], j, s, k, pr, i
+    cdef Py_ssize_t mistakes = 0
+    cdef double tol, f, nc
+    col_buf = np.empty(max(m, X.shape[0], 1))
+    cdef double[::1] col = col_buf
+    fr_buf = np.empty(1)
+    cdef double[::1] fr = fr_buf
+    if F.shape[1] != 1 or coef.shape[1] != 1 or ranks.shape[0] != end - start:
+        raise ValueError("the ranker has one output column and one rank per row")
+    if Q.shape[1] > X.shape[1]:
+        raise ValueError("support rows are narrower than the block: reserve the width first")
+    if K.shape[1] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
+        raise ValueError("the block's kernel buffer is too small: reserve the rows first")
+    if kp.shape[0] != 4 or qdiag.shape[0] != m:
+        raise ValueError("kp takes 4 parameters and qdiag one value per block row")
+    if kcode == K_GRAM and (G.shape[0] != m - start or G.shape[1] != m - start):
+        raise ValueError("G must be the Gram matrix of block rows start:")
+    if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
+        raise ValueError("remove-random needs one draw per row")
+    for j in range(end - start):
+        if not 0 <= ranks[j] <= nb:
+            raise ValueError("a rank index beyond the thresholds")
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded = bounded
+    with nogil:
+        for j in range(start, end):
+            k = ranks[j - start]
+            tol = 1e-9 * (1.0 + st.kmax * st.coef_l1)
+            if (k == 0 or F[j, 0] > b[k - 1] + tol) and (k == nb or F[j, 0] < b[k] - tol):
+                continue
+            f = 0.0
+            for s in range(n):
+                f = f + K[j, s] * coef[s, 0]
+            pr = 0
+            for i in range(nb):
+                if b[i] <= f:
+                    pr += 1
+            if pr == k:
+                continue
+            mistakes += 1
+            nc = <double>(k - pr)
+            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
+                        start, n, &nc, fabs(nc), &col[0], &fr[0])
+            if pr < k:
+                for i in range(pr, k):
+                    b[i] = b[i] - 1.0
             else:
-                n += 1
-            _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
-            s_sq[slot] = q_sq[j]
-            if q_sq[j] > sq_max:
-                sq_max = q_sq[j]
-            kdiag[slot] = 1.0
-            ids[slot] = next_id
-            next_id += 1
-            coef_l1 = coef_l1 + step
-            # Its kernel column against the rest of the block, as rbf_rows computes it.
-            if j + 1 < m:
-                sk_dots(&col[j + 1], &Q[j + 1, 0], wq, m - j - 1, &Q[j, 0], wq)
-                sk_rbf_from_dots(&col[j + 1], &col[j + 1], &q_sq[j + 1], q_sq[j], m - j - 1,
-                                 gamma)
-            for r in range(j + 1, m):
-                kv = col[r]
-                K[r, slot] = kv
-                for c in range(p):
-                    F[r, c] = F[r, c] + kv * nc[c]
-    return n, next_id, mistakes, coef_l1, sq_max
+                for i in range(k, pr):
+                    b[i] = b[i] + 1.0
+    return n, st.next_id, mistakes, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
 
 def rbf_row(
@@ -401,6 +708,10 @@ def perceptron_hint_pass(
     double gamma,
     int64_t[::1] codes,
     double hint_limit,
+    double margin=0.0,
+    int pcode=P_OLDEST,
+    const int64_t[::1] draws=None,
+    double[::1] pstate=None,
 ):
     """Learn the rows of a micro-batch (targets ``T``) with the kernel perceptron, finding
     the rows that need work from float32 decision hints; ``None`` (nothing changed) when
@@ -430,13 +741,29 @@ def perceptron_hint_pass(
 
     ``codes[j]`` as in :func:`perceptron_pass`. Returns ``(n, next_id, n_mistakes, largest
     new squared norm, rows decided afresh)``.
+
+    ``pcode`` (:data:`POLICY_CODES`) picks the policy on a full set: remove-oldest, or
+    remove-random with its slots from ``draws``, or the Forgetron; ``pstate`` carries
+    ``(draws used, Q, M)`` in and out (the Forgetron's state as its ``insert`` keeps it).
+
+    With ``margin > 0`` it is the perceptron with margin: a row also updates where
+    ``t f < margin`` (per column); a hint within ``E_r`` of ``margin`` is decided afresh too.
     """
     cdef Py_ssize_t m = Q.shape[0], p = T.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot
     cdef Py_ssize_t mistakes = 0, fresh = 0
     cdef double step, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
     cdef float g32 = <float>gamma
-    cdef bint certain, any_wrong
+    cdef bint certain, any_wrong, below
+    cdef Py_ssize_t used = 0, last
+    cdef int64_t fm = 0
+    cdef double fq = 0.0, phi, a, b, kx
+    if pcode != P_OLDEST:
+        if pstate is None or pstate.shape[0] != 3:
+            raise ValueError("remove-random and the Forgetron carry pstate = (used, Q, M)")
+        used, fq, fm = <Py_ssize_t>pstate[0], pstate[1], <int64_t>pstate[2]
+        if pcode == P_RANDOM and budget > 0 and (draws is None or draws.shape[0] < used + m):
+            raise ValueError("remove-random needs one draw per row")
     if wq == 0 or wq > wx or T.shape[0] != m or q_sq.shape[0] != m or coef.shape[1] != p:
         raise ValueError("no features, support rows narrower than the block, or shapes differ")
     if cap < (n + m if budget <= 0 else min(budget, n + m)):
@@ -467,20 +794,24 @@ def perceptron_hint_pass(
             tol = _hint_tol(gamma, wq, q_sq32[j], L, M)
             certain = True
             any_wrong = False
+            below = False
             for c in range(p):
                 h = H[c, j] * T[j, c]
-                if h > tol:
+                if h > margin + tol:
                     continue
                 if h < -tol and p == 1:
                     any_wrong = True  # binary: a certain mistake needs no exact value
                     continue
+                if tol < h < margin - tol and p == 1:
+                    below = True  # binary: a certain margin error, the sign right
+                    continue
                 certain = False
                 break
-            if certain and not any_wrong:
+            if certain and not any_wrong and not below:
                 codes[j] = -1
                 continue
-            if certain:  # binary, the hint's sign certainly wrong: it predicted -T
-                codes[j] = 1 if T[j, 0] < 0.0 else 0
+            if certain:  # binary: a certain mistake (it predicted -T) or margin error
+                codes[j] = (1 if T[j, 0] < 0.0 else 0) if any_wrong else -1
                 nc[0] = T[j, 0]
                 step = fabs(nc[0])
             else:  # decided afresh, exactly as learn_one computes it
@@ -493,12 +824,39 @@ def perceptron_hint_pass(
                 for s in range(n):
                     for c in range(p):
                         f[c] = f[c] + krow[s] * coef[s, c]
-                if not _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j]):
+                any_wrong = _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j])
+                if margin > 0.0:
+                    any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
+                if not any_wrong:
                     continue
             mistakes += 1
-            slot = _slot_for_new(&ids[0], n, budget)
-            if slot < n:  # the oldest vector leaves the later rows' hints
-                cmax = 0.0
+            phi = 1.0
+            if pcode == P_FORGETRON:
+                fm += 1
+            slot = n
+            if budget > 0 and n >= budget:
+                if pcode == P_RANDOM:
+                    slot = draws[used]
+                    used += 1
+                else:
+                    slot = _slot_for_new(&ids[0], n, budget)
+                if pcode == P_FORGETRON:  # f'(x_r) of the oldest, exactly, then phi
+                    sk_dots(&krow[0], &X[0, 0], wx, n, &X[slot, 0], wx)
+                    sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], s_sq[slot], n, gamma)
+                    sk_dots(&kx, &X[slot, 0], wx, 1, &Q[j, 0], wq)
+                    sk_rbf_from_dots(&kx, &kx, &s_sq[slot], q_sq[j], 1, gamma)
+                    a = 0.0
+                    b = 0.0
+                    for c in range(p):
+                        h = 0.0
+                        for s in range(n):
+                            h = h + krow[s] * coef[s, c]
+                        h = h + kx * nc[c]
+                        a = a + coef[slot, c] * coef[slot, c] - 2.0 * coef[slot, c] * h
+                        b = b + 2.0 * fabs(coef[slot, c])
+                    phi = _forgetron_phi(a, b, fq - 15.0 / 32.0 * fm) if b > 0.0 else 1.0
+                    fq = fq + a * phi * phi + b * phi
+                cmax = 0.0  # the vector in slot leaves the later rows' hints
                 for c in range(p):
                     f[c] = -coef[slot, c]
                     cmax = max(cmax, fabs(f[c]))
@@ -507,7 +865,26 @@ def perceptron_hint_pass(
                                    &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
                 L = L + cmax
                 M = M + cmax * s_sq32[slot] * 1.01
-            else:
+                if pcode != P_OLDEST:  # SupportSet.remove: the last vector moves into slot
+                    last = n - 1
+                    if slot != last:
+                        for k in range(wx):
+                            X[slot, k] = X[last, k]
+                        for c in range(p):
+                            coef[slot, c] = coef[last, c]
+                        kdiag[slot] = kdiag[last]
+                        s_sq[slot] = s_sq[last]
+                        ids[slot] = ids[last]
+                        for k in range(wq):
+                            S32[slot, k] = S32[last, k]
+                        s_sq32[slot] = s_sq32[last]
+                    for k in range(wx):
+                        X[last, k] = 0.0
+                    for c in range(p):
+                        coef[last, c] = 0.0
+                    n -= 1
+                    slot = n
+            if slot == n:
                 n += 1
             _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
             s_sq[slot] = q_sq[j]
@@ -524,6 +901,15 @@ def perceptron_hint_pass(
             if j + 1 < m:  # the new vector enters them
                 sk_hint_column(&H[0, 0], m, p, &nc[0], &Qt[0, 0], m, wq, j + 1, m,
                                &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
+            if phi != 1.0:  # the Forgetron's shrink: f and the hints scale alike (their
+                for s in range(n):  # error bound too, so L and M stay upper bounds)
+                    for c in range(p):
+                        coef[s, c] = coef[s, c] * phi
+                for c in range(p):
+                    for k in range(j + 1, m):
+                        H[c, k] = H[c, k] * phi
+    if pcode != P_OLDEST:
+        pstate[0], pstate[1], pstate[2] = used, fq, <double>fm
     return n, next_id, mistakes, sq_max, fresh
 
 

@@ -69,6 +69,20 @@ class RemoveRandom(BudgetPolicy):
             k_row = without_slot(k_row, slot)
         support.append(row, coef, k_row)
 
+    def peek_slots(self, count: int) -> np.ndarray:
+        """The slots the next ``count`` insertions into a full set would draw (each one
+        ``integers(budget)``, as :meth:`insert` draws them while ``n == budget``), without
+        consuming them: a compiled pass takes what it needs, then calls :meth:`skip_slots`."""
+        state = self._rng.bit_generator.state
+        slots = self._rng.integers(self.budget, size=count)
+        self._rng.bit_generator.state = state
+        return slots
+
+    def skip_slots(self, count: int) -> None:
+        """Consume ``count`` draws, as ``count`` insertions into a full set would."""
+        if count:
+            self._rng.integers(self.budget, size=count)
+
     def state(self) -> dict[str, Any]:
         # PCG64's 128-bit integers as decimal strings: msgpack carries at most 64-bit ints.
         st = self._rng.bit_generator.state

@@ -11,7 +11,7 @@ from ..budget import BudgetPolicy
 from ..budget.compiled import margin_run
 from ..errors import ConfigError
 from ..kernels import Kernel
-from .perceptron import _UNSET, KernelPerceptron, _Offset
+from .perceptron import KernelPerceptron, _Offset
 
 __all__ = ["MarginPerceptron"]
 
@@ -71,53 +71,31 @@ class MarginPerceptron(KernelPerceptron):
     def _unit_test_params(cls):
         yield {"budget": 100, "margin": 1.0}
 
-    def learn_many(self, X: Any, y: Any) -> None:
-        """Rows in order: the same model as ``learn_one`` (see :meth:`_learn_run`)."""
-        self._learn_block(X, y, None)
+    @property
+    def _margin(self) -> float:  # type: ignore[override]
+        """``learn_many``'s passes (the perceptron's, compiled or not) skip only rows whose
+        running value is above ``margin`` by more than its rounding, so margin errors are
+        decided afresh like mistakes; a skipped row is also predicted right."""
+        return self.margin
 
     def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
-        """Rows learned under one kernel, each decided on its fresh decision value (no
-        skipping of rows the block's running values say are right: a correctly classified
-        row can be a margin error). Runs of known labels take the budget's compiled pass
-        when it has one (:func:`streamk.budget.compiled.margin_run`: Projectron, RBF);
-        otherwise, and for a row that brings a new class, one tracked block row by row."""
-        i = 0
-        while i < len(labels):
-            known = set(self._labels.classes)
-            end = i
-            while end < len(labels) and labels[end] in known:
-                end += 1
-            sub = None if out is None else _Offset(out.items, out.start + i)
-            if end > i:
-                T = self._labels.target_matrix(labels[i:end])
-                codes = np.empty(end - i, dtype=np.int64)
-                done = margin_run(self._support, self._policy, rows[i:end], T, codes, self.margin)
-                if done is None:
-                    self._learn_rows_tracked(rows[i:end], labels[i:end], sub)
-                else:
-                    self.n_mistakes += done
-                    self._n_learned += end - i
-                    if sub is not None:
-                        sub.put(0, self._labels.decode(codes.tolist(), labels[i:end]))
-            if end < len(labels):  # a new class changes the columns: its row alone
-                new = None if out is None else _Offset(out.items, out.start + end)
-                self._learn_rows_tracked(rows[end : end + 1], labels[end : end + 1], new)
-                end += 1
-            i = end
-
-    def _learn_rows_tracked(self, rows: np.ndarray, labels: list[Any], out) -> None:
-        """Row by row on one tracked kernel block; ``out[j]`` gets ``predict_one``'s answer."""
-        with self._support.track(rows) as block:
-            for j, label in enumerate(labels):
-                k_row = block.K[j, : self._support.n].copy()
-                block.start = j + 1
-                if out is not None and out[j] is _UNSET:
-                    out[j] = self._labels.decide_one(k_row @ self._support.coef)
-                self._learn_block_row(rows[j], k_row, label)
-
-    def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
-        self._add_label(label)
-        self._update(row, k_row @ self._support.coef, k_row, label)
+        """Rows learned under one kernel. A run of known labels takes the budget's own
+        compiled pass when it has one (:func:`streamk.budget.compiled.margin_run`:
+        Projectron, RBF); otherwise the perceptron's passes, with the margin."""
+        try:
+            T = self._labels.target_matrix(labels)
+        except KeyError:  # a class not seen before: the perceptron's path adds it
+            T = None
+        if T is not None:
+            codes = np.empty(len(labels), dtype=np.int64)
+            done = margin_run(self._support, self._policy, rows, T, codes, self.margin)
+            if done is not None:
+                self.n_mistakes += done
+                self._n_learned += len(labels)
+                if out is not None:
+                    out.put(0, self._labels.decode(codes.tolist(), labels))
+                return
+        super()._learn_run(rows, labels, out)
 
     def _update(
         self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any, targets=None

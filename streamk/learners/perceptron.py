@@ -109,6 +109,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     def _unit_test_params(cls):
         yield {"budget": 100}
 
+    #: The functional margin below which a correct row still updates (0: the perceptron).
+    _margin = 0.0
+
     # -- learning -----------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
         self._add_label(y)
@@ -165,7 +168,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             T = None
         if T is not None:
             codes = np.empty(len(labels), dtype=np.int64)
-            done = fastpass.perceptron_run(self._support, self._policy, rows, T, codes)
+            done = fastpass.perceptron_run(
+                self._support, self._policy, rows, T, codes, self._margin
+            )
             if done is not None:
                 self.n_mistakes += done[0]
                 self._n_learned += len(labels)
@@ -198,11 +203,11 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         the fresh dot, exactly as ``learn_one`` would.
         """
         T = self._labels.target_matrix(labels[start:end])
-        budget = fastpass.perceptron_budget(self._support, self._policy, block)
-        if budget is not None:  # the same loop, compiled (streamk/_core.pyx)
+        how = fastpass.plan(self._support, self._policy, block)
+        if how is not None:  # the same loop, compiled (streamk/_core.pyx)
             codes = np.empty(block.K.shape[0], dtype=np.int64)
             self.n_mistakes += fastpass.perceptron_pass(
-                self._support, block, T, start, end, budget, codes
+                self._support, block, T, start, end, how, codes, self._margin
             )
             self._n_learned += end - start
             if out is not None:
@@ -210,8 +215,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             return
         pos = start
         while pos < end:
-            # Flagged: F t <= tol, i.e. a wrong sign (sgn(0) = +1) or too close to 0 to trust.
-            below = block.F[pos:end] * T[pos - start :] <= block.tolerance()
+            # Flagged: F t <= margin + tol, i.e. a wrong sign (sgn(0) = +1), a margin error,
+            # or too close to either to trust.
+            below = block.F[pos:end] * T[pos - start :] <= self._margin + block.tolerance()
             flagged = below[:, 0] if below.shape[1] == 1 else below.any(axis=1)
             r = int(flagged.argmax())
             if not flagged[r]:

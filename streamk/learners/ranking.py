@@ -12,6 +12,7 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
+from . import fastpass
 from .base import KernelLearner, as_list
 
 __all__ = ["OnlineRanker"]
@@ -236,7 +237,27 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             self._rank_index(label)
         if self.ranks is None:
             self._check_orderable(labels)
-        self._learn_rows(rows, labels, self._learn_block_row)
+        if self._objects or any(self._index.get(label, -1) < 0 for label in labels):
+            self._learn_rows(rows, labels, self._learn_block_row)  # new ranks: row by row
+            return
+        ranks = np.array([self._index[label] for label in labels], dtype=np.int64)
+        i = 0
+        while i < len(labels):  # one run per kernel: the whole block after the warm-up
+            end = self._fold_kernel_run(rows, i)
+            with self._support.track(rows[i:end]) as block:
+                how = fastpass.plan(self._support, self._policy, block)
+                if how is not None:  # the same rule, compiled (streamk/_core.pyx)
+                    self._b = np.ascontiguousarray(self._b, dtype=np.float64)
+                    self.n_mistakes += fastpass.ranker_pass(
+                        self._support, block, ranks[i:end], self._b, how
+                    )
+                    self._n_learned += end - i
+                else:
+                    for j in range(end - i):
+                        k_row = block.K[j, : self._support.n].copy()
+                        block.start = j + 1
+                        self._learn_block_row(rows[i + j], k_row, labels[i + j])
+            i = end
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, label)

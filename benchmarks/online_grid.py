@@ -1,0 +1,322 @@
+"""The learner × budget-policy grid of ``python -m benchmarks.online_throughput`` (issue #16).
+
+Every streamk learner with every budget policy at B = 200 and 1,000, on Bananas, Phishing
+and a d = 50 synthetic stream (the regressors and the ranker on regression streams: the
+same d = 50 generator's real target, and Friedman), next to river's linear model of the
+same task, all in one run. Learning alone is timed, data in memory (CPU time, median of
+the repeats, which go round-robin over the models so a burst of load lands on all alike):
+
+* ``learn_many`` on pandas blocks of 500 rows, and ``learn_one`` on dicts;
+* river's ``Perceptron`` / ``LogisticRegression`` (classification) or ``LinearRegression``
+  ``learn_one`` on the same dicts: the ratios are against ``Perceptron`` (classification)
+  and ``LinearRegression`` (regression, ranking, novelty on a regression stream).
+
+Accuracy (MAE for the SVR, rank accuracy for the ranker) is prequential, from one extra
+test-then-train pass; ``compiled`` is the share of ``learn_many``'s rows that took a
+compiled block pass (:data:`streamk.learners.fastpass.COUNTS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from river import datasets, linear_model
+from river.datasets import synth
+
+from benchmarks.common import machine_info
+from streamk import (
+    RBF,
+    Forgetron,
+    KernelAdatron,
+    KernelNovelty,
+    KernelPerceptron,
+    Laplacian,
+    Linear,
+    MarginPerceptron,
+    Merge,
+    OnlineRanker,
+    OnlineSVR,
+    Polynomial,
+    Projectron,
+    RemoveOldest,
+    RemoveRandom,
+    accel,
+)
+from streamk.learners import fastpass
+
+BLOCK = 500
+
+#: Kernel choices (``--kernel``): a factory each; "auto" widths are estimated as usual.
+KERNELS: dict[str, Callable[[], Any]] = {
+    "rbf": lambda: RBF(gamma="auto"),
+    "laplacian": lambda: Laplacian(gamma="auto"),
+    "poly": lambda: Polynomial(degree=2, scale=0.1),
+    "linear": lambda: Linear(),
+}
+
+#: Budget policies at a budget B; ``None`` marks the unbounded set (run once, B = "-").
+POLICIES: dict[str, Callable[[int], Any] | None] = {
+    "RemoveOldest": RemoveOldest,
+    "RemoveRandom": lambda b: RemoveRandom(b, seed=0),
+    "Forgetron": Forgetron,
+    "Projectron": Projectron,
+    "Merge": Merge,
+    "Unbounded": None,
+}
+
+#: learner name -> (task, factory(kernel, budget)); task "clf" runs on the classification
+#: streams, "reg" and "rank" on the regression ones, "novelty" on the classification ones.
+LEARNERS: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "perceptron": ("clf", lambda k, b: KernelPerceptron(kernel=k, budget=b)),
+    "margin": ("clf", lambda k, b: MarginPerceptron(kernel=k, budget=b)),
+    "adatron": ("clf", lambda k, b: KernelAdatron(kernel=k, budget=b)),
+    "novelty": ("novelty", lambda k, b: KernelNovelty(kernel=k, budget=b)),
+    "svr": ("reg", lambda k, b: OnlineSVR(kernel=k, budget=b)),
+    "ranker": ("rank", lambda k, b: OnlineRanker(kernel=k, ranks=(0, 1, 2, 3, 4), budget=b)),
+}
+
+
+#: Events per run where a learner or policy is slow, so the full grid (3 repeats, two
+#: budgets, both methods) fits in a run on a shared machine: the table's ``events`` column
+#: says how many each row used. Halved by ``--quick``.
+CAPS_LEARNER = {"adatron": 500, "svr": 1_500, "novelty": 1_500}
+CAPS_POLICY = {"Merge": 1_500, "Projectron": 1_500}
+
+
+def _synthetic(n: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """d = 50 standard normal features; a non-linear target of four of them plus noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 50))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.5 * X[:, 3] + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def streams(quick: bool) -> dict[str, tuple[str, list[tuple[dict, Any]]]]:
+    """name -> (task, events in memory)."""
+    n = 1_500 if quick else 3_000
+    X, y = _synthetic(n)
+    names = [f"x{j}" for j in range(X.shape[1])]
+    syn_x = [dict(zip(names, row)) for row in X.tolist()]
+    out: dict[str, tuple[str, list[tuple[dict, Any]]]] = {
+        "Bananas": ("clf", list(datasets.Bananas().take(n))),
+        "Phishing": ("clf", list(datasets.Phishing())),
+        "Synth50": ("clf", list(zip(syn_x, (y > 0).tolist()))),
+        "Synth50-reg": ("reg", list(zip(syn_x, y.tolist()))),
+        "Friedman": ("reg", list(synth.Friedman(seed=7).take(n))),
+    }
+    return out
+
+
+def _ranks(data: list[tuple[dict, float]]) -> list[tuple[dict, int]]:
+    """The regression target cut at its quintiles into ranks 0-4 (the ranker's task)."""
+    y = np.array([t for _, t in data])
+    cuts = np.quantile(y, [0.2, 0.4, 0.6, 0.8])
+    return [(x, int(np.searchsorted(cuts, t))) for x, t in data]
+
+
+def _cpu(run: Callable[[], None]) -> float:
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def _learn_one(model: Any, data: list, unsupervised: bool) -> Callable[[], None]:
+    def run() -> None:
+        if unsupervised:
+            for x, _ in data:
+                model.learn_one(x)
+        else:
+            for x, y in data:
+                model.learn_one(x, y)
+
+    return run
+
+
+def _learn_many(model: Any, blocks: list, unsupervised: bool) -> Callable[[], None]:
+    def run() -> None:
+        if unsupervised:
+            for Xb, _ in blocks:
+                model.learn_many(Xb)
+        else:
+            for Xb, yb in blocks:
+                model.learn_many(Xb, yb)
+
+    return run
+
+
+def _quality(task: str, model: Any, data: list, blocks: list) -> float | None:
+    """Prequential accuracy (MAE for regression), ``None`` for novelty."""
+    if task == "novelty":
+        return None
+    if task == "clf" and hasattr(model, "learn_predict_many"):
+        preds = [p for Xb, yb in blocks for p in model.learn_predict_many(Xb, yb)]
+        return float(np.mean([p == y for p, (_, y) in zip(preds, data)]))
+    err = []
+    for x, y in data:
+        p = model.predict_one(x)
+        err.append(abs((0.0 if p is None else p) - y) if task == "reg" else float(p == y))
+        model.learn_one(x, y)
+    return float(np.mean(err))
+
+
+def _rivals(task: str) -> dict[str, Callable[[], Any]]:
+    if task == "clf":
+        return {
+            "river Perceptron": linear_model.Perceptron,
+            "river LogisticRegression": linear_model.LogisticRegression,
+        }
+    return {"river LinearRegression": linear_model.LinearRegression}
+
+
+def _configs(budgets: list[int]) -> list[tuple[str, Any, Callable[[], Any]]]:
+    """(policy name, B, factory of a fresh policy or None) for every grid column."""
+    out = []
+    for name, make in POLICIES.items():
+        if make is None:
+            out.append((name, "-", lambda: None))
+        else:
+            out.extend((name, b, (lambda m=make, b=b: m(b))) for b in budgets)
+    return out
+
+
+def run(args: argparse.Namespace, results: Path) -> int:
+    """Run the grid, print one table, write ``results/online_grid[_quick].json``."""
+    repeats = 1 if args.quick else args.repeats
+    budgets = [200] if args.quick else [200, 1000]
+    only = {s for s in args.only.split(",") if s}
+    kernel = KERNELS[args.kernel]
+    import pandas as pd
+
+    load_before = os.getloadavg()
+    rows: list[dict[str, Any]] = []
+    suffix = ("" if args.kernel == "rbf" else f"_{args.kernel}") + ("_quick" if args.quick else "")
+    path = results / f"online_grid{suffix}.json"
+    results.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:  # after every learner, so an interrupted run keeps what it measured
+        out = {
+            "benchmark": "online_throughput grid",
+            "command": "python -m benchmarks.online_throughput"
+            + (" --quick" if args.quick else ""),
+            "kernel": args.kernel,
+            "repeats": repeats,
+            "block": BLOCK,
+            "caps": {"learner": CAPS_LEARNER, "policy": CAPS_POLICY, "quick_halves": args.quick},
+            "machine": machine_info(),
+            "compiled_core": accel.available(),
+            "load_average_1_5_15": {"before": load_before, "after": os.getloadavg()},
+            "rows": rows,
+        }
+        path.write_text(json.dumps(out, indent=2))
+
+    header = (
+        f"{'stream':<12} {'learner':<10} {'policy':<12} {'B':>5} {'events':>6} {'many ev/s':>10} "
+        f"{'one ev/s':>9} {'many/riv':>8} {'one/riv':>7} {'quality':>8} {'compiled':>8}"
+    )
+    print(f"kernel {args.kernel}; {repeats} repeat(s); blocks of {BLOCK}; CPU time, median\n")
+    print(header, flush=True)
+    for sname, (stask, data0) in streams(args.quick).items():
+        for lname, (ltask, lfactory) in LEARNERS.items():
+            if only and lname not in only:
+                continue
+            on_reg = stask == "reg"
+            if (ltask in ("reg", "rank")) != on_reg or (ltask == "novelty" and on_reg):
+                continue
+            data = _ranks(data0) if ltask == "rank" else data0
+            X = pd.DataFrame([x for x, _ in data])
+            y = pd.Series([t for _, t in data], dtype=object if ltask != "reg" else float)
+            unsup = ltask == "novelty"
+            rivals = _rivals("clf" if stask == "clf" else "reg")
+            configs = _configs(budgets)
+            sizes = {}
+            for pname, b, _ in configs:
+                caps = [c for c in (CAPS_LEARNER.get(lname), CAPS_POLICY.get(pname)) if c]
+                cap = min(caps, default=len(data)) // (2 if args.quick and caps else 1)
+                sizes[(pname, b)] = min(len(data), cap)
+            by_size = {
+                n: [
+                    (X.iloc[i : min(i + BLOCK, n)], y.iloc[i : min(i + BLOCK, n)])
+                    for i in range(0, n, BLOCK)
+                ]
+                for n in set(sizes.values())
+            }
+            times: dict[Any, list[float]] = {}
+            compiled: dict[Any, float] = {}
+            for rep in range(repeats):
+                for rname, rf in rivals.items():
+                    times.setdefault(rname, []).append(_cpu(_learn_one(rf(), data, False)))
+                for pname, b, pf in configs:
+                    n = sizes[(pname, b)]
+                    model = lfactory(kernel(), pf())
+                    fastpass.COUNTS.clear()
+                    times.setdefault((pname, b, "many"), []).append(
+                        _cpu(_learn_many(model, by_size[n], unsup))
+                    )
+                    if rep == 0:
+                        compiled[(pname, b)] = fastpass.COUNTS["compiled"] / n
+                    model = lfactory(kernel(), pf())
+                    times.setdefault((pname, b, "one"), []).append(
+                        _cpu(_learn_one(model, data[:n], unsup))
+                    )
+            rate = {
+                k: (len(data) if isinstance(k, str) else sizes[k[:2]]) / statistics.median(v)
+                for k, v in times.items()
+            }
+            ref = rate[next(iter(rivals))]
+            for rname in rivals:
+                rows.append(
+                    {
+                        "stream": sname,
+                        "learner": lname,
+                        "model": rname,
+                        "learn_one_ev_s": rate[rname],
+                        "events": len(data),
+                    }
+                )
+            for pname, b, pf in configs:
+                n = sizes[(pname, b)]
+                quality = _quality(ltask, lfactory(kernel(), pf()), data[:n], by_size[n])
+                many, one = rate[(pname, b, "many")], rate[(pname, b, "one")]
+                row = {
+                    "stream": sname,
+                    "learner": lname,
+                    "policy": pname,
+                    "budget": b,
+                    "kernel": args.kernel,
+                    "events": n,
+                    "learn_many_ev_s": many,
+                    "learn_many_ev_s_min_max": [
+                        n / max(times[(pname, b, "many")]),
+                        n / min(times[(pname, b, "many")]),
+                    ],
+                    "learn_one_ev_s": one,
+                    "river_reference": next(iter(rivals)),
+                    "river_learn_one_ev_s": ref,
+                    "many_vs_river": many / ref,
+                    "one_vs_river": one / ref,
+                    "quality": quality,
+                    "quality_kind": {"reg": "MAE", "novelty": None}.get(ltask, "accuracy"),
+                    "compiled_share": compiled[(pname, b)],
+                }
+                rows.append(row)
+                q = "-" if quality is None else f"{quality:.4f}"
+                print(
+                    f"{sname:<12} {lname:<10} {pname:<12} {b!s:>5} {n:>6} {many:>10,.0f} "
+                    f"{one:>9,.0f} {many / ref:>8.2f} {one / ref:>7.2f} {q:>8} "
+                    f"{compiled[(pname, b)]:>8.0%}",
+                    flush=True,
+                )
+            for rname in rivals:
+                print(f"{sname:<12} {'':<10} {rname:<25} {'':>12} {rate[rname]:>9,.0f}", flush=True)
+            save()
+    save()
+    print(f"\nload average before {load_before}, after {os.getloadavg()}\nwrote {path}")
+    return 0
