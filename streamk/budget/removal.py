@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..randomness import generator_from_state, generator_state
 from .base import BudgetPolicy, oldest_among, register_policy, without_slot
 
 __all__ = ["RemoveOldest", "RemoveRandom", "RemoveSmallest", "Forgetron", "forgetron_phi"]
@@ -84,24 +85,11 @@ class RemoveRandom(BudgetPolicy):
             self._rng.integers(self.budget, size=count)
 
     def state(self) -> dict[str, Any]:
-        # PCG64's 128-bit integers as decimal strings: msgpack carries at most 64-bit ints.
-        st = self._rng.bit_generator.state
-        return {
-            "state": str(st["state"]["state"]),
-            "inc": str(st["state"]["inc"]),
-            "has_uint32": int(st["has_uint32"]),
-            "uinteger": int(st["uinteger"]),
-        }
+        return generator_state(self._rng)
 
     def load_state(self, state: dict[str, Any]) -> None:
-        if not state:
-            return
-        self._rng.bit_generator.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": int(state["state"]), "inc": int(state["inc"])},
-            "has_uint32": int(state["has_uint32"]),
-            "uinteger": int(state["uinteger"]),
-        }
+        if state:  # a snapshot from before the policy had state keeps its fresh generator
+            self._rng = generator_from_state(state, "RemoveRandom state")
 
 
 def removal_cost(support) -> np.ndarray:
