@@ -200,6 +200,32 @@ def test_kernel_columns_reject_bad_rows() -> None:
         KernelColumns(np.ones((3, 2)), RBF())
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("where", ["support row", "warm gradient row", "diagonal"])
+def test_a_non_finite_gram_entry_the_solver_reads_raises(backend: str, where: str) -> None:
+    """The compiled core checks the Gram where it reads it (no pass over all n^2 entries): a
+    nan in a support vector's row (read by every gradient update), in a warm start's row (read
+    by the initial gradient) or on the diagonal raises the same SolverError as the NumPy path's
+    full check, cold and warm, never a silent result."""
+    from streamk.errors import SolverError
+
+    X, K, y = classification("wine")
+    ref = svc(K, y, C=1.0, tol=1e-3, backend="numpy")
+    sv = int(np.flatnonzero((ref.alpha > 0) & (ref.alpha < 1.0))[0])
+    other = int(np.flatnonzero(ref.alpha == 0)[0])
+    a0 = ref.alpha.copy()
+    bad = K.copy()
+    if where == "diagonal":
+        bad[other, other] = np.inf
+    else:
+        bad[sv, other] = bad[other, sv] = np.nan
+    for warm in (None, a0):
+        if where == "warm gradient row" and warm is None:
+            continue
+        with pytest.raises(SolverError, match="non-finite"):
+            svc(bad, y, C=1.0, tol=1e-3, alpha0=warm, backend=backend)
+
+
 # -- warm starts ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_warm_start_after_a_window_slides_beats_cold_and_the_projection(backend: str) -> None:

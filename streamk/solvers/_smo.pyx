@@ -172,6 +172,7 @@ cdef class _Solver:
     cdef Py_ssize_t l, active_size, n_rows, dim
     cdef int source
     cdef bint nu, unshrink, pre_valid, has_dummy
+    cdef bint bad  # a kernel value read was nan or inf
     cdef double mu  # added to Q_tt (the 2-norm soft margin's 1/C)
     cdef double pre_Gmax  # the next selection's first pass, done in the gradient update
     cdef Py_ssize_t pre_i
@@ -230,8 +231,7 @@ cdef class _Solver:
                 for j in range(start, length):
                     data[j] = yi * self.y[j] * self.buf[j - start]
             elif self.source == GRAM:
-                for j in range(start, length):
-                    data[j] = yi * self.y[j] * self.K[bi * self.n_rows + self.base[j]]
+                self._gram_column(data, bi, yi, start, length)
             else:
                 self._rbf_column(data, bi, yi, start, length)
             if self.mu != 0.0 and bi >= 0 and start <= i < length:  # not on dummies
@@ -244,7 +244,7 @@ cdef class _Solver:
         cdef Qfloat *row
         cdef Qfloat *out
         cdef Py_ssize_t start, j, r, n = self.n_rows, bi = self.base[i]
-        cdef double yi = self.y[i]
+        cdef double yi = self.y[i], v
         start = self.cache.get_data(bi, &row, n)
         if start < n:
             if self.source == CALL:
@@ -253,7 +253,10 @@ cdef class _Solver:
                     row[r] = self.buf[r - start]
             elif self.source == GRAM:
                 for r in range(start, n):
-                    row[r] = self.K[bi * n + r]
+                    v = self.K[bi * n + r]
+                    if v * 0.0 != 0.0:  # nan or inf: the Gram is not checked in advance
+                        self.bad = True
+                    row[r] = v
             else:
                 for r in range(start, n):
                     row[r] = self._kval(bi, r)
@@ -277,6 +280,21 @@ cdef class _Solver:
             s += self.X[a * self.dim + k] * self.X[b * self.dim + k]
         d = self.sq[a] + self.sq[b] - 2.0 * s
         return sk_exp(-self.gamma * (d if d > 0.0 else 0.0))
+
+    cdef void _gram_column(self, Qfloat *data, Py_ssize_t bi, double yi, Py_ssize_t start,
+                           Py_ssize_t length) noexcept nogil:
+        """``data[j] = y_i y_j K[b_i, b_j]``, flagging a non-finite entry (``bad``): the Gram is
+        checked only where it is read, never in a whole pass of its own."""
+        cdef Py_ssize_t j
+        cdef const double *row = self.K + bi * self.n_rows
+        cdef double v
+        cdef bint bad = False
+        for j in range(start, length):
+            v = row[self.base[j]]
+            bad |= v * 0.0 != 0.0
+            data[j] = yi * self.y[j] * v
+        if bad:
+            self.bad = True
 
     cdef void _rbf_column(self, Qfloat *data, Py_ssize_t bi, double yi, Py_ssize_t start,
                           Py_ssize_t length) noexcept nogil:
@@ -304,6 +322,8 @@ cdef class _Solver:
         for j in range(m):
             iv[j] = start + j if rows else self.base[start + j]
         vals = np.ascontiguousarray(self.callback(int(bi), idx), dtype=np.float64).reshape(-1)
+        if not np.isfinite(vals).all():
+            self.bad = True
         if vals.shape[0] != m:
             raise ValueError(f"kernel callback returned {vals.shape[0]} values, expected {m}")
         cdef const double[::1] vv = vals
@@ -577,7 +597,7 @@ cdef class _Solver:
         cdef double g, gm
         cdef Py_ssize_t gi
         counter = 1 if shrink_first else min(self.l, 1000) + 1
-        while it < max_iter:
+        while it < max_iter and not self.bad:
             counter -= 1
             if counter == 0:
                 counter = min(self.l, 1000)
@@ -726,7 +746,9 @@ def solve(
     bound variables will stay). ``mu`` is added to every ``Q_tt``; a negative ``base[t]`` makes
     ``t`` a dummy variable with a zero kernel row (how a problem without the equality is posed:
     two unbounded dummies of opposite sign absorb it). Returns ``(n_iter, status)`` with status 1 when
-    ``max_iter`` stopped the run.
+    ``max_iter`` stopped the run and 2 when a kernel value read was nan or inf (a ``"gram"``
+    source is checked only where the run reads it: entries it never reads cannot change the
+    solution, whose KKT conditions involve the support vectors' columns only).
     """
     cdef _Solver s = _Solver()
     cdef Py_ssize_t l = len(y), t
@@ -740,6 +762,7 @@ def solve(
     s.eps = tol
     s.nu = nu
     s.unshrink = False
+    s.bad = False
     s.pre_valid = False
     s.mu = mu
     s.has_dummy = bool(np.any(np.asarray(base) < 0))
@@ -797,13 +820,20 @@ def solve(
     for t in range(l):
         a_out[s.active_set[t]] = s.alpha[t]
         g_out[s.active_set[t]] = s.G[t]
+    if s.bad:
+        return int(n_iter), 2
     return int(n_iter), int(n_iter >= max_iter)
 
 
 def kbar_times(source, data, sq, double gamma, base, w1, w2):
     """``(Kbar @ w1, Kbar @ w2)`` over variables (``Kbar_st = k(row base_s, row base_t)``) for
     a ``"gram"`` or ``"rbf"`` source: one single-threaded pass over the rows of the non-zero
-    weights (a BLAS call this small spends longer waking its threads on a busy machine)."""
+    weights (a BLAS call this small spends longer waking its threads on a busy machine).
+
+    A row with one non-zero weight costs one multiply-add per entry (a warm start's variables
+    are at the bound, in ``w2``, or free, in ``w1``, rarely both), and with ``base`` the identity
+    a Gram row is read contiguously (vectorised). A nan or inf entry read shows in the output
+    (the weights are finite and non-zero), which the caller checks."""
     cdef const Py_ssize_t[::1] b = np.ascontiguousarray(base, dtype=np.intp)
     cdef const double[::1] v1 = np.ascontiguousarray(w1, dtype=np.float64)
     cdef const double[::1] v2 = np.ascontiguousarray(w2, dtype=np.float64)
@@ -817,14 +847,26 @@ def kbar_times(source, data, sq, double gamma, base, w1, w2):
     cdef const double *row
     cdef const double *xa
     cdef const double *xb
+    cdef double *p1
+    cdef double *p2
+    cdef double *kb = NULL
     cdef double a1, a2, kv, s, d, sa
-    cdef bint rbf = source == "rbf"
+    cdef bint rbf = source == "rbf", ident
     n = M.shape[0]
     if rbf:
         sqv = sq
         dim = M.shape[1]
     elif source != "gram":
         raise ValueError(f"kbar_times needs a 'gram' or 'rbf' source, got {source!r}")
+    ident = l == n and bool(np.array_equal(np.asarray(b), np.arange(l)))
+    if l == 0:
+        return out1, out2
+    p1 = &o1[0]
+    p2 = &o2[0]
+    if rbf or not ident:
+        kb = <double *> malloc(l * sizeof(double))
+        if kb == NULL:
+            raise MemoryError()
     with nogil:
         for t in range(l):
             a1 = v1[t]
@@ -832,12 +874,12 @@ def kbar_times(source, data, sq, double gamma, base, w1, w2):
             if a1 == 0.0 and a2 == 0.0:
                 continue
             bt = b[t]
-            if not rbf:
+            if ident and not rbf:
                 row = &M[bt, 0]
+            elif not rbf:
                 for k in range(l):
-                    kv = row[b[k]]
-                    o1[k] += a1 * kv
-                    o2[k] += a2 * kv
+                    kb[k] = M[bt, b[k]]
+                row = kb
             else:
                 xa = &M[bt, 0]
                 sa = sqv[bt]
@@ -850,7 +892,18 @@ def kbar_times(source, data, sq, double gamma, base, w1, w2):
                     d = sa + sqv[bk] - 2.0 * s
                     if d < 0.0:
                         d = 0.0
-                    kv = sk_exp(-gamma * d)
-                    o1[k] += a1 * kv
-                    o2[k] += a2 * kv
+                    kb[k] = sk_exp(-gamma * d)
+                row = kb
+            if a2 == 0.0:
+                for k in range(l):
+                    p1[k] += a1 * row[k]
+            elif a1 == 0.0:
+                for k in range(l):
+                    p2[k] += a2 * row[k]
+            else:
+                for k in range(l):
+                    kv = row[k]
+                    p1[k] += a1 * kv
+                    p2[k] += a2 * kv
+    free(kb)
     return out1, out2

@@ -46,7 +46,7 @@ def svc(
     alpha0 : warm start; clipped to the box and made feasible with few moves (``warm_point``).
     max_iter : default ``max(10_000_000, 100 n)`` as LIBSVM.  shrinking : LIBSVM's heuristic.
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     y = check_targets(y, n, labels=True)
     C = check_positive("C", C, allow_inf=True)
     a0 = check_alpha0(alpha0, n)
@@ -81,7 +81,7 @@ def nu_svc(
     unscaled ``a``, the form ``alpha0`` takes) and ``alpha_book = a / (nu l)`` (the book's
     ``sum alpha = 1`` normalisation, box ``1/(nu l)``).
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     y = check_targets(y, n, labels=True)
     nu = check_nu(nu)
     n_pos, n_neg = int((y > 0).sum()), int((y < 0).sum())
@@ -131,7 +131,7 @@ def one_class(
     (positive inside the support). The book's Remark 7.16: for a normalised kernel this is the
     hypersphere. ``objective`` is ``0.5 a'Ka``.
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     nu = check_nu(nu)
     a0 = check_alpha0(alpha0, n)
     ones = np.ones(n)
@@ -171,7 +171,7 @@ def hypersphere(
     ``info``: ``radius2``, ``center_norm2`` (``a'Ka``), ``W`` and, soft, ``slack_sum``
     ``= (W - r^2)/C``.
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     if C is None:
         c = np.inf
     else:
