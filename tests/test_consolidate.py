@@ -170,6 +170,23 @@ def test_projection_beats_truncation_when_compressing():
     assert acc["project"] > acc["largest"]
 
 
+def test_compress_project_is_the_feature_space_projection():
+    """Oracle: with a linear kernel the RKHS projection of ``w = X' coef`` onto the kept rows'
+    span is the least-squares ``X_k' beta ~ w`` (``numpy.linalg.lstsq``). Kept rows unsorted,
+    coefficients zero on some rows, two columns (one-vs-rest)."""
+    from streamk.consolidation import compress_project
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 12))
+    coef = rng.normal(size=(40, 2))
+    coef[::3] = 0.0
+    keep = np.array([17, 2, 30, 5, 11, 23, 8])
+    beta = compress_project(X @ X.T, coef, keep)
+    ref = np.linalg.lstsq(X[keep].T, X.T @ coef, rcond=None)[0]
+    np.testing.assert_allclose(X[keep].T @ beta, X[keep].T @ ref, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(beta, ref, rtol=1e-6, atol=1e-8)
+
+
 # -- background mode ------------------------------------------------------------------------------
 def test_background_equals_sync_with_the_buffered_events_replayed(monkeypatch):
     gate = threading.Event()

@@ -82,16 +82,26 @@ def _merge_rows(Xs: np.ndarray, Xw: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     return keep, src, allrows
 
 
+def _block(K: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``K[rows][:, rows]``: ``K`` itself when ``rows`` is every row (the usual binary case),
+    so the window's Gram is not copied (the copy cost as much as the solve at 1,000 rows)."""
+    if rows.size == K.shape[0]:
+        return K
+    return K[np.ix_(rows, rows)]
+
+
 def compress_project(K_all: np.ndarray, coef: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """Coefficients on rows ``keep`` whose function is the RKHS projection of ``K_all @ coef``.
 
     ``beta = (K_kk + lam I)^-1 K_k. coef`` (least RKHS-norm distance to the full function; a
     tiny ridge ``lam = 1e-10 tr(K_kk)/|k|`` guards a singular block).
     """
-    Kkk = K_all[np.ix_(keep, keep)]
+    Kk = K_all[keep]  # one gather of |k| rows; the |k| x |k| block is taken from it
+    Kkk = Kk[:, keep]
     lam = 1e-10 * max(float(np.trace(Kkk)) / max(len(keep), 1), 1e-300)
-    rhs = K_all[keep] @ coef
-    return scipy.linalg.solve(Kkk + lam * np.eye(len(keep)), rhs, assume_a="pos")
+    rhs = Kk @ coef
+    Kkk[np.diag_indices_from(Kkk)] += lam
+    return scipy.linalg.solve(Kkk, rhs, assume_a="pos", overwrite_a=True, check_finite=False)
 
 
 def _classifier_problem(learner, Xw, yw, src, keep_s, coef_s) -> tuple[np.ndarray, np.ndarray]:
@@ -175,7 +185,7 @@ def solve_learner(
         def solve_rows(use: np.ndarray, warm: np.ndarray) -> np.ndarray:
             ok = np.flatnonzero(use & ~np.isnan(y))
             r = svr_dual_no_bias(
-                K[np.ix_(ok, ok)], y[ok] - offset, learner.epsilon_, box, warm[ok, 0], tol=tol,
+                _block(K, ok), y[ok] - offset, learner.epsilon_, box, warm[ok, 0], tol=tol,
                 max_epochs=max_epochs,
             )  # fmt: skip
             out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
@@ -192,7 +202,7 @@ def solve_learner(
 
         def solve_rows(use: np.ndarray, warm: np.ndarray) -> np.ndarray:
             ok = np.flatnonzero(use & (levels >= 0))  # support rows carry no rank: window only
-            r = rank(K[np.ix_(ok, ok)], levels[ok], nu=nu, tol=tol)
+            r = rank(_block(K, ok), levels[ok], nu=nu, tol=tol)
             gamma = float(r.info["gamma"])
             scale = 1.0 / gamma if gamma > 0 else 1.0  # margin 1, the on-line rule's scale
             out.objective, out.n_iter, out.status = r.objective, r.n_iter, r.status
@@ -221,7 +231,7 @@ def solve_learner(
                 rows = np.flatnonzero(use & (T[:, c] != 0))
                 if rows.size == 0:
                     continue
-                Kc, yc, a0 = K[np.ix_(rows, rows)], T[rows, c], np.abs(warm[rows, c])
+                Kc, yc, a0 = _block(K, rows), T[rows, c], np.abs(warm[rows, c])
                 if solver == "svc" and norm == 1 and np.unique(yc).shape[0] == 2:
                     r = svc(Kc, yc, C=box, tol=tol, alpha0=a0)
                     bias.append(r.b)
@@ -245,7 +255,7 @@ def solve_learner(
         kept = nz[np.sort(np.argsort(-score, kind="stable")[:budget])]
         how = compress if compress != "auto" else ("resolve" if has_box else "project")
         if how == "project":
-            coef_k = compress_project(K[np.ix_(nz, nz)], coef[nz], np.searchsorted(nz, kept))
+            coef_k = compress_project(K, coef, kept)  # coef is zero off nz
         elif how == "resolve":
             use = np.zeros(n, bool)
             use[kept] = True
