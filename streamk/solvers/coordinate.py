@@ -46,6 +46,7 @@ def adatron_dual(
     max_epochs: int = 1000,
     seed: int = 0,
     backend: str = "auto",
+    cache_dtype: str = "float32",
 ) -> SolverResult:
     """Kernel adatron to convergence: ``max sum(a) - 0.5 a'Ha``, ``H_ij = y_i y_j K_ij``.
 
@@ -63,7 +64,8 @@ def adatron_dual(
     (features in another order) could stop it at another point within ``tol`` (predictions
     2e-4 apart at ``tol = 1e-3``, which river's shuffled-features check rejects); it therefore
     solves to ``min(tol, 1e-6)``, where such points agree to rounding. ``"numpy"``: the seeded
-    sweeps (the reference).
+    sweeps (the reference). ``cache_dtype``: the compiled core's column cache (``"float64"``
+    keeps kernel values to the last bit; see :func:`streamk.solvers.core.core_module`).
     """
     K = check_gram(K)
     n = K.shape[0]
@@ -81,7 +83,8 @@ def adatron_dual(
     if backend not in ("auto", "compiled", "numpy"):
         raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
     if backend == "compiled" or (backend == "auto" and _smo_core.compiled_available()):
-        return _adatron_compiled(K, y, ridge, cbox, alpha, min(tol, COMPILED_TOL), max_epochs)
+        return _adatron_compiled(K, y, ridge, cbox, alpha, min(tol, COMPILED_TOL), max_epochs,
+                                 cache_dtype)  # fmt: skip
     f = K @ (alpha * y)  # f_i = sum_j a_j y_j K_ij
     rng = np.random.default_rng(seed)
     status, epochs, steps = 1, 0, 0
@@ -122,17 +125,19 @@ def _adatron_compiled(
     alpha: np.ndarray,
     tol: float,
     max_epochs: int,
+    cache_dtype: str = "float32",
 ) -> SolverResult:
     """:func:`adatron_dual` on the compiled SMO core (two dummies absorb the equality)."""
-    core = _smo_core._core
-    if core is None:
-        raise SolverError("the compiled SMO core is not built (or STREAMK_NO_ACCEL is set)")
+    core = _smo_core.core_module(cache_dtype)
     n = K.shape[0]
     rows = np.arange(n)
     upper = (alpha >= cbox) & np.isfinite(cbox)
     c_real = np.full(n, cbox)
-    P1, P2 = core.kbar_times("gram", K, None, 0.0, rows, y * alpha,
+    # a variable at the box weighs in G_bar only (Q a = Q a_free + G_bar): one pass, one
+    # multiply-add per entry read
+    P1, P2 = core.kbar_times("gram", K, None, 0.0, rows, np.where(upper, 0.0, y * alpha),
                              np.where(upper, y * cbox, 0.0))  # fmt: skip
+    P1 = P1 + P2
     s = float(y @ alpha)
     a = np.r_[alpha, max(0.0, -s), max(0.0, s)]
     G = np.r_[y * P1 + ridge * alpha - 1.0, 0.0, 0.0]

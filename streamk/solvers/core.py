@@ -33,6 +33,8 @@ __all__ = [
     "check_source",
     "uses_compiled",
     "DEFAULT_CACHE",
+    "CACHE_DTYPES",
+    "core_module",
 ]
 
 #: Default byte budget of the compiled core's column cache (LIBSVM's ``cache_size`` in bytes).
@@ -41,17 +43,37 @@ SHRINK_FIRST = True
 _BLOCK = 2**22  # kernel entries per block when a gradient is built from rows (32 MB)
 
 
-def _load() -> ModuleType | None:
+def _load() -> tuple[ModuleType | None, ModuleType | None]:
+    """The compiled cores: single-precision column cache (LIBSVM's) and double."""
     if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
-        return None
+        return None, None
     try:
         from . import _smo
     except ImportError:  # not built: the NumPy solver only
-        return None
-    return _smo
+        return None, None
+    try:
+        from . import _smo64
+    except ImportError:  # pragma: no cover - built together; float32 then serves both
+        return _smo, None
+    return _smo, _smo64
 
 
-_core = _load()
+_core, _core64 = _load()
+CACHE_DTYPES = ("float32", "float64")
+
+
+def core_module(cache_dtype: str = "float32") -> ModuleType:
+    """The compiled core whose column cache holds ``cache_dtype`` values.
+
+    ``"float32"`` as LIBSVM (half the memory traffic); ``"float64"`` keeps kernel values to
+    the last bit, so a solve does not depend on the order of the features beyond rounding
+    (rounding to float can move a value that differs in its last double bit by 6e-8)."""
+    if cache_dtype not in CACHE_DTYPES:
+        raise SolverError(f"cache_dtype must be 'float32' or 'float64', got {cache_dtype!r}")
+    mod = _core64 if cache_dtype == "float64" and _core64 is not None else _core
+    if mod is None:
+        raise SolverError("the compiled SMO core is not built (or STREAMK_NO_ACCEL is set)")
+    return mod
 
 
 _NON_FINITE = "K has non-finite entries (nan or inf); check the kernel and inputs"
@@ -199,9 +221,9 @@ class CompiledSolver:
         shrinking: bool = True,
         nu: bool = False,
         cache_bytes: int | None = None,
+        cache_dtype: str = "float32",
     ) -> None:
-        if _core is None:
-            raise SolverError("the compiled SMO core is not built (or STREAMK_NO_ACCEL is set)")
+        self.core = core_module(cache_dtype)
         self.src = src
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.p = np.ascontiguousarray(p, dtype=np.float64)
@@ -231,7 +253,7 @@ class CompiledSolver:
         alpha = np.array(alpha, dtype=np.float64)
         G, G_bar = self.initial_gradient(alpha) if grads is None else (g.copy() for g in grads)
         source, data, sq, gamma = _source_args(self.src)
-        self.n_iter, self.status = _core.solve(
+        self.n_iter, self.status = self.core.solve(
             source, data, sq, gamma, self.base, self.y, self.p, self.C, alpha, G, G_bar,
             self.tol, self.max_iter, self.shrinking, self.nu, self.cache_bytes, self.QD,
             self.shrinking and SHRINK_FIRST and bool(alpha.any()),
@@ -279,14 +301,18 @@ def make_solver(
     shrinking: bool,
     nu: bool = False,
     backend: str = "auto",
+    cache_dtype: str = "float32",
 ) -> Any:
     """The SMO solver for ``backend``: ``"auto"`` (compiled when built), ``"compiled"``,
-    ``"numpy"`` (the reference; builds the full Gram from :class:`KernelColumns`)."""
+    ``"numpy"`` (the reference; builds the full Gram from :class:`KernelColumns`).
+    ``cache_dtype``: the compiled core's column cache, ``"float32"`` or ``"float64"``."""
+    if cache_dtype not in CACHE_DTYPES:
+        raise SolverError(f"cache_dtype must be 'float32' or 'float64', got {cache_dtype!r}")
     if backend not in ("auto", "compiled", "numpy"):
         raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
     if uses_compiled(backend):
         return CompiledSolver(src, y, p, C, base=base, tol=tol, max_iter=max_iter,
-                              shrinking=shrinking, nu=nu)  # fmt: skip
+                              shrinking=shrinking, nu=nu, cache_dtype=cache_dtype)  # fmt: skip
     K = src if isinstance(src, np.ndarray) else src.gram()
     cls = SolverNU if nu else Solver
     return cls(K, y, p, C, base=base, tol=tol, max_iter=max_iter, shrinking=shrinking)
