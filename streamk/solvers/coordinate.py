@@ -47,6 +47,7 @@ def adatron_dual(
     seed: int = 0,
     backend: str = "auto",
     cache_dtype: str = "float32",
+    max_tol: float | None = COMPILED_TOL,
 ) -> SolverResult:
     """Kernel adatron to convergence: ``max sum(a) - 0.5 a'Ha``, ``H_ij = y_i y_j K_ij``.
 
@@ -66,6 +67,9 @@ def adatron_dual(
     solves to ``min(tol, 1e-6)``, where such points agree to rounding. ``"numpy"``: the seeded
     sweeps (the reference). ``cache_dtype``: the compiled core's column cache (``"float64"``
     keeps kernel values to the last bit; see :func:`streamk.solvers.core.core_module`).
+    ``max_tol``: the compiled run's tolerance ceiling (``None``: ``tol`` as given), for callers
+    whose ``K`` does not depend on the feature order (the consolidation computes it on
+    canonically ordered columns and solves to its ``tol``, as LIBSVM does).
     """
     K = check_gram(K)
     n = K.shape[0]
@@ -83,8 +87,8 @@ def adatron_dual(
     if backend not in ("auto", "compiled", "numpy"):
         raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
     if backend == "compiled" or (backend == "auto" and _smo_core.compiled_available()):
-        return _adatron_compiled(K, y, ridge, cbox, alpha, min(tol, COMPILED_TOL), max_epochs,
-                                 cache_dtype)  # fmt: skip
+        cap = tol if max_tol is None else min(tol, max_tol)
+        return _adatron_compiled(K, y, ridge, cbox, alpha, cap, max_epochs, cache_dtype)
     f = K @ (alpha * y)  # f_i = sum_j a_j y_j K_ij
     rng = np.random.default_rng(seed)
     status, epochs, steps = 1, 0, 0
