@@ -229,24 +229,30 @@ def test_a_non_finite_gram_entry_the_solver_reads_raises(backend: str, where: st
     """The compiled core checks the Gram where it reads it (no pass over all n^2 entries): a
     nan in a support vector's row (read by every gradient update), in a warm start's row (read
     by the initial gradient) or on the diagonal raises the same SolverError as the NumPy path's
-    full check, cold and warm, never a silent result."""
+    full check, cold and warm, never a silent result; for svc and the bias-free adatron."""
     from streamk.errors import SolverError
+    from streamk.solvers import adatron_dual
 
     X, K, y = classification("wine")
-    ref = svc(K, y, C=1.0, tol=1e-3, backend="numpy")
-    sv = int(np.flatnonzero((ref.alpha > 0) & (ref.alpha < 1.0))[0])
-    other = int(np.flatnonzero(ref.alpha == 0)[0])
-    a0 = ref.alpha.copy()
-    bad = K.copy()
-    if where == "diagonal":
-        bad[other, other] = np.inf
-    else:
-        bad[sv, other] = bad[other, sv] = np.nan
-    for warm in (None, a0):
-        if where == "warm gradient row" and warm is None:
-            continue
-        with pytest.raises(SolverError, match="non-finite"):
-            svc(bad, y, C=1.0, tol=1e-3, alpha0=warm, backend=backend)
+    solvers = {
+        "svc": lambda M, a0: svc(M, y, C=1.0, tol=1e-3, alpha0=a0, backend=backend),
+        "adatron": lambda M, a0: adatron_dual(M, y, 1.0, 1, a0, tol=1e-3, backend=backend),
+    }
+    for name, solve in solvers.items():
+        ref = (svc(K, y, C=1.0, tol=1e-3, backend="numpy") if name == "svc"
+               else adatron_dual(K, y, 1.0, 1, tol=1e-3, backend="numpy"))  # fmt: skip
+        sv = int(np.flatnonzero((ref.alpha > 0) & (ref.alpha < 1.0))[0])
+        other = int(np.flatnonzero(ref.alpha == 0)[0])
+        bad = K.copy()
+        if where == "diagonal":
+            bad[other, other] = np.inf
+        else:
+            bad[sv, other] = bad[other, sv] = np.nan
+        for warm in (None, ref.alpha.copy()):
+            if where == "warm gradient row" and warm is None:
+                continue
+            with pytest.raises(SolverError, match="non-finite"):
+                solve(bad, warm)
 
 
 # -- warm starts ----------------------------------------------------------------------------------

@@ -57,28 +57,29 @@ def _merge_rows(Xs: np.ndarray, Xw: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     """Support rows that reappear in the window: ``(keep_support, dup_of_window)``.
 
     Returns ``keep`` (support rows not in the window, kept as training rows), ``src`` (for each
-    window row, the support slot it duplicates or -1) and the padded stacked rows.
+    window row, the support slot it duplicates or -1) and the padded stacked rows. Rows are
+    matched by their bytes in a dict (``-0.0`` made ``0.0`` first), not by sorting all rows.
     """
     ns, nw = Xs.shape[0], Xw.shape[0]
     width = max(Xs.shape[1], Xw.shape[1])
     allrows = np.vstack([_pad(Xs, width), _pad(Xw, width)])
-    if ns == 0 or nw == 0:
-        return np.ones(ns, bool), np.full(nw, -1, dtype=np.intp), allrows
-    _, inv = np.unique(allrows, axis=0, return_inverse=True)
-    inv = inv.ravel()
-    first = np.full(inv.max() + 1, -1, dtype=np.intp)
-    first[inv[:ns][::-1]] = np.arange(ns)[::-1]  # the first support slot of each distinct row
-    src = first[inv[ns:]]
-    # one window row per support slot inherits it (the newest); others are plain window rows
-    hit = np.flatnonzero(src >= 0)
-    if hit.size:
-        _, last = np.unique(src[hit][::-1], return_index=True)
-        owner = np.full(nw, -1, dtype=np.intp)
-        keep_hit = hit[::-1][last]
-        owner[keep_hit] = src[keep_hit]
-        src = owner
+    src = np.full(nw, -1, dtype=np.intp)
     keep = np.ones(ns, bool)
-    keep[src[src >= 0]] = False
+    if ns == 0 or nw == 0:
+        return keep, src, allrows
+    canon = allrows + 0.0  # -0.0 -> 0.0: equal rows, equal bytes
+    first: dict[bytes, int] = {}
+    for i in range(ns):  # the first support slot of each distinct row
+        first.setdefault(canon[i].tobytes(), i)
+    owner: dict[int, int] = {}
+    for j in range(nw):  # one window row per support slot inherits it (the newest)
+        slot = first.get(canon[ns + j].tobytes())
+        if slot is not None:
+            owner[slot] = j
+    if owner:
+        slots = np.fromiter(owner.keys(), dtype=np.intp, count=len(owner))
+        src[np.fromiter(owner.values(), dtype=np.intp, count=len(owner))] = slots
+        keep[slots] = False
     return keep, src, allrows
 
 

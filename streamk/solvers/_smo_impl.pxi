@@ -190,7 +190,7 @@ cdef class _Solver:
         """Column ``i`` of ``Q`` over variables ``[0, length)`` (LIBSVM's ``get_Q``)."""
         cdef Qfloat *data
         cdef Py_ssize_t start, j, bi
-        cdef double yi
+        cdef double yi, v
         if self.by_row:
             return self._get_Q_by_row(i, length)
         start = self.cache.get_data(i, &data, length)
@@ -199,7 +199,10 @@ cdef class _Solver:
             yi = self.y[i]
             if self.has_dummy:
                 for j in range(start, length):
-                    data[j] = yi * self.y[j] * self._kval(bi, self.base[j])
+                    v = self._kval(bi, self.base[j])
+                    if v * 0.0 != 0.0:  # nan or inf
+                        self.bad = True
+                    data[j] = yi * self.y[j] * v
             elif self.source == CALL:
                 self._call_column(bi, start, length)
                 for j in range(start, length):

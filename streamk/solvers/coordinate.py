@@ -71,7 +71,10 @@ def adatron_dual(
     whose ``K`` does not depend on the feature order (the consolidation computes it on
     canonically ordered columns and solves to its ``tol``, as LIBSVM does).
     """
-    K = check_gram(K)
+    if backend not in ("auto", "compiled", "numpy"):
+        raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
+    compiled = backend == "compiled" or (backend == "auto" and _smo_core.compiled_available())
+    K = check_gram(K, finite=not compiled)  # the compiled core checks what it reads
     n = K.shape[0]
     y = check_targets(y, n, labels=True)
     C = check_positive("C", C, allow_inf=True)
@@ -82,11 +85,11 @@ def adatron_dual(
     alpha = check_alpha0(alpha0, n)
     alpha = np.zeros(n) if alpha is None else np.clip(alpha, 0.0, cbox)
     hd = np.diag(K) + ridge
+    if not np.isfinite(hd).all():
+        raise SolverError(_smo_core._NON_FINITE)
     if np.any((hd <= 0) & np.isinf(cbox)):
         raise SolverError("K has a zero diagonal entry and C is infinite: the dual is unbounded")
-    if backend not in ("auto", "compiled", "numpy"):
-        raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
-    if backend == "compiled" or (backend == "auto" and _smo_core.compiled_available()):
+    if compiled:
         cap = tol if max_tol is None else min(tol, max_tol)
         return _adatron_compiled(K, y, ridge, cbox, alpha, cap, max_epochs, cache_dtype)
     f = K @ (alpha * y)  # f_i = sum_j a_j y_j K_ij
@@ -141,6 +144,8 @@ def _adatron_compiled(
     # multiply-add per entry read
     P1, P2 = core.kbar_times("gram", K, None, 0.0, rows, np.where(upper, 0.0, y * alpha),
                              np.where(upper, y * cbox, 0.0))  # fmt: skip
+    if not (np.isfinite(P1).all() and np.isfinite(P2).all()):
+        raise SolverError(_smo_core._NON_FINITE)
     P1 = P1 + P2
     s = float(y @ alpha)
     a = np.r_[alpha, max(0.0, -s), max(0.0, s)]
@@ -152,6 +157,8 @@ def _adatron_compiled(
         max(10_000_000, max_epochs * n), True, False, _smo_core.DEFAULT_CACHE,
         np.r_[np.diag(K) + ridge, 0.0, 0.0], bool(alpha.any()), ridge,
     )  # fmt: skip
+    if status == 2:  # a nan / inf kernel value read
+        raise SolverError(_smo_core._NON_FINITE)
     alpha = a[:n]
     g = -G[:n]  # 1 - y f - ridge alpha
     gap = float(_adatron_violation(alpha, g, cbox).max(initial=0.0))
