@@ -147,6 +147,11 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
     needed |= {"streamk/solvers/_smo.pyx", "streamk/solvers/_smo.c"}
     needed |= {"streamk/kernels/_strings.pyx", "streamk/kernels/_strings.c"}
     needed |= {"streamk/budget/_policies.pyx", "streamk/budget/_policies.c"}
+    needed |= {
+        "streamk/solvers/_smo_impl.pxi",
+        "streamk/solvers/_smo64.pyx",
+        "streamk/solvers/_smo64.c",
+    }
     assert needed <= members, needed - members
     # Cython hidden: the shipped C is all the build needs besides a compiler
     block = tmp_path / "block" / "Cython"

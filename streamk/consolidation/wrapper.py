@@ -220,13 +220,6 @@ class ConsolidatedClassifier(_Consolidated, base.MiniBatchClassifier):
 
         yield {"model": KernelPerceptron(budget=60), "every": 150, "window_size": 200}
 
-    def _unit_test_skips(self) -> set[str]:
-        # The batch solver caches kernel values in single precision, as LIBSVM does, so
-        # the adopted coefficients depend on the order of the features at about 1e-7, and
-        # a probability can move by more than river's 1e-6 after a shuffle (measured: in
-        # about a third of runs, with Python's hash order deciding the column order).
-        return {"check_shuffle_features_no_impact"}
-
     def predict_one(self, x: dict, **kwargs: Any) -> Any:
         return self.model.predict_one(x, **kwargs)
 

@@ -46,6 +46,8 @@ def adatron_dual(
     max_epochs: int = 1000,
     seed: int = 0,
     backend: str = "auto",
+    cache_dtype: str = "float32",
+    max_tol: float | None = COMPILED_TOL,
 ) -> SolverResult:
     """Kernel adatron to convergence: ``max sum(a) - 0.5 a'Ha``, ``H_ij = y_i y_j K_ij``.
 
@@ -63,9 +65,16 @@ def adatron_dual(
     (features in another order) could stop it at another point within ``tol`` (predictions
     2e-4 apart at ``tol = 1e-3``, which river's shuffled-features check rejects); it therefore
     solves to ``min(tol, 1e-6)``, where such points agree to rounding. ``"numpy"``: the seeded
-    sweeps (the reference).
+    sweeps (the reference). ``cache_dtype``: the compiled core's column cache (``"float64"``
+    keeps kernel values to the last bit; see :func:`streamk.solvers.core.core_module`).
+    ``max_tol``: the compiled run's tolerance ceiling (``None``: ``tol`` as given), for callers
+    whose ``K`` does not depend on the feature order (the consolidation computes it on
+    canonically ordered columns and solves to its ``tol``, as LIBSVM does).
     """
-    K = check_gram(K)
+    if backend not in ("auto", "compiled", "numpy"):
+        raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
+    compiled = backend == "compiled" or (backend == "auto" and _smo_core.compiled_available())
+    K = check_gram(K, finite=not compiled)  # the compiled core checks what it reads
     n = K.shape[0]
     y = check_targets(y, n, labels=True)
     C = check_positive("C", C, allow_inf=True)
@@ -76,12 +85,13 @@ def adatron_dual(
     alpha = check_alpha0(alpha0, n)
     alpha = np.zeros(n) if alpha is None else np.clip(alpha, 0.0, cbox)
     hd = np.diag(K) + ridge
+    if not np.isfinite(hd).all():
+        raise SolverError(_smo_core._NON_FINITE)
     if np.any((hd <= 0) & np.isinf(cbox)):
         raise SolverError("K has a zero diagonal entry and C is infinite: the dual is unbounded")
-    if backend not in ("auto", "compiled", "numpy"):
-        raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
-    if backend == "compiled" or (backend == "auto" and _smo_core.compiled_available()):
-        return _adatron_compiled(K, y, ridge, cbox, alpha, min(tol, COMPILED_TOL), max_epochs)
+    if compiled:
+        cap = tol if max_tol is None else min(tol, max_tol)
+        return _adatron_compiled(K, y, ridge, cbox, alpha, cap, max_epochs, cache_dtype)
     f = K @ (alpha * y)  # f_i = sum_j a_j y_j K_ij
     rng = np.random.default_rng(seed)
     status, epochs, steps = 1, 0, 0
@@ -122,17 +132,21 @@ def _adatron_compiled(
     alpha: np.ndarray,
     tol: float,
     max_epochs: int,
+    cache_dtype: str = "float32",
 ) -> SolverResult:
     """:func:`adatron_dual` on the compiled SMO core (two dummies absorb the equality)."""
-    core = _smo_core._core
-    if core is None:
-        raise SolverError("the compiled SMO core is not built (or STREAMK_NO_ACCEL is set)")
+    core = _smo_core.core_module(cache_dtype)
     n = K.shape[0]
     rows = np.arange(n)
     upper = (alpha >= cbox) & np.isfinite(cbox)
     c_real = np.full(n, cbox)
-    P1, P2 = core.kbar_times("gram", K, None, 0.0, rows, y * alpha,
+    # a variable at the box weighs in G_bar only (Q a = Q a_free + G_bar): one pass, one
+    # multiply-add per entry read
+    P1, P2 = core.kbar_times("gram", K, None, 0.0, rows, np.where(upper, 0.0, y * alpha),
                              np.where(upper, y * cbox, 0.0))  # fmt: skip
+    if not (np.isfinite(P1).all() and np.isfinite(P2).all()):
+        raise SolverError(_smo_core._NON_FINITE)
+    P1 = P1 + P2
     s = float(y @ alpha)
     a = np.r_[alpha, max(0.0, -s), max(0.0, s)]
     G = np.r_[y * P1 + ridge * alpha - 1.0, 0.0, 0.0]
@@ -143,6 +157,8 @@ def _adatron_compiled(
         max(10_000_000, max_epochs * n), True, False, _smo_core.DEFAULT_CACHE,
         np.r_[np.diag(K) + ridge, 0.0, 0.0], bool(alpha.any()), ridge,
     )  # fmt: skip
+    if status == 2:  # a nan / inf kernel value read
+        raise SolverError(_smo_core._NON_FINITE)
     alpha = a[:n]
     g = -G[:n]  # 1 - y f - ridge alpha
     gap = float(_adatron_violation(alpha, g, cbox).max(initial=0.0))

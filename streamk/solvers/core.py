@@ -31,7 +31,10 @@ __all__ = [
     "make_solver",
     "compiled_available",
     "check_source",
+    "uses_compiled",
     "DEFAULT_CACHE",
+    "CACHE_DTYPES",
+    "core_module",
 ]
 
 #: Default byte budget of the compiled core's column cache (LIBSVM's ``cache_size`` in bytes).
@@ -40,17 +43,45 @@ SHRINK_FIRST = True
 _BLOCK = 2**22  # kernel entries per block when a gradient is built from rows (32 MB)
 
 
-def _load() -> ModuleType | None:
+def _load() -> tuple[ModuleType | None, ModuleType | None]:
+    """The compiled cores: single-precision column cache (LIBSVM's) and double."""
     if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
-        return None
+        return None, None
     try:
         from . import _smo
     except ImportError:  # not built: the NumPy solver only
-        return None
-    return _smo
+        return None, None
+    try:
+        from . import _smo64
+    except ImportError:  # pragma: no cover - built together; float32 then serves both
+        return _smo, None
+    return _smo, _smo64
 
 
-_core = _load()
+_core, _core64 = _load()
+CACHE_DTYPES = ("float32", "float64")
+
+
+def core_module(cache_dtype: str = "float32") -> ModuleType:
+    """The compiled core whose column cache holds ``cache_dtype`` values.
+
+    ``"float32"`` as LIBSVM (half the memory traffic); ``"float64"`` keeps kernel values to
+    the last bit, so a solve does not depend on the order of the features beyond rounding
+    (rounding to float can move a value that differs in its last double bit by 6e-8)."""
+    if cache_dtype not in CACHE_DTYPES:
+        raise SolverError(f"cache_dtype must be 'float32' or 'float64', got {cache_dtype!r}")
+    mod = _core64 if cache_dtype == "float64" and _core64 is not None else _core
+    if mod is None:
+        raise SolverError("the compiled SMO core is not built (or STREAMK_NO_ACCEL is set)")
+    return mod
+
+
+_NON_FINITE = "K has non-finite entries (nan or inf); check the kernel and inputs"
+
+
+def uses_compiled(backend: str) -> bool:
+    """Whether :func:`make_solver` runs the compiled core for ``backend``."""
+    return backend == "compiled" or (backend == "auto" and _core is not None)
 
 
 def compiled_available() -> bool:
@@ -133,9 +164,10 @@ def kbar_product(src: np.ndarray | KernelColumns, base: np.ndarray, W: np.ndarra
     if _core is not None and W.shape[1] == 2:
         source, data, sq, gamma = _source_args(src)
         if source != "call":
-            return np.column_stack(
-                _core.kbar_times(source, data, sq, gamma, base, W[:, 0], W[:, 1])
-            )
+            P = np.column_stack(_core.kbar_times(source, data, sq, gamma, base, W[:, 0], W[:, 1]))
+            if not np.isfinite(P).all():  # an unchecked Gram's nan / inf shows here
+                raise SolverError(_NON_FINITE)
+            return P
     n = src.shape[0] if isinstance(src, np.ndarray) else src.n
     Wr = np.zeros((n, W.shape[1]))
     np.add.at(Wr, base, W)  # variables sharing a row (SVR's a+ and a-) add up
@@ -153,10 +185,17 @@ def gradients(
     C: np.ndarray,
     a: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``G = Q a + p`` and LIBSVM's ``G_bar = sum_{a_t = C_t} C_t Q_t``, in one pass over K."""
+    """``G = Q a + p`` and LIBSVM's ``G_bar = sum_{a_t = C_t} C_t Q_t``, in one pass over K.
+
+    ``Q a = Q a_free + G_bar``: a variable at its bound weighs in ``G_bar`` only and a free one
+    in the first column only, so each row read costs one multiply-add per entry, not two.
+    """
     upper = (a >= C) & np.isfinite(C)
-    P = kbar_product(src, base, np.column_stack((y * a, np.where(upper, y * C, 0.0))))
-    return y * P[:, 0] + p, y * P[:, 1]
+    P = kbar_product(
+        src, base, np.column_stack((np.where(upper, 0.0, y * a), np.where(upper, y * C, 0.0)))
+    )
+    G_bar = y * P[:, 1]
+    return y * P[:, 0] + G_bar + p, G_bar
 
 
 def _source_args(src: np.ndarray | KernelColumns) -> tuple[str, Any, Any, float]:
@@ -182,9 +221,9 @@ class CompiledSolver:
         shrinking: bool = True,
         nu: bool = False,
         cache_bytes: int | None = None,
+        cache_dtype: str = "float32",
     ) -> None:
-        if _core is None:
-            raise SolverError("the compiled SMO core is not built (or STREAMK_NO_ACCEL is set)")
+        self.core = core_module(cache_dtype)
         self.src = src
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.p = np.ascontiguousarray(p, dtype=np.float64)
@@ -193,6 +232,8 @@ class CompiledSolver:
         n = src.shape[0] if isinstance(src, np.ndarray) else src.n
         self.base = np.arange(self.l) if base is None else np.asarray(base, dtype=np.intp)
         diag = np.diag(src) if isinstance(src, np.ndarray) else src.diag()
+        if not np.isfinite(diag).all():
+            raise SolverError(_NON_FINITE)
         self.QD = np.ascontiguousarray(diag[self.base])
         self.n_rows = n
         self.tol = float(tol)
@@ -212,11 +253,13 @@ class CompiledSolver:
         alpha = np.array(alpha, dtype=np.float64)
         G, G_bar = self.initial_gradient(alpha) if grads is None else (g.copy() for g in grads)
         source, data, sq, gamma = _source_args(self.src)
-        self.n_iter, self.status = _core.solve(
+        self.n_iter, self.status = self.core.solve(
             source, data, sq, gamma, self.base, self.y, self.p, self.C, alpha, G, G_bar,
             self.tol, self.max_iter, self.shrinking, self.nu, self.cache_bytes, self.QD,
             self.shrinking and SHRINK_FIRST and bool(alpha.any()),
         )  # fmt: skip
+        if self.status == 2:
+            raise SolverError(_NON_FINITE)
         self.alpha = alpha
         self.H = self.y * G
         self.gap = kkt_gap(self.alpha, self.y, self.H, self.C, self.nu)
@@ -258,25 +301,36 @@ def make_solver(
     shrinking: bool,
     nu: bool = False,
     backend: str = "auto",
+    cache_dtype: str = "float32",
 ) -> Any:
     """The SMO solver for ``backend``: ``"auto"`` (compiled when built), ``"compiled"``,
-    ``"numpy"`` (the reference; builds the full Gram from :class:`KernelColumns`)."""
+    ``"numpy"`` (the reference; builds the full Gram from :class:`KernelColumns`).
+    ``cache_dtype``: the compiled core's column cache, ``"float32"`` or ``"float64"``."""
+    if cache_dtype not in CACHE_DTYPES:
+        raise SolverError(f"cache_dtype must be 'float32' or 'float64', got {cache_dtype!r}")
     if backend not in ("auto", "compiled", "numpy"):
         raise SolverError(f"backend must be 'auto', 'compiled' or 'numpy', got {backend!r}")
-    if backend == "compiled" or (backend == "auto" and _core is not None):
+    if uses_compiled(backend):
         return CompiledSolver(src, y, p, C, base=base, tol=tol, max_iter=max_iter,
-                              shrinking=shrinking, nu=nu)  # fmt: skip
+                              shrinking=shrinking, nu=nu, cache_dtype=cache_dtype)  # fmt: skip
     K = src if isinstance(src, np.ndarray) else src.gram()
     cls = SolverNU if nu else Solver
     return cls(K, y, p, C, base=base, tol=tol, max_iter=max_iter, shrinking=shrinking)
 
 
-def check_source(K: Any) -> tuple[np.ndarray | KernelColumns, int]:
+def check_source(K: Any, backend: str = "numpy") -> tuple[np.ndarray | KernelColumns, int]:
     """A solver's kernel argument as a source and its number of rows: a checked Gram matrix
-    (see :func:`~streamk.solvers._common.check_gram`) or a :class:`KernelColumns` as it is."""
+    (see :func:`~streamk.solvers._common.check_gram`) or a :class:`KernelColumns` as it is.
+
+    For the compiled core (``backend``) the Gram's finiteness is checked where the core reads
+    it (every column it fetches, every row of a warm start's gradient) instead of in a pass
+    over all ``n^2`` entries, which cost as long as a warm-started solve at n = 4,000; entries
+    it never reads cannot change the solution (its KKT conditions involve only the columns
+    of the support vectors, which it reads). A nan or inf read raises the same SolverError.
+    """
     if isinstance(K, KernelColumns):
         return K, K.n
-    G = check_gram(K)
+    G = check_gram(K, finite=not uses_compiled(backend))
     return G, G.shape[0]
 
 

@@ -31,6 +31,7 @@ def svc(
     max_iter: int | None = None,
     shrinking: bool = True,
     backend: str = "auto",
+    cache_dtype: str = "float32",
 ) -> SolverResult:
     """C-SVC with bias by SMO with second-order working-set selection (Fan, Chen & Lin 2005).
 
@@ -45,8 +46,10 @@ def svc(
     tol : stopping tolerance on the maximal violating pair (LIBSVM's ``eps``).
     alpha0 : warm start; clipped to the box and made feasible with few moves (``warm_point``).
     max_iter : default ``max(10_000_000, 100 n)`` as LIBSVM.  shrinking : LIBSVM's heuristic.
+    cache_dtype : the compiled core's column cache, ``"float32"`` (LIBSVM's) or ``"float64"``
+    (results independent of the feature order to rounding; twice the memory per column).
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     y = check_targets(y, n, labels=True)
     C = check_positive("C", C, allow_inf=True)
     a0 = check_alpha0(alpha0, n)
@@ -57,7 +60,7 @@ def svc(
         else warm_point(src, a0, y, -np.ones(n), Cv, 0.0, with_gradients=True)
     )
     solver = make_solver(src, y, -np.ones(n), Cv, tol=tol, max_iter=_max_iter(max_iter, n),
-                         shrinking=shrinking, backend=backend)  # fmt: skip
+                         shrinking=shrinking, backend=backend, cache_dtype=cache_dtype)  # fmt: skip
     run_solver("svc", solver, alpha, grads)
     rho = solver.calculate_rho()
     return SolverResult.from_solver(solver, solver.alpha, -rho, {"rho": rho})
@@ -81,7 +84,7 @@ def nu_svc(
     unscaled ``a``, the form ``alpha0`` takes) and ``alpha_book = a / (nu l)`` (the book's
     ``sum alpha = 1`` normalisation, box ``1/(nu l)``).
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     y = check_targets(y, n, labels=True)
     nu = check_nu(nu)
     n_pos, n_neg = int((y > 0).sum()), int((y < 0).sum())
@@ -131,7 +134,7 @@ def one_class(
     (positive inside the support). The book's Remark 7.16: for a normalised kernel this is the
     hypersphere. ``objective`` is ``0.5 a'Ka``.
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     nu = check_nu(nu)
     a0 = check_alpha0(alpha0, n)
     ones = np.ones(n)
@@ -171,7 +174,7 @@ def hypersphere(
     ``info``: ``radius2``, ``center_norm2`` (``a'Ka``), ``W`` and, soft, ``slack_sum``
     ``= (W - r^2)/C``.
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     if C is None:
         c = np.inf
     else:

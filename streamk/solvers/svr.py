@@ -46,7 +46,7 @@ def svr(
     above. ``alpha0`` is a warm start ``beta0`` (split into ``a+ = max(beta, 0)``,
     ``a- = max(-beta, 0)``, then made feasible by :func:`~streamk.solvers.core.warm_point`).
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     y = check_targets(y, n, labels=False)
     C = check_positive("C", C, allow_inf=True)
     eps = float(epsilon)
@@ -94,7 +94,7 @@ def nu_svr(
     width is recovered with the offset: ``info['epsilon'] = -r`` (LIBSVM), ``b = -rho``,
     ``f = K @ alpha + b`` with ``alpha = a+ - a-``.
     """
-    src, n = check_source(K)
+    src, n = check_source(K, backend)
     y = check_targets(y, n, labels=False)
     C = check_positive("C", C)
     nu = check_nu(nu)
