@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, SnapshotError
+from ..randomness import generator_from_state, generator_state
 from .limits import DEFAULT_WINDOW_LIMITS, WindowLimits
 
 __all__ = ["TrainingWindow"]
 
 _LABEL_TYPES = (bool, int, float, str)
-_U128 = 1 << 128
 
 
 class TrainingWindow:
@@ -87,7 +87,6 @@ class TrainingWindow:
         """
         width = int(self._X.shape[1])
         self._check_size(self.size, width, limits)
-        rng = self._rng.bit_generator.state
         return {
             "size": self.size,
             "kind": self.kind,
@@ -98,13 +97,7 @@ class TrainingWindow:
             "X": self._X[: self.n].copy(),
             "y": [_plain_label(v) for v in self._y[: self.n]],
             "t": self._t[: self.n].copy(),
-            "rng": {
-                "bit_generator": rng["bit_generator"],
-                "state": str(rng["state"]["state"]),
-                "inc": str(rng["state"]["inc"]),
-                "has_uint32": int(rng["has_uint32"]),
-                "uinteger": int(rng["uinteger"]),
-            },
+            "rng": generator_state(self._rng),
         }
 
     @classmethod
@@ -140,7 +133,7 @@ class TrainingWindow:
         if not all(isinstance(v, _LABEL_TYPES) for v in y):
             raise SnapshotError("window state: labels must be bool, int, float or str")
         window = cls(size, kind, seed)  # allocates size labels and indices: bounded above
-        window._rng = _rng_from_state(state.get("rng"))
+        window._rng = generator_from_state(state.get("rng"), "window state: rng")
         window._X = np.zeros((size, width))
         window._X[:n] = X
         window._y[:n] = y
@@ -166,26 +159,3 @@ class TrainingWindow:
 def _plain_label(v: Any) -> Any:
     """A label as a Python scalar (NumPy scalars from array-backed events included)."""
     return v.item() if isinstance(v, np.generic) else v
-
-
-def _rng_from_state(rng: Any) -> np.random.Generator:
-    """A PCG64 generator at the recorded state (the only bit generator ``default_rng`` makes)."""
-    if not isinstance(rng, dict) or rng.get("bit_generator") != "PCG64":
-        raise SnapshotError("window state: rng must be a PCG64 state map")
-    try:
-        st, inc = int(rng["state"]), int(rng["inc"])
-        has, uint = rng["has_uint32"], rng["uinteger"]
-    except (KeyError, TypeError, ValueError):
-        raise SnapshotError("window state: rng state/inc must be decimal strings") from None
-    if not (0 <= st < _U128 and 0 <= inc < _U128) or has not in (0, 1):
-        raise SnapshotError("window state: rng values out of range")
-    if isinstance(uint, bool) or not isinstance(uint, int) or not 0 <= uint < 1 << 32:
-        raise SnapshotError("window state: rng uinteger out of range")
-    gen = np.random.Generator(np.random.PCG64())
-    gen.bit_generator.state = {
-        "bit_generator": "PCG64",
-        "state": {"state": st, "inc": inc},
-        "has_uint32": has,
-        "uinteger": uint,
-    }
-    return gen
