@@ -1,4 +1,5 @@
-"""Scale-out with real processes on the local broker: 3 ``streamk run`` workers, 1 merger.
+"""Scale-out with real processes on the local broker: 3 ``streamk run`` workers, 1 merger,
+1 scorer.
 
 A 6-partition labelled topic; three workers in one group, each with its own model name and
 file store, one shared snapshot topic. One worker is killed by a real ``kill -9`` mid-stream
@@ -8,7 +9,9 @@ space changes mid-stream) and a d = 20 drifting hyperplane. Oracles: the events 
 (every event in exactly one worker's durable snapshot: the learned counts sum to N and the
 offsets reach each partition's end) and held-out labels: the merged model is at least as
 accurate as the best worker and within 1 point of one learner of the same configuration that
-learned the whole stream in order (in process: the learner an engine would build).
+learned the whole stream in order (in process: the learner an engine would build). Then a
+``streamk score`` process scores the held-out events from an unlabelled topic with the merged
+model: every event gets exactly the merged model's ``predict_one``.
 """
 
 from __future__ import annotations
@@ -167,3 +170,27 @@ def test_three_workers_one_killed_and_a_merger_learn_each_event_once_and_merge_n
     assert len(contributing) >= 2, f"the group did not spread the partitions: {learned}"
     assert merged_acc >= max(worker_acc.values())
     assert merged_acc >= one_acc - 0.01
+
+    # The scorer: unlabelled held-out events in, the merged model's predictions out.
+    requests, preds = f"{topic_name}-req", tmp_path / "predictions.jsonl"
+    create_topic(b, requests, partitions=2)
+    producer = KafkaProducer(bootstrap_servers=b, acks="all")
+    for i, (x, _) in enumerate(held_out):
+        producer.send(requests, encode_event(x, id=i), partition=i % 2)
+    producer.flush()
+    producer.close()
+    scored = subprocess.run(
+        cli("score", "--bootstrap-servers", b, "--score-topic", requests,
+            "--score-group", f"{topic_name}-s", "--snapshot-topic", snapshots,
+            "--snapshot-dir", str(tmp_path / "scorer"), "--predictions-file", str(preds),
+            "--max-poll-interval-ms", "3000", "--session-timeout-ms", "3000",
+            "--heartbeat-interval-ms", "500", "--poll-timeout", "0.2",
+            "--stop-when-idle", "6", "--json", "--quiet"),
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    got = [json.loads(line) for line in preds.read_text().splitlines()]
+    assert sorted(p["id"] for p in got) == list(range(len(held_out)))
+    assert {p["model_seq"] for p in got} == {merged.seq}
+    for p in got:
+        assert p["prediction"] == merged.model.predict_one(held_out[p["id"]][0])
