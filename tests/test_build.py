@@ -144,6 +144,7 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
     needed = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "PKG-INFO"}
     needed |= {"streamk/_core.pyx", "streamk/_core.c", "streamk/_fastexp.h", "streamk/accel.py"}
     needed |= {"streamk/solvers/_smo.pyx", "streamk/solvers/_smo.c"}
+    needed |= {"streamk/learners/_event.pyx", "streamk/learners/_event.c"}
     assert needed <= members, needed - members
     # Cython hidden: the shipped C is all the build needs besides a compiler
     block = tmp_path / "block" / "Cython"

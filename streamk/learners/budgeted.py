@@ -72,6 +72,9 @@ class MarginPerceptron(KernelPerceptron):
     def _unit_test_params(cls):
         yield {"budget": 100, "margin": 1.0}
 
+    def _event_margin(self) -> float | None:
+        return self.margin
+
     # The perceptron's fast version skips rows it classifies right; margin errors are
     # among them, so this learner takes the generic row-by-row one.
     learn_predict_many = KernelClassifier.learn_predict_many
