@@ -68,7 +68,8 @@ cdef class EventPass:
     cdef bint _use_margin
     # the binding: what the views below were taken from
     cdef bint bound
-    cdef object support, X_obj, coef_obj, labels, classes, features, names
+    cdef object support, X_obj, coef_obj, labels, classes, features, names, scale
+    cdef bint warming  # gamma="auto" is still being estimated: each learned row refines it
     cdef Py_ssize_t version, n_classes
     cdef double[:, ::1] X
     cdef double[:, ::1] coef
@@ -111,7 +112,8 @@ cdef class EventPass:
     cdef void _unbind(self):
         self.bound = False
         self.support = self.X_obj = self.coef_obj = None
-        self.labels = self.classes = self.features = self.names = None
+        self.labels = self.classes = self.features = self.names = self.scale = None
+        self.warming = False
         self.cols = self.pair = None
         self.X = None
         self.coef = None
@@ -170,8 +172,8 @@ cdef class EventPass:
 
         self._unbind()
         scale = model._scale
-        if scale is not None and scale.n < AUTO_WINDOW:
-            return False  # gamma="auto" still moving: each event refines it (NumPy path)
+        self.scale = scale
+        self.warming = scale is not None and scale.n < AUTO_WINDOW
         if getattr(model, "_objects", True) or type(support.kernel) is not RBF:
             return False
         if support._G is not None or support._trackers:
@@ -274,6 +276,43 @@ cdef class EventPass:
                     self.f[c] = self.f[c] + self.k[s] * self.coef[s, c]
         return True
 
+    cdef bint _fold(self, Py_ssize_t d) except -1:
+        """Fold ``self.row`` into the ``gamma="auto"`` estimate, as
+        ``ScaleEstimator.update(row[None, :])`` does (Welford, the same operations in the
+        same order); False, with nothing changed, when its vectors are not ``d`` wide."""
+        cdef double[::1] mean
+        cdef double[::1] m2
+        cdef double delta, a, c
+        cdef Py_ssize_t j, n_old
+        scale = self.scale
+        mean_obj, m2_obj = scale.mean, scale._m2
+        if mean_obj.shape[0] != d or m2_obj.shape[0] != d or d == 0:
+            return False
+        if not (mean_obj.flags.writeable and m2_obj.flags.writeable):
+            return False
+        mean = mean_obj
+        m2 = m2_obj
+        n_old = scale.n
+        a = 1.0 / <double>(n_old + 1)
+        c = <double>n_old / <double>(n_old + 1)
+        for j in range(d):
+            delta = self.row[j] - mean[j]
+            mean[j] = mean[j] + delta * a
+            m2[j] = (m2[j] + 0.0) + (delta * delta) * c
+        scale.n = n_old + 1
+        return True
+
+    cdef object _finish(self, model, Py_ssize_t d, y):
+        """The rest of ``learn_one`` on the NumPy path, for a row already folded into the
+        ``gamma="auto"`` estimate (the rare case the compiled update cannot take)."""
+        import numpy as np
+
+        row = np.array([self.row[j] for j in range(d)])
+        k_row, f = model._margins(row)
+        model._update(row, f, k_row, y)
+        self._unbind()
+        return True
+
     cdef object _decide(self):
         """The predicted label from ``self.f`` (``LabelCoder.decide_one``; sgn(0) = +1)."""
         cdef Py_ssize_t c, best_c = 0, p = self.coef.shape[1]
@@ -307,7 +346,7 @@ cdef class EventPass:
         apply."""
         cdef double row_sq, step
         cdef Py_ssize_t d, n, p, c, s, slot, wx
-        cdef bint wrong, any_wrong = False
+        cdef bint wrong, any_wrong = False, folded
         cdef int64_t oldest
         if type(x) is not dict or not self._current(model):
             return False
@@ -318,8 +357,22 @@ cdef class EventPass:
         if code is None:
             return False  # a new class, or no label
         d = self._row(<dict>x)
-        if d < 0 or not self._margins(d, &row_sq):
+        if d < 0:
             return False
+        if self.warming and self.scale.n < AUTO_WINDOW:
+            if not self._fold(d):
+                return False
+            # the row is in the estimate now: from here on the event is never handed back
+            if self.scale.n <= AUTO_WINDOW and (self.scale.n <= 10 or self.scale.n % 10 == 0):
+                support = model._support  # regamma_at: the kernel moves before this event
+                support.set_kernel(model._auto_kernel.resolve(self.scale))
+            if not self._current(model) or not self._margins(d, &row_sq):
+                return self._finish(model, d, y)
+            folded = True
+        elif not self._margins(d, &row_sq):
+            return False
+        else:
+            folded = False
         p = self.coef.shape[1]
         if self.pair is not None or self.n_classes < 2:
             self.t[0] = <double>code
@@ -347,10 +400,10 @@ cdef class EventPass:
                         slot = s
             elif n < self.X.shape[0]:
                 slot = n
-            else:
-                return False  # full buffers: the NumPy path grows them (nothing changed yet)
+            else:  # full buffers: the NumPy path grows them
+                return self._finish(model, d, y) if folded else False
             if d > wx:
-                return False
+                return self._finish(model, d, y) if folded else False
             for c in range(d):
                 self.X[slot, c] = self.row[c]
             for c in range(d, wx):
