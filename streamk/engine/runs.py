@@ -191,7 +191,7 @@ def split_runs(
     The pending run is yielded before a bad record is reported, so outputs and positions
     follow stream order.
     """
-    if type(batch) is RecordColumns:
+    if type(batch) is RecordColumns and not _objects(schema):  # a tree can be a list
         columns = decode_columns(batch.payloads, limits, schema)
         if columns is not None:  # every record the common event: one pass, no Records
             yield from _column_runs(batch, *columns)
