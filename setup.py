@@ -76,6 +76,14 @@ extensions = [
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
     ),
+    Extension(  # the per-event learn_one / predict_one (streamk/learners/eventpass.py)
+        "streamk.learners._event",
+        ["streamk/learners/_event.pyx"],
+        include_dirs=["streamk"],
+        depends=["streamk/_fastexp.h"],
+        extra_compile_args=["-O3", "-fno-trapping-math"],
+        optional=True,
+    ),
 ]
 
 #: What a failed build of one extension may raise: compiler missing or failing (the

@@ -19,7 +19,8 @@ import msgpack
 import numpy as np
 
 from ..errors import InvalidEvent
-from ..sources.base import Record
+from ..sources.base import Record, RecordColumns
+from .columns import decode_columns
 from .events import decode
 from .schema import _ID_TYPES, _PLAIN_LABELS, Block, Limits, Schema, _check_label
 
@@ -158,6 +159,26 @@ def _fast_event(payload: Any, limits: Limits, schema: Schema | None) -> Any:
         return None
 
 
+def _column_runs(
+    batch: RecordColumns, X: np.ndarray, ys: list[Any], ids: list[Any]
+) -> Iterator[Run]:
+    """The runs of a batch decoded by :func:`_fast_columns`: split where the partition or
+    labelled-ness changes, each run one block of rows."""
+    parts = batch.partitions
+    n = len(ys)
+    if parts.count(parts[0]) == n and ys.count(None) in (0, n):  # the usual batch: one run
+        yield Run(ys[0] is not None, batch, X=X, ys=ys, ids=ids)
+        return
+    start = 0
+    while start < n:
+        labelled, partition = ys[start] is not None, parts[start]
+        end = start + 1
+        while end < n and (ys[end] is not None) is labelled and parts[end] == partition:
+            end += 1
+        yield Run(labelled, batch[start:end], X=X[start:end], ys=ys[start:end], ids=ids[start:end])
+        start = end
+
+
 def split_runs(
     batch: list[Record],
     limits: Limits,
@@ -170,6 +191,11 @@ def split_runs(
     The pending run is yielded before a bad record is reported, so outputs and positions
     follow stream order.
     """
+    if type(batch) is RecordColumns and not _objects(schema):  # a tree can be a list
+        columns = decode_columns(batch.payloads, limits, schema)
+        if columns is not None:  # every record the common event: one pass, no Records
+            yield from _column_runs(batch, *columns)
+            return
     run: Run | None = None
     objects = _objects(schema)  # every x is text or a tree
     labelled = vector = False  # the kind of ``run`` ...

@@ -78,6 +78,10 @@ class MarginPerceptron(KernelPerceptron):
         decided afresh like mistakes; a skipped row is also predicted right."""
         return self.margin
 
+    def _event_margin(self) -> float | None:
+        """The margin the compiled per-event path tests against (see ``eventpass``)."""
+        return self.margin
+
     def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
         """Rows learned under one kernel. A run of known labels takes the budget's own
         compiled pass when it has one (:func:`streamk.budget.compiled.margin_run`:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInput
+from . import eventpass
 from .base import KernelLearner
 from .labels import LabelCoder
 
@@ -22,6 +23,8 @@ class KernelClassifier(KernelLearner):
     """Mixin: labels, margins, ``predict_*`` for binary and one-vs-rest kernel classifiers."""
 
     _labels: LabelCoder
+    #: The compiled per-event path (:mod:`streamk.learners.eventpass`), where a learner has one.
+    _event: Any = None
 
     @property
     def _multiclass(self) -> bool:
@@ -47,6 +50,11 @@ class KernelClassifier(KernelLearner):
         return self._margins(self._predict_row(x))[1].copy()
 
     def predict_one(self, x: dict) -> Any:
+        event = self._event  # one compiled call when it applies (see eventpass)
+        if event is not None:
+            label = event.predict(self, x)
+            if label is not eventpass.NOT_HANDLED:
+                return label
         if self._objects:  # a bad string or tree is refused even before the first label
             x = self._object(x)
         if not self._labels.classes:

@@ -10,7 +10,7 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import InvalidInput
 from ..kernels import Kernel
-from . import fastpass
+from . import eventpass, fastpass
 from .base import as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder
@@ -104,6 +104,11 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         super()._reset(n_outputs)
         self._labels = LabelCoder()
         self.n_mistakes = 0
+        self._event = eventpass.event_pass(self._event_margin())
+
+    def _event_margin(self) -> float | None:
+        """The update rule of the compiled per-event path: ``None`` for a mistake only."""
+        return None
 
     @classmethod
     def _unit_test_params(cls):
@@ -114,6 +119,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
 
     # -- learning -----------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
+        event = self._event  # one compiled call when it applies (see eventpass)
+        if event is not None and event.learn(self, x, y):
+            return
         self._add_label(y)
         row = self._learn_row(x)
         k_row, f = self._margins(row)  # what predict_one(x) just computed, if it did

@@ -8,11 +8,11 @@ exactly once. Kafka topics, recorded logs and in-memory iterables all look alike
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
-__all__ = ["Committed", "Record", "Source", "RebalanceHandler"]
+__all__ = ["Committed", "Record", "RecordColumns", "Source", "RebalanceHandler"]
 
 #: called with the partitions assigned or about to be revoked
 RebalanceHandler = Callable[[list[int]], None]
@@ -31,6 +31,88 @@ class Record:
     offset: int
     timestamp_ms: int | None = None
     value: Any = None
+
+
+class RecordColumns(Sequence[Record]):
+    """A polled batch held as columns; a :class:`Record` is made only when one is asked for.
+
+    A source that receives messages in bulk (confluent-kafka's ``consume``) returns this
+    instead of a list: the engine decodes ``payloads`` in one pass
+    (:func:`streamk.engine.runs.split_runs`) and builds a ``Record`` only for a dead
+    letter or a fallback, so the hot path makes no per-message Python object. Indexing,
+    slicing, iteration and ``==`` behave as on the equivalent ``list[Record]``.
+
+    Parameters
+    ----------
+    payloads, partitions, offsets
+        One entry per message, in the batch's order.
+    timestamp
+        ``timestamp(i)``: message ``i``'s timestamp in ms, or ``None`` (asked lazily).
+    """
+
+    __slots__ = ("payloads", "partitions", "offsets", "_timestamp", "_start")
+
+    def __init__(
+        self,
+        payloads: list[bytes],
+        partitions: list[int],
+        offsets: list[int],
+        timestamp: Callable[[int], int | None],
+        _start: int = 0,
+    ):
+        self.payloads, self.partitions, self.offsets = payloads, partitions, offsets
+        self._timestamp, self._start = timestamp, _start
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    @overload
+    def __getitem__(self, i: int) -> Record: ...
+    @overload
+    def __getitem__(self, i: slice) -> RecordColumns: ...
+    def __getitem__(self, i: int | slice) -> Record | RecordColumns:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self.payloads))
+            if step != 1:
+                return [self[j] for j in range(start, stop, step)]  # type: ignore[return-value]
+            return RecordColumns(
+                self.payloads[start:stop],
+                self.partitions[start:stop],
+                self.offsets[start:stop],
+                self._timestamp,
+                self._start + start,
+            )
+        if i < 0:
+            i += len(self.payloads)
+        if not 0 <= i < len(self.payloads):
+            raise IndexError("record index out of range")
+        payload = self.payloads[i]
+        return Record(
+            b"" if payload is None else payload,
+            self.partitions[i],
+            self.offsets[i],
+            self._timestamp(self._start + i),
+        )
+
+    def __iter__(self) -> Iterator[Record]:
+        for i in range(len(self.payloads)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __add__(self, other: Sequence[Record]) -> list[Record]:
+        return [*self, *other]
+
+    def __radd__(self, other: Sequence[Record]) -> list[Record]:
+        return [*other, *self]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
+
+    def __repr__(self) -> str:
+        return f"RecordColumns({len(self)} records)"
 
 
 @dataclass(frozen=True, slots=True)

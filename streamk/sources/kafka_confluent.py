@@ -43,18 +43,32 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from operator import attrgetter
+from operator import methodcaller
 from typing import Any
 
 from ..errors import BrokerError, ConfigError
-from .base import Committed, RebalanceHandler, Record, Source
+from .base import Committed, RebalanceHandler, Record, RecordColumns, Source
 from .health import ConnectionHealth
 from .kafka import CommitFailedError
 
 __all__ = ["ConfluentKafkaSource"]
 
 log = logging.getLogger(__name__)
-_PARTITION = attrgetter("partition")
+_PARTITION_OF = methodcaller("partition")
+
+
+class _Stamps:
+    """Message ``i``'s timestamp in ms (``None`` when the broker gave none), asked lazily."""
+
+    __slots__ = ("msgs", "none")
+
+    def __init__(self, msgs: list[Any], ck: Any):
+        self.msgs, self.none = msgs, ck.TIMESTAMP_NOT_AVAILABLE
+
+    def __call__(self, i: int) -> int | None:
+        ts_type, ts = self.msgs[i].timestamp()
+        return None if ts_type == self.none else ts
+
 
 SETTING_NAMES = {
     # kafka-python's security settings, as streamk run passes them (config.kafka_settings)
@@ -272,8 +286,9 @@ class ConfluentKafkaSource(Source):
         consumer.unassign()
 
     # -- Source ---------------------------------------------------------------------------
-    def poll(self, max_records: int, timeout: float) -> list[Record]:
-        """Up to ``max_records`` records, per-partition order kept, partitions in order."""
+    def poll(self, max_records: int, timeout: float) -> list[Record] | RecordColumns:
+        """Up to ``max_records`` records, per-partition order kept, partitions in order
+        (as columns: see :class:`~streamk.sources.base.RecordColumns`)."""
         if self.partitions is not None and not self._announced:
             self._announced = True
             tps = [self._ck.TopicPartition(self.topic, p) for p in self.partitions]
@@ -290,28 +305,30 @@ class ConfluentKafkaSource(Source):
                 raise BrokerError(f"consuming {self.topic!r} failed: {exc}") from exc
             time.sleep(min(self.health.failed(err), max(0.0, timeout)))
             return []
-        out: list[Record] = []
-        append, no_timestamp = out.append, self._ck.TIMESTAMP_NOT_AVAILABLE
-        for m in msgs:
-            if m.error() is not None:
-                self._raise_unless_eof(m.error())
-                continue
-            ts_type, ts = m.timestamp()
-            value = m.value()
-            append(
-                Record(
-                    b"" if value is None else value,
-                    m.partition(),
-                    m.offset(),
-                    None if ts_type == no_timestamp else ts,
-                )
-            )
-        if out:
-            out.sort(key=_PARTITION)  # stable: per-partition order is kept
-            self._next.update({r.partition: r.offset + 1 for r in out})  # the last one wins
+        if not msgs:
+            return []
+        # Columns, not one Record per message: the engine decodes the payloads in one pass
+        # and makes a Record only for a dead letter (see RecordColumns).
+        if any([m.error() is not None for m in msgs]):
+            for m in msgs:
+                if m.error() is not None:
+                    self._raise_unless_eof(m.error())
+            msgs = [m for m in msgs if m.error() is None]
+            if not msgs:
+                return []
+        partitions = [m.partition() for m in msgs]
+        first = partitions[0]
+        if partitions.count(first) != len(partitions):  # several partitions: group them
+            msgs.sort(key=_PARTITION_OF)  # stable: per-partition order is kept
+            partitions = [m.partition() for m in msgs]
+        offsets = [m.offset() for m in msgs]
+        payloads = [m.value() for m in msgs]
+        if None in payloads:  # a tombstone: an empty payload, dead-lettered as undecodable
+            payloads = [b"" if v is None else v for v in payloads]
+        self._next.update(zip(partitions, [o + 1 for o in offsets]))  # the last one wins
         # records may come from librdkafka's prefetch queue, so they prove nothing about
         # the link: only _check_link's metadata request ends an outage
-        return out
+        return RecordColumns(payloads, partitions, offsets, _Stamps(msgs, self._ck))
 
     def _check_link(self, timeout: float) -> None:
         """While down: one metadata request per backoff step (bounded by ``timeout``)."""

@@ -1,0 +1,145 @@
+"""Per-event cost of ``learn_one`` / ``predict_one``: the compiled path, the NumPy path, river.
+
+Each learner learns a stream held in memory as dicts, one event at a time, in two
+protocols: ``learn_one`` alone, and test-then-train (``predict_one`` then ``learn_one``).
+River's linear ``Perceptron`` runs the same events in the same repeat, so the ratio is
+paired; each row is the median (min-max) over repeats of CPU time. "NumPy path" is the
+same learner with its compiled per-event path switched off (``model._event = None``),
+i.e. what ``learn_one`` cost before ``streamk/learners/_event.pyx``.
+
+Run::
+
+    python -m benchmarks.event_path            # 3 repeats, 20,000 synthetic events
+    python -m benchmarks.event_path --quick    # 1 repeat, 5,000 synthetic events
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from river import datasets, linear_model
+from river.datasets import synth
+
+from benchmarks.common import machine_info
+from streamk import KernelPerceptron, MarginPerceptron, accel
+from streamk.learners import eventpass
+
+RESULTS = Path(__file__).parent / "results"
+BUDGET = 200
+
+
+def streams(quick: bool) -> dict[str, list[tuple[dict, Any]]]:
+    n = 5_000 if quick else 20_000
+    return {
+        "Bananas": list(datasets.Bananas()),
+        "Phishing": list(datasets.Phishing()),
+        f"Hyperplane(d=50, n={n})": list(synth.Hyperplane(seed=7, n_features=50).take(n)),
+    }
+
+
+def models() -> dict[str, Callable[[], Any]]:
+    def numpy_path(make: Callable[[], Any]) -> Callable[[], Any]:
+        def build() -> Any:
+            m = make()
+            m._event = None
+            return m
+
+        return build
+
+    kp = lambda: KernelPerceptron(budget=BUDGET)  # noqa: E731
+    mp = lambda: MarginPerceptron(budget=BUDGET)  # noqa: E731
+    return {
+        "river linear_model.Perceptron": linear_model.Perceptron,
+        f"KernelPerceptron(budget={BUDGET})": kp,
+        f"KernelPerceptron(budget={BUDGET}), NumPy path": numpy_path(kp),
+        f"MarginPerceptron(budget={BUDGET})": mp,
+        f"MarginPerceptron(budget={BUDGET}), NumPy path": numpy_path(mp),
+    }
+
+
+def rate(make: Callable[[], Any], events: list[tuple[dict, Any]], predict: bool) -> float:
+    """Events per CPU second of one pass over ``events``."""
+    model = make()
+    learn = model.learn_one
+    t0 = time.process_time()
+    if predict:
+        guess = model.predict_one
+        for x, y in events:
+            guess(x)
+            learn(x, y)
+    else:
+        for x, y in events:
+            learn(x, y)
+    return len(events) / max(time.process_time() - t0, 1e-9)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1 repeat, shorter synthetic stream")
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else 3
+    load_before = os.getloadavg()
+    print(f"{accel.describe()}; compiled per-event path: {eventpass.available()}")
+    print(f"load average before: {load_before[0]:.2f}")
+    rows = []
+    print(
+        f"{'stream':<24} {'protocol':<16} {'model':<42} {'ev/s':>10} {'range':>19} {'x river':>8}"
+    )
+    for sname, events in streams(args.quick).items():
+        for protocol, predict in (("learn_one", False), ("test-then-train", True)):
+            samples: dict[str, list[float]] = {m: [] for m in models()}
+            ratios: dict[str, list[float]] = {m: [] for m in models()}
+            for _ in range(repeats):  # every model once per repeat: paired ratios
+                got = {m: rate(make, events, predict) for m, make in models().items()}
+                base = got["river linear_model.Perceptron"]
+                for m, r in got.items():
+                    samples[m].append(r)
+                    ratios[m].append(r / base)
+            for m, s in samples.items():
+                row = {
+                    "stream": sname,
+                    "protocol": protocol,
+                    "model": m,
+                    "events_per_s_median": statistics.median(s),
+                    "events_per_s_min": min(s),
+                    "events_per_s_max": max(s),
+                    "ratio_vs_river_median": statistics.median(ratios[m]),
+                    "ratio_vs_river_min": min(ratios[m]),
+                    "ratio_vs_river_max": max(ratios[m]),
+                }
+                rows.append(row)
+                span = f"{min(s):,.0f}-{max(s):,.0f}"
+                print(
+                    f"{sname:<24} {protocol:<16} {m:<42} {row['events_per_s_median']:>10,.0f} "
+                    f"{span:>19} {row['ratio_vs_river_median']:>8.2f}",
+                    flush=True,
+                )
+    load_after = os.getloadavg()
+    print(f"load average after: {load_after[0]:.2f}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {
+        "benchmark": "event_path",
+        "repeats": repeats,
+        "budget": BUDGET,
+        "timing": "CPU time (time.process_time) of one pass, data in memory as dicts",
+        "machine": machine_info(),
+        "compiled_core": accel.available(),
+        "compiled_event_path": eventpass.available(),
+        "load_average_1_5_15": {"before": load_before, "after": load_after},
+        "rows": rows,
+    }
+    path = RESULTS / ("event_path_quick.json" if args.quick else "event_path.json")
+    path.write_text(json.dumps(out, indent=2))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The compiled per-event path of the kernel perceptrons, when it is built.
+
+:mod:`streamk.learners._event` (``_event.pyx``) does a whole ``learn_one`` or
+``predict_one`` — feature dict to row, kernel row, margins, mistake test, support-set
+write — in one call, where the NumPy path makes 17–20 calls. It applies once
+``gamma="auto"`` is frozen, for an RBF kernel under remove-oldest or no budget; for
+everything else it declines before changing anything and the learner runs its NumPy
+path, which is the reference the compiled one is tested against
+(``tests/test_eventpass.py``).
+
+The extension is optional like the core: without it (no C compiler at install time), or
+with ``STREAMK_NO_ACCEL=1``, :func:`event_pass` returns ``None`` and learners take the
+NumPy path only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+from typing import Any
+
+from .. import accel
+
+__all__ = ["event_pass", "available", "NOT_HANDLED"]
+
+
+def _load() -> ModuleType | None:
+    if accel.core is None:  # the switch, or no compiler: the NumPy path only
+        return None
+    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
+        return None
+    try:
+        return importlib.import_module(f"{__package__}._event")
+    except ImportError:
+        return None
+
+
+_event = _load()
+
+#: What ``EventPass.predict`` returns when it declined (a unique object, never a label).
+NOT_HANDLED: Any = None if _event is None else _event.NOT_HANDLED
+
+
+def available() -> bool:
+    """Whether the compiled per-event path is loaded."""
+    return _event is not None
+
+
+def event_pass(margin: float | None = None) -> Any:
+    """A learner's compiled per-event path (``None`` without the extension).
+
+    ``margin=None`` is the kernel perceptron's rule (update on a mistake), a number the
+    margin perceptron's (update also where ``y f < margin``).
+    """
+    if _event is None:
+        return None
+    return _event.EventPass(margin)

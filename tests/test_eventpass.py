@@ -1,0 +1,230 @@
+"""The compiled per-event path (streamk/learners/_event.pyx) against the NumPy path.
+
+The NumPy ``learn_one`` / ``predict_one`` is the oracle: a learner whose ``_event`` is
+``None`` runs it alone. Both must make the same predictions and end with the same
+support set on streams that exercise every branch the compiled path takes or declines
+(new features, absent features, ints, bools, ``None`` values, a new class, a full
+budget, a full buffer). A plain book perceptron (Alg. 7.52) checks both against a third
+implementation, and a subprocess checks that with ``STREAMK_NO_ACCEL=1`` the NumPy path
+runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import pickle
+import subprocess
+import sys
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamk import KernelPerceptron, MarginPerceptron
+from streamk.budget import Projectron
+from streamk.errors import InvalidInput
+from streamk.kernels import RBF
+from streamk.learners import base, eventpass
+
+pytestmark = pytest.mark.skipif(
+    not eventpass.available(), reason="the compiled per-event path is not built here"
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def stream(n: int, d: int, seed: int, classes=(False, True)):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    w = rng.normal(size=d)
+    score = np.sin(2 * X @ w) + 0.3 * rng.normal(size=n)
+    if len(classes) == 2:
+        y = [classes[1] if s > 0 else classes[0] for s in score]
+    else:
+        cuts = np.quantile(score, np.linspace(0, 1, len(classes) + 1)[1:-1])
+        y = [classes[int(np.searchsorted(cuts, s))] for s in score]
+    return [({f"x{j}": float(v) for j, v in enumerate(r)}, t) for r, t in zip(X, y)]
+
+
+def run_pair(make, events):
+    """Test-then-train with the compiled path and without it; both predictions and models."""
+    fast, slow = make(), make()
+    slow._event = None  # the NumPy path only
+    assert fast._event is not None
+    out = []
+    for m in (fast, slow):
+        preds = []
+        for x, y in events:
+            preds.append(m.predict_one(x))
+            m.learn_one(x, y)
+        out.append(preds)
+    x, y = events[-1]
+    assert fast._event.predict(fast, x) is not eventpass.NOT_HANDLED  # the compiled path ran
+    assert fast._event.learn(fast, x, y) and slow.learn_one(x, y) is None
+    return fast, slow, out[0], out[1]
+
+
+def assert_same_model(fast, slow):
+    a, b = fast.support_, slow.support_
+    assert a.n == b.n and a.next_id == b.next_id and a.width == b.width
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.sqnorm, b.sqnorm)
+    np.testing.assert_array_equal(a.kdiag, b.kdiag)
+    assert a._sq_max == b._sq_max
+    assert fast.n_mistakes == slow.n_mistakes and fast.n_learned == slow.n_learned
+    assert fast.classes_ == slow.classes_
+    probe = [x for x, _ in stream(50, a.width, 99)]
+    probe = [{f"x{j}": v for j, v in enumerate(x.values())} for x in probe]
+    for x in probe:
+        np.testing.assert_allclose(
+            fast.decision_function_one(x), slow.decision_function_one(x), rtol=0, atol=1e-12
+        )
+
+
+FACTORIES = {
+    "perceptron, remove-oldest": lambda: KernelPerceptron(budget=60),
+    "perceptron, unbounded, fixed gamma": lambda: KernelPerceptron(kernel=RBF(0.3)),
+    "margin perceptron, remove-oldest": lambda: MarginPerceptron(budget=60, margin=1.0),
+    "margin perceptron, unbounded": lambda: MarginPerceptron(kernel=RBF(0.3), margin=0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("classes", [(False, True), ("a", "b", "c", "d")])
+def test_compiled_and_numpy_paths_agree(name, classes):
+    events = stream(1500, 5, 1, classes)
+    fast, slow, p_fast, p_slow = run_pair(FACTORIES[name], events)
+    assert p_fast == p_slow
+    assert_same_model(fast, slow)
+    assert fast.n_mistakes > 50  # the stream exercised updates, budget and growth
+
+
+def test_events_the_compiled_path_declines_give_the_numpy_result():
+    """Every kind of event the compiled path hands back, mixed into one stream."""
+    events = stream(1200, 4, 2, (-1, 1))
+    odd = []
+    for i, (x, y) in enumerate(events):
+        x = dict(x)
+        if i % 97 == 5:
+            x = dict(reversed(list(x.items())))  # keys out of column order
+        elif i % 89 == 7:
+            del x["x1"]  # an absent feature
+        elif i % 83 == 9:
+            x["x0"] = 1  # an int
+        elif i % 79 == 11:
+            x["x2"] = None  # None reads as 0
+        elif i % 73 == 13:
+            x["x3"] = True  # a bool
+        elif i == 600:
+            x["late"] = 0.5  # a new feature, from then on in every event
+        if i > 600:
+            x["late"] = 0.25 * (i % 3)
+        if i == 800:
+            y = 0  # a third class: one-vs-rest from here
+        odd.append((x, y))
+    fast, slow, p_fast, p_slow = run_pair(lambda: KernelPerceptron(budget=40), odd)
+    assert p_fast == p_slow
+    assert_same_model(fast, slow)
+    assert fast.support_.n_outputs == 3
+
+
+def test_bad_events_raise_as_on_the_numpy_path_and_change_nothing():
+    model = KernelPerceptron(kernel=RBF(0.5), budget=30)
+    for x, y in stream(300, 3, 3):
+        model.learn_one(x, y)
+    before = pickle.dumps(model.state())
+    for bad in ({"x0": math.nan, "x1": 0.0, "x2": 0.0}, {"x0": "a", "x1": 0.0, "x2": 0.0}):
+        with pytest.raises(InvalidInput):
+            model.learn_one(bad, True)
+        with pytest.raises(InvalidInput):
+            model.predict_one(bad)
+    with pytest.raises(InvalidInput):
+        model.learn_one({"x0": 0.0, "x1": 0.0, "x2": 0.0}, None)
+    assert pickle.dumps(model.state()) == before
+
+
+def test_book_perceptron_oracle():
+    """Alg. 7.52 written plainly, remove-oldest budget, fixed gamma: same predictions."""
+    gamma, budget = 0.4, 25
+    events = stream(1000, 3, 4, (-1, 1))
+
+    def k(a, b):
+        return math.exp(-gamma * sum((a[f] - b[f]) ** 2 for f in a))
+
+    support: deque = deque()
+    plain = []
+    for x, y in events:
+        f = sum(yi * k(xi, x) for xi, yi in support)
+        plain.append(1 if f >= 0 else -1)
+        if plain[-1] != y:
+            if len(support) == budget:
+                support.popleft()
+            support.append((x, y))
+    model = KernelPerceptron(kernel=RBF(gamma), budget=budget)
+    assert model._event is not None
+    got = []
+    for x, y in events:
+        got.append(model.predict_one(x))
+        model.learn_one(x, y)
+    got = [1 if p is None else p for p in got]  # no label seen yet: the book says +1
+    assert got == plain
+
+
+def test_copies_snapshots_and_learn_many_keep_the_paths_in_step():
+    events = stream(900, 4, 5)
+    model = KernelPerceptron(budget=50)
+    for x, y in events[:300]:
+        model.learn_one(x, y)
+    twin = copy.deepcopy(model)
+    restored = type(model).from_state(pickle.loads(pickle.dumps(model.state())))
+    oracle = copy.deepcopy(model)
+    oracle._event = None
+    X = np.array([list(x.values()) for x, _ in events[300:600]])
+    for m in (model, twin, restored, oracle):  # a block, then single events again
+        m.learn_many(
+            __import__("pandas").DataFrame(X, columns=list(events[0][0])),
+            [y for _, y in events[300:600]],
+        )
+        for x, y in events[600:]:
+            m.learn_one(x, y)
+    for m in (model, twin, restored):
+        assert m._event is not None
+        assert_same_model(m, oracle)
+
+
+def test_projectron_and_warm_up_take_the_numpy_path():
+    model = MarginPerceptron(budget=Projectron(30))
+    for x, y in stream(400, 3, 6):
+        model.learn_one(x, y)
+    assert not model._event.learn(model, *stream(1, 3, 7)[0])  # declined, nothing changed
+    warm = KernelPerceptron()
+    x, y = stream(1, 3, 8)[0]
+    assert not warm._event.learn(warm, x, y)  # gamma="auto" still being estimated
+    assert base.AUTO_WINDOW == 200  # the compiled path's copy of it (_event.pyx)
+
+
+def test_without_the_core_the_numpy_path_runs():
+    code = """
+import numpy as np
+from streamk import KernelPerceptron, accel
+from streamk.learners import eventpass
+assert not accel.available() and not eventpass.available()
+m = KernelPerceptron(budget=30)
+assert m._event is None
+rng = np.random.default_rng(0)
+X = rng.normal(size=(500, 2))
+for r in X:
+    m.learn_one({"a": r[0], "b": r[1]}, bool(r[0] * r[1] > 0))
+print(m.n_support, m.predict_one({"a": 1.0, "b": 1.0}))
+"""
+    env = {**os.environ, "STREAMK_NO_ACCEL": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["30", "True"]
