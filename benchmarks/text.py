@@ -85,42 +85,9 @@ from streamk import (
 from streamk.budget import RemoveOldest
 from streamk.kernels import strings
 from streamk.learners.objects import ObjectSupportSet
+from streamk.sources.motifs import motif_stream
 
 RESULTS = Path(__file__).parent / "results"
-MOTIFS = ("gattacagcatc", "ccgtaatgcgta", "tgcatgcaagtc")
-
-
-def _mutate(motif: str, rng: random.Random) -> str:
-    bases = [rng.choice("acgt") if rng.random() < 0.12 else b for b in motif]
-    if rng.random() < 0.3:
-        at = rng.randrange(len(bases))
-        if rng.random() < 0.5:
-            del bases[at]
-        else:
-            bases.insert(at, rng.choice("acgt"))
-    return "".join(bases)
-
-
-def motif_stream(n: int, seed: int = 17) -> list[tuple[str, bool]]:
-    """The ``motif`` stream (module docstring): ``n`` (read, label) pairs, seeded."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        length = rng.randint(60, 100)
-        read = "".join(rng.choice("acgt") for _ in range(length))
-        y = rng.random() < 0.5
-        if y:
-            insert = _mutate(rng.choice(MOTIFS), rng)
-        elif rng.random() < 0.5:
-            m = rng.choice(MOTIFS)
-            insert = _mutate(m[6:] + m[:6], rng)  # decoy: the same k-mers, mostly
-        else:
-            insert = ""
-        at = rng.randrange(length - len(insert) + 1)
-        out.append((read[:at] + insert + read[at + len(insert) :], y))
-    return out
-
-
 NAMES_SOURCE = "gender_guesser/data/nam_dict.txt"
 FEMALE, MALE = {"F", "?F", "1F"}, {"M", "?M", "1M"}
 
