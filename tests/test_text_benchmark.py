@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.text import MOTIFS, motif_stream, names_stream
+from benchmarks.text import names_stream
+from streamk.sources.motifs import MOTIFS, motif_stream
 
 
 def test_names_stream_labels_agree_with_gender_guessers_detector():
