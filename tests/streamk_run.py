@@ -1,4 +1,4 @@
-"""The ``streamk run`` command line the process tests start, in one place.
+"""The ``streamk`` command lines the process tests start, in one place.
 
 Small groups join fast on tansu only with short group timings (design §8), so every
 test that runs real engine processes uses these.
@@ -6,6 +6,9 @@ test that runs real engine processes uses these.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 #: tansu completes a join after the rebalance timeout: keep it short in tests
@@ -44,3 +47,15 @@ def recreate_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     while not create_topic(bootstrap, topic, partitions=partitions):
         assert time.monotonic() < deadline, "the deleted topic never went away"
         time.sleep(0.2)
+
+
+def streamk(*args: str, cwd: Any = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The real ``streamk`` entry point in a subprocess (``env``: added to this one's)."""
+    return subprocess.run(
+        [sys.executable, "-m", "streamk.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env=None if env is None else {**os.environ, **env},
+    )

@@ -7,22 +7,12 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import pytest
+from streamk_run import streamk
 
 from streamk.engine.registry import LEARNERS
 from streamk.sources.replay import write_log
-
-
-def streamk(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("command", ["learn", "run", "replay"])

@@ -9,6 +9,7 @@ import sys
 import pytest
 from river import datasets, evaluate, metrics, preprocessing
 from river.datasets import synth
+from streamk_run import streamk
 
 from streamk import KernelPerceptron, OnlineSVR, RemoveOldest
 from streamk.cli import main
@@ -88,11 +89,6 @@ def test_console_script_help_lists_commands():
 
 
 # -- the task from the data set, scaling, the learner choices (issue 19) ----------------------
-def streamk(*args: str) -> subprocess.CompletedProcess:
-    """The real ``streamk`` entry point, in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args], capture_output=True, text=True, timeout=600
-    )
 
 
 def _running_mean_mae(stream) -> float:

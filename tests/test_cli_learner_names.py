@@ -11,30 +11,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from streamk_run import streamk
 
 from streamk.sources.replay import write_log
 
 GAMMA = 0.01  # wide enough that a far point stays far from the centre
 DELTA = 0.01  # KernelNovelty's default, the book's
-
-
-def streamk(*args: str, cwd=None, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env=None if env is None else {**os.environ, **env},
-    )
 
 
 WINDOW = 200  # --budget: RemoveOldest keeps the centre of the last WINDOW events

@@ -9,22 +9,11 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import pytest
+from streamk_run import streamk
 
 from streamk.sources.replay import write_log
-
-
-def streamk(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
 
 
 def _log(path, n=300, seed=3):

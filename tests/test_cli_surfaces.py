@@ -13,22 +13,13 @@ import subprocess
 import sys
 
 import pytest
+from streamk_run import streamk
 
 from streamk.sources.replay import write_log
 
 COUNT = re.compile(r"^\d{1,3}(,\d{3})*$")  # 3,000 and 429, never 3000
 RATE = re.compile(r"^\d{1,3}(,\d{3})*\.\d$")  # 10,146.7
 METRIC = re.compile(r"^\d\.\d{4}$")  # 0.9490
-
-
-def streamk(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
 
 
 def _log(path, n=3000, seed=3, labelled=True):

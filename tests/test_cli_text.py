@@ -9,25 +9,14 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from collections import Counter, deque
 
 import pytest
+from streamk_run import streamk
 
 from streamk.snapshot import SnapshotStore
 from streamk.sources.motifs import motif_stream
 from streamk.sources.replay import write_log
-
-
-def streamk(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=cwd,
-    )
 
 
 def grams(s: str, p: int) -> Counter:

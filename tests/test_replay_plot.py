@@ -12,26 +12,14 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
+from streamk_run import streamk
 
 from streamk.sources.replay import write_log
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 BATCH = 500  # max_records: a point after every batch
-
-
-def streamk(*args: str, cwd=None, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env=None if env is None else {**os.environ, **env},
-    )
 
 
 def _events(n: int = 3200, seed: int = 7) -> list[dict]:
