@@ -173,15 +173,18 @@ def test_remove_random_draws_the_same_slots_as_its_insert():
     assert a.state() == b.state()
 
 
-@pytest.mark.parametrize("policy", ["unbounded", "oldest", "random", "forgetron"])
+@pytest.mark.parametrize("learner", [KernelPerceptron, MarginPerceptron])
+@pytest.mark.parametrize("policy", ["unbounded", "oldest", "random", "forgetron", "projectron"])
 @pytest.mark.parametrize("kernel", ["rbf", "laplacian", "sum"])
-def test_compiled_learn_predict_many_is_prequential(kernel, policy):
-    """The perceptron's test-then-train on blocks says what ``predict_one`` said before each
-    row was learned, on every compiled combination (oracle: NumPy, one event at a time)."""
+def test_compiled_learn_predict_many_is_prequential(kernel, policy, learner):
+    """Test-then-train on blocks says what ``predict_one`` said before each row was learned,
+    on every compiled combination (oracle: NumPy, one event at a time). The margin
+    perceptron shares the perceptron's pass (a row it skips is above its margin, so right)
+    and takes the Projectron's own compiled run."""
     X, y = _stream(900, 3)
-    fast = KernelPerceptron(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+    fast = learner(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
     got = [p for a, b in ((0, 400), (400, 900)) for p in fast.learn_predict_many(X[a:b], y[a:b])]
-    slow = KernelPerceptron(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+    slow = learner(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
     core, accel.core = accel.core, None
     try:
         want = []
