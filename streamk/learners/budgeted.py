@@ -31,8 +31,9 @@ class MarginPerceptron(KernelPerceptron):
     (Orabona, Keshet & Caputo 2009, the Projectron++ idea of learning from margin errors
     without growing the set). Measured on river's Bananas (prequential, defaults,
     ``gamma="auto"``): ``MarginPerceptron(margin=1.0, budget=Projectron(200))`` reaches
-    0.883 with 41 support vectors (0.890 with ``margin=2``), where the plain perceptron with
-    ``RemoveOldest(200)`` gets 0.839 and unbounded 0.864 (``python -m benchmarks.budgets``).
+    0.888 with 45 support vectors one event at a time (0.882 with 41 in blocks of 500),
+    where the plain perceptron with ``RemoveOldest(200)`` gets 0.838 and unbounded 0.863
+    (``python -m benchmarks.budgets``, ``benchmarks/results/budgets.json``).
 
     Parameters
     ----------
