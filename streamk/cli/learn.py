@@ -144,12 +144,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
     classification, MAE and R^2 for regression. Features are standardised on-line first
     unless --scale none.
     """
-    from river import metrics
 
     from ..engine.registry import (
         LEARNER_TASKS,
         NOVELTY,
-        REGRESSION,
         build_learner,
         choose_learner,
         csv_task,
@@ -157,7 +155,6 @@ def cmd_learn(args: argparse.Namespace) -> int:
         iter_csv,
         load_dataset,
     )
-    from .evaluate import default_metric, prequential
 
     if args.text_column:
         return _learn_text(args)
@@ -173,20 +170,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
         task = NOVELTY
     learner = build_learner(name, args.kernel, args.budget, args.policy, args.ranks)
     model = build_model(learner, args.scale)
-    metric = default_metric(learner)
-    extra = [metrics.R2()] if task == REGRESSION else []
-    progress = Progress(type(metric).__name__, args.quiet or args.json)
-    result = prequential(
-        model,
-        stream,
-        metric,
-        batch_size=args.batch_size,
-        limit=args.limit,
-        every=args.every,
-        on_progress=progress,
-        extra=extra,
-    )
-    progress.close()
+    result = _score(model, stream, learner, task, args)
     if args.json:
         out = {
             "schema_version": SCHEMA_VERSION,
@@ -311,13 +295,10 @@ def _learn_text(args: argparse.Namespace) -> int:
     """
     import itertools
 
-    from river import metrics
-
-    from ..engine.registry import REGRESSION, build_learner, choose_learner
+    from ..engine.registry import build_learner, choose_learner
     from ..engine.schema import input_schema
     from ..errors import ConfigError, InvalidInput
     from ..learners.objects import validate_object
-    from .evaluate import default_metric, prequential
 
     if not os.path.exists(args.dataset):
         raise ConfigError(f"--text-column needs a CSV or JSONL file; {args.dataset!r} is not one")
@@ -346,20 +327,7 @@ def _learn_text(args: argparse.Namespace) -> int:
                 skipped["count"] += 1
                 skipped["first"] = skipped["first"] or str(exc)
 
-    metric = default_metric(learner)
-    extra = [metrics.R2()] if task == REGRESSION else []
-    progress = Progress(type(metric).__name__, args.quiet or args.json)
-    result = prequential(
-        learner,
-        rows(),
-        metric,
-        batch_size=args.batch_size,
-        limit=args.limit,
-        every=args.every,
-        on_progress=progress,
-        extra=extra,
-    )
-    progress.close()
+    result = _score(learner, rows(), learner, task, args)
     out = {
         "schema_version": SCHEMA_VERSION,
         "command": "learn",
@@ -397,3 +365,28 @@ def _learn_text(args: argparse.Namespace) -> int:
     for key, value in rows_out:
         print(f"{key:<{width}}  {value}")
     return 0
+
+
+def _score(model: Any, stream: Any, learner: Any, task: str, args: argparse.Namespace) -> Any:
+    """Run ``model`` test-then-train over ``stream`` with ``learner``'s default metric (and
+    R² for regression), showing progress unless ``--quiet``/``--json``."""
+    from river import metrics
+
+    from ..engine.registry import REGRESSION
+    from .evaluate import default_metric, prequential
+
+    metric = default_metric(learner)
+    extra = [metrics.R2()] if task == REGRESSION else []
+    progress = Progress(type(metric).__name__, args.quiet or args.json)
+    result = prequential(
+        model,
+        stream,
+        metric,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        every=args.every,
+        on_progress=progress,
+        extra=extra,
+    )
+    progress.close()
+    return result
