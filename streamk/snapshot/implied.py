@@ -113,6 +113,18 @@ def _length(value: Any) -> int | None:
     return None
 
 
+def _check_counts(n: int, outputs: int, kind: str, limits: Limits, path: str) -> None:
+    """Support size and coefficient columns against ``limits`` (``kind``: vectors/objects)."""
+    if n > limits.max_support:
+        raise SnapshotOverLimit(
+            f"{path}: {n:,} support {kind} exceed max_support={limits.max_support:,}"
+        )
+    if outputs > limits.max_outputs:
+        raise SnapshotOverLimit(
+            f"{path}: {outputs:,} coefficient columns exceed max_outputs={limits.max_outputs:,}"
+        )
+
+
 def _support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
     if s.get("objects") is True:
         return _object_support_bytes(s, limits, path)
@@ -128,20 +140,13 @@ def _support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
             f"{path}: support set shapes disagree: X {X.shape}, coef {coef.shape}, "
             f"{_length(ids)} ids"
         )
-    if n > limits.max_support:
-        raise SnapshotOverLimit(
-            f"{path}: {n:,} support vectors exceed max_support={limits.max_support:,}"
-        )
+    _check_counts(n, outputs, "vectors", limits, path)
     if width > limits.max_features:
         raise SnapshotOverLimit(
             f"{path}: rows of {width:,} features exceed max_features={limits.max_features:,}"
         )
     if n and outputs < 1:
         raise CorruptSnapshot(f"{path}: {n:,} support vectors with no coefficient column")
-    if outputs > limits.max_outputs:
-        raise SnapshotOverLimit(
-            f"{path}: {outputs:,} coefficient columns exceed max_outputs={limits.max_outputs:,}"
-        )
     cap = max(n, 1)
     total = cap * (width + outputs + 4) * _F8  # rows, coef, kdiag, sqnorm, ids, temporaries
     if bool(s["keep_gram"]):
@@ -167,14 +172,7 @@ def _object_support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
             f"{path}: support set shapes disagree: {n} objects, coef {coef.shape}, "
             f"{_length(ids)} ids"
         )
-    if n > limits.max_support:
-        raise SnapshotOverLimit(
-            f"{path}: {n:,} support objects exceed max_support={limits.max_support:,}"
-        )
-    if outputs > limits.max_outputs:
-        raise SnapshotOverLimit(
-            f"{path}: {outputs:,} coefficient columns exceed max_outputs={limits.max_outputs:,}"
-        )
+    _check_counts(n, outputs, "objects", limits, path)
     fan = _leaves_per_unit(s["kernel"])
     units = [len(x) if isinstance(x, str) else _tree_nodes(x) for x in X]
     widest = max(units, default=0) * fan
