@@ -210,6 +210,18 @@ def test_remove_random_draws_as_its_generator_does():
         assert_same_model(fast, slow)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 40, 1000, 2**31 + 1, 3 * 2**30, 2**32 - 2])
+def test_the_compiled_draw_is_numpys_integers(n):
+    """Remove-random's compiled draw against ``Generator.integers(n)``: the same values and
+    the same generator state after, rejections included (large ``n`` rejects often)."""
+    mine, numpys = (np.random.Generator(np.random.PCG64(n)) for _ in "ab")
+    numpys.integers(2)  # an odd number of 32-bit draws: the bit generator buffers one
+    mine.integers(2)
+    got = eventpass._event.draw_slots(mine, n, 300)
+    assert got == [int(numpys.integers(n)) for _ in range(300)]
+    assert mine.bit_generator.state == numpys.bit_generator.state
+
+
 def test_snapshots_and_copies_carry_the_policy_state_into_the_compiled_path():
     """A restored or copied learner has a new generator (and Forgetron state): the compiled
     path must take it, not the one it was bound to."""
@@ -228,6 +240,26 @@ def test_snapshots_and_copies_carry_the_policy_state_into_the_compiled_path():
         for m, reference in ((model, oracle), (twin, oracle), (restored, restored_oracle)):
             assert m._event is not None
             assert_same_model(m, reference, exact=False)
+
+
+def test_a_policy_state_loaded_in_place_is_the_one_drawn_from():
+    """``load_state`` gives remove-random a new generator and the Forgetron new ``Q``/``M``
+    on the same policy object: the compiled path must use them, not the bound ones."""
+    events = stream(700, 3, 17)
+    for make in (lambda: RemoveRandom(25, seed=4), lambda: Forgetron(25)):
+        other = KernelPerceptron(kernel=RBF(0.5), budget=make())
+        for x, y in events[300:600]:
+            other.learn_one(x, y)
+        model = KernelPerceptron(kernel=RBF(0.5), budget=make())
+        oracle = KernelPerceptron(kernel=RBF(0.5), budget=make())
+        oracle._event = None
+        for i, (x, y) in enumerate(events):
+            if i == 400:
+                for m in (model, oracle):
+                    m._policy.load_state(other._policy.state())
+            for m in (model, oracle):
+                m.learn_one(x, y)
+        assert_same_model(model, oracle, exact=False)
 
 
 DECLINED_KERNELS = {

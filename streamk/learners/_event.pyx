@@ -140,6 +140,16 @@ cdef Py_ssize_t _draw(sk_bitgen *gen, Py_ssize_t n) noexcept nogil:
     return <Py_ssize_t>(m >> 32)
 
 
+def draw_slots(generator, Py_ssize_t n, Py_ssize_t count):
+    """``count`` draws of ``generator.integers(n)`` by :func:`_draw` (``1 <= n < 2**32``),
+    which remove-random's compiled insert uses: for tests against NumPy's own draws."""
+    cdef sk_bitgen *gen
+    if not 1 <= n < 0xFFFFFFFF:
+        raise ValueError("n must be in [1, 2**32 - 1)")
+    gen = <sk_bitgen *>PyCapsule_GetPointer(generator.bit_generator.capsule, "BitGenerator")
+    return [_draw(gen, n) for _ in range(count)]
+
+
 cdef class EventPass:
     """One learner's compiled ``learn_one`` / ``predict_one`` (see the module docstring).
 
@@ -328,7 +338,7 @@ cdef class EventPass:
             self.budget = int(policy.budget)
         elif kind is RemoveRandom:
             rng = policy._rng
-            if type(rng) is not np.random.Generator or support.n >= 0xFFFFFFFF:
+            if type(rng) is not np.random.Generator:
                 return False
             self.pcode, self.budget = P_RANDOM, int(policy.budget)
             self.rng_obj = rng
@@ -575,7 +585,7 @@ cdef class EventPass:
         if self.budget > 0 and n >= self.budget:
             if self.pcode == P_FORGETRON:
                 return n <= self.cap_k and self._expansion_exact(2.0 * self.support._sq_max)
-            return True
+            return self.pcode != P_RANDOM or n < 0xFFFFFFFF  # _draw's range
         return n < self.X.shape[0]
 
     cdef Py_ssize_t _oldest(self, Py_ssize_t n) noexcept:
