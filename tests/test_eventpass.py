@@ -152,6 +152,7 @@ KERNELS = {
     "laplacian": (lambda: Laplacian(0.3), False),
     "laplacian-auto": (lambda: Laplacian("auto"), False),
     "poly": (lambda: Polynomial(degree=2, scale=0.2, offset=1.0), False),
+    "poly-3": (lambda: Polynomial(degree=3, scale=0.1, offset=0.5), False),
     "linear": (lambda: Linear(), False),
     "scaled-rbf": (lambda: Scaled(RBF(0.3), 2.0), False),
     "scaled-laplacian": (lambda: Scaled(Laplacian(0.3), 2.0), False),

@@ -84,7 +84,8 @@ cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_
                 const double *x_sq, const double *row, Py_ssize_t w, double row_sq,
                 double *out) noexcept nogil:
     """``out[s] = k(X[s], row)`` for ``s < n``: ``streamk._core._kcol``, the same loops
-    (``kp``: ``(gamma or scale, offset, degree, c)``, ``c`` the factor of a ``Scaled``)."""
+    (``kp``: ``(gamma or scale, offset, degree, c)``, ``c`` the factor of a ``Scaled``)
+    with NumPy's own powers for degrees 1 and 2 (see :func:`_power`)."""
     cdef Py_ssize_t s, k
     cdef double d
     if n <= 0:
@@ -104,10 +105,20 @@ cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_
             sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
         elif code == K_POLY:
             for s in range(n):
-                out[s] = pow(kp[0] * out[s] + kp[1], kp[2])
+                out[s] = _power(kp[0] * out[s] + kp[1], kp[2])
     if kp[3] != 1.0:
         for s in range(n):
             out[s] = kp[3] * out[s]
+
+
+cdef inline double _power(double x, double degree) noexcept nogil:
+    """``x ** degree`` as NumPy's ``array ** scalar`` takes it: a square for degree 2 and
+    the value itself for degree 1 (its fast paths, also the cheap ones), else ``pow``."""
+    if degree == 2.0:
+        return x * x
+    if degree == 1.0:
+        return x
+    return pow(x, degree)
 
 
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
@@ -645,7 +656,7 @@ cdef class EventPass:
     cdef double _kdiag(self, double row_sq) noexcept:
         """``kernel.diag_one(row)`` from the row's squared norm."""
         if self.kcode == K_POLY:
-            return self.kp[3] * pow(self.kp[0] * row_sq + self.kp[1], self.kp[2])
+            return self.kp[3] * _power(self.kp[0] * row_sq + self.kp[1], self.kp[2])
         if self.kcode == K_LINEAR:
             return self.kp[3] * row_sq
         return self.kp[3] * 1.0
