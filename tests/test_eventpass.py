@@ -442,6 +442,29 @@ def test_projectron_and_warm_up_take_the_numpy_path():
     assert base.AUTO_WINDOW == 200  # the compiled path's copy of it (_event.pyx)
 
 
+def test_switching_the_core_off_sends_every_event_to_the_numpy_path(monkeypatch):
+    """``accel.core = None`` (the NumPy oracle of ``tests/test_grid_paths.py``) turns the
+    compiled per-event path off for learners already bound to it, and back on after."""
+    from streamk import accel
+
+    events = stream(300, 3, 18, (0, 1, 2))
+    models = [
+        KernelPerceptron(kernel=RBF(0.5), budget=RemoveRandom(20, seed=1)),
+        OnlineRanker(kernel=Linear(), ranks=(0, 1, 2), budget=Forgetron(20)),
+    ]
+    for m in models:
+        for x, y in events[:-1]:
+            m.learn_one(x, y)
+        x, y = events[-1]
+        before = pickle.dumps(m.state())
+        monkeypatch.setattr(accel, "core", None)
+        assert m._event.predict(m, x) is eventpass.NOT_HANDLED
+        assert not m._event.learn(m, x, y)
+        assert pickle.dumps(m.state()) == before
+        monkeypatch.undo()
+        assert m._event.learn(m, x, y)
+
+
 def test_without_the_core_the_numpy_path_runs():
     code = """
 import numpy as np

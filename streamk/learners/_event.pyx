@@ -64,6 +64,8 @@ cdef extern from *:
         void *state
         uint32_t (*next_uint32)(void *st) nogil
 
+from streamk import accel as _accel
+
 #: What :meth:`EventPass.predict` returns when it does not apply.
 NOT_HANDLED = object()
 
@@ -288,7 +290,12 @@ cdef class EventPass:
 
     # -- binding --------------------------------------------------------------------------------
     cdef bint _current(self, model) except -1:
-        """Whether the binding still describes ``model``'s state; re-take it if it can."""
+        """Whether the binding still describes ``model``'s state; re-take it if it can.
+
+        Never while the compiled core is switched off (``accel.core = None``, as tests
+        do for their NumPy oracle): then the NumPy path runs, as without the extension."""
+        if _accel.core is None:
+            return False
         support = model._support
         if (
             self.bound
