@@ -123,6 +123,33 @@ cdef inline double _power(double x, double degree) noexcept nogil:
     return pow(x, degree)
 
 
+cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
+                   double *f) noexcept nogil:
+    """``f = k @ coef[:n]`` (``coef`` row-major, ``p`` columns). One column is summed in four
+    interleaved partial sums, so the additions overlap (NumPy's BLAS dot does not sum left
+    to right either: both are the product to rounding)."""
+    cdef Py_ssize_t s, c
+    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
+    if p == 1:
+        s = 0
+        while s + 4 <= n:
+            a0 = a0 + k[s] * coef[s]
+            a1 = a1 + k[s + 1] * coef[s + 1]
+            a2 = a2 + k[s + 2] * coef[s + 2]
+            a3 = a3 + k[s + 3] * coef[s + 3]
+            s += 4
+        while s < n:
+            a0 = a0 + k[s] * coef[s]
+            s += 1
+        f[0] = (a0 + a1) + (a2 + a3)
+        return
+    for c in range(p):
+        f[c] = 0.0
+    for s in range(n):
+        for c in range(p):
+            f[c] = f[c] + k[s] * coef[s * p + c]
+
+
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
     """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
     cdef double disc, phi
@@ -486,9 +513,7 @@ cdef class EventPass:
         with nogil:
             _kcol(self.kcode, self.kp, &self.X[0, 0], self.X.shape[1], n, &self.sq[0], row, d,
                   acc, self.k)
-            for s in range(n):
-                for c in range(p):
-                    self.f[c] = self.f[c] + self.k[s] * self.coef[s, c]
+            _combine(self.k, &self.coef[0, 0], n, p, self.f)
         return True
 
     cdef bint _fold(self, Py_ssize_t d) except -1:
@@ -644,11 +669,7 @@ cdef class EventPass:
         with nogil:
             _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx,
                   self.sq[r], self.kr)
-            for c in range(p):
-                self.fr[c] = 0.0
-            for s in range(n):
-                for c in range(p):
-                    self.fr[c] = self.fr[c] + self.kr[s] * self.coef[s, c]
+            _combine(self.kr, &self.coef[0, 0], n, p, self.fr)
             for c in range(p):
                 self.fr[c] = self.fr[c] + self.k[r] * self.f[c]
                 cc = cc + self.coef[r, c] * self.coef[r, c]
