@@ -496,7 +496,7 @@ cdef class EventPass:
     cdef bint _margins(self, Py_ssize_t d, double *row_sq) noexcept:
         """``f = K(row, S) coef`` into ``self.f`` (``self.k`` holds the kernel row); False when
         the norm expansion may be inexact (the NumPy path takes the exact one)."""
-        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], s, c, k
+        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k
         cdef double acc = 0.0
         cdef double *row = self.row
         for k in range(d):
@@ -661,7 +661,7 @@ cdef class EventPass:
         """The Forgetron's shrink ``phi`` for the removal of slot ``r`` (``Forgetron.insert``:
         ``f'(x_r)`` with the new vector, whose coefficients are in ``self.f``), with its
         ``Q`` updated as the policy does."""
-        cdef Py_ssize_t s, c, p = self.coef.shape[1], wx = self.X.shape[1]
+        cdef Py_ssize_t c, p = self.coef.shape[1], wx = self.X.shape[1]
         cdef double a = 0.0, b = 0.0, cc = 0.0, cf = 0.0, phi, q, m
         policy = self.policy
         q = policy._q
