@@ -2,11 +2,12 @@
 
 The NumPy ``learn_one`` / ``predict_one`` is the oracle: a learner whose ``_event`` is
 ``None`` runs it alone. Both must make the same predictions and end with the same
-support set on streams that exercise every branch the compiled path takes or declines
-(new features, absent features, ints, bools, ``None`` values, a new class, a full
-budget, a full buffer). A plain book perceptron (Alg. 7.52) checks both against a third
-implementation, and a subprocess checks that with ``STREAMK_NO_ACCEL=1`` the NumPy path
-runs.
+support set (and policy state, and the ranker's thresholds) on streams that exercise
+every branch the compiled path takes or declines (new features, absent features, ints,
+bools, ``None`` values, a new class or rank, a full budget, a full buffer), over the
+perceptron, the margin perceptron and the ranker × every budget policy × the vector
+kernels. A plain book perceptron (Alg. 7.52) checks both against a third implementation,
+and a subprocess checks that with ``STREAMK_NO_ACCEL=1`` the NumPy path runs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streamk import KernelPerceptron, MarginPerceptron
+from streamk import (
+    Forgetron,
+    KernelPerceptron,
+    Laplacian,
+    Linear,
+    MarginPerceptron,
+    Merge,
+    Normalized,
+    OnlineRanker,
+    Polynomial,
+    Product,
+    RemoveOldest,
+    RemoveRandom,
+    RemoveSmallest,
+    Scaled,
+    Sum,
+)
 from streamk.budget import Projectron
 from streamk.errors import InvalidInput
 from streamk.kernels import RBF
@@ -67,22 +84,45 @@ def run_pair(make, events):
     return fast, slow, out[0], out[1]
 
 
-def assert_same_model(fast, slow):
+def assert_same_model(fast, slow, exact: bool = True):
+    """The same support set, counters and policy state; ``exact=False`` for kernels whose
+    NumPy row is a BLAS product or ``cdist`` (and the Forgetron's shrink, which cancels):
+    the same to rounding, as in ``tests/test_grid_paths.py``."""
     a, b = fast.support_, slow.support_
     assert a.n == b.n and a.next_id == b.next_id and a.width == b.width
     np.testing.assert_array_equal(a.X, b.X)
-    np.testing.assert_array_equal(a.coef, b.coef)
     np.testing.assert_array_equal(a.ids, b.ids)
     np.testing.assert_array_equal(a.sqnorm, b.sqnorm)
-    np.testing.assert_array_equal(a.kdiag, b.kdiag)
+    if exact:
+        np.testing.assert_array_equal(a.coef, b.coef)
+        np.testing.assert_array_equal(a.kdiag, b.kdiag)
+    else:
+        np.testing.assert_allclose(a.coef, b.coef, rtol=1e-7, atol=1e-12)
+        np.testing.assert_allclose(a.kdiag, b.kdiag, rtol=1e-12)
     assert a._sq_max == b._sq_max
     assert fast.n_mistakes == slow.n_mistakes and fast.n_learned == slow.n_learned
-    assert fast.classes_ == slow.classes_
+    pf, ps = fast._policy.state(), slow._policy.state()
+    assert pf.keys() == ps.keys()
+    for key in pf:  # remove-random's generator state exactly, the Forgetron's Q to rounding
+        if isinstance(pf[key], float):
+            np.testing.assert_allclose(pf[key], ps[key], rtol=1e-9 if exact else 1e-7)
+        else:
+            assert pf[key] == ps[key]
     probe = [x for x, _ in stream(50, a.width, 99)]
     probe = [{f"x{j}": v for j, v in enumerate(x.values())} for x in probe]
+    if isinstance(fast, OnlineRanker):
+        np.testing.assert_array_equal(fast.thresholds_, slow.thresholds_)
+        assert fast.ranks_ == slow.ranks_
+        for x in probe:
+            np.testing.assert_allclose(fast.score_one(x), slow.score_one(x), rtol=1e-9, atol=1e-9)
+        return
+    assert fast.classes_ == slow.classes_
     for x in probe:
         np.testing.assert_allclose(
-            fast.decision_function_one(x), slow.decision_function_one(x), rtol=0, atol=1e-12
+            fast.decision_function_one(x),
+            slow.decision_function_one(x),
+            rtol=0 if exact else 1e-9,
+            atol=1e-12 if exact else 1e-9,
         )
 
 
@@ -102,6 +142,200 @@ def test_compiled_and_numpy_paths_agree(name, classes):
     assert p_fast == p_slow
     assert_same_model(fast, slow)
     assert fast.n_mistakes > 50  # the stream exercised updates, budget and growth
+
+
+#: Kernels the compiled path computes (name -> factory, whether the NumPy row is the same
+#: C loop: the RBF's is ``_core.rbf_row``, the others a BLAS product or ``cdist``).
+KERNELS = {
+    "rbf": (lambda: RBF(0.3), True),
+    "rbf-auto": (lambda: RBF("auto"), True),
+    "laplacian": (lambda: Laplacian(0.3), False),
+    "laplacian-auto": (lambda: Laplacian("auto"), False),
+    "poly": (lambda: Polynomial(degree=2, scale=0.2, offset=1.0), False),
+    "poly-3": (lambda: Polynomial(degree=3, scale=0.1, offset=0.5), False),
+    "linear": (lambda: Linear(), False),
+    "scaled-rbf": (lambda: Scaled(RBF(0.3), 2.0), False),
+    "scaled-laplacian": (lambda: Scaled(Laplacian(0.3), 2.0), False),
+}
+POLICIES = {
+    "unbounded": lambda: None,
+    "oldest": lambda: RemoveOldest(40),
+    "random": lambda: RemoveRandom(40, seed=3),
+    "forgetron": lambda: Forgetron(40),
+}
+LEARNERS = {
+    "perceptron": lambda k, b: KernelPerceptron(kernel=k, budget=b),
+    "margin": lambda k, b: MarginPerceptron(kernel=k, budget=b, margin=0.5),
+    "ranker": lambda k, b: OnlineRanker(kernel=k, ranks=(0, 1, 2, 3), budget=b),
+    "ranker, ranks seen": lambda k, b: OnlineRanker(kernel=k, budget=b),
+}
+GRID = [
+    (learner, kernel, policy, classes)
+    for learner in sorted(LEARNERS)
+    for kernel in sorted(KERNELS)
+    for policy in sorted(POLICIES)
+    for classes in (
+        ((0, 1, 2, 3),) if learner.startswith("ranker") else ((False, True), ("a", "b", "c"))
+    )
+]
+
+
+@pytest.mark.parametrize(("learner", "kernel", "policy", "classes"), GRID)
+def test_every_policy_kernel_and_learner_agrees_with_numpy(learner, kernel, policy, classes):
+    """Event for event: predictions, support set, policy state (remove-random's generator,
+    the Forgetron's Q and M) and the ranker's thresholds."""
+    make_kernel, exact = KERNELS[kernel]
+    events = stream(700, 4, 11, classes)
+
+    def make():
+        return LEARNERS[learner](make_kernel(), POLICIES[policy]())
+
+    fast, slow, p_fast, p_slow = run_pair(make, events)
+    assert p_fast == p_slow
+    assert_same_model(fast, slow, exact=exact and policy != "forgetron")
+    if policy != "unbounded":
+        assert fast.n_mistakes > 120  # the budget filled and turned over
+
+
+def test_remove_random_draws_as_its_generator_does():
+    """Budgets of 1 (``integers(1)`` draws nothing), 2 and 3; the generator's state after
+    the stream is the NumPy path's to the bit."""
+    for budget in (1, 2, 3):
+        events = stream(400, 3, 12)
+        fast, slow, p_fast, p_slow = run_pair(
+            lambda b=budget: KernelPerceptron(kernel=RBF(0.5), budget=RemoveRandom(b, seed=5)),
+            events,
+        )
+        assert p_fast == p_slow
+        assert fast._policy.state() == slow._policy.state()
+        assert_same_model(fast, slow)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 40, 1000, 2**31 + 1, 3 * 2**30, 2**32 - 2])
+def test_the_compiled_draw_is_numpys_integers(n):
+    """Remove-random's compiled draw against ``Generator.integers(n)``: the same values and
+    the same generator state after, rejections included (large ``n`` rejects often)."""
+    mine, numpys = (np.random.Generator(np.random.PCG64(n)) for _ in "ab")
+    numpys.integers(2)  # an odd number of 32-bit draws: the bit generator buffers one
+    mine.integers(2)
+    got = eventpass._event.draw_slots(mine, n, 300)
+    assert got == [int(numpys.integers(n)) for _ in range(300)]
+    assert mine.bit_generator.state == numpys.bit_generator.state
+
+
+def test_snapshots_and_copies_carry_the_policy_state_into_the_compiled_path():
+    """A restored or copied learner has a new generator (and Forgetron state): the compiled
+    path must take it, not the one it was bound to."""
+    events = stream(900, 4, 13)
+    for policy in (lambda: RemoveRandom(30, seed=1), lambda: Forgetron(30)):
+        model = KernelPerceptron(kernel=Laplacian(0.4), budget=policy())
+        for x, y in events[:400]:
+            model.learn_one(x, y)
+        snapshot = pickle.dumps(model.state())
+        restored, restored_oracle = (type(model).from_state(pickle.loads(snapshot)) for _ in "ab")
+        twin, oracle = copy.deepcopy(model), copy.deepcopy(model)
+        oracle._event = restored_oracle._event = None
+        for x, y in events[400:]:
+            for m in (model, twin, restored, oracle, restored_oracle):
+                m.learn_one(x, y)
+        for m, reference in ((model, oracle), (twin, oracle), (restored, restored_oracle)):
+            assert m._event is not None
+            assert_same_model(m, reference, exact=False)
+
+
+def test_a_policy_state_loaded_in_place_is_the_one_drawn_from():
+    """``load_state`` gives remove-random a new generator and the Forgetron new ``Q``/``M``
+    on the same policy object: the compiled path must use them, not the bound ones."""
+    events = stream(700, 3, 17)
+    for make in (lambda: RemoveRandom(25, seed=4), lambda: Forgetron(25)):
+        other = KernelPerceptron(kernel=RBF(0.5), budget=make())
+        for x, y in events[300:600]:
+            other.learn_one(x, y)
+        model = KernelPerceptron(kernel=RBF(0.5), budget=make())
+        oracle = KernelPerceptron(kernel=RBF(0.5), budget=make())
+        oracle._event = None
+        for i, (x, y) in enumerate(events):
+            if i == 400:
+                for m in (model, oracle):
+                    m._policy.load_state(other._policy.state())
+            for m in (model, oracle):
+                m.learn_one(x, y)
+        assert_same_model(model, oracle, exact=False)
+
+
+DECLINED_KERNELS = {
+    "sum": lambda: Sum(RBF(0.4), Linear()),
+    "product": lambda: Product(RBF(0.2), Polynomial(degree=2, scale=0.1)),
+    "normalized": lambda: Normalized(Polynomial(degree=3, scale=0.3)),
+}
+DECLINED_POLICIES = {
+    "projectron": lambda: Projectron(30),
+    "merge": lambda: Merge(30),
+    "smallest": lambda: RemoveSmallest(30),
+}
+DECLINED = [(k, "oldest") for k in sorted(DECLINED_KERNELS)] + [
+    ("rbf", p) for p in sorted(DECLINED_POLICIES)
+]
+
+
+@pytest.mark.parametrize("learner", ["perceptron", "ranker"])
+@pytest.mark.parametrize(("kernel", "policy"), DECLINED)
+def test_other_kernels_and_policies_decline_before_changing_anything(learner, kernel, policy):
+    make_kernel = DECLINED_KERNELS.get(kernel, lambda: RBF(0.4))
+    make_policy = DECLINED_POLICIES.get(policy, lambda: RemoveOldest(30))
+    model = LEARNERS[learner](make_kernel(), make_policy())
+    events = stream(300, 3, 14, (0, 1, 2, 3) if learner == "ranker" else (False, True))
+    for x, y in events[:-1]:
+        model.learn_one(x, y)
+    before = pickle.dumps(model.state())
+    x, y = events[-1]
+    assert model._event.predict(model, x) is eventpass.NOT_HANDLED
+    assert not model._event.learn(model, x, y)
+    assert pickle.dumps(model.state()) == before
+    oracle = LEARNERS[learner](make_kernel(), make_policy())
+    oracle._event = None
+    for m in (model, oracle):
+        preds = [m.predict_one(x) for x, _ in events[:50]]
+    assert preds == [oracle.predict_one(x) for x, _ in events[:50]]
+    model.learn_one(x, y)  # the NumPy path, through learn_one
+
+
+def test_the_ranker_declines_new_ranks_and_odd_events():
+    """Ranks discovered from the stream (a new one appears late), with events the compiled
+    path hands back mixed in: the same predictions, scores and thresholds."""
+    events = stream(900, 4, 15, (0, 1, 2))
+    odd = []
+    for i, (x, y) in enumerate(events):
+        x = dict(x)
+        if i % 97 == 5:
+            x = dict(reversed(list(x.items())))
+        elif i % 89 == 7:
+            del x["x1"]
+        elif i % 83 == 9:
+            x["x0"] = 1
+        if i >= 600 and i % 7 == 0:
+            y = 3  # a new top rank
+        odd.append((x, y))
+    fast, slow, p_fast, p_slow = run_pair(
+        lambda: OnlineRanker(kernel=RBF(0.5), budget=RemoveRandom(40, seed=2)), odd
+    )
+    assert p_fast == p_slow
+    assert fast.ranks_ == [0, 1, 2, 3]
+    assert_same_model(fast, slow)
+
+
+def test_the_ranker_refuses_bad_labels_as_on_the_numpy_path():
+    model = OnlineRanker(kernel=RBF(0.5), ranks=(1, 2, 3), budget=Forgetron(20))
+    for x, y in stream(200, 3, 16, (1, 2, 3)):
+        model.learn_one(x, y)
+    before = pickle.dumps(model.state())
+    x = {"x0": 0.0, "x1": 0.0, "x2": 0.0}
+    for bad in (4, None, [1]):
+        with pytest.raises(InvalidInput):
+            model.learn_one(x, bad)
+    assert pickle.dumps(model.state()) == before
+    assert OnlineRanker(ranks=(1, 2)).predict_one(x) == 2  # the top rank before learning
+    assert OnlineRanker().predict_one(x) is None
 
 
 def test_events_the_compiled_path_declines_give_the_numpy_result():
@@ -206,6 +440,29 @@ def test_projectron_and_warm_up_take_the_numpy_path():
     x, y = stream(1, 3, 8)[0]
     assert not warm._event.learn(warm, x, y)  # gamma="auto" still being estimated
     assert base.AUTO_WINDOW == 200  # the compiled path's copy of it (_event.pyx)
+
+
+def test_switching_the_core_off_sends_every_event_to_the_numpy_path(monkeypatch):
+    """``accel.core = None`` (the NumPy oracle of ``tests/test_grid_paths.py``) turns the
+    compiled per-event path off for learners already bound to it, and back on after."""
+    from streamk import accel
+
+    events = stream(300, 3, 18, (0, 1, 2))
+    models = [
+        KernelPerceptron(kernel=RBF(0.5), budget=RemoveRandom(20, seed=1)),
+        OnlineRanker(kernel=Linear(), ranks=(0, 1, 2), budget=Forgetron(20)),
+    ]
+    for m in models:
+        for x, y in events[:-1]:
+            m.learn_one(x, y)
+        x, y = events[-1]
+        before = pickle.dumps(m.state())
+        monkeypatch.setattr(accel, "core", None)
+        assert m._event.predict(m, x) is eventpass.NOT_HANDLED
+        assert not m._event.learn(m, x, y)
+        assert pickle.dumps(m.state()) == before
+        monkeypatch.undo()
+        assert m._event.learn(m, x, y)
 
 
 def test_without_the_core_the_numpy_path_runs():

@@ -1,24 +1,29 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False
-"""The per-event path of the kernel perceptrons in one compiled call (optional).
+"""The per-event path of the kernel perceptrons and the ranker in one compiled call (optional).
 
-``learn_one`` / ``predict_one`` of :class:`~streamk.learners.perceptron.KernelPerceptron`
-and :class:`~streamk.learners.budgeted.MarginPerceptron` spend most of their time in
-Python plumbing around a small amount of arithmetic: the feature dict to a row, the
-kernel row, the margins, the mistake test, the support-set write. :class:`EventPass` does
-all of it in one call, for the case that dominates a stream once warmed up:
+``learn_one`` / ``predict_one`` of :class:`~streamk.learners.perceptron.KernelPerceptron`,
+:class:`~streamk.learners.budgeted.MarginPerceptron` and
+:class:`~streamk.learners.ranking.OnlineRanker` spend most of their time in Python
+plumbing around a small amount of arithmetic: the feature dict to a row, the kernel row,
+the margins, the mistake test, the support-set write. :class:`EventPass` does all of it
+in one call, for the cases that dominate a stream once warmed up:
 
-* an RBF kernel with ``gamma`` resolved and frozen, remove-oldest or no budget, no Gram
-  matrix kept, no block being tracked;
+* an RBF, Laplacian, polynomial or linear kernel (each possibly
+  :class:`~streamk.kernels.Scaled`) with its parameters resolved; no budget,
+  remove-oldest, remove-random or the Forgetron; no Gram matrix kept, no block being
+  tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
-* a label already known (learn) — a new class changes the coefficient columns.
+* a label already known (learn) — a new class or rank changes the learner's columns or
+  thresholds.
 
 Anything else returns "not handled" (``False`` / ``NOT_HANDLED``) *before* changing any
-state, and the learner runs its NumPy path, which stays the reference: the compiled
-path writes the support set exactly as :meth:`SupportSet.replace` / :meth:`append` would
-(same slot, id, norm, zero padding) and computes the kernel row with the loops of
-:func:`streamk._core.rbf_row` (``_fastexp.h``), so the two give the same predictions.
+state, and the learner runs its NumPy path, which stays the reference: the compiled path
+changes the support set exactly as the policy's ``insert`` does through
+:class:`SupportSet`'s methods (same slots, ids, norms, zero padding; remove-random draws
+from the policy's own generator as ``integers(n)`` does; the Forgetron keeps its ``Q`` and
+``M``) and computes the kernel row with the loops of :mod:`streamk._core` (``_fastexp.h``).
 """
 
 from cpython.dict cimport PyDict_Next, PyDict_Size
@@ -26,8 +31,9 @@ from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsDouble
 from cpython.object cimport PyObject
-from libc.math cimport isfinite
-from libc.stdint cimport int64_t
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.math cimport fabs, isfinite, pow, sqrt
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 
 cdef extern from "Python.h":
@@ -36,10 +42,29 @@ cdef extern from "Python.h":
     int PyObject_RichCompareBool(PyObject *a, PyObject *b, int op) except -1
 
 cdef extern from "_fastexp.h" nogil:
+    void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
     void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
                  const double *row, Py_ssize_t w)
+
+cdef extern from *:
+    """
+    /* NumPy's bitgen_t (numpy/random/bitgen.h), the documented C interface of a bit
+       generator's ``capsule``: declared here so the build needs no NumPy headers. */
+    typedef struct sk_bitgen {
+        void *state;
+        uint64_t (*next_uint64)(void *st);
+        uint32_t (*next_uint32)(void *st);
+        double (*next_double)(void *st);
+        uint64_t (*next_raw)(void *st);
+    } sk_bitgen;
+    """
+    ctypedef struct sk_bitgen:
+        void *state
+        uint32_t (*next_uint32)(void *st) nogil
+
+from streamk import accel as _accel
 
 #: What :meth:`EventPass.predict` returns when it does not apply.
 NOT_HANDLED = object()
@@ -47,28 +72,150 @@ NOT_HANDLED = object()
 cdef int PY_EQ = 2
 cdef Py_ssize_t AUTO_WINDOW = 200  # streamk.learners.base.AUTO_WINDOW (checked by a test)
 
+# kernel codes (as streamk._core's) and policy codes
+DEF K_RBF = 0
+DEF K_LAPLACIAN = 1
+DEF K_POLY = 2
+DEF K_LINEAR = 3
+DEF P_OLDEST = 0  # remove-oldest, or none (budget 0)
+DEF P_RANDOM = 1
+DEF P_FORGETRON = 2
+
+
+cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                const double *x_sq, const double *row, Py_ssize_t w, double row_sq,
+                double *out) noexcept nogil:
+    """``out[s] = k(X[s], row)`` for ``s < n``: ``streamk._core._kcol``, the same loops
+    (``kp``: ``(gamma or scale, offset, degree, c)``, ``c`` the factor of a ``Scaled``)
+    with NumPy's own powers for degrees 1 and 2 (see :func:`_power`)."""
+    cdef Py_ssize_t s, k
+    cdef double d
+    if n <= 0:
+        return
+    if code == K_LAPLACIAN:
+        for s in range(n):
+            d = 0.0
+            for k in range(w):
+                d = d + fabs(X[s * ldx + k] - row[k])
+            for k in range(w, ldx):
+                d = d + fabs(X[s * ldx + k])
+            out[s] = d
+        sk_scaled_exp(out, n, -kp[0])
+    else:
+        sk_dots(out, X, ldx, n, row, w)
+        if code == K_RBF:
+            sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
+        elif code == K_POLY:
+            for s in range(n):
+                out[s] = _power(kp[0] * out[s] + kp[1], kp[2])
+    if kp[3] != 1.0:
+        for s in range(n):
+            out[s] = kp[3] * out[s]
+
+
+cdef inline double _power(double x, double degree) noexcept nogil:
+    """``x ** degree`` as NumPy's ``array ** scalar`` takes it: a square for degree 2 and
+    the value itself for degree 1 (its fast paths, also the cheap ones), else ``pow``."""
+    if degree == 2.0:
+        return x * x
+    if degree == 1.0:
+        return x
+    return pow(x, degree)
+
+
+cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
+                   double *f) noexcept nogil:
+    """``f = k @ coef[:n]`` (``coef`` row-major, ``p`` columns). One column is summed in four
+    interleaved partial sums, so the additions overlap (NumPy's BLAS dot does not sum left
+    to right either: both are the product to rounding)."""
+    cdef Py_ssize_t s, c
+    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
+    if p == 1:
+        s = 0
+        while s + 4 <= n:
+            a0 = a0 + k[s] * coef[s]
+            a1 = a1 + k[s + 1] * coef[s + 1]
+            a2 = a2 + k[s + 2] * coef[s + 2]
+            a3 = a3 + k[s + 3] * coef[s + 3]
+            s += 4
+        while s < n:
+            a0 = a0 + k[s] * coef[s]
+            s += 1
+        f[0] = (a0 + a1) + (a2 + a3)
+        return
+    for c in range(p):
+        f[c] = 0.0
+    for s in range(n):
+        for c in range(p):
+            f[c] = f[c] + k[s] * coef[s * p + c]
+
+
+cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
+    """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
+    cdef double disc, phi
+    if a + b + c <= 0.0:
+        return 1.0
+    if a == 0.0:
+        return min(1.0, -c / b)
+    disc = b * b - 4.0 * a * c
+    phi = (-b + sqrt(max(disc, 0.0))) / (2.0 * a)
+    return min(1.0, max(phi, 0.0))
+
+
+cdef Py_ssize_t _draw(sk_bitgen *gen, Py_ssize_t n) noexcept nogil:
+    """``Generator.integers(n)`` for ``1 <= n < 2**32``: NumPy's bounded draw (Lemire's
+    method on 32-bit outputs, ``random_bounded_uint64_fill`` with ``use_masked=False``),
+    the same operations, so the generator advances exactly as the NumPy path's."""
+    cdef uint32_t rng = <uint32_t>(n - 1), rng_excl = <uint32_t>n, leftover, threshold
+    cdef uint64_t m
+    if rng == 0:
+        return 0  # NumPy draws nothing for a range of one value
+    m = (<uint64_t>gen.next_uint32(gen.state)) * rng_excl
+    leftover = <uint32_t>m
+    if leftover < rng_excl:
+        threshold = (<uint32_t>0xFFFFFFFF - rng) % rng_excl
+        while leftover < threshold:
+            m = (<uint64_t>gen.next_uint32(gen.state)) * rng_excl
+            leftover = <uint32_t>m
+    return <Py_ssize_t>(m >> 32)
+
+
+def draw_slots(generator, Py_ssize_t n, Py_ssize_t count):
+    """``count`` draws of ``generator.integers(n)`` by :func:`_draw` (``1 <= n < 2**32``),
+    which remove-random's compiled insert uses: for tests against NumPy's own draws."""
+    cdef sk_bitgen *gen
+    if not 1 <= n < 0xFFFFFFFF:
+        raise ValueError("n must be in [1, 2**32 - 1)")
+    gen = <sk_bitgen *>PyCapsule_GetPointer(generator.bit_generator.capsule, "BitGenerator")
+    return [_draw(gen, n) for _ in range(count)]
+
 
 cdef class EventPass:
     """One learner's compiled ``learn_one`` / ``predict_one`` (see the module docstring).
 
     It holds no reference to the learner: each call receives it, and the views of the
     support set's buffers are re-taken whenever the set, its buffers, its kernel, the
-    labels or anything else changed outside this path (``support.version`` and object
-    identities say so).
+    labels, the policy or anything else changed outside this path (``support.version``
+    and object identities say so).
 
     Parameters
     ----------
     margin
         ``None`` for the kernel perceptron (update on a mistake, ``alpha = y``), a number
         for the margin perceptron (update also where ``y f < margin``, per column).
+    ranker
+        The on-line ranker's rule instead (Alg. 8.14: one score, thresholds ``b``; on a
+        wrong rank ``alpha = y - yhat`` and the thresholds between move by one).
     """
 
     cdef readonly object margin
+    cdef readonly bint ranker
     cdef double _margin
     cdef bint _use_margin
     # the binding: what the views below were taken from
     cdef bint bound
     cdef object support, X_obj, coef_obj, labels, classes, features, names, scale
+    cdef object policy, rng_obj, index, b_obj
     cdef bint warming  # gamma="auto" is still being estimated: each learned row refines it
     cdef Py_ssize_t version, n_classes
     cdef double[:, ::1] X
@@ -76,34 +223,44 @@ cdef class EventPass:
     cdef double[::1] sq
     cdef double[::1] kdiag
     cdef int64_t[::1] ids
-    cdef double gamma
+    cdef double[::1] b  # the ranker's thresholds
+    cdef int kcode, pcode
+    cdef double kp[4]
+    cdef double gamma  # the RBF's (for the exactness test of its norm expansion), else 0
     cdef Py_ssize_t budget
+    cdef sk_bitgen *bitgen  # remove-random's generator (owned by rng_obj)
     cdef object cols  # label -> column of its class (one-vs-rest) or its sign (binary)
     cdef object pair  # (positive, negative) labels when binary
     # scratch
     cdef double *row
     cdef double *k
+    cdef double *kr
     cdef double *f
     cdef double *t
+    cdef double *fr
     cdef Py_ssize_t cap_row, cap_k, cap_f
 
-    def __cinit__(self, margin=None):
+    def __cinit__(self, margin=None, ranker=False):
         self.margin = margin
+        self.ranker = bool(ranker)
         self._use_margin = margin is not None
         self._margin = 0.0 if margin is None else float(margin)
         self.bound = False
-        self.row = self.k = self.f = self.t = NULL
+        self.bitgen = NULL
+        self.row = self.k = self.kr = self.f = self.t = self.fr = NULL
         self.cap_row = self.cap_k = self.cap_f = 0
 
     def __dealloc__(self):
         free(self.row)
         free(self.k)
+        free(self.kr)
         free(self.f)
         free(self.t)
+        free(self.fr)
 
     def __reduce__(self):
         # the binding is a cache of the learner it serves: a copy starts unbound
-        return (EventPass, (self.margin,))
+        return (EventPass, (self.margin, self.ranker))
 
     def reset(self):
         """Drop the binding (the next call re-takes it)."""
@@ -113,6 +270,8 @@ cdef class EventPass:
         self.bound = False
         self.support = self.X_obj = self.coef_obj = None
         self.labels = self.classes = self.features = self.names = self.scale = None
+        self.policy = self.rng_obj = self.index = self.b_obj = None
+        self.bitgen = NULL
         self.warming = False
         self.cols = self.pair = None
         self.X = None
@@ -120,6 +279,7 @@ cdef class EventPass:
         self.sq = None
         self.kdiag = None
         self.ids = None
+        self.b = None
 
     cdef bint _reserve(self, Py_ssize_t d, Py_ssize_t n, Py_ssize_t p) except False:
         cdef void *mem
@@ -134,6 +294,10 @@ cdef class EventPass:
             if mem == NULL:
                 raise MemoryError()
             self.k = <double *>mem
+            mem = realloc(self.kr, max(n, 1) * sizeof(double))
+            if mem == NULL:
+                raise MemoryError()
+            self.kr = <double *>mem
             self.cap_k = n
         if p > self.cap_f:
             mem = realloc(self.f, max(p, 1) * sizeof(double))
@@ -144,12 +308,21 @@ cdef class EventPass:
             if mem == NULL:
                 raise MemoryError()
             self.t = <double *>mem
+            mem = realloc(self.fr, max(p, 1) * sizeof(double))
+            if mem == NULL:
+                raise MemoryError()
+            self.fr = <double *>mem
             self.cap_f = p
         return True
 
     # -- binding --------------------------------------------------------------------------------
     cdef bint _current(self, model) except -1:
-        """Whether the binding still describes ``model``'s state; re-take it if it can."""
+        """Whether the binding still describes ``model``'s state; re-take it if it can.
+
+        Never while the compiled core is switched off (``accel.core = None``, as tests
+        do for their NumPy oracle): then the NumPy path runs, as without the extension."""
+        if _accel.core is None:
+            return False
         support = model._support
         if (
             self.bound
@@ -158,48 +331,117 @@ cdef class EventPass:
             and support._X is self.X_obj
             and support._coef is self.coef_obj
             and model._labels is self.labels
-            and PyList_GET_SIZE(self.classes) == self.n_classes
             and model._features is self.features
+            and model._policy is self.policy
+            and (self.rng_obj is None or self.policy._rng is self.rng_obj)
         ):
-            return True
+            if self.ranker:
+                if model._index is self.index and model._b is self.b_obj:
+                    return True
+            elif PyList_GET_SIZE(self.classes) == self.n_classes:
+                return True
         return self._bind(model, support)
+
+    cdef bint _bind_kernel(self, kernel) except -1:
+        """The kernel's code and parameters (as ``fastpass._kernel_plan``); False for any
+        other kernel."""
+        from streamk.kernels import RBF, Laplacian, Linear, Polynomial, Scaled
+
+        c, inner = 1.0, kernel
+        if type(inner) is Scaled:
+            c, inner = inner.c, inner.kernel
+        self.gamma = 0.0
+        self.kp[0] = self.kp[1] = self.kp[2] = 0.0
+        self.kp[3] = float(c)
+        if type(inner) is RBF or type(inner) is Laplacian:
+            if not inner.is_resolved:
+                return False
+            self.kcode = K_RBF if type(inner) is RBF else K_LAPLACIAN
+            self.kp[0] = float(inner.gamma)
+            if type(inner) is RBF:
+                self.gamma = self.kp[0]
+        elif type(inner) is Polynomial:
+            self.kcode = K_POLY
+            self.kp[0], self.kp[1], self.kp[2] = inner.scale, inner.offset, inner.degree
+        elif type(inner) is Linear:
+            self.kcode = K_LINEAR
+        else:
+            return False
+        return True
+
+    cdef bint _bind_policy(self, policy, support) except -1:
+        """The policy's code, budget and state holders; False for any other policy."""
+        from streamk.budget.base import Unbounded
+        from streamk.budget.removal import Forgetron, RemoveOldest, RemoveRandom
+        import numpy as np
+
+        kind = type(policy)
+        if kind is Unbounded:
+            self.pcode, self.budget = P_OLDEST, 0
+        elif kind is RemoveOldest or kind is Forgetron:
+            self.pcode = P_OLDEST if kind is RemoveOldest else P_FORGETRON
+            self.budget = int(policy.budget)
+        elif kind is RemoveRandom:
+            rng = policy._rng
+            if type(rng) is not np.random.Generator:
+                return False
+            self.pcode, self.budget = P_RANDOM, int(policy.budget)
+            self.rng_obj = rng
+            self.bitgen = <sk_bitgen *>PyCapsule_GetPointer(rng.bit_generator.capsule,
+                                                           "BitGenerator")
+        else:
+            return False
+        if self.budget < 0 or policy.needs_gram:
+            return False
+        self.policy = policy
+        return True
+
+    cdef bint _bind_labels(self, model, Py_ssize_t p) except -1:
+        """The classes (or ranks and thresholds) and how a label maps to targets."""
+        labels = model._labels
+        self.labels = labels
+        if self.ranker:
+            b_obj = model._b
+            if p != 1 or b_obj.dtype.char != "d" or not b_obj.flags.c_contiguous:
+                return False
+            if not b_obj.flags.writeable or b_obj.shape[0] != max(len(labels) - 1, 0):
+                return False
+            self.index, self.b_obj, self.classes = model._index, b_obj, labels
+            self.n_classes = len(labels)
+            self.b = b_obj
+            return True
+        classes = labels.classes
+        if len(classes) > 2:
+            if p != len(classes):
+                return False
+            self.cols = {c: i for i, c in enumerate(classes)}
+            self.pair = None
+        else:
+            if p != 1:
+                return False
+            self.cols = {c: float(s) for c, s in zip(classes, labels.signs)}
+            self.pair = labels._pair
+        self.classes, self.n_classes = classes, len(classes)
+        return True
 
     cdef bint _bind(self, model, support) except -1:
         """Take views of ``model``'s buffers when the compiled path applies to it."""
-        from streamk.budget.base import Unbounded
-        from streamk.budget.removal import RemoveOldest
-        from streamk.kernels import RBF
-
         self._unbind()
         scale = model._scale
         self.scale = scale
         self.warming = scale is not None and scale.n < AUTO_WINDOW
-        if getattr(model, "_objects", True) or type(support.kernel) is not RBF:
+        if getattr(model, "_objects", True) or support._G is not None or support._trackers:
             return False
-        if support._G is not None or support._trackers:
+        if not self._bind_kernel(support.kernel) or not self._bind_policy(model._policy, support):
+            self._unbind()
             return False
-        policy = model._policy
-        if type(policy) is RemoveOldest:
-            budget = int(policy.budget)
-        elif type(policy) is Unbounded:
-            budget = 0
-        else:
-            return False
-        labels = model._labels
-        classes = labels.classes
         p = support.n_outputs
-        if len(classes) > 2:
-            if p != len(classes):
-                return False
-            cols = {c: i for i, c in enumerate(classes)}
-            pair = None
-        else:
-            if p != 1:
-                return False
-            cols = {c: float(s) for c, s in zip(classes, labels.signs)}
-            pair = labels._pair
         X_obj, coef_obj = support._X, support._coef
         if X_obj.dtype.char != "d" or coef_obj.dtype.char != "d":
+            self._unbind()
+            return False
+        if not self._bind_labels(model, p):
+            self._unbind()
             return False
         self.X = X_obj
         self.coef = coef_obj
@@ -208,12 +450,8 @@ cdef class EventPass:
         self.ids = support._ids
         self.support, self.X_obj, self.coef_obj = support, X_obj, coef_obj
         self.version = support.version
-        self.labels, self.classes, self.n_classes = labels, classes, len(classes)
         self.features = model._features
         self.names = self.features.names
-        self.cols, self.pair = cols, pair
-        self.gamma = float(support.kernel.gamma)
-        self.budget = budget
         self._reserve(len(self.names), X_obj.shape[0], p)
         self.bound = True
         return True
@@ -250,11 +488,16 @@ cdef class EventPass:
             i += 1
         return d
 
+    cdef bint _expansion_exact(self, double sq_bound) noexcept:
+        """``RBF.expansion_exact``: the RBF's norm expansion is exact to 1e-10 (other
+        kernels compute no expansion)."""
+        return self.kcode != K_RBF or not sq_bound * 1e-15 * self.gamma > 1e-10
+
     cdef bint _margins(self, Py_ssize_t d, double *row_sq) noexcept:
         """``f = K(row, S) coef`` into ``self.f`` (``self.k`` holds the kernel row); False when
         the norm expansion may be inexact (the NumPy path takes the exact one)."""
-        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], s, c, k
-        cdef double acc = 0.0, sq_max
+        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k
+        cdef double acc = 0.0
         cdef double *row = self.row
         for k in range(d):
             acc = acc + row[k] * row[k]
@@ -265,15 +508,12 @@ cdef class EventPass:
             return True
         if d > self.X.shape[1] or n > self.cap_k:
             return False
-        sq_max = self.support._sq_max
-        if (sq_max + acc) * 1e-15 * self.gamma > 1e-10:
+        if not self._expansion_exact(self.support._sq_max + acc):
             return False
         with nogil:
-            sk_dots(self.k, &self.X[0, 0], self.X.shape[1], n, row, d)
-            sk_rbf_from_dots(self.k, self.k, &self.sq[0], acc, n, self.gamma)
-            for s in range(n):
-                for c in range(p):
-                    self.f[c] = self.f[c] + self.k[s] * self.coef[s, c]
+            _kcol(self.kcode, self.kp, &self.X[0, 0], self.X.shape[1], n, &self.sq[0], row, d,
+                  acc, self.k)
+            _combine(self.k, &self.coef[0, 0], n, p, self.f)
         return True
 
     cdef bint _fold(self, Py_ssize_t d) except -1:
@@ -308,17 +548,32 @@ cdef class EventPass:
         import numpy as np
 
         row = np.array([self.row[j] for j in range(d)])
-        k_row, f = model._margins(row)
-        model._update(row, f, k_row, y)
+        if self.ranker:
+            k_row = model._kernel_row(row)
+            model._update(row, float(k_row @ model._support.coef[:, 0]), k_row, y)
+        else:
+            k_row, f = model._margins(row)
+            model._update(row, f, k_row, y)
         self._unbind()
         return True
 
+    cdef Py_ssize_t _rank(self) noexcept:
+        """The ranker's predicted rank index: the number of thresholds ``<= f``."""
+        cdef Py_ssize_t i, pr = 0
+        for i in range(self.b.shape[0]):
+            if self.b[i] <= self.f[0]:
+                pr += 1
+        return pr
+
     cdef object _decide(self):
-        """The predicted label from ``self.f`` (``LabelCoder.decide_one``; sgn(0) = +1)."""
+        """The predicted label from ``self.f`` (``LabelCoder.decide_one``; sgn(0) = +1, or
+        the ranker's rank)."""
         cdef Py_ssize_t c, best_c = 0, p = self.coef.shape[1]
         cdef double best
         if self.n_classes == 0:
             return None
+        if self.ranker:
+            return self.classes[self._rank()]
         if self.n_classes == 1:
             return self.classes[0]
         if self.pair is not None:
@@ -336,26 +591,167 @@ cdef class EventPass:
         cdef Py_ssize_t d
         if type(x) is not dict or not self._current(model):
             return NOT_HANDLED
+        if self.ranker and self.n_classes == 0:
+            return NOT_HANDLED
         d = self._row(<dict>x)
         if d < 0 or not self._margins(d, &row_sq):
             return NOT_HANDLED
         return self._decide()
 
+    cdef bint _targets(self, code) noexcept:
+        """The perceptrons' rule: the new vector's coefficients into ``self.f`` (the
+        targets where a column is wrong or, with a margin, too close); whether any is."""
+        cdef Py_ssize_t c, p = self.coef.shape[1]
+        cdef bint wrong, any_wrong = False
+        if self.pair is not None or self.n_classes < 2:
+            self.t[0] = <double>code
+        else:
+            for c in range(p):
+                self.t[c] = -1.0
+            self.t[<Py_ssize_t>code] = 1.0
+        for c in range(p):
+            wrong = (self.f[c] >= 0.0) != (self.t[c] > 0.0)
+            if self._use_margin and self.t[c] * self.f[c] < self._margin:
+                wrong = True
+            if wrong:
+                any_wrong = True
+            self.f[c] = self.t[c] if wrong else 0.0
+        return any_wrong
+
+    cdef bint _room(self, Py_ssize_t d, double row_sq) noexcept:
+        """Whether :meth:`_insert` can take the new row without the NumPy path: the
+        buffers are wide and long enough, and the Forgetron's column of the leaving
+        vector is exact (checked before anything changes)."""
+        cdef Py_ssize_t n = self.support.n
+        if d > self.X.shape[1]:
+            return False
+        if self.budget > 0 and n >= self.budget:
+            if self.pcode == P_FORGETRON:
+                return n <= self.cap_k and self._expansion_exact(2.0 * self.support._sq_max)
+            return self.pcode != P_RANDOM or n < 0xFFFFFFFF  # _draw's range
+        return n < self.X.shape[0]
+
+    cdef Py_ssize_t _oldest(self, Py_ssize_t n) noexcept:
+        """``SupportSet.oldest``: the slot with the smallest id (the first on ties)."""
+        cdef Py_ssize_t s, slot = 0
+        cdef int64_t oldest = self.ids[0]
+        for s in range(1, n):
+            if self.ids[s] < oldest:
+                oldest = self.ids[s]
+                slot = s
+        return slot
+
+    cdef void _remove(self, Py_ssize_t slot, Py_ssize_t n) noexcept:
+        """``SupportSet.remove(slot)`` on the buffers: the last row moves into ``slot``."""
+        cdef Py_ssize_t k, c, last = n - 1, wx = self.X.shape[1], p = self.coef.shape[1]
+        if slot != last:
+            for k in range(wx):
+                self.X[slot, k] = self.X[last, k]
+            for c in range(p):
+                self.coef[slot, c] = self.coef[last, c]
+            self.kdiag[slot] = self.kdiag[last]
+            self.sq[slot] = self.sq[last]
+            self.ids[slot] = self.ids[last]
+        for k in range(wx):
+            self.X[last, k] = 0.0
+        for c in range(p):
+            self.coef[last, c] = 0.0
+
+    cdef double _forgetron(self, Py_ssize_t r, Py_ssize_t n) except -1.0:
+        """The Forgetron's shrink ``phi`` for the removal of slot ``r`` (``Forgetron.insert``:
+        ``f'(x_r)`` with the new vector, whose coefficients are in ``self.f``), with its
+        ``Q`` updated as the policy does."""
+        cdef Py_ssize_t c, p = self.coef.shape[1], wx = self.X.shape[1]
+        cdef double a = 0.0, b = 0.0, cc = 0.0, cf = 0.0, phi, q, m
+        policy = self.policy
+        q = policy._q
+        m = policy._m
+        with nogil:
+            _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx,
+                  self.sq[r], self.kr)
+            _combine(self.kr, &self.coef[0, 0], n, p, self.fr)
+            for c in range(p):
+                self.fr[c] = self.fr[c] + self.k[r] * self.f[c]
+                cc = cc + self.coef[r, c] * self.coef[r, c]
+                cf = cf + self.coef[r, c] * self.fr[c]
+                b = b + fabs(self.coef[r, c])
+            a = cc - 2.0 * cf
+            b = 2.0 * b
+            phi = _forgetron_phi(a, b, q - 15.0 / 32.0 * m) if b > 0.0 else 1.0
+        policy._q = q + (a * phi * phi + b * phi)
+        return phi
+
+    cdef double _kdiag(self, double row_sq) noexcept:
+        """``kernel.diag_one(row)`` from the row's squared norm."""
+        if self.kcode == K_POLY:
+            return self.kp[3] * _power(self.kp[0] * row_sq + self.kp[1], self.kp[2])
+        if self.kcode == K_LINEAR:
+            return self.kp[3] * row_sq
+        return self.kp[3] * 1.0
+
+    cdef bint _insert(self, Py_ssize_t d, double row_sq) except -1:
+        """The policy's ``insert`` of ``self.row`` with coefficients ``self.f`` on the
+        buffers (after :meth:`_room` said it can), with the set's counters."""
+        cdef Py_ssize_t n, p = self.coef.shape[1], wx = self.X.shape[1], slot, c, s
+        cdef double phi = 1.0
+        support = self.support
+        n = support.n
+        slot = n
+        if self.pcode == P_FORGETRON:
+            self.policy._m += 1
+        if self.budget > 0 and n >= self.budget:
+            if self.pcode == P_OLDEST:
+                slot = self._oldest(n)  # RemoveOldest: the new vector takes its slot
+            else:
+                if self.pcode == P_RANDOM:
+                    slot = _draw(self.bitgen, n)
+                else:
+                    slot = self._oldest(n)
+                    phi = self._forgetron(slot, n)
+                self._remove(slot, n)
+                n -= 1
+                slot = n
+        for c in range(d):
+            self.X[slot, c] = self.row[c]
+        for c in range(d, wx):
+            self.X[slot, c] = 0.0
+        for c in range(p):
+            self.coef[slot, c] = self.f[c]
+        self.sq[slot] = row_sq
+        self.kdiag[slot] = self._kdiag(row_sq)
+        next_id = support.next_id
+        self.ids[slot] = next_id
+        support.next_id = next_id + 1
+        if slot == n:
+            n += 1
+        support.n = n  # <= the buffers' rows, the kernel row's room
+        if phi != 1.0:
+            for s in range(n):
+                for c in range(p):
+                    self.coef[s, c] = self.coef[s, c] * phi
+        if d > support.width:
+            support.width = d
+        if row_sq > support._sq_max:
+            support._sq_max = row_sq
+        support.rows_version += 1
+        self.version = support.version + 1
+        support.version = self.version
+        return True
+
     def learn(self, model, x, y):
         """``model.learn_one(x, y)`` in one call; False (nothing changed) when it does not
         apply."""
-        cdef double row_sq, step
-        cdef Py_ssize_t d, n, p, c, s, slot, wx
-        cdef bint wrong, any_wrong = False, folded
-        cdef int64_t oldest
+        cdef double row_sq
+        cdef Py_ssize_t d, pr = 0, i, k = 0
+        cdef bint update, folded
         if type(x) is not dict or not self._current(model):
             return False
         try:
-            code = self.cols.get(y)
+            code = (self.index if self.ranker else self.cols).get(y)
         except TypeError:  # an unhashable label: the NumPy path says what is wrong
             return False
         if code is None:
-            return False  # a new class, or no label
+            return False  # a new class or rank, or no label
         d = self._row(<dict>x)
         if d < 0:
             return False
@@ -373,57 +769,24 @@ cdef class EventPass:
             return False
         else:
             folded = False
-        p = self.coef.shape[1]
-        if self.pair is not None or self.n_classes < 2:
-            self.t[0] = <double>code
+        if self.ranker:
+            k = <Py_ssize_t>code
+            pr = self._rank()
+            update = pr != k
+            self.f[0] = <double>(k - pr)
         else:
-            for c in range(p):
-                self.t[c] = -1.0
-            self.t[<Py_ssize_t>code] = 1.0
-        for c in range(p):
-            wrong = (self.f[c] >= 0.0) != (self.t[c] > 0.0)
-            if self._use_margin and self.t[c] * self.f[c] < self._margin:
-                wrong = True
-            if wrong:
-                any_wrong = True
-            self.f[c] = self.t[c] if wrong else 0.0  # the new vector's coefficients
-        if any_wrong:
-            support = self.support
-            n = support.n
-            wx = self.X.shape[1]
-            if self.budget > 0 and n >= self.budget:
-                slot = 0
-                oldest = self.ids[0]
-                for s in range(1, n):
-                    if self.ids[s] < oldest:
-                        oldest = self.ids[s]
-                        slot = s
-            elif n < self.X.shape[0]:
-                slot = n
-            else:  # full buffers: the NumPy path grows them
+            update = self._targets(code)
+        if update:
+            if not self._room(d, row_sq):
                 return self._finish(model, d, y) if folded else False
-            if d > wx:
-                return self._finish(model, d, y) if folded else False
-            for c in range(d):
-                self.X[slot, c] = self.row[c]
-            for c in range(d, wx):
-                self.X[slot, c] = 0.0
-            for c in range(p):
-                self.coef[slot, c] = self.f[c]
-            self.sq[slot] = row_sq
-            self.kdiag[slot] = 1.0  # RBF: k(x, x) = 1
-            next_id = support.next_id
-            self.ids[slot] = next_id
-            support.next_id = next_id + 1
-            if slot == n:
-                support.n = n + 1  # <= the buffers' rows, the kernel row's room
-            if d > support.width:
-                support.width = d
-            if row_sq > support._sq_max:
-                support._sq_max = row_sq
-            support.rows_version += 1
-            self.version = support.version + 1
-            support.version = self.version
+            self._insert(d, row_sq)
+            if self.ranker:
+                if pr < k:
+                    for i in range(pr, k):
+                        self.b[i] = self.b[i] - 1.0
+                else:
+                    for i in range(k, pr):
+                        self.b[i] = self.b[i] + 1.0
             model.n_mistakes += 1
         model._n_learned += 1
         return True

@@ -1,11 +1,12 @@
-"""The compiled per-event path of the kernel perceptrons, when it is built.
+"""The compiled per-event path of the kernel perceptrons and the ranker, when it is built.
 
 :mod:`streamk.learners._event` (``_event.pyx``) does a whole ``learn_one`` or
 ``predict_one`` — feature dict to row, kernel row, margins, mistake test, support-set
-write — in one call, where the NumPy path makes 17–20 calls. It applies once
-``gamma="auto"`` is frozen, for an RBF kernel under remove-oldest or no budget; for
-everything else it declines before changing anything and the learner runs its NumPy
-path, which is the reference the compiled one is tested against
+write — in one call, where the NumPy path makes 17–20 calls. It applies to the RBF,
+Laplacian, polynomial and linear kernels (each possibly scaled) under no budget,
+remove-oldest, remove-random or the Forgetron; for everything else (other kernels or
+policies, new features or labels) it declines before changing anything and the learner
+runs its NumPy path, which is the reference the compiled one is tested against
 (``tests/test_eventpass.py``).
 
 The extension is optional like the core: without it (no C compiler at install time), or
@@ -47,12 +48,13 @@ def available() -> bool:
     return _event is not None
 
 
-def event_pass(margin: float | None = None) -> Any:
+def event_pass(margin: float | None = None, ranker: bool = False) -> Any:
     """A learner's compiled per-event path (``None`` without the extension).
 
     ``margin=None`` is the kernel perceptron's rule (update on a mistake), a number the
-    margin perceptron's (update also where ``y f < margin``).
+    margin perceptron's (update also where ``y f < margin``); ``ranker=True`` the on-line
+    ranker's (one score, thresholds per rank).
     """
     if _event is None:
         return None
-    return _event.EventPass(margin)
+    return _event.EventPass(margin, ranker)

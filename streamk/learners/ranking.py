@@ -12,7 +12,7 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
-from . import fastpass
+from . import eventpass, fastpass
 from .base import KernelLearner, as_list
 
 __all__ = ["OnlineRanker"]
@@ -106,6 +106,9 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
 
     """
 
+    #: The compiled per-event path (:mod:`streamk.learners.eventpass`), when it is built.
+    _event: Any = None
+
     def __init__(
         self,
         kernel: Kernel | None = None,
@@ -134,6 +137,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         self._index = {r: i for i, r in enumerate(self._labels)}
         self._b = np.zeros(max(len(self._labels) - 1, 0))
         self.n_mistakes = 0
+        self._event = eventpass.event_pass(ranker=True)
 
     @classmethod
     def _unit_test_params(cls):
@@ -223,6 +227,9 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
 
     # -- learning ---------------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Hashable) -> None:
+        event = self._event  # one compiled call when it applies (see eventpass)
+        if event is not None and event.learn(self, x, y):
+            return
         self._rank_index(y)  # reject a bad label before touching any state
         row = self._learn_row(x)
         k_row = self._kernel_row(row)
@@ -270,6 +277,11 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         return float(self._kernel_row(self._predict_row(x)) @ self._support.coef[:, 0])
 
     def predict_one(self, x: dict) -> Hashable:
+        event = self._event  # one compiled call when it applies (see eventpass)
+        if event is not None:
+            label = event.predict(self, x)
+            if label is not eventpass.NOT_HANDLED:
+                return label
         if not self._labels:
             return None
         return self._labels[int(self._predict_index(np.array([self.score_one(x)]))[0])]
