@@ -12,6 +12,7 @@ from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import adatron_dual
+from . import dualpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, as_list
 from .classifier import KernelClassifier
@@ -177,19 +178,46 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
             self._resweep(self.resweeps)
 
     def _resweep(self, passes: int) -> None:
-        """``passes`` cyclic coordinate steps over the support set, oldest first (CF 7.13)."""
+        """``passes`` cyclic coordinate steps over the support set, oldest first (CF 7.13).
+
+        The passes run compiled where :mod:`~streamk.learners.dualpass` applies, else in the
+        NumPy loop below (the reference); then vectors whose coefficients all returned to 0
+        leave the set.
+        """
         S = self._support
         if S.n == 0:
             return
+        T, eta, order, known = self._sweep_plan()
+        mu, upper = self._mu, self._upper
+        if not dualpass.adatron_resweep(S, T, eta, order, mu, upper, passes):
+            self._numpy_resweep(passes, T, eta, order.tolist())
+        dead = np.flatnonzero(known & ~S.coef.any(axis=1))
+        for slot in dead[::-1]:  # descending, so swap-remove never moves a row still to drop
+            S.remove(int(slot))
+
+    def _sweep_plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(T, eta, order, known)`` of the support set as it is now.
+
+        The ±1 targets (0 for a vector of unknown class, e.g. one a policy merged), the steps
+        ``1 / (k(x_i, x_i) + mu)`` (0 where that is not positive), the slots a pass visits
+        (known class and a positive step, oldest first) and which slots have a known class.
+        """
+        S = self._support
         cls = self._cls.align(S.ids)[:, 0]
         known = ~np.isnan(cls)
         T = np.zeros((S.n, S.n_outputs))
         T[known] = self._targets(cls[known])
+        denom = S.kdiag + self._mu
+        eta = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0.0)
+        by_age = np.argsort(S.ids, kind="stable")
+        order = by_age[(known & (eta > 0.0))[by_age]]
+        return T, eta, order, known
+
+    def _numpy_resweep(self, passes: int, T: np.ndarray, eta: np.ndarray, order: list) -> None:
+        """The passes as a Python loop with NumPy: the reference for the compiled pass."""
+        S = self._support
         G = S.gram_matrix
         mu, upper = self._mu, self._upper
-        denom = S.kdiag + mu
-        eta = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0.0)
-        order = [int(i) for i in np.argsort(S.ids, kind="stable") if known[i] and eta[i] > 0.0]
         coef = S.coef  # a live view: add_coef writes through it
         for _ in range(passes):
             F = G @ coef
@@ -212,9 +240,6 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
                 if delta.any():
                     S.add_coef(i, delta)
                     F += G[i, :, None] * delta
-        dead = np.flatnonzero(known & ~coef.any(axis=1))
-        for slot in dead[::-1]:  # descending, so swap-remove never moves a row still to drop
-            S.remove(int(slot))
 
     # -- batch ------------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, max_epochs: int = 1000, tol: float = 1e-6) -> KernelAdatron:
