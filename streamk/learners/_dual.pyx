@@ -16,61 +16,90 @@ bookkeeping afterwards (:func:`streamk.learners.dualpass.coef_changed`): these f
 write the coefficients in place and, when asked, add every change to ``D`` as well.
 """
 
-from libc.math cimport copysign, fabs
+from libc.math cimport copysign, fabs, isnan
 
 ctypedef Py_ssize_t intp
+
+cdef extern from *:
+    """
+    /* y += x * a, element by element (no fused multiply-add: -ffp-contract=off), as
+       NumPy's ``y += x * a`` computes it; restrict lets the compiler vectorise. */
+    static inline void sk_axpy(double *restrict y, const double *restrict x, double a,
+                               Py_ssize_t n) {
+        for (Py_ssize_t j = 0; j < n; j++) y[j] += x[j] * a;
+    }
+    """
+    void sk_axpy(double *y, const double *x, double a, Py_ssize_t n) nogil
 
 
 def adatron_pass(
     const double[:, ::1] G,
     double[:, ::1] coef,
-    double[:, ::1] F,
-    const double[:, ::1] T,
-    const double[::1] eta,
-    const intp[::1] order,
+    double[:, ::1] FT,
+    const double[::1] cls,
+    const double[::1] signs,
+    const double[::1] kdiag,
+    const intp[::1] by_age,
     double mu,
     double upper,
-    double[:, ::1] D,
+    double[:, ::1] DT,
 ):
-    """One adatron pass (CF 7.13) over the slots ``order``; returns the number of steps that
-    moved a coefficient.
+    """One adatron pass (CF 7.13), oldest first; returns the number of steps that moved a
+    coefficient.
 
     ``G`` is the support set's Gram buffer (``G[i, :n]`` is row ``i``), ``coef`` its
-    coefficient buffer (``n_outputs`` columns), ``F`` the decision values ``(n, n_outputs)``
-    (updated in place), ``T`` the ±1 targets, ``eta`` ``1 / (k(x_i, x_i) + mu)``. ``D``:
-    an ``(n, n_outputs)`` array the changes are added to, or ``None``. For each slot and
-    column, ``a = coef t``; ``a_new = min(max(a + eta (1 - t f - mu a), 0), upper)``; a
-    slot whose step moved some column gets ``coef += (a_new - a) t`` and
-    ``F += G[i] (a_new - a) t``.
+    coefficient buffer (``k`` columns), ``FT`` the decision values transposed, ``(k, n)``
+    (updated in place), ``cls`` each slot's class index (NaN: unknown, the slot is fixed),
+    ``signs`` each class's sign in binary mode (``None``: one-vs-rest, the target is +1 in
+    the slot's class column and -1 elsewhere), ``kdiag`` ``k(x_i, x_i)``, ``by_age`` every
+    slot, oldest first. A slot moves only with a known class and a positive step
+    ``eta = 1 / (k(x_i, x_i) + mu)``. ``DT``: a ``(k, n)`` array the changes are added to,
+    or ``None``. For each column, ``a = coef t``;
+    ``a_new = min(max(a + eta (1 - t f - mu a), 0), upper)``; a slot whose step moved some
+    column gets ``coef += (a_new - a) t`` and ``f += G[i] (a_new - a) t``.
     """
-    cdef Py_ssize_t n = F.shape[0], k = F.shape[1], m = order.shape[0]
-    cdef Py_ssize_t p, i, j, c, moved = 0
-    cdef double a, a_new, t, e, x, d
-    cdef bint any_moved, track = D is not None
+    cdef Py_ssize_t n = FT.shape[1], k = FT.shape[0], m = by_age.shape[0]
+    cdef Py_ssize_t p, i, c, moved = 0, label
+    cdef double a, a_new, t, e, denom, d
+    cdef bint any_moved, track = DT is not None, binary = signs is not None
     cdef double delta[64]
     if k > 64:
         raise ValueError("adatron_pass handles at most 64 outputs")
     if G.shape[0] < n or G.shape[1] < n or coef.shape[0] < n or coef.shape[1] != k:
         raise ValueError("adatron_pass: buffers smaller than the support set")
-    if T.shape[0] != n or T.shape[1] != k or eta.shape[0] != n:
-        raise ValueError("adatron_pass: targets or steps do not match the support set")
-    if track and (D.shape[0] != n or D.shape[1] != k):
+    if cls.shape[0] != n or kdiag.shape[0] < n or m != n:
+        raise ValueError("adatron_pass: classes or diagonal do not match the support set")
+    if binary and k != 1:
+        raise ValueError("adatron_pass: signs are for one output column")
+    if track and (DT.shape[0] != k or DT.shape[1] != n):
         raise ValueError("adatron_pass: D does not match the support set")
     for p in range(m):
-        i = order[p]
+        i = by_age[p]
         if i < 0 or i >= n:
             raise IndexError("adatron_pass: slot out of range")
+        if not isnan(cls[i]):
+            label = <Py_ssize_t>cls[i]
+            if label < 0 or label >= (signs.shape[0] if binary else k):
+                raise IndexError("adatron_pass: class index out of range")
     with nogil:
         for p in range(m):
-            i = order[p]
-            e = eta[i]
+            i = by_age[p]
+            if isnan(cls[i]):
+                continue
+            denom = kdiag[i] + mu
+            e = 1.0 / denom if denom > 0.0 else 0.0
+            if not e > 0.0:
+                continue
+            label = <Py_ssize_t>cls[i]
             any_moved = False
             for c in range(k):
-                t = T[i, c]
+                if binary:
+                    t = signs[label]
+                else:
+                    t = 1.0 if c == label else -1.0
                 a = coef[i, c] * t
                 # the 2-norm shift acts on alpha = a >= 0, not on the signed coefficient
-                x = a + e * (1.0 - t * F[i, c] - mu * a)
-                a_new = x
+                a_new = a + e * (1.0 - t * FT[c, i] - mu * a)
                 if 0.0 > a_new:  # Python's max(x, 0.0), NaN included
                     a_new = 0.0
                 if upper < a_new:  # min(., upper)
@@ -88,10 +117,30 @@ def adatron_pass(
                     continue
                 coef[i, c] += d
                 if track:
-                    D[i, c] += d
-                for j in range(n):
-                    F[j, c] += G[i, j] * d
+                    DT[c, i] += d
+                sk_axpy(&FT[c, 0], &G[i, 0], d, n)
     return moved
+
+
+def dead_slots(const double[:, ::1] coef, const double[::1] cls):
+    """Slots of a known class whose coefficients are all 0, in descending order (so that
+    swap-removing them one by one never moves a slot still to remove)."""
+    cdef Py_ssize_t n = cls.shape[0], k = coef.shape[1], i, c
+    cdef bint zero
+    out = []
+    if coef.shape[0] < n:
+        raise ValueError("dead_slots: buffers smaller than the support set")
+    for i in range(n - 1, -1, -1):
+        if isnan(cls[i]):
+            continue
+        zero = True
+        for c in range(k):
+            if coef[i, c] != 0.0:
+                zero = False
+                break
+        if zero:
+            out.append(i)
+    return out
 
 
 def svr_pass(
@@ -116,7 +165,7 @@ def svr_pass(
     coefficient stays in ``[-C, C]``.
     """
     cdef Py_ssize_t n = f.shape[0], m = order.shape[0]
-    cdef Py_ssize_t p, i, j, moved = 0
+    cdef Py_ssize_t p, i, moved = 0
     cdef double a, a_new, r, g, d
     cdef bint track = D is not None
     if G.shape[0] < n or G.shape[1] < n or coef.shape[0] < n or coef.shape[1] < 1:
@@ -156,6 +205,5 @@ def svr_pass(
                 coef[i, 0] += d
                 if track:
                     D[i] += d
-                for j in range(n):
-                    f[j] += G[i, j] * d
+                sk_axpy(&f[0], &G[i, 0], d, n)
     return moved

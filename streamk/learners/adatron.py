@@ -180,38 +180,37 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     def _resweep(self, passes: int) -> None:
         """``passes`` cyclic coordinate steps over the support set, oldest first (CF 7.13).
 
-        The passes run compiled where :mod:`~streamk.learners.dualpass` applies, else in the
-        NumPy loop below (the reference); then vectors whose coefficients all returned to 0
-        leave the set.
+        The passes run compiled where :mod:`~streamk.learners.dualpass` applies, else in
+        :meth:`_numpy_resweep` (the reference); then vectors whose coefficients all returned
+        to 0 leave the set.
         """
         S = self._support
         if S.n == 0:
             return
-        T, eta, order, known = self._sweep_plan()
-        mu, upper = self._mu, self._upper
-        if not dualpass.adatron_resweep(S, T, eta, order, mu, upper, passes):
-            self._numpy_resweep(passes, T, eta, order.tolist())
-        dead = np.flatnonzero(known & ~S.coef.any(axis=1))
-        for slot in dead[::-1]:  # descending, so swap-remove never moves a row still to drop
-            S.remove(int(slot))
-
-    def _sweep_plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(T, eta, order, known)`` of the support set as it is now.
-
-        The ±1 targets (0 for a vector of unknown class, e.g. one a policy merged), the steps
-        ``1 / (k(x_i, x_i) + mu)`` (0 where that is not positive), the slots a pass visits
-        (known class and a positive step, oldest first) and which slots have a known class.
-        """
-        S = self._support
         cls = self._cls.align(S.ids)[:, 0]
+        labels = self._labels
+        signs = None if labels.multiclass else np.asarray(labels.signs, dtype=np.float64)
+        by_age = np.argsort(S.ids, kind="stable")
+        mu, upper = self._mu, self._upper
+        if not dualpass.adatron_resweep(S, cls, signs, by_age, mu, upper, passes):
+            self._numpy_resweep(passes, *self._sweep_plan(cls, by_age))
+        for slot in dualpass.dead_slots(S, cls):  # descending: swap-remove moves none of them
+            S.remove(slot)
+
+    def _sweep_plan(
+        self, cls: np.ndarray, by_age: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, list]:
+        """``(T, eta, order)`` for the NumPy passes: the ±1 targets (0 for a vector of unknown
+        class, e.g. one a policy merged), the steps ``1 / (k(x_i, x_i) + mu)`` (0 where that
+        is not positive) and the slots a pass visits (known class, positive step, oldest
+        first)."""
+        S = self._support
         known = ~np.isnan(cls)
         T = np.zeros((S.n, S.n_outputs))
         T[known] = self._targets(cls[known])
         denom = S.kdiag + self._mu
         eta = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0.0)
-        by_age = np.argsort(S.ids, kind="stable")
-        order = by_age[(known & (eta > 0.0))[by_age]]
-        return T, eta, order, known
+        return T, eta, by_age[(known & (eta > 0.0))[by_age]].tolist()
 
     def _numpy_resweep(self, passes: int, T: np.ndarray, eta: np.ndarray, order: list) -> None:
         """The passes as a Python loop with NumPy: the reference for the compiled pass."""

@@ -27,7 +27,7 @@ import numpy as np
 from .. import accel
 from .support import SupportSet
 
-__all__ = ["available", "adatron_resweep", "svr_resweep", "coef_changed", "COUNTS"]
+__all__ = ["available", "adatron_resweep", "svr_resweep", "dead_slots", "coef_changed", "COUNTS"]
 
 #: Resweeps run compiled (``"compiled"``): the tests read it to see which path ran.
 COUNTS: Counter[str] = Counter()
@@ -76,35 +76,47 @@ def coef_changed(S: SupportSet, D: np.ndarray | None) -> None:
 
 def adatron_resweep(
     S: SupportSet,
-    T: np.ndarray,
-    eta: np.ndarray,
-    order: np.ndarray,
+    cls: np.ndarray,
+    signs: np.ndarray | None,
+    by_age: np.ndarray,
     mu: float,
     upper: float,
     passes: int,
 ) -> bool:
-    """``passes`` adatron passes (CF 7.13) over the slots ``order``; ``False`` (and nothing
-    changed) where the compiled pass does not apply.
+    """``passes`` adatron passes (CF 7.13), oldest first; ``False`` (and nothing changed)
+    where the compiled pass does not apply.
 
-    ``T`` are the ±1 targets ``(n, n_outputs)``, ``eta`` the steps ``1 / (k(x_i, x_i) + mu)``,
-    ``order`` the slots to step through (intp), ``mu`` the 2-norm diagonal shift, ``upper``
-    the box. Coefficients are written in place, then :func:`coef_changed`.
+    ``cls`` is each slot's class index (NaN: unknown, the slot stays fixed), ``signs`` each
+    class's ±1 target in binary mode (``None``: one-vs-rest), ``by_age`` the slots oldest
+    first, ``mu`` the 2-norm diagonal shift, ``upper`` the box. Slots with ``k(x, x) + mu``
+    not positive stay fixed too. Coefficients are written in place, then
+    :func:`coef_changed`.
     """
-    if not _handles(S) or S.n_outputs > MAX_OUTPUTS:
+    k = S.n_outputs
+    if not _handles(S) or k > MAX_OUTPUTS or (signs is not None and k != 1):
         return False
     n, G, buf = S.n, S._G, S._coef
-    T = np.ascontiguousarray(T, dtype=np.float64)
-    eta = np.ascontiguousarray(eta, dtype=np.float64)
-    order = np.ascontiguousarray(order, dtype=np.intp)
-    D = np.zeros((n, S.n_outputs)) if S._trackers else None
+    cls = np.ascontiguousarray(cls, dtype=np.float64)
+    by_age = np.ascontiguousarray(by_age, dtype=np.intp)
+    DT = np.zeros((k, n)) if S._trackers else None
     moved = 0
     for _ in range(passes):
         F = G[:n, :n] @ buf[:n]  # the NumPy path's call: the same F, bit for bit
-        moved += _dual.adatron_pass(G, buf, F, T, eta, order, mu, upper, D)
+        FT = F.reshape(1, n) if k == 1 else np.ascontiguousarray(F.T)  # a column per row
+        moved += _dual.adatron_pass(G, buf, FT, cls, signs, S._kdiag, by_age, mu, upper, DT)
     if moved:
-        coef_changed(S, D)
+        coef_changed(S, None if DT is None else DT.T)
     COUNTS["compiled"] += 1
     return True
+
+
+def dead_slots(S: SupportSet, cls: np.ndarray) -> list[int]:
+    """Slots of a known class (``cls`` not NaN) whose coefficients are all 0, descending:
+    the vectors a resweep took out of ``f``."""
+    if _dual is not None and type(S) is SupportSet:
+        return _dual.dead_slots(S._coef, np.ascontiguousarray(cls, dtype=np.float64))
+    dead = np.flatnonzero(~np.isnan(cls) & ~S.coef.any(axis=1))
+    return dead[::-1].tolist()
 
 
 def svr_resweep(
