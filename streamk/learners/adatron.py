@@ -71,7 +71,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     window for the exact one). Labels and multiclass work as in
     :class:`~streamk.learners.perceptron.KernelPerceptron`: one-vs-rest columns over one
     shared support set, each column its own adatron. ``learn_many`` replays the rows in
-    order on one tracked kernel block, so it gives the same model as ``learn_one``.
+    order as ``learn_one`` would, so it gives the same model. The resweeps run in compiled
+    code where it is built (:mod:`streamk.learners.dualpass`), the NumPy loop otherwise.
 
     Examples
     --------
@@ -152,11 +153,26 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._update(row, k_row @ self._support.coef, k_row, y)
 
     def learn_many(self, X: Any, y: Any) -> None:
+        """Learn the rows in order, each exactly as :meth:`learn_one` would.
+
+        No tracked kernel block: every resweep moves coefficients all over the set, and a
+        block's decision values would cost O(block · n_support) per event to keep current,
+        more than the event's own kernel row.
+        """
         rows = self._block(X, grow=True)
         labels = as_list(y)
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        self._learn_rows(rows, labels, self._learn_block_row)
+        if self._objects:
+            self._learn_rows(rows, labels, self._learn_block_row)
+            return
+        S = self._support
+        for row, label in zip(rows, labels):
+            self._add_label(label)
+            if self._warming_up:
+                self._refine_gamma(row)
+            k_row = S.kernel_row(row)
+            self._update(row, k_row @ S.coef, k_row, label)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
         self._add_label(label)
