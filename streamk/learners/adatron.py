@@ -121,6 +121,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._labels = LabelCoder()
         self._cls = SlotData(1)  # class index of each support vector
         self.n_updates = 0
+        # (support set, its rows_version, class per slot, slots oldest first): see _slots
+        self._slots_cache: tuple[Any, int, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def _unit_test_params(cls):
@@ -180,18 +182,32 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
 
     def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
         """One coordinate step on the new example from alpha = 0, then the resweeps."""
-        t = self._labels.targets(y)
-        denom = float(self._support.kernel.diag(self._one(row))[0]) + self._mu
+        S = self._support
+        denom = S.kernel.diag_one(row) + self._mu
         if denom > 0.0:  # phi(x) = 0 (and no 2-norm shift) can never change f
-            alpha = np.clip((1.0 - t * f) / denom, 0.0, self._upper)
-            if (alpha > 0.0).any():
-                new_id = self._support.next_id
-                self._policy.insert(self._support, row, alpha * t, k_row)
+            coef = self._first_step(self._labels.targets(y), f, denom)
+            if coef is not None:
+                new_id = S.next_id
+                self._policy.insert(S, row, coef, k_row)
                 self._cls.add(new_id, float(self._labels.classes.index(y)))
                 self.n_updates += 1
         self._n_learned += 1
         if self.resweeps:
             self._resweep(self.resweeps)
+
+    def _first_step(self, t: np.ndarray, f: np.ndarray, denom: float) -> np.ndarray | None:
+        """The new example's coefficients ``alpha t`` after its step from ``alpha = 0``, or
+        ``None`` if every ``alpha`` stays 0 (it does not join the set).
+
+        ``alpha = clip((1 - t f) / denom, 0, upper)``; one column is done on Python floats
+        (the same IEEE operations as NumPy's, without four array calls).
+        """
+        if t.shape[0] == 1:
+            t0 = float(t[0])
+            a = min(max((1.0 - t0 * float(f[0])) / denom, 0.0), self._upper)
+            return np.array([a * t0]) if a > 0.0 else None
+        alpha = np.clip((1.0 - t * f) / denom, 0.0, self._upper)
+        return alpha * t if (alpha > 0.0).any() else None
 
     def _resweep(self, passes: int) -> None:
         """``passes`` cyclic coordinate steps over the support set, oldest first (CF 7.13).
@@ -203,15 +219,30 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         S = self._support
         if S.n == 0:
             return
-        cls = self._cls.align(S.ids)[:, 0]
+        cls, by_age = self._slots()
         labels = self._labels
         signs = None if labels.multiclass else np.asarray(labels.signs, dtype=np.float64)
-        by_age = np.argsort(S.ids, kind="stable")
         mu, upper = self._mu, self._upper
         if not dualpass.adatron_resweep(S, cls, signs, by_age, mu, upper, passes):
             self._numpy_resweep(passes, *self._sweep_plan(cls, by_age))
         for slot in dualpass.dead_slots(S, cls):  # descending: swap-remove moves none of them
             S.remove(slot)
+
+    def _slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each slot's class index (NaN: unknown) and the slots oldest first.
+
+        Both depend only on which rows the set holds where, so they are kept until
+        ``rows_version`` moves: after an event that neither inserted nor removed a vector
+        (most events, once the model fits) the resweep reuses them.
+        """
+        S = self._support
+        cached = self._slots_cache
+        if cached is not None and cached[0] is S and cached[1] == S.rows_version:
+            return cached[2], cached[3]
+        cls = np.ascontiguousarray(self._cls.align(S.ids)[:, 0])
+        by_age = np.argsort(S.ids, kind="stable")
+        self._slots_cache = (S, S.rows_version, cls, by_age)
+        return cls, by_age
 
     def _sweep_plan(
         self, cls: np.ndarray, by_age: np.ndarray
