@@ -217,3 +217,23 @@ def test_strings_and_switched_off_core_take_the_numpy_loop():
     finally:
         accel.core = core
     assert dualpass.COUNTS["compiled"] == 0 and model.n_support > 0
+
+
+@pytest.mark.parametrize("policy", ["projectron", "merge", "random"])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_slot_cache_changes_nothing(policy, classes):
+    """Each slot's class and the age order are reused while the set's rows stay put; a model
+    that aligns them afresh at every event ends identical (the Projectron's projections add
+    no vector, so they must leave no class behind for the next id)."""
+    X, y = _stream(300, classes, seed=3)
+    rows = X.to_dict(orient="records")
+    models = [KernelAdatron(RBF(gamma=0.5), budget=POLICIES[policy][0]()) for _ in range(2)]
+    cached, fresh = models
+    for x, label in zip(rows, y):
+        cached.learn_one(x, label)
+        fresh._slots_cache = None
+        fresh.learn_one(x, label)
+    assert cached.n_updates > cached.n_support  # vectors left or were projected away
+    np.testing.assert_array_equal(cached.support_.ids, fresh.support_.ids)
+    np.testing.assert_array_equal(cached.support_.coef, fresh.support_.coef)
+    assert cached.state()["sv_class"] == fresh.state()["sv_class"]

@@ -189,7 +189,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
             if coef is not None:
                 new_id = S.next_id
                 self._policy.insert(S, row, coef, k_row)
-                self._cls.add(new_id, float(self._labels.classes.index(y)))
+                if S.next_id != new_id:  # not when the Projectron projected instead
+                    self._cls.add(new_id, float(self._labels.classes.index(y)))
                 self.n_updates += 1
         self._n_learned += 1
         if self.resweeps:
