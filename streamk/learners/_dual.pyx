@@ -23,9 +23,16 @@ ctypedef Py_ssize_t intp
 cdef extern from *:
     """
     /* y += x * a, element by element (no fused multiply-add: -ffp-contract=off), as
-       NumPy's ``y += x * a`` computes it; restrict lets the compiler vectorise. */
-    static inline void sk_axpy(double *restrict y, const double *restrict x, double a,
-                               Py_ssize_t n) {
+       NumPy's ``y += x * a`` computes it; restrict lets the compiler vectorise, and on
+       GCC/x86-64 an AVX2 clone runs where the CPU has it (the same IEEE operations, four
+       at a time), as in _fastexp.h. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define SK_DUAL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+    #else
+    #define SK_DUAL_CLONES
+    #endif
+    SK_DUAL_CLONES static void sk_axpy(double *restrict y, const double *restrict x,
+                                       double a, Py_ssize_t n) {
         for (Py_ssize_t j = 0; j < n; j++) y[j] += x[j] * a;
     }
     """
