@@ -32,8 +32,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     ``alpha`` becomes positive), then ``resweeps`` passes of the same step over the support
     set move the earlier coefficients towards the optimum. :meth:`fit` runs the book's
     cyclic algorithm on a fixed set until the coefficients stop changing. A step costs
-    O(n_support · d) kernel work plus O(resweeps · n_support²) for the resweeps (a Python
-    loop over the support set whose body is one Gram-matrix column).
+    O(n_support · d) kernel work plus O(resweeps · n_support²) for the resweeps: per pass
+    one product ``G @ coef`` and one Gram-matrix row per coefficient that moved, in
+    compiled code where it is built (:mod:`streamk.learners.dualpass`), else a Python loop.
 
     Parameters
     ----------
