@@ -11,6 +11,10 @@ kernels × binary / multiclass for the adatron's grid, and over its constants (n
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +29,7 @@ pytestmark = pytest.mark.skipif(
     not dualpass.available(), reason="the compiled resweeps are not built here"
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 BLOCKS = [(0, 120), (120, 300)]
 
 
@@ -237,3 +242,26 @@ def test_slot_cache_changes_nothing(policy, classes):
     np.testing.assert_array_equal(cached.support_.ids, fresh.support_.ids)
     np.testing.assert_array_equal(cached.support_.coef, fresh.support_.coef)
     assert cached.state()["sv_class"] == fresh.state()["sv_class"]
+
+
+def test_without_the_core_the_numpy_loop_runs():
+    """``STREAMK_NO_ACCEL=1``: the extension is not loaded and both learners still learn."""
+    code = """
+import numpy as np
+from streamk.learners import KernelAdatron, OnlineSVR, dualpass
+assert not dualpass.available()
+rng = np.random.default_rng(0)
+X = rng.normal(size=(300, 2))
+a, s = KernelAdatron(C=1.0, budget=30), OnlineSVR(budget=30)
+for r in X:
+    x = {"a": r[0], "b": r[1]}
+    a.learn_one(x, bool(r[0] * r[1] > 0))
+    s.learn_one(x, float(r[0] * r[1]))
+print(a.n_support, s.n_support > 0, dualpass.COUNTS["compiled"])
+"""
+    env = {**os.environ, "STREAMK_NO_ACCEL": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["30", "True", "0"]
