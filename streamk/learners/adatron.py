@@ -340,4 +340,5 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._labels = LabelCoder.from_state(state["labels"])
         self._cls = SlotData.from_state(self._support.ids, state["sv_class"])
+        self._slots_cache = None
         self.n_updates = int(state["n_updates"])

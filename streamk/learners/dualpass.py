@@ -113,7 +113,7 @@ def adatron_resweep(
 def dead_slots(S: SupportSet, cls: np.ndarray) -> list[int]:
     """Slots of a known class (``cls`` not NaN) whose coefficients are all 0, descending:
     the vectors a resweep took out of ``f``."""
-    if _dual is not None and type(S) is SupportSet:
+    if available() and type(S) is SupportSet:
         return _dual.dead_slots(S._coef, np.ascontiguousarray(cls, dtype=np.float64))
     dead = np.flatnonzero(~np.isnan(cls) & ~S.coef.any(axis=1))
     return dead[::-1].tolist()
