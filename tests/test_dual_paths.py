@@ -30,7 +30,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = [(0, 120), (120, 300)]
+#: Events per classifier stream: ``_stream``'s third class arrives at row 300, inside the
+#: second block.
+N = 420
+BLOCKS = [(0, 140), (140, N)]
+SVR_BLOCKS = [(0, 120), (120, 300)]
 
 
 def _learn(model, X: pd.DataFrame, y: list, how: str, probe: pd.DataFrame) -> list:
@@ -88,6 +92,7 @@ def _check(make, X, y, how: str, expect_compiled: bool = True) -> None:
     slow, slow_preds = _numpy(make, X, y, probe)
     assert fast_preds == slow_preds
     _same_support(fast, slow)
+    assert fast.support_.n_outputs == (1 if len(set(y)) == 2 else len(set(y)))
     if expect_compiled:
         assert took > 0, "the compiled resweep did not run"
     else:
@@ -107,7 +112,7 @@ ADATRON_GRID = [
 @pytest.mark.parametrize(("kernel", "policy", "classes"), ADATRON_GRID)
 def test_adatron_compiled_equals_numpy_over_policies_and_kernels(kernel, policy, classes):
     """Every policy × kernel, binary and with a third class arriving mid-stream, learn_many."""
-    X, y = _stream(300, classes)
+    X, y = _stream(N, classes)
 
     def make():
         return KernelAdatron(KERNELS[kernel](), C=1.0, budget=POLICIES[policy][0]())
@@ -123,7 +128,7 @@ def test_adatron_compiled_equals_numpy_over_policies_and_kernels(kernel, policy,
 def test_adatron_compiled_equals_numpy_over_its_constants(classes, norm, C, resweeps, how):
     """norm 1 / 2 × C finite / inf × resweeps 0 / 1 / 3, binary and multiclass, under
     remove-oldest (the budget turns over) and learn_one / learn_many."""
-    X, y = _stream(300, classes, seed=1)
+    X, y = _stream(N, classes, seed=1)
 
     def make():
         return KernelAdatron(RBF(gamma=0.5), C=C, norm=norm, resweeps=resweeps, budget=40)
@@ -141,7 +146,7 @@ def _regression(n: int, seed: int = 0) -> tuple[pd.DataFrame, list]:
 def _learn_svr(model, X: pd.DataFrame, y: list, how: str) -> np.ndarray:
     rows = X.to_dict(orient="records")
     if how == "many":
-        for a, b in BLOCKS:
+        for a, b in SVR_BLOCKS:
             model.learn_many(X.iloc[a:b], y[a:b])
     else:
         for x, target in zip(rows, y):
@@ -186,7 +191,7 @@ def test_svr_compiled_resweep_equals_numpy(kernel, policy, resweeps, how):
 def test_passes_give_the_numpy_loop_bit_for_bit():
     """With only the resweep switched (kernel rows computed alike), the compiled passes give
     the NumPy loop's coefficients exactly: the same operations in the same order."""
-    X, y = _stream(300, 3, seed=2)
+    X, y = _stream(N, 3, seed=2)
     rows = X.to_dict(orient="records")
     models = []
     for compiled in (True, False):
@@ -230,7 +235,7 @@ def test_slot_cache_changes_nothing(policy, classes):
     """Each slot's class and the age order are reused while the set's rows stay put; a model
     that aligns them afresh at every event ends identical (the Projectron's projections add
     no vector, so they must leave no class behind for the next id)."""
-    X, y = _stream(300, classes, seed=3)
+    X, y = _stream(N, classes, seed=3)
     rows = X.to_dict(orient="records")
     models = [KernelAdatron(RBF(gamma=0.5), budget=POLICIES[policy][0]()) for _ in range(2)]
     cached, fresh = models
