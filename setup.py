@@ -84,6 +84,12 @@ extensions = [
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
     ),
+    Extension(  # the resweeps of the adatron and the SVR (streamk/learners/dualpass.py)
+        "streamk.learners._dual",
+        ["streamk/learners/_dual.pyx"],
+        extra_compile_args=["-O3", "-ffp-contract=off"],
+        optional=True,
+    ),
 ]
 
 #: What a failed build of one extension may raise: compiler missing or failing (the

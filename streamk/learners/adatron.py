@@ -12,6 +12,7 @@ from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import adatron_dual
+from . import dualpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, as_list
 from .classifier import KernelClassifier
@@ -31,8 +32,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     ``alpha`` becomes positive), then ``resweeps`` passes of the same step over the support
     set move the earlier coefficients towards the optimum. :meth:`fit` runs the book's
     cyclic algorithm on a fixed set until the coefficients stop changing. A step costs
-    O(n_support · d) kernel work plus O(resweeps · n_support²) for the resweeps (a Python
-    loop over the support set whose body is one Gram-matrix column).
+    O(n_support · d) kernel work plus O(resweeps · n_support²) for the resweeps: per pass
+    one product ``G @ coef`` and one Gram-matrix row per coefficient that moved, in
+    compiled code where it is built (:mod:`streamk.learners.dualpass`), else a Python loop.
 
     Parameters
     ----------
@@ -70,7 +72,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     window for the exact one). Labels and multiclass work as in
     :class:`~streamk.learners.perceptron.KernelPerceptron`: one-vs-rest columns over one
     shared support set, each column its own adatron. ``learn_many`` replays the rows in
-    order on one tracked kernel block, so it gives the same model as ``learn_one``.
+    order as ``learn_one`` would, so it gives the same model. The resweeps run in compiled
+    code where it is built (:mod:`streamk.learners.dualpass`), the NumPy loop otherwise.
 
     Examples
     --------
@@ -119,6 +122,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._labels = LabelCoder()
         self._cls = SlotData(1)  # class index of each support vector
         self.n_updates = 0
+        # (support set, its rows_version, class per slot, slots oldest first): see _slots
+        self._slots_cache: tuple[Any, int, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def _unit_test_params(cls):
@@ -151,11 +156,26 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._update(row, k_row @ self._support.coef, k_row, y)
 
     def learn_many(self, X: Any, y: Any) -> None:
+        """Learn the rows in order, each exactly as :meth:`learn_one` would.
+
+        No tracked kernel block: every resweep moves coefficients all over the set, and a
+        block's decision values would cost O(block · n_support) per event to keep current,
+        more than the event's own kernel row.
+        """
         rows = self._block(X, grow=True)
         labels = as_list(y)
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        self._learn_rows(rows, labels, self._learn_block_row)
+        if self._objects:
+            self._learn_rows(rows, labels, self._learn_block_row)
+            return
+        S = self._support
+        for row, label in zip(rows, labels):
+            self._add_label(label)
+            if self._warming_up:
+                self._refine_gamma(row)
+            k_row = S.kernel_row(row)
+            self._update(row, k_row @ S.coef, k_row, label)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
         self._add_label(label)
@@ -163,33 +183,89 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
 
     def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
         """One coordinate step on the new example from alpha = 0, then the resweeps."""
-        t = self._labels.targets(y)
-        denom = float(self._support.kernel.diag(self._one(row))[0]) + self._mu
+        S = self._support
+        denom = S.kernel.diag_one(row) + self._mu
         if denom > 0.0:  # phi(x) = 0 (and no 2-norm shift) can never change f
-            alpha = np.clip((1.0 - t * f) / denom, 0.0, self._upper)
-            if (alpha > 0.0).any():
-                new_id = self._support.next_id
-                self._policy.insert(self._support, row, alpha * t, k_row)
-                self._cls.add(new_id, float(self._labels.classes.index(y)))
+            coef = self._first_step(self._labels.targets(y), f, denom)
+            if coef is not None:
+                new_id = S.next_id
+                self._policy.insert(S, row, coef, k_row)
+                if S.next_id != new_id:  # not when the Projectron projected instead
+                    self._cls.add(new_id, float(self._labels.classes.index(y)))
                 self.n_updates += 1
         self._n_learned += 1
         if self.resweeps:
             self._resweep(self.resweeps)
 
+    def _first_step(self, t: np.ndarray, f: np.ndarray, denom: float) -> np.ndarray | None:
+        """The new example's coefficients ``alpha t`` after its step from ``alpha = 0``, or
+        ``None`` if every ``alpha`` stays 0 (it does not join the set).
+
+        ``alpha = clip((1 - t f) / denom, 0, upper)``; one column is done on Python floats
+        (the same IEEE operations as NumPy's, without four array calls).
+        """
+        if t.shape[0] == 1:
+            t0 = float(t[0])
+            a = min(max((1.0 - t0 * float(f[0])) / denom, 0.0), self._upper)
+            return np.array([a * t0]) if a > 0.0 else None
+        alpha = np.clip((1.0 - t * f) / denom, 0.0, self._upper)
+        return alpha * t if (alpha > 0.0).any() else None
+
     def _resweep(self, passes: int) -> None:
-        """``passes`` cyclic coordinate steps over the support set, oldest first (CF 7.13)."""
+        """``passes`` cyclic coordinate steps over the support set, oldest first (CF 7.13).
+
+        The passes run compiled where :mod:`~streamk.learners.dualpass` applies, else in
+        :meth:`_numpy_resweep` (the reference); then vectors whose coefficients all returned
+        to 0 leave the set.
+        """
         S = self._support
         if S.n == 0:
             return
-        cls = self._cls.align(S.ids)[:, 0]
+        cls, by_age = self._slots()
+        labels = self._labels
+        signs = None if labels.multiclass else np.asarray(labels.signs, dtype=np.float64)
+        mu, upper = self._mu, self._upper
+        if not dualpass.adatron_resweep(S, cls, signs, by_age, mu, upper, passes):
+            self._numpy_resweep(passes, *self._sweep_plan(cls, by_age))
+        for slot in dualpass.dead_slots(S, cls):  # descending: swap-remove moves none of them
+            S.remove(slot)
+
+    def _slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each slot's class index (NaN: unknown) and the slots oldest first.
+
+        Both depend only on which rows the set holds where, so they are kept until
+        ``rows_version`` moves: after an event that neither inserted nor removed a vector
+        (most events, once the model fits) the resweep reuses them.
+        """
+        S = self._support
+        cached = self._slots_cache
+        if cached is not None and cached[0] is S and cached[1] == S.rows_version:
+            return cached[2], cached[3]
+        cls = np.ascontiguousarray(self._cls.align(S.ids)[:, 0])
+        by_age = np.argsort(S.ids, kind="stable")
+        self._slots_cache = (S, S.rows_version, cls, by_age)
+        return cls, by_age
+
+    def _sweep_plan(
+        self, cls: np.ndarray, by_age: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, list]:
+        """``(T, eta, order)`` for the NumPy passes: the ±1 targets (0 for a vector of unknown
+        class, e.g. one a policy merged), the steps ``1 / (k(x_i, x_i) + mu)`` (0 where that
+        is not positive) and the slots a pass visits (known class, positive step, oldest
+        first)."""
+        S = self._support
         known = ~np.isnan(cls)
         T = np.zeros((S.n, S.n_outputs))
         T[known] = self._targets(cls[known])
+        denom = S.kdiag + self._mu
+        eta = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0.0)
+        return T, eta, by_age[(known & (eta > 0.0))[by_age]].tolist()
+
+    def _numpy_resweep(self, passes: int, T: np.ndarray, eta: np.ndarray, order: list) -> None:
+        """The passes as a Python loop with NumPy: the reference for the compiled pass."""
+        S = self._support
         G = S.gram_matrix
         mu, upper = self._mu, self._upper
-        denom = S.kdiag + mu
-        eta = np.divide(1.0, denom, out=np.zeros_like(denom), where=denom > 0.0)
-        order = [int(i) for i in np.argsort(S.ids, kind="stable") if known[i] and eta[i] > 0.0]
         coef = S.coef  # a live view: add_coef writes through it
         for _ in range(passes):
             F = G @ coef
@@ -212,9 +288,6 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
                 if delta.any():
                     S.add_coef(i, delta)
                     F += G[i, :, None] * delta
-        dead = np.flatnonzero(known & ~coef.any(axis=1))
-        for slot in dead[::-1]:  # descending, so swap-remove never moves a row still to drop
-            S.remove(int(slot))
 
     # -- batch ------------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, max_epochs: int = 1000, tol: float = 1e-6) -> KernelAdatron:
@@ -267,4 +340,5 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._labels = LabelCoder.from_state(state["labels"])
         self._cls = SlotData.from_state(self._support.ids, state["sv_class"])
+        self._slots_cache = None
         self.n_updates = int(state["n_updates"])

@@ -240,36 +240,44 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             self._resweep(self.resweeps)
 
     def _resweep(self, passes: int) -> None:
-        """``passes`` cyclic steps of CF 7.14 over the support set, oldest first."""
+        """``passes`` cyclic steps of CF 7.14 over the support set, oldest first.
+
+        Compiled where :mod:`~streamk.learners.dualpass` applies, else the Python loop below
+        (the reference); then vectors whose coefficient returned to 0 leave the set.
+        """
+        from . import dualpass  # here: the rest of this module is another change's
+
         S = self._support
         if S.n == 0:
             return
         ys = self._targets.align(S.ids)[:, 0] - self.offset_
         known = ~np.isnan(ys)
-        G = S.gram_matrix
-        order = [int(i) for i in np.argsort(S.ids, kind="stable") if known[i] and S.kdiag[i] > 0]
-        y_, kd_ = ys.tolist(), S.kdiag.tolist()
+        by_age = np.argsort(S.ids, kind="stable")
+        order = by_age[(known & (S.kdiag > 0))[by_age]]
         eps, C = self.epsilon_, self.C_
         coef = S.coef[:, 0]  # a live view: add_coef writes through it
-        for _ in range(passes):
-            f = G @ coef
-            for i in order:
-                a = float(coef[i])
-                r = y_[i] - float(f[i])
-                if a > 0.0:
-                    g = r - eps
-                elif a < 0.0:
-                    g = r + eps
-                else:
-                    g = math.copysign(max(abs(r) - eps, 0.0), r)
-                a_new = a + g / kd_[i]
-                if a * a_new < 0.0:  # crossing zero: stop at 0
-                    a_new = 0.0
-                a_new = min(max(a_new, -C), C)
-                if a_new != a:
-                    delta = a_new - a
-                    S.add_coef(i, delta)
-                    f += G[i] * delta  # G is symmetric: row i is column i
+        if not dualpass.svr_resweep(S, ys, order, eps, C, passes):
+            G = S.gram_matrix
+            y_, kd_, order_ = ys.tolist(), S.kdiag.tolist(), order.tolist()
+            for _ in range(passes):
+                f = G @ coef
+                for i in order_:
+                    a = float(coef[i])
+                    r = y_[i] - float(f[i])
+                    if a > 0.0:
+                        g = r - eps
+                    elif a < 0.0:
+                        g = r + eps
+                    else:
+                        g = math.copysign(max(abs(r) - eps, 0.0), r)
+                    a_new = a + g / kd_[i]
+                    if a * a_new < 0.0:  # crossing zero: stop at 0
+                        a_new = 0.0
+                    a_new = min(max(a_new, -C), C)
+                    if a_new != a:
+                        delta = a_new - a
+                        S.add_coef(i, delta)
+                        f += G[i] * delta  # G is symmetric: row i is column i
         dead = np.flatnonzero(known & (coef == 0.0))
         for slot in dead[::-1]:  # descending, so swap-remove never moves a row still to drop
             S.remove(int(slot))
