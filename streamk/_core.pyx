@@ -15,7 +15,7 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   :mod:`streamk.learners.perceptron` is the reference it is tested against.
 """
 
-from libc.math cimport fabs, pow, sqrt
+from libc.math cimport copysign, fabs, pow, sqrt
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -240,6 +240,35 @@ cdef inline void _drop_move(double[:, ::1] K, double[:, ::1] F, Py_ssize_t j, Py
         coef[last, c] = 0.0
 
 
+cdef inline void _gram_move(double[:, ::1] GS, Py_ssize_t slot, Py_ssize_t last,
+                            Py_ssize_t n) noexcept nogil:
+    """``SupportSet.remove``'s Gram step: row, then column ``last`` into ``slot``."""
+    cdef Py_ssize_t s
+    if slot == last:
+        return
+    for s in range(n):
+        GS[slot, s] = GS[last, s]
+    for s in range(n):
+        GS[s, slot] = GS[s, last]
+
+
+cdef inline void _gram_put(double[:, ::1] GS, const double[:, ::1] K, Py_ssize_t j,
+                           Py_ssize_t slot, Py_ssize_t n, double kxx) noexcept nogil:
+    """The new vector's Gram row and column: block row ``j``'s kernel values against the
+    other ``n - 1`` vectors (current in ``K``: removals moved its columns), ``kxx`` on the
+    diagonal, as ``append`` and ``replace`` write them."""
+    cdef Py_ssize_t s
+    for s in range(n):
+        if s != slot:
+            GS[slot, s] = K[j, s]
+            GS[s, slot] = K[j, s]
+    GS[slot, slot] = kxx
+
+
+#: No kept Gram matrix (the argument :func:`_insert` skips).
+_NO_GRAM = np.zeros((0, 0))
+
+
 cdef struct PassState:
     # what a tracked pass carries from row to row besides the buffers
     Py_ssize_t budget, used, m
@@ -255,10 +284,11 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                         int64_t[::1] ids, const double[:, ::1] G, const double[::1] qdiag,
                         const int64_t[::1] draws, const double[::1] kp, Py_ssize_t j,
                         Py_ssize_t start, Py_ssize_t n, const double *nc, double step,
-                        double *col, double *fr) noexcept nogil:
+                        double *col, double *fr, double[:, ::1] GS) noexcept nogil:
     """Block row ``j`` joins the set with coefficients ``nc`` (largest magnitude ``step``)
     through the policy, as its ``insert`` does through the set's methods, mirrored into
-    ``K`` and ``F`` for the block's later rows. Returns the new number of vectors."""
+    ``K`` and ``F`` for the block's later rows, and into the set's kept Gram matrix ``GS``
+    unless it is empty (``(0, 0)``: none kept). Returns the new number of vectors."""
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t r, c, s, slot
     cdef double kv, a, b, phi
@@ -295,10 +325,14 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                 phi = _forgetron_phi(a, b, st.fq - 15.0 / 32.0 * st.fm) if b > 0.0 else 1.0
                 st.fq = st.fq + a * phi * phi + b * phi
             _drop_move(K, F, j, slot, n, X, s_sq, coef, kdiag, ids)
+            if GS.shape[0]:
+                _gram_move(GS, slot, n - 1, n)
             n -= 1
             slot = n
     if slot == n:
         n += 1
+    if GS.shape[0]:
+        _gram_put(GS, K, j, slot, n, qdiag[j])
     _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
     s_sq[slot] = q_sq[j]
     if q_sq[j] > st.sq_max:
@@ -413,6 +447,7 @@ def perceptron_pass(
         raise ValueError("G must be the Gram matrix of block rows start:")
     if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
         raise ValueError("remove-random needs one draw per row")
+    cdef double[:, ::1] GS = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -445,7 +480,7 @@ def perceptron_pass(
             mistakes += 1
             st.coef_l1 = coef_l1
             n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &nc[0], step, &col[0], &fr[0])
+                        start, n, &nc[0], step, &col[0], &fr[0], GS)
             coef_l1 = st.coef_l1
     return n, st.next_id, mistakes, coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
@@ -511,6 +546,7 @@ def ranker_pass(
     for j in range(end - start):
         if not 0 <= ranks[j] <= nb:
             raise ValueError("a rank index beyond the thresholds")
+    cdef double[:, ::1] GS = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -533,7 +569,7 @@ def ranker_pass(
             mistakes += 1
             nc = <double>(k - pr)
             n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &nc, fabs(nc), &col[0], &fr[0])
+                        start, n, &nc, fabs(nc), &col[0], &fr[0], GS)
             if pr < k:
                 for i in range(pr, k):
                     b[i] = b[i] - 1.0
@@ -541,6 +577,215 @@ def ranker_pass(
                 for i in range(k, pr):
                     b[i] = b[i] + 1.0
     return n, st.next_id, mistakes, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
+
+
+cdef int _check_block(double[:, ::1] K, double[:, ::1] F, const double[:, ::1] Q,
+                      double[:, ::1] X, double[:, ::1] coef, Py_ssize_t start,
+                      Py_ssize_t end, Py_ssize_t n, Py_ssize_t budget, const double[::1] kp,
+                      const double[:, ::1] G, const double[::1] qdiag, int kcode, int pcode,
+                      const int64_t[::1] draws, double[:, ::1] GS) except -1:
+    """The shape checks of a one-output tracked pass (:func:`svr_pass`,
+    :func:`novelty_pass`); raises ``ValueError`` before anything changes."""
+    cdef Py_ssize_t m = K.shape[0]
+    if F.shape[1] != 1 or coef.shape[1] != 1 or not 0 <= start <= end <= m:
+        raise ValueError("one output column, and rows start:end inside the block")
+    if Q.shape[1] > X.shape[1]:
+        raise ValueError("support rows are narrower than the block: reserve the width first")
+    if K.shape[1] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
+        raise ValueError("the block's kernel buffer is too small: reserve the rows first")
+    if kp.shape[0] != 4 or qdiag.shape[0] != m:
+        raise ValueError("kp takes 4 parameters and qdiag one value per block row")
+    if kcode == K_GRAM and (G.shape[0] != m - start or G.shape[1] != m - start):
+        raise ValueError("G must be the Gram matrix of block rows start:")
+    if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
+        raise ValueError("remove-random needs one draw per row")
+    if GS.shape[0] and (GS.shape[0] < X.shape[0] or GS.shape[1] < X.shape[0]):
+        raise ValueError("the kept Gram matrix must have a row and column per support slot")
+    return 0
+
+
+def svr_pass(
+    double[:, ::1] K,
+    double[:, ::1] F,
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const double[::1] Y,
+    double[::1] stats,
+    const double[::1] rule,
+    unsigned char[::1] joined,
+    Py_ssize_t start,
+    Py_ssize_t end,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double coef_l1,
+    int kcode,
+    const double[::1] kp,
+    const double[:, ::1] G,
+    const double[::1] qdiag,
+    double kmax,
+    bint bounded,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+):
+    """Learn block rows ``start:end`` (targets ``Y[j - start]``) with the on-line SVR's
+    step from ``alpha = 0`` and no resweep (:meth:`streamk.learners.OnlineSVR._update`).
+
+    Per row, as the Python path does it: the running count, mean and sum of squared
+    deviations ``stats = (n, mean, m2)`` (in and out) take the target first (Welford, the
+    same operations, no fused multiply-add); then ``eps``, ``C`` and the offset follow
+    from ``rule = (eps, C, offset)`` (``eps < 0``: 0.1 x the running spread; ``C < 0``:
+    the spread; ``offset`` NaN: the running mean); the residual ``r = y - offset - f``
+    with ``f = K[j, :n] @ coef`` summed afresh; the soft-threshold step ``sign(r) max(|r|
+    - eps, 0) / k(x, x)`` clipped to ``[-C, C]``; a non-zero step joins the set through the
+    policy (``joined[j - start] = 1``). Other arguments as for :func:`perceptron_pass`.
+
+    Returns ``(n, next_id, n_joined, coef_l1, largest new squared norm, kmax, draws used,
+    fq, fm)``.
+    """
+    cdef Py_ssize_t m = K.shape[0], j, s
+    cdef Py_ssize_t joins = 0
+    cdef double y, yn, mean, m2, delta, spread, eps, C, off, f, r, g, alpha
+    cdef volatile double t  # no fused multiply-add: Python rounds the product first
+    cdef double eps_rule = rule[0], c_rule = rule[1], off_rule = rule[2]
+    cdef bint off_mean = off_rule != off_rule  # NaN: the running mean
+    col_buf = np.empty(max(m, X.shape[0], 1))
+    cdef double[::1] col = col_buf
+    fr_buf = np.empty(1)
+    cdef double[::1] fr = fr_buf
+    cdef double[:, ::1] GS = _NO_GRAM
+    _check_block(K, F, Q, X, coef, start, end, n, budget, kp, G, qdiag, kcode, pcode, draws,
+                 GS)
+    if Y.shape[0] != end - start or joined.shape[0] != end - start or stats.shape[0] != 3:
+        raise ValueError("one target and one flag per row, and stats = (n, mean, m2)")
+    if rule.shape[0] != 3:
+        raise ValueError("rule = (eps, C, offset)")
+    yn, mean, m2 = stats[0], stats[1], stats[2]
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded = bounded
+    with nogil:
+        for j in range(start, end):
+            y = Y[j - start]
+            joined[j - start] = 0
+            yn = yn + 1.0  # _observe_target
+            delta = y - mean
+            t = delta / yn
+            mean = mean + t
+            t = y - mean
+            t = delta * t
+            m2 = m2 + t
+            spread = sqrt(m2 / yn)
+            eps = 0.1 * spread if eps_rule < 0.0 else eps_rule
+            C = spread if c_rule < 0.0 else c_rule
+            off = mean if off_mean else off_rule
+            f = 0.0
+            for s in range(n):
+                f = f + K[j, s] * coef[s, 0]
+            r = (y - off) - f
+            if qdiag[j] <= 0.0:
+                continue
+            g = fabs(r) - eps  # _new_alpha, with Python's max and min
+            if 0.0 > g:
+                g = 0.0
+            g = copysign(g, r)
+            alpha = g / qdiag[j]
+            if -C > alpha:
+                alpha = -C
+            if C < alpha:
+                alpha = C
+            if alpha == 0.0:
+                continue
+            joins += 1
+            joined[j - start] = 1
+            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
+                        start, n, &alpha, fabs(alpha), &col[0], &fr[0], GS)
+    stats[0], stats[1], stats[2] = yn, mean, m2
+    return n, st.next_id, joins, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
+
+
+def novelty_pass(
+    double[:, ::1] K,
+    double[:, ::1] F,
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    double[:, ::1] GS,
+    double[::1] r,
+    double cc,
+    bint track_r,
+    Py_ssize_t start,
+    Py_ssize_t end,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double coef_l1,
+    int kcode,
+    const double[::1] kp,
+    const double[:, ::1] G,
+    const double[::1] qdiag,
+    double kmax,
+    bint bounded,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+):
+    """Learn block rows ``start:end`` with the novelty detector: each joins the set with
+    weight 1 through the policy (:meth:`streamk.learners.KernelNovelty._insert`).
+
+    ``GS`` is the set's kept Gram matrix (``(0, 0)``: none), kept current as ``append``,
+    ``replace`` and ``remove`` keep it. With ``track_r`` the centre's statistics ``r =
+    K(S, S) @ w`` (in ``r``, one entry per slot) and ``cc = w' K(S, S) w`` are updated as
+    the Python path updates them while the set only grows; the first insertion that
+    removes a vector stops that (the Python path then drops them). Other arguments as for
+    :func:`perceptron_pass`.
+
+    Returns ``(n, next_id, coef_l1, largest new squared norm, kmax, draws used, fq, fm,
+    cc, track_r)``: ``track_r`` false means ``r`` and ``cc`` are stale.
+    """
+    cdef Py_ssize_t m = K.shape[0], j, s
+    cdef double one = 1.0, kw
+    col_buf = np.empty(max(m, X.shape[0], 1))
+    cdef double[::1] col = col_buf
+    fr_buf = np.empty(1)
+    cdef double[::1] fr = fr_buf
+    _check_block(K, F, Q, X, coef, start, end, n, budget, kp, G, qdiag, kcode, pcode, draws,
+                 GS)
+    if track_r and r.shape[0] < X.shape[0]:
+        raise ValueError("r needs one entry per support slot")
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded = bounded
+    with nogil:
+        for j in range(start, end):
+            if track_r and budget > 0 and n >= budget:
+                track_r = False  # a vector leaves: the Python path drops r
+            if track_r:
+                kw = 0.0
+                for s in range(n):
+                    kw = kw + K[j, s] * coef[s, 0]
+                for s in range(n):
+                    r[s] = r[s] + K[j, s]
+                r[n] = kw + qdiag[j]
+                cc = cc + (2.0 * kw + qdiag[j])  # the Python path's order
+            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
+                        start, n, &one, 1.0, &col[0], &fr[0], GS)
+    return (n, st.next_id, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm, cc,
+            bool(track_r))
 
 
 def rbf_row(

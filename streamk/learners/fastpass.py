@@ -10,6 +10,10 @@ set's counters (and the policy's state) up to date afterwards.
   hints in float32 and no kernel matrix (:func:`streamk._core.perceptron_hint_pass`):
   the fast path of ``learn_many``, for an RBF kernel with no budget, remove-oldest,
   remove-random or the Forgetron.
+* :func:`svr_pass` and :func:`novelty_pass` — the on-line SVR's step (no resweep) and the
+  novelty detector's insertion of every row, over a tracked block with the same kernels
+  and policies as :func:`perceptron_pass` (the novelty detector's kept Gram matrix and
+  centre statistics included).
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly
@@ -41,6 +45,8 @@ __all__ = [
     "perceptron_pass",
     "perceptron_run",
     "ranker_pass",
+    "svr_pass",
+    "novelty_pass",
     "HINT_LIMIT",
     "COUNTS",
 ]
@@ -98,9 +104,17 @@ def _policy_plan(support: SupportSet, policy: BudgetPolicy) -> tuple[int, int] |
     return code, budget
 
 
-def plan(support: SupportSet, policy: BudgetPolicy, block: BlockTracker) -> Plan | None:
-    """The plan of a compiled pass over ``block``, or ``None`` when none applies."""
-    if accel.core is None or support._G is not None or len(support._trackers) != 1:
+def plan(
+    support: SupportSet, policy: BudgetPolicy, block: BlockTracker, gram_ok: bool = False
+) -> Plan | None:
+    """The plan of a compiled pass over ``block``, or ``None`` when none applies.
+
+    ``gram_ok``: the pass keeps the set's Gram matrix current (:func:`novelty_pass`); the
+    others decline a set that keeps one.
+    """
+    if accel.core is None or len(support._trackers) != 1:
+        return None
+    if support._G is not None and not gram_ok:
         return None
     kernel = support.kernel
     kplan = _kernel_plan(kernel)
@@ -324,3 +338,101 @@ def ranker_pass(
     )
     COUNTS["compiled"] += m
     return _after_pass(support, block, m, how, done)
+
+
+def _block_args(support: SupportSet, block: BlockTracker, start: int, end: int, how: Plan):
+    """Reserve room for rows ``start:end`` and return the block's and the set's buffers in
+    the one-output passes' argument order."""
+    support.reserve(_rows_after(support, end - start, how.budget), block.Q.shape[1])
+    block.F = np.ascontiguousarray(block.F)  # no copy unless a remap left it strided
+    return (block.K, block.F, block.Q, block.sq, *_buffers(support))
+
+
+def _rule_args(support: SupportSet, block: BlockTracker, start: int, end: int, how: Plan):
+    """The arguments after ``next_id`` shared by the one-output passes."""
+    G, qdiag, draws, fq, fm = _policy_args(support, block, start, end, how)
+    return (
+        block.coef_l1,
+        how.kcode,
+        how.kp,
+        G,
+        qdiag,
+        float(block.kmax),
+        block.bound is not None,
+        how.pcode,
+        draws,
+        fq,
+        fm,
+    )
+
+
+def svr_pass(
+    support: SupportSet,
+    block: BlockTracker,
+    Y: np.ndarray,
+    start: int,
+    end: int,
+    how: Plan,
+    stats: np.ndarray,
+    rule: np.ndarray,
+) -> np.ndarray:
+    """Learn block rows ``start:end`` (targets ``Y``) with the on-line SVR's step (see
+    :func:`streamk._core.svr_pass`); ``stats`` (the targets' count, mean and sum of squared
+    deviations) changes in place. Returns the rows that joined the set (a boolean mask)."""
+    buffers = _block_args(support, block, start, end, how)
+    joined = np.zeros(end - start, dtype=np.uint8)
+    done = accel.core.svr_pass(
+        *buffers,
+        np.ascontiguousarray(Y, dtype=np.float64),
+        stats,
+        rule,
+        joined,
+        start,
+        end,
+        support.n,
+        how.budget,
+        support.next_id,
+        *_rule_args(support, block, start, end, how),
+    )
+    COUNTS["compiled"] += end - start
+    _after_pass(support, block, end, how, done)
+    return joined.view(bool)
+
+
+def novelty_pass(
+    support: SupportSet,
+    block: BlockTracker,
+    start: int,
+    end: int,
+    how: Plan,
+    r: np.ndarray | None,
+    cc: float,
+) -> tuple[np.ndarray | None, float]:
+    """Insert block rows ``start:end`` with weight 1 (the novelty detector, see
+    :func:`streamk._core.novelty_pass`), the set's kept Gram matrix included. ``r``/``cc``:
+    the centre's statistics if current (``None``: stale); returns them after the pass, or
+    ``(None, cc)`` once they went stale."""
+    buffers = _block_args(support, block, start, end, how)
+    G_kept = _EMPTY if support._G is None else support._G
+    r_buf = np.zeros(support.capacity)
+    if r is not None:
+        r_buf[: r.shape[0]] = r
+    done = accel.core.novelty_pass(
+        *buffers,
+        G_kept,
+        r_buf,
+        float(cc),
+        r is not None,
+        start,
+        end,
+        support.n,
+        how.budget,
+        support.next_id,
+        *_rule_args(support, block, start, end, how),
+    )
+    n, next_id, coef_l1, sq_max, kmax, used, fq, fm, cc, fresh = done
+    COUNTS["compiled"] += end - start
+    _after_pass(
+        support, block, end, how, (n, next_id, end - start, coef_l1, sq_max, kmax, used, fq, fm)
+    )
+    return (r_buf[:n].copy(), cc) if fresh else (None, cc)

@@ -14,6 +14,7 @@ from river import base
 from ..budget import BudgetPolicy
 from ..errors import ConfigError
 from ..kernels import Kernel
+from . import fastpass
 from .base import KernelLearner
 
 __all__ = ["KernelNovelty"]
@@ -158,7 +159,34 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     def learn_many(self, X: Any) -> None:
         """Learn the rows in order (the same model as ``learn_one`` on each)."""
         rows = self._block(X, grow=True)
-        self._learn_rows(rows, [None] * len(rows), self._learn_block_row)
+        if self._objects:
+            self._learn_rows(rows, [None] * len(rows), self._learn_block_row)
+            return
+        i = 0
+        while i < len(rows):  # one run per kernel: the whole block after the warm-up
+            end = self._fold_kernel_run(rows, i)
+            with self._support.track(rows[i:end]) as block:
+                self._learn_run(block, rows[i:end])
+            i = end
+
+    def _learn_run(self, block: Any, rows: np.ndarray) -> None:
+        """Rows learned under one kernel: one compiled pass when it applies (see
+        :func:`streamk.learners.fastpass.novelty_pass`), else row by row on the tracked
+        block."""
+        S = self._support
+        how = fastpass.plan(S, self._policy, block, gram_ok=True)
+        if how is None:
+            for j in range(rows.shape[0]):
+                k_row = block.K[j, : S.n].copy()
+                block.start = j + 1
+                self._learn_block_row(rows[j], k_row, None)
+            return
+        fresh = self._r is not None and self._stats_kernel is S.kernel
+        r, cc = fastpass.novelty_pass(
+            S, block, 0, rows.shape[0], how, self._r if fresh else None, self._cc
+        )
+        self._r, self._cc = r, cc
+        self._n_learned += rows.shape[0]
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, _: Any) -> None:
         self._insert(row, k_row)

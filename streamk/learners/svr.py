@@ -13,6 +13,7 @@ from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import svr_dual_no_bias
+from . import fastpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, KernelLearner
 
@@ -221,7 +222,47 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         targets = [_target(v) for v in y]
         if len(targets) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(targets)} targets")
-        self._learn_rows(rows, targets, self._learn_block_row)
+        if self._objects or self.resweeps:
+            self._learn_rows(rows, targets, self._learn_block_row)
+            return
+        i = 0
+        while i < len(targets):  # one run per kernel: the whole block after the warm-up
+            end = self._fold_kernel_run(rows, i)
+            with self._support.track(rows[i:end]) as block:
+                self._learn_run(block, rows[i:end], targets[i:end])
+            i = end
+
+    def _learn_run(self, block: Any, rows: np.ndarray, targets: list[float]) -> None:
+        """Rows learned under one kernel: one compiled pass when it applies (see
+        :func:`streamk.learners.fastpass.svr_pass`), else row by row on the tracked block."""
+        how = fastpass.plan(self._support, self._policy, block)
+        if how is None:
+            for j, target in enumerate(targets):
+                k_row = block.K[j, : self._support.n].copy()
+                block.start = j + 1
+                self._learn_block_row(rows[j], k_row, target)
+            return
+        first_id = self._support.next_id
+        Y = np.array(targets, dtype=np.float64)
+        stats = np.array([self._y_n, self._y_mean, self._y_m2], dtype=np.float64)
+        joined = fastpass.svr_pass(
+            self._support, block, Y, 0, len(targets), how, stats, self._rule()
+        )
+        self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
+        count = int(joined.sum())
+        if count:  # their ids are consecutive, in row order: SlotData.add for each
+            new_ids = np.arange(first_id, first_id + count, dtype=np.int64)
+            self._targets.ids = np.concatenate([self._targets.ids, new_ids])
+            self._targets.values = np.concatenate([self._targets.values, Y[joined, None]])
+        self.n_updates += count
+        self._n_learned += len(targets)
+
+    def _rule(self) -> np.ndarray:
+        """``(eps, C, offset)`` for the compiled pass: -1 for ``"auto"``, NaN for ``"mean"``."""
+        eps = -1.0 if self.epsilon == "auto" else float(self.epsilon)
+        C = -1.0 if self.C == "auto" else float(self.C)
+        offset = math.nan if self.offset == "mean" else float(self.offset)
+        return np.array([eps, C, offset])
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, target: float) -> None:
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, target)
