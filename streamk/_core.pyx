@@ -604,115 +604,53 @@ cdef int _check_block(double[:, ::1] K, double[:, ::1] F, const double[:, ::1] Q
     return 0
 
 
-def svr_pass(
-    double[:, ::1] K,
-    double[:, ::1] F,
-    const double[:, ::1] Q,
-    const double[::1] q_sq,
-    double[:, ::1] X,
-    double[::1] s_sq,
-    double[:, ::1] coef,
-    double[::1] kdiag,
-    int64_t[::1] ids,
-    const double[::1] Y,
-    double[::1] stats,
-    const double[::1] rule,
-    unsigned char[::1] joined,
-    Py_ssize_t start,
-    Py_ssize_t end,
-    Py_ssize_t n,
-    Py_ssize_t budget,
-    int64_t next_id,
-    double coef_l1,
-    int kcode,
-    const double[::1] kp,
-    const double[:, ::1] G,
-    const double[::1] qdiag,
-    double kmax,
-    bint bounded,
-    int pcode,
-    const int64_t[::1] draws,
-    double fq,
-    int64_t fm,
-):
-    """Learn block rows ``start:end`` (targets ``Y[j - start]``) with the on-line SVR's
-    step from ``alpha = 0`` and no resweep (:meth:`streamk.learners.OnlineSVR._update`).
+#: The rules of :func:`step_pass`.
+DEF R_SVR = 0
+DEF R_NOVELTY = 1
+RULE_CODES = {"svr": R_SVR, "novelty": R_NOVELTY}
 
-    Per row, as the Python path does it: the running count, mean and sum of squared
-    deviations ``stats = (n, mean, m2)`` (in and out) take the target first (Welford, the
-    same operations, no fused multiply-add); then ``eps``, ``C`` and the offset follow
-    from ``rule = (eps, C, offset)`` (``eps < 0``: 0.1 x the running spread; ``C < 0``:
-    the spread; ``offset`` NaN: the running mean); the residual ``r = y - offset - f``
-    with ``f = K[j, :n] @ coef`` summed afresh; the soft-threshold step ``sign(r) max(|r|
-    - eps, 0) / k(x, x)`` clipped to ``[-C, C]``; a non-zero step joins the set through the
-    policy (``joined[j - start] = 1``). Other arguments as for :func:`perceptron_pass`.
 
-    Returns ``(n, next_id, n_joined, coef_l1, largest new squared norm, kmax, draws used,
-    fq, fm)``.
-    """
-    cdef Py_ssize_t m = K.shape[0], j, s
-    cdef Py_ssize_t joins = 0
-    cdef double y, yn, mean, m2, delta, spread, eps, C, off, f, r, g, alpha
+cdef struct StepRule:
+    # what step_pass carries from row to row besides PassState
+    int rule
+    double yn, mean, m2, eps, C, offset, cc
+    bint off_mean, track_r
+
+
+cdef inline double _svr_alpha(StepRule *R, double y, double f, double kxx) noexcept nogil:
+    """:meth:`streamk.learners.OnlineSVR._update` for one row, ``f = K(x, S) @ coef``: the
+    target joins the running statistics (Welford, the Python path's operations, no fused
+    multiply-add), then the soft-threshold step from ``alpha = 0`` with the resulting
+    ``eps``, ``C`` and offset (``eps``/``C`` < 0: auto; NaN offset: the running mean)."""
+    cdef double delta, spread, eps, C, off, r, g, alpha
     cdef volatile double t  # no fused multiply-add: Python rounds the product first
-    cdef double eps_rule = rule[0], c_rule = rule[1], off_rule = rule[2]
-    cdef bint off_mean = off_rule != off_rule  # NaN: the running mean
-    col_buf = np.empty(max(m, X.shape[0], 1))
-    cdef double[::1] col = col_buf
-    fr_buf = np.empty(1)
-    cdef double[::1] fr = fr_buf
-    cdef double[:, ::1] GS = _NO_GRAM
-    _check_block(K, F, Q, X, coef, start, end, n, budget, kp, G, qdiag, kcode, pcode, draws,
-                 GS)
-    if Y.shape[0] != end - start or joined.shape[0] != end - start or stats.shape[0] != 3:
-        raise ValueError("one target and one flag per row, and stats = (n, mean, m2)")
-    if rule.shape[0] != 3:
-        raise ValueError("rule = (eps, C, offset)")
-    yn, mean, m2 = stats[0], stats[1], stats[2]
-    cdef PassState st
-    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
-    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
-    st.bounded = bounded
-    with nogil:
-        for j in range(start, end):
-            y = Y[j - start]
-            joined[j - start] = 0
-            yn = yn + 1.0  # _observe_target
-            delta = y - mean
-            t = delta / yn
-            mean = mean + t
-            t = y - mean
-            t = delta * t
-            m2 = m2 + t
-            spread = sqrt(m2 / yn)
-            eps = 0.1 * spread if eps_rule < 0.0 else eps_rule
-            C = spread if c_rule < 0.0 else c_rule
-            off = mean if off_mean else off_rule
-            f = 0.0
-            for s in range(n):
-                f = f + K[j, s] * coef[s, 0]
-            r = (y - off) - f
-            if qdiag[j] <= 0.0:
-                continue
-            g = fabs(r) - eps  # _new_alpha, with Python's max and min
-            if 0.0 > g:
-                g = 0.0
-            g = copysign(g, r)
-            alpha = g / qdiag[j]
-            if -C > alpha:
-                alpha = -C
-            if C < alpha:
-                alpha = C
-            if alpha == 0.0:
-                continue
-            joins += 1
-            joined[j - start] = 1
-            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &alpha, fabs(alpha), &col[0], &fr[0], GS)
-    stats[0], stats[1], stats[2] = yn, mean, m2
-    return n, st.next_id, joins, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
+    R.yn = R.yn + 1.0
+    delta = y - R.mean
+    t = delta / R.yn
+    R.mean = R.mean + t
+    t = y - R.mean
+    t = delta * t
+    R.m2 = R.m2 + t
+    spread = sqrt(R.m2 / R.yn)
+    eps = 0.1 * spread if R.eps < 0.0 else R.eps
+    C = spread if R.C < 0.0 else R.C
+    off = R.mean if R.off_mean else R.offset
+    r = (y - off) - f
+    if kxx <= 0.0:
+        return 0.0
+    g = fabs(r) - eps  # _new_alpha, with Python's max and min
+    if 0.0 > g:
+        g = 0.0
+    g = copysign(g, r)
+    alpha = g / kxx
+    if -C > alpha:
+        alpha = -C
+    if C < alpha:
+        alpha = C
+    return alpha
 
 
-def novelty_pass(
+def step_pass(
     double[:, ::1] K,
     double[:, ::1] F,
     const double[:, ::1] Q,
@@ -723,9 +661,12 @@ def novelty_pass(
     double[::1] kdiag,
     int64_t[::1] ids,
     double[:, ::1] GS,
+    int rule,
+    const double[::1] Y,
+    double[::1] stats,
+    unsigned char[::1] joined,
     double[::1] r,
-    double cc,
-    bint track_r,
+    bint tracked,
     Py_ssize_t start,
     Py_ssize_t end,
     Py_ssize_t n,
@@ -743,49 +684,121 @@ def novelty_pass(
     double fq,
     int64_t fm,
 ):
-    """Learn block rows ``start:end`` with the novelty detector: each joins the set with
-    weight 1 through the policy (:meth:`streamk.learners.KernelNovelty._insert`).
+    """Learn rows ``start:end`` of ``Q`` with a one-output rule that may add every row:
+    the on-line SVR's step (``rule = R_SVR``, :meth:`streamk.learners.OnlineSVR._update`
+    with no resweep) or the novelty detector's insertion with weight 1 (``R_NOVELTY``,
+    :meth:`streamk.learners.KernelNovelty._insert`).
 
-    ``GS`` is the set's kept Gram matrix (``(0, 0)``: none), kept current as ``append``,
-    ``replace`` and ``remove`` keep it. With ``track_r`` the centre's statistics ``r =
-    K(S, S) @ w`` (in ``r``, one entry per slot) and ``cc = w' K(S, S) w`` are updated as
-    the Python path updates them while the set only grows; the first insertion that
-    removes a vector stops that (the Python path then drops them). Other arguments as for
-    :func:`perceptron_pass`.
+    ``tracked``: ``Q`` is a tracked block, ``K``/``F`` its kernel block and hints, kept
+    current as :func:`perceptron_pass` keeps them (any kernel: ``K_GRAM`` reads ``G``).
+    Otherwise ``K`` is a ``(1, capacity)`` scratch row: each row's kernel values against
+    the set are computed afresh in C (no block, so ``kcode`` may not be ``K_GRAM``), which
+    costs ``n`` kernel values per row where the block also pays a column per insertion.
 
-    Returns ``(n, next_id, coef_l1, largest new squared norm, kmax, draws used, fq, fm,
-    cc, track_r)``: ``track_r`` false means ``r`` and ``cc`` are stale.
+    SVR: ``Y`` the targets, ``stats = (count, mean, m2, eps, C, offset)``; the first
+    three, the targets' running statistics, change in place (see :func:`_svr_alpha`);
+    ``joined[j - start] = 1`` for a row that joined the set. Novelty: ``stats[6]`` is
+    ``cc = w' K(S, S) w`` and ``r = K(S, S) @ w`` (one entry per slot), updated as the
+    Python path does while the set only grows, when ``stats[7]`` (``track_r``) is 1; the
+    first insertion that removes a vector sets it to 0 (they are stale, as the Python path
+    then drops them). ``GS`` is the set's kept Gram matrix (``(0, 0)``: none).
+
+    The policy and other arguments as for :func:`perceptron_pass`. Returns ``(n,
+    next_id, rows that joined, coef_l1, largest new squared norm, kmax, draws used, fq,
+    fm)``.
     """
-    cdef Py_ssize_t m = K.shape[0], j, s
-    cdef double one = 1.0, kw
-    col_buf = np.empty(max(m, X.shape[0], 1))
-    cdef double[::1] col = col_buf
-    fr_buf = np.empty(1)
-    cdef double[::1] fr = fr_buf
-    _check_block(K, F, Q, X, coef, start, end, n, budget, kp, G, qdiag, kcode, pcode, draws,
-                 GS)
-    if track_r and r.shape[0] < X.shape[0]:
+    cdef Py_ssize_t m = K.shape[0], wq = Q.shape[1], j, s, k, jj
+    cdef Py_ssize_t joins = 0
+    cdef double f, alpha
+    cdef StepRule R
+    cdef double fr = 0.0, unused = 0.0
+    cdef double *colp = &unused  # _insert writes a column only when tracked or Forgetron
+    cdef double[::1] col
+    if tracked or pcode == P_FORGETRON:
+        col = np.empty(max(K.shape[0], X.shape[0], 1))
+        colp = &col[0]
+    # untracked: row j alone as a one-row block (a copy unless Q has one row)
+    cdef const double[:, ::1] Q1 = Q
+    cdef const double[::1] q1 = q_sq
+    cdef const double[::1] d1 = qdiag
+    cdef double[:, ::1] Qc
+    cdef double[::1] qc, dc
+    cdef bint copy_rows = not tracked and Q.shape[0] > 1
+    if copy_rows:
+        Qc = np.zeros((1, wq))
+        qc = np.empty(1)
+        dc = np.empty(1)
+        Q1, q1, d1 = Qc, qc, dc
+    if tracked:
+        _check_block(K, F, Q, X, coef, start, end, n, budget, kp, G, qdiag, kcode, pcode,
+                     draws, GS)
+    else:
+        if K.shape[0] != 1 or K.shape[1] < X.shape[0] or F.shape[0] != 1 or kcode == K_GRAM:
+            raise ValueError("untracked: a (1, capacity) scratch row and a kernel in C")
+        if Q.shape[1] > X.shape[1] or not 0 <= start <= end <= Q.shape[0]:
+            raise ValueError("support rows narrower than the rows, or start:end outside")
+        if X.shape[0] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
+            raise ValueError("the support buffers are too small: reserve the rows first")
+        if qdiag.shape[0] != Q.shape[0] or q_sq.shape[0] != Q.shape[0] or kp.shape[0] != 4:
+            raise ValueError("one norm and one k(q, q) per row, and 4 kernel parameters")
+        if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
+            raise ValueError("remove-random needs one draw per row")
+        if GS.shape[0] and (GS.shape[0] < X.shape[0] or GS.shape[1] < X.shape[0]):
+            raise ValueError("the kept Gram matrix must have a row and column per slot")
+    if stats.shape[0] != 8 or rule not in (R_SVR, R_NOVELTY):
+        raise ValueError("stats = (count, mean, m2, eps, C, offset, cc, track_r)")
+    if rule == R_SVR and (Y.shape[0] != end - start or joined.shape[0] != end - start):
+        raise ValueError("one target and one flag per row")
+    if rule == R_NOVELTY and stats[7] != 0.0 and r.shape[0] < X.shape[0]:
         raise ValueError("r needs one entry per support slot")
+    R.rule = rule
+    R.yn, R.mean, R.m2, R.eps, R.C, R.offset = stats[0], stats[1], stats[2], stats[3], \
+        stats[4], stats[5]
+    R.off_mean = R.offset != R.offset
+    R.cc, R.track_r = stats[6], rule == R_NOVELTY and stats[7] != 0.0
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
     st.bounded = bounded
     with nogil:
         for j in range(start, end):
-            if track_r and budget > 0 and n >= budget:
-                track_r = False  # a vector leaves: the Python path drops r
-            if track_r:
-                kw = 0.0
+            jj = j
+            if not tracked:  # row j alone, its kernel values against the set afresh
+                jj = 0
+                if copy_rows:
+                    for k in range(wq):
+                        Qc[0, k] = Q[j, k]
+                    qc[0] = q_sq[j]
+                    dc[0] = qdiag[j]
+                _kcol(kcode, &kp[0], &X[0, 0], X.shape[1], n, &s_sq[0], &Q[j, 0], wq,
+                      q_sq[j], &K[0, 0])
+            f = 0.0
+            if rule == R_SVR or R.track_r:
                 for s in range(n):
-                    kw = kw + K[j, s] * coef[s, 0]
-                for s in range(n):
-                    r[s] = r[s] + K[j, s]
-                r[n] = kw + qdiag[j]
-                cc = cc + (2.0 * kw + qdiag[j])  # the Python path's order
-            n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &one, 1.0, &col[0], &fr[0], GS)
-    return (n, st.next_id, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm, cc,
-            bool(track_r))
+                    f = f + K[jj, s] * coef[s, 0]
+            if rule == R_SVR:
+                alpha = _svr_alpha(&R, Y[j - start], f, qdiag[j])
+                joined[j - start] = alpha != 0.0
+                if alpha == 0.0:
+                    continue
+            else:
+                alpha = 1.0
+                if R.track_r and budget > 0 and n >= budget:
+                    R.track_r = False  # a vector leaves: the Python path drops r
+                if R.track_r:
+                    for s in range(n):
+                        r[s] = r[s] + K[jj, s]
+                    r[n] = f + qdiag[j]
+                    R.cc = R.cc + (2.0 * f + qdiag[j])  # the Python path's order
+            joins += 1
+            if tracked:
+                n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws,
+                            kp, j, start, n, &alpha, fabs(alpha), colp, &fr, GS)
+            else:
+                n = _insert(&st, K, F, Q1, q1, X, s_sq, coef, kdiag, ids, G, d1, draws, kp,
+                            0, 0, n, &alpha, fabs(alpha), colp, &fr, GS)
+    stats[0], stats[1], stats[2], stats[6], stats[7] = R.yn, R.mean, R.m2, R.cc, R.track_r
+    return n, st.next_id, joins, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
 
 def rbf_row(

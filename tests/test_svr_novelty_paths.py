@@ -115,11 +115,29 @@ def _svr_case(kernel: str, policy: str, rule: str, many_blocks=BLOCKS):
     return took
 
 
+@pytest.fixture(params=["untracked", "tracked"])
+def path(request, monkeypatch):
+    """Which compiled pass the C kernels take: untracked (the learners' choice) or, with
+    :func:`~streamk.learners.fastpass.rows_plan` declining, the tracked block's."""
+    if request.param == "tracked":
+        monkeypatch.setattr(fastpass, "rows_plan", lambda *args, **kwargs: None)
+    return request.param
+
+
+def _check_path(kernel: str, compiled: bool, path: str) -> None:
+    if compiled:
+        expected = "tracked" if kernel in GRAM_KERNELS else path
+        assert fastpass.COUNTS[expected] == fastpass.COUNTS["compiled"] > 0
+
+
 @pytest.mark.parametrize(("kernel", "policy"), CASES)
-def test_svr_compiled_learn_many_equals_numpy_learn_one(kernel, policy):
+def test_svr_compiled_learn_many_equals_numpy_learn_one(kernel, policy, path):
+    if path == "tracked" and kernel in GRAM_KERNELS:
+        pytest.skip("Gram-matrix kernels always take the tracked pass")
     compiled = _expect_compiled(kernel, policy)
     took = _svr_case(kernel, policy, "auto")
     assert (took > 0) == compiled, "a compiled combination must take the pass, others not"
+    _check_path(kernel, compiled, path)
 
 
 @pytest.mark.parametrize("rule", ["fixed-inf", "fixed-box"])
@@ -146,7 +164,9 @@ def test_svr_with_resweeps_declines():
 
 # -- the novelty detector ----------------------------------------------------------------------
 @pytest.mark.parametrize(("kernel", "policy"), CASES)
-def test_novelty_compiled_learn_many_equals_numpy_learn_one(kernel, policy):
+def test_novelty_compiled_learn_many_equals_numpy_learn_one(kernel, policy, path):
+    if path == "tracked" and kernel in GRAM_KERNELS:
+        pytest.skip("Gram-matrix kernels always take the tracked pass")
     compiled = _expect_compiled(kernel, policy)
     X, _ = _stream(900, 2)
     probe = X.iloc[::37]
@@ -178,6 +198,7 @@ def test_novelty_compiled_learn_many_equals_numpy_learn_one(kernel, policy):
         np.testing.assert_allclose(fast._r, slow._r, rtol=1e-9)
         assert fast._cc == pytest.approx(slow._cc, rel=1e-9)
     assert (took > 0) == compiled, "a compiled combination must take the pass, others not"
+    _check_path(kernel, compiled, path)
 
 
 def test_novelty_keeps_its_centre_statistics_current():

@@ -13,7 +13,10 @@ set's counters (and the policy's state) up to date afterwards.
 * :func:`svr_pass` and :func:`novelty_pass` — the on-line SVR's step (no resweep) and the
   novelty detector's insertion of every row, over a tracked block with the same kernels
   and policies as :func:`perceptron_pass` (the novelty detector's kept Gram matrix and
-  centre statistics included).
+  centre statistics included); :func:`svr_rows` and :func:`novelty_rows` the same
+  without a block (:func:`rows_plan`: kernels computed in C), each row's kernel values
+  computed afresh, which is cheaper when nearly every row joins the set (and serves
+  ``learn_one``).
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly
@@ -45,14 +48,18 @@ __all__ = [
     "perceptron_pass",
     "perceptron_run",
     "ranker_pass",
+    "rows_plan",
     "svr_pass",
+    "svr_rows",
     "novelty_pass",
+    "novelty_rows",
     "HINT_LIMIT",
     "COUNTS",
 ]
 
 #: Rows learned by a compiled pass (``"compiled"``), for benchmarks and tests to see which
-#: path a combination takes; clear it before a run.
+#: path a combination takes; clear it before a run. The SVR's and the novelty detector's
+#: passes also count their rows under ``"tracked"`` or ``"untracked"``.
 COUNTS: Counter[str] = Counter()
 
 _EMPTY = np.zeros((0, 0))
@@ -104,17 +111,10 @@ def _policy_plan(support: SupportSet, policy: BudgetPolicy) -> tuple[int, int] |
     return code, budget
 
 
-def plan(
-    support: SupportSet, policy: BudgetPolicy, block: BlockTracker, gram_ok: bool = False
-) -> Plan | None:
-    """The plan of a compiled pass over ``block``, or ``None`` when none applies.
-
-    ``gram_ok``: the pass keeps the set's Gram matrix current (:func:`novelty_pass`); the
-    others decline a set that keeps one.
-    """
-    if accel.core is None or len(support._trackers) != 1:
-        return None
-    if support._G is not None and not gram_ok:
+def _plan(support: SupportSet, policy: BudgetPolicy, q_max: float, gram_ok: bool) -> Plan | None:
+    """What :func:`plan` and :func:`rows_plan` share; ``q_max``: the rows' largest squared
+    norm."""
+    if accel.core is None or (support._G is not None and not gram_ok):
         return None
     kernel = support.kernel
     kplan = _kernel_plan(kernel)
@@ -123,13 +123,38 @@ def plan(
         return None
     if kplan[0] == accel.core.KERNEL_CODES["gram"] and type(policy) is Forgetron:
         return None  # its removal step needs k(x_r, S), which the Gram of the block lacks
-    if type(kernel) is RBF and not kernel.expansion_exact(
-        block.sq_max + max(support._sq_max, block.sq_max)
-    ):
+    if type(kernel) is RBF and not kernel.expansion_exact(q_max + max(support._sq_max, q_max)):
+        return None
+    return Plan(kplan[0], kplan[1], pplan[0], pplan[1], policy)
+
+
+def plan(
+    support: SupportSet, policy: BudgetPolicy, block: BlockTracker, gram_ok: bool = False
+) -> Plan | None:
+    """The plan of a compiled pass over ``block``, or ``None`` when none applies.
+
+    ``gram_ok``: the pass keeps the set's Gram matrix current (:func:`novelty_pass`); the
+    others decline a set that keeps one.
+    """
+    if len(support._trackers) != 1:
         return None
     if not (block.Q.flags.c_contiguous and block.K.flags.c_contiguous):
         return None
-    return Plan(kplan[0], kplan[1], pplan[0], pplan[1], policy)
+    return _plan(support, policy, block.sq_max, gram_ok)
+
+
+def rows_plan(
+    support: SupportSet, policy: BudgetPolicy, q_sq: np.ndarray, gram_ok: bool = False
+) -> Plan | None:
+    """The plan of an untracked pass (:func:`svr_rows`, :func:`novelty_rows`) over rows
+    with squared norms ``q_sq``: a kernel computed in C (no Gram-matrix kernel), no block
+    being tracked; ``None`` when none applies."""
+    if support._trackers:
+        return None
+    how = _plan(support, policy, float(q_sq.max(initial=0.0)), gram_ok)
+    if how is None or how.kcode == accel.core.KERNEL_CODES["gram"]:
+        return None
+    return how
 
 
 def _hint_budget(support: SupportSet, policy: BudgetPolicy) -> int | None:
@@ -340,99 +365,159 @@ def ranker_pass(
     return _after_pass(support, block, m, how, done)
 
 
-def _block_args(support: SupportSet, block: BlockTracker, start: int, end: int, how: Plan):
-    """Reserve room for rows ``start:end`` and return the block's and the set's buffers in
-    the one-output passes' argument order."""
-    support.reserve(_rows_after(support, end - start, how.budget), block.Q.shape[1])
-    block.F = np.ascontiguousarray(block.F)  # no copy unless a remap left it strided
-    return (block.K, block.F, block.Q, block.sq, *_buffers(support))
+def _policy_state(policy: BudgetPolicy, how: Plan, count: int) -> tuple[np.ndarray, float, int]:
+    """Remove-random's next ``count`` draws and the Forgetron's state, for a pass."""
+    draws = _NO_DRAWS
+    if type(policy) is RemoveRandom and how.budget:
+        draws = policy.peek_slots(count)
+    fq, fm = 0.0, 0
+    if type(policy) is Forgetron:
+        st = policy.state()
+        fq, fm = float(st["Q"]), int(st["M"])
+    return draws, fq, fm
 
 
-def _rule_args(support: SupportSet, block: BlockTracker, start: int, end: int, how: Plan):
-    """The arguments after ``next_id`` shared by the one-output passes."""
-    G, qdiag, draws, fq, fm = _policy_args(support, block, start, end, how)
-    return (
-        block.coef_l1,
+_NO_TARGETS = np.zeros(0)
+
+
+def _step(
+    support: SupportSet,
+    how: Plan,
+    rule: str,
+    stats: np.ndarray,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    block: BlockTracker | None,
+    end: int,
+    Y: np.ndarray = _NO_TARGETS,
+    r_in: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One :func:`streamk._core.step_pass` over rows ``0:end`` of ``Q`` (of ``block`` when
+    tracked, else untracked); returns the joined flags (SVR) and ``r`` (novelty)."""
+    support.reserve(_rows_after(support, end, how.budget), Q.shape[1])
+    if block is not None:
+        block.F = np.ascontiguousarray(block.F)  # no copy unless a remap left it strided
+        K, F = block.K, block.F
+        G, qdiag = _policy_args(support, block, 0, end, how)[:2]
+        coef_l1, kmax, bounded = block.coef_l1, float(block.kmax), block.bound is not None
+    else:
+        K, F, G = np.zeros((1, support.capacity)), np.zeros((1, 1)), _EMPTY
+        qdiag = np.ascontiguousarray(support.kernel.diag(Q), dtype=np.float64)
+        coef_l1, kmax, bounded = 0.0, 0.0, True
+    draws, fq, fm = _policy_state(how.policy, how, end)
+    joined = np.zeros(end if rule == "svr" else 0, dtype=np.uint8)
+    r = np.zeros(support.capacity if r_in is not None else 0)
+    if r_in is not None:
+        r[: r_in.shape[0]] = r_in
+    done = accel.core.step_pass(
+        K,
+        F,
+        Q,
+        q_sq,
+        *_buffers(support),
+        _EMPTY if support._G is None else support._G,
+        accel.core.RULE_CODES[rule],
+        Y,
+        stats,
+        joined,
+        r,
+        block is not None,
+        0,
+        end,
+        support.n,
+        how.budget,
+        support.next_id,
+        coef_l1,
         how.kcode,
         how.kp,
         G,
         qdiag,
-        float(block.kmax),
-        block.bound is not None,
+        kmax,
+        bounded,
         how.pcode,
         draws,
         fq,
         fm,
     )
+    COUNTS["compiled"] += end
+    COUNTS["untracked" if block is None else "tracked"] += end
+    if block is not None:
+        _after_pass(support, block, end, how, done)
+    else:
+        n, next_id, joins, _, sq_max, _, used, fq, fm = done
+        if used:
+            how.policy.skip_slots(used)
+        if type(how.policy) is Forgetron:
+            how.policy.load_state({"Q": fq, "M": fm})
+        if joins:
+            support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+    return joined.view(bool), r
+
+
+def svr_stats(count: int, mean: float, m2: float, rule: tuple[float, float, float]) -> np.ndarray:
+    """The SVR's ``stats`` for :func:`svr_pass` / :func:`svr_rows`: the targets' running
+    count, mean and sum of squared deviations, then ``rule = (eps, C, offset)`` (``eps`` or
+    ``C`` < 0: ``"auto"``; a NaN offset: the running mean)."""
+    return np.array([count, mean, m2, *rule, 0.0, 0.0], dtype=np.float64)
 
 
 def svr_pass(
+    support: SupportSet, block: BlockTracker, Y: np.ndarray, how: Plan, stats: np.ndarray
+) -> np.ndarray:
+    """Learn every row of ``block`` (targets ``Y``) with the on-line SVR's step, no resweep
+    (:func:`streamk._core.step_pass`); ``stats`` (:func:`svr_stats`) changes in place.
+    Returns which rows joined the set (a boolean mask)."""
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    m = block.Q.shape[0]
+    return _step(support, how, "svr", stats, block.Q, block.sq, block, m, Y)[0]
+
+
+def svr_rows(
     support: SupportSet,
-    block: BlockTracker,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
     Y: np.ndarray,
-    start: int,
-    end: int,
     how: Plan,
     stats: np.ndarray,
-    rule: np.ndarray,
 ) -> np.ndarray:
-    """Learn block rows ``start:end`` (targets ``Y``) with the on-line SVR's step (see
-    :func:`streamk._core.svr_pass`); ``stats`` (the targets' count, mean and sum of squared
-    deviations) changes in place. Returns the rows that joined the set (a boolean mask)."""
-    buffers = _block_args(support, block, start, end, how)
-    joined = np.zeros(end - start, dtype=np.uint8)
-    done = accel.core.svr_pass(
-        *buffers,
-        np.ascontiguousarray(Y, dtype=np.float64),
-        stats,
-        rule,
-        joined,
-        start,
-        end,
-        support.n,
-        how.budget,
-        support.next_id,
-        *_rule_args(support, block, start, end, how),
-    )
-    COUNTS["compiled"] += end - start
-    _after_pass(support, block, end, how, done)
-    return joined.view(bool)
+    """:func:`svr_pass` without a block (``how`` from :func:`rows_plan`; ``Q`` C-contiguous
+    float64 rows with squared norms ``q_sq`` summed as :func:`streamk.accel.sqnorms` does)."""
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    return _step(support, how, "svr", stats, Q, q_sq, None, Q.shape[0], Y)[0]
+
+
+def _novelty(
+    support: SupportSet,
+    how: Plan,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    block: BlockTracker | None,
+    r: np.ndarray | None,
+    cc: float,
+) -> tuple[np.ndarray | None, float]:
+    stats = np.array([0, 0, 0, 0, 0, 0, cc, r is not None], dtype=np.float64)
+    r_out = _step(support, how, "novelty", stats, Q, q_sq, block, Q.shape[0], r_in=r)[1]
+    if stats[7]:
+        return r_out[: support.n].copy(), float(stats[6])
+    return None, float(stats[6])
 
 
 def novelty_pass(
+    support: SupportSet, block: BlockTracker, how: Plan, r: np.ndarray | None, cc: float
+) -> tuple[np.ndarray | None, float]:
+    """Insert every row of ``block`` with weight 1 (the novelty detector), the set's kept
+    Gram matrix included. ``r``/``cc``: the centre's statistics if current (``None``:
+    stale); returns them after the pass, or ``(None, cc)`` once they went stale."""
+    return _novelty(support, how, block.Q, block.sq, block, r, cc)
+
+
+def novelty_rows(
     support: SupportSet,
-    block: BlockTracker,
-    start: int,
-    end: int,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
     how: Plan,
     r: np.ndarray | None,
     cc: float,
 ) -> tuple[np.ndarray | None, float]:
-    """Insert block rows ``start:end`` with weight 1 (the novelty detector, see
-    :func:`streamk._core.novelty_pass`), the set's kept Gram matrix included. ``r``/``cc``:
-    the centre's statistics if current (``None``: stale); returns them after the pass, or
-    ``(None, cc)`` once they went stale."""
-    buffers = _block_args(support, block, start, end, how)
-    G_kept = _EMPTY if support._G is None else support._G
-    r_buf = np.zeros(support.capacity)
-    if r is not None:
-        r_buf[: r.shape[0]] = r
-    done = accel.core.novelty_pass(
-        *buffers,
-        G_kept,
-        r_buf,
-        float(cc),
-        r is not None,
-        start,
-        end,
-        support.n,
-        how.budget,
-        support.next_id,
-        *_rule_args(support, block, start, end, how),
-    )
-    n, next_id, coef_l1, sq_max, kmax, used, fq, fm, cc, fresh = done
-    COUNTS["compiled"] += end - start
-    _after_pass(
-        support, block, end, how, (n, next_id, end - start, coef_l1, sq_max, kmax, used, fq, fm)
-    )
-    return (r_buf[:n].copy(), cc) if fresh else (None, cc)
+    """:func:`novelty_pass` without a block (see :func:`svr_rows`)."""
+    return _novelty(support, how, Q, q_sq, None, r, cc)

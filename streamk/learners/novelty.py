@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from river import base
 
+from .. import accel
 from ..budget import BudgetPolicy
 from ..errors import ConfigError
 from ..kernels import Kernel
@@ -165,14 +166,34 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         i = 0
         while i < len(rows):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
-            with self._support.track(rows[i:end]) as block:
-                self._learn_run(block, rows[i:end])
+            if not self._learn_compiled(rows[i:end]):
+                with self._support.track(rows[i:end]) as block:
+                    self._learn_tracked(block, rows[i:end])
             i = end
 
-    def _learn_run(self, block: Any, rows: np.ndarray) -> None:
-        """Rows learned under one kernel: one compiled pass when it applies (see
-        :func:`streamk.learners.fastpass.novelty_pass`), else row by row on the tracked
-        block."""
+    def _fresh_r(self) -> np.ndarray | None:
+        """``r`` if current for the kernel in use (the compiled passes carry it forward)."""
+        return self._r if self._stats_kernel is self._support.kernel else None
+
+    def _learn_compiled(self, rows: np.ndarray) -> bool:
+        """Rows learned under one kernel in one untracked compiled pass
+        (:func:`streamk.learners.fastpass.novelty_rows`); ``False`` (nothing changed) when
+        it does not apply."""
+        Q = np.ascontiguousarray(rows, dtype=np.float64)
+        q_sq = accel.sqnorms(Q)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq, gram_ok=True)
+        if how is None:
+            return False
+        self._r, self._cc = fastpass.novelty_rows(
+            self._support, Q, q_sq, how, self._fresh_r(), self._cc
+        )
+        self._n_learned += Q.shape[0]
+        return True
+
+    def _learn_tracked(self, block: Any, rows: np.ndarray) -> None:
+        """Rows learned under one kernel on a tracked block: one compiled pass when it
+        applies (:func:`streamk.learners.fastpass.novelty_pass`, any vector kernel), else
+        row by row."""
         S = self._support
         how = fastpass.plan(S, self._policy, block, gram_ok=True)
         if how is None:
@@ -181,11 +202,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
                 block.start = j + 1
                 self._learn_block_row(rows[j], k_row, None)
             return
-        fresh = self._r is not None and self._stats_kernel is S.kernel
-        r, cc = fastpass.novelty_pass(
-            S, block, 0, rows.shape[0], how, self._r if fresh else None, self._cc
-        )
-        self._r, self._cc = r, cc
+        self._r, self._cc = fastpass.novelty_pass(S, block, how, self._fresh_r(), self._cc)
         self._n_learned += rows.shape[0]
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, _: Any) -> None:

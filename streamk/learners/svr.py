@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from river import base
 
+from .. import accel
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
@@ -228,13 +229,30 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         i = 0
         while i < len(targets):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
-            with self._support.track(rows[i:end]) as block:
-                self._learn_run(block, rows[i:end], targets[i:end])
+            if not self._learn_compiled(rows[i:end], targets[i:end]):
+                with self._support.track(rows[i:end]) as block:
+                    self._learn_tracked(block, rows[i:end], targets[i:end])
             i = end
 
-    def _learn_run(self, block: Any, rows: np.ndarray, targets: list[float]) -> None:
-        """Rows learned under one kernel: one compiled pass when it applies (see
-        :func:`streamk.learners.fastpass.svr_pass`), else row by row on the tracked block."""
+    def _learn_compiled(self, rows: np.ndarray, targets: list[float]) -> bool:
+        """Rows learned under one kernel in one untracked compiled pass (each row's kernel
+        values against the set computed afresh in C: see
+        :func:`streamk.learners.fastpass.svr_rows`); ``False`` (nothing changed) when it
+        does not apply."""
+        Q = np.ascontiguousarray(rows, dtype=np.float64)
+        q_sq = accel.sqnorms(Q)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq)
+        if how is None:
+            return False
+        stats = self._stats()
+        joined = fastpass.svr_rows(self._support, Q, q_sq, targets, how, stats)
+        self._after_compiled(stats, joined, targets)
+        return True
+
+    def _learn_tracked(self, block: Any, rows: np.ndarray, targets: list[float]) -> None:
+        """Rows learned under one kernel on a tracked block: one compiled pass when it
+        applies (:func:`streamk.learners.fastpass.svr_pass`, any vector kernel), else row
+        by row."""
         how = fastpass.plan(self._support, self._policy, block)
         if how is None:
             for j, target in enumerate(targets):
@@ -242,27 +260,31 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
                 block.start = j + 1
                 self._learn_block_row(rows[j], k_row, target)
             return
-        first_id = self._support.next_id
-        Y = np.array(targets, dtype=np.float64)
-        stats = np.array([self._y_n, self._y_mean, self._y_m2], dtype=np.float64)
-        joined = fastpass.svr_pass(
-            self._support, block, Y, 0, len(targets), how, stats, self._rule()
-        )
-        self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
-        count = int(joined.sum())
-        if count:  # their ids are consecutive, in row order: SlotData.add for each
-            new_ids = np.arange(first_id, first_id + count, dtype=np.int64)
-            self._targets.ids = np.concatenate([self._targets.ids, new_ids])
-            self._targets.values = np.concatenate([self._targets.values, Y[joined, None]])
-        self.n_updates += count
-        self._n_learned += len(targets)
+        stats = self._stats()
+        joined = fastpass.svr_pass(self._support, block, targets, how, stats)
+        self._after_compiled(stats, joined, targets)
 
-    def _rule(self) -> np.ndarray:
-        """``(eps, C, offset)`` for the compiled pass: -1 for ``"auto"``, NaN for ``"mean"``."""
+    def _stats(self) -> np.ndarray:
+        """The compiled passes' ``stats``: the targets' running statistics and the rule
+        (-1 for ``"auto"``, NaN for ``"mean"``)."""
         eps = -1.0 if self.epsilon == "auto" else float(self.epsilon)
         C = -1.0 if self.C == "auto" else float(self.C)
         offset = math.nan if self.offset == "mean" else float(self.offset)
-        return np.array([eps, C, offset])
+        return fastpass.svr_stats(self._y_n, self._y_mean, self._y_m2, (eps, C, offset))
+
+    def _after_compiled(self, stats: np.ndarray, joined: np.ndarray, targets: list[float]) -> None:
+        """The running statistics, counters and per-vector targets after a compiled pass."""
+        self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
+        count = int(joined.sum())
+        if count:  # their ids are consecutive, in row order: SlotData.add for each
+            first = self._support.next_id - count
+            Y = np.asarray(targets, dtype=np.float64)[joined, None]
+            self._targets.ids = np.concatenate(
+                [self._targets.ids, np.arange(first, first + count, dtype=np.int64)]
+            )
+            self._targets.values = np.concatenate([self._targets.values, Y])
+        self.n_updates += count
+        self._n_learned += len(targets)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, target: float) -> None:
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, target)
