@@ -756,6 +756,9 @@ def step_pass(
         stats[4], stats[5]
     R.off_mean = R.offset != R.offset
     R.cc, R.track_r = stats[6], rule == R_NOVELTY and stats[7] != 0.0
+    # untracked: the kernel values against the set are needed for f, r, the kept Gram
+    # matrix and the Forgetron's removal; a novelty row without these needs none
+    cdef bint need_krow = rule == R_SVR or R.track_r or GS.shape[0] or pcode == P_FORGETRON
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -770,8 +773,9 @@ def step_pass(
                         Qc[0, k] = Q[j, k]
                     qc[0] = q_sq[j]
                     dc[0] = qdiag[j]
-                _kcol(kcode, &kp[0], &X[0, 0], X.shape[1], n, &s_sq[0], &Q[j, 0], wq,
-                      q_sq[j], &K[0, 0])
+                if need_krow:
+                    _kcol(kcode, &kp[0], &X[0, 0], X.shape[1], n, &s_sq[0], &Q[j, 0], wq,
+                          q_sq[j], &K[0, 0])
             f = 0.0
             if rule == R_SVR or R.track_r:
                 for s in range(n):

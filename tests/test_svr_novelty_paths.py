@@ -217,3 +217,51 @@ def test_novelty_keeps_its_centre_statistics_current():
     _numpy_run(lambda a, b: [slow.learn_one(x) for x in rows[a:b]], [(200, 600)], lambda: None)
     np.testing.assert_allclose(fast._r, slow._r, rtol=1e-9)
     assert fast._cc == pytest.approx(slow._cc, rel=1e-12)
+
+
+# -- learn_one ---------------------------------------------------------------------------------
+def _prequential(model, X: pd.DataFrame, y: list | None, probe: pd.DataFrame) -> list:
+    """Test-then-train one event at a time; the probe's scores at the end."""
+    out = []
+    for i, x in enumerate(X.to_dict(orient="records")):
+        if y is None:
+            out.append(model.score_one(x))
+            model.learn_one(x)
+        else:
+            out.append(model.predict_one(x))
+            model.learn_one(x, y[i])
+    scores = model.predict_many(probe) if y is not None else model.score_many(probe)
+    return out + list(scores)
+
+
+@pytest.mark.parametrize(("kernel", "policy"), CASES)
+@pytest.mark.parametrize("learner", ["svr", "novelty"])
+def test_compiled_learn_one_equals_numpy_learn_one(learner, kernel, policy):
+    """``learn_one`` through :class:`~streamk.learners.fastpass.OneRow` (kernels computed
+    in C) against the NumPy ``learn_one``, test-then-train: the same predictions or scores
+    before every event, the same model after."""
+    compiled = _expect_compiled(kernel, policy) and kernel not in GRAM_KERNELS
+    if learner == "svr":
+        X, y = _regression(400)
+        make = OnlineSVR
+    else:
+        (X, _), y = _stream(400, 2), None
+        make = KernelNovelty
+    probe = X.iloc[::29]
+    fast = make(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+    fastpass.COUNTS.clear()
+    got = _prequential(fast, X, y, probe)
+    took = fastpass.COUNTS["one"]
+    slow = make(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+    want = _numpy_run(lambda a, b: None, [(0, 0)], lambda: _prequential(slow, X, y, probe))[0]
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    _same_support(fast, slow)
+    assert fast.n_learned == slow.n_learned
+    if learner == "svr":
+        assert fast.n_updates == slow.n_updates
+        assert (fast._y_n, fast._y_mean, fast._y_m2) == (slow._y_n, slow._y_mean, slow._y_m2)
+        np.testing.assert_array_equal(fast._targets.ids, slow._targets.ids)
+        np.testing.assert_array_equal(fast._targets.values, slow._targets.values)
+    else:
+        assert fast.threshold_ == pytest.approx(slow.threshold_, rel=1e-9)
+    assert (took == 400) if compiled else (took == 0)

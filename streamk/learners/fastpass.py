@@ -59,11 +59,13 @@ __all__ = [
 
 #: Rows learned by a compiled pass (``"compiled"``), for benchmarks and tests to see which
 #: path a combination takes; clear it before a run. The SVR's and the novelty detector's
-#: passes also count their rows under ``"tracked"`` or ``"untracked"``.
+#: passes also count their rows under ``"tracked"`` or ``"untracked"``, and
+#: :class:`OneRow` its events under ``"one"``.
 COUNTS: Counter[str] = Counter()
 
 _EMPTY = np.zeros((0, 0))
 _NO_DRAWS = np.zeros(0, dtype=np.int64)
+_UNUSED_DRAW = np.zeros(1, dtype=np.int64)  # remove-random's draw on a set not yet full
 
 #: The float32 hints are used while a float32 kernel value's error bound (before its
 #: constant part) stays below this; the bound is linearised there (see the pass).
@@ -521,3 +523,123 @@ def novelty_rows(
 ) -> tuple[np.ndarray | None, float]:
     """:func:`novelty_pass` without a block (see :func:`svr_rows`)."""
     return _novelty(support, how, Q, q_sq, None, r, cc)
+
+
+class OneRow:
+    """A learner's compiled ``learn_one`` for the SVR or novelty rule: one row through
+    :func:`streamk._core.step_pass` untracked, with the plan cached per kernel and policy
+    and the scratch buffers kept, so an event costs one compiled call and a few checks.
+
+    :meth:`learn` declines (``None``, nothing changed) wherever :func:`rows_plan` would.
+    """
+
+    __slots__ = ("rule", "stats", "_key", "_how", "_K", "_F", "_Y", "_qd", "_joined", "_r")
+
+    def __init__(self, rule: str):
+        self.rule = rule
+        self.stats = np.zeros(8)  # see step_pass; the learner fills what its rule reads
+        self._key: tuple | None = None
+        self._how: Plan | None = None
+        self._K = np.zeros((1, 0))
+        self._F = np.zeros((1, 1))
+        self._Y = np.zeros(1)
+        self._qd = np.zeros(1)
+        self._joined = np.zeros(1, dtype=np.uint8)
+        self._r = np.zeros(0)  # the novelty statistics' buffer, one entry per slot
+
+    def _plan(self, support: SupportSet, policy: BudgetPolicy, q: float) -> Plan | None:
+        """:func:`rows_plan` for one row of squared norm ``q``, cached per kernel, policy
+        and core (only the RBF expansion's bound and the budget are checked per event)."""
+        key = self._key
+        if key is None or not (
+            key[0] is support.kernel and key[1] is policy and key[2] == (support._G is None)
+        ):
+            key = (support.kernel, policy, support._G is None)
+            how = _plan(support, policy, 0.0, True)
+            if how is not None and how.kcode == accel.core.KERNEL_CODES["gram"]:
+                how = None
+            self._key, self._how = key, how
+        how = self._how
+        if how is None or support._trackers or (how.budget and support.n > how.budget):
+            return None
+        kernel = support.kernel
+        if type(kernel) is RBF and not kernel.expansion_exact(q + max(support._sq_max, q)):
+            return None
+        return how
+
+    def learn(
+        self,
+        support: SupportSet,
+        policy: BudgetPolicy,
+        row: np.ndarray,
+        y: float = 0.0,
+        r: np.ndarray | None = None,
+    ) -> tuple[bool, np.ndarray] | None:
+        """Learn ``row`` (target ``y`` for the SVR; ``r`` the novelty statistics when
+        current, with ``stats[6:8] = (cc, 1)``); ``(joined, r)``, or ``None`` when the
+        compiled path does not apply (nothing changed). The returned ``r`` is a buffer
+        updated in place by later events: take ``r[:n]`` as the statistics."""
+        if accel.core is None or row.dtype != np.float64 or not row.flags.c_contiguous:
+            return None
+        Q = row[None, :]
+        q_sq = accel.core.sqnorms(Q)
+        how = self._plan(support, policy, float(q_sq[0]))
+        if how is None:
+            return None
+        support.reserve(_rows_after(support, 1, how.budget), Q.shape[1])
+        if self._K.shape[1] < support.capacity:
+            self._K = np.zeros((1, support.capacity))
+        draws, fq, fm = _NO_DRAWS, 0.0, 0
+        if how.pcode == accel.core.POLICY_CODES["RemoveRandom"]:
+            if how.budget:  # a draw is read only on a full set: peek only then
+                full = support.n >= how.budget
+                draws = policy.peek_slots(1) if full else _UNUSED_DRAW
+        elif type(policy) is Forgetron:
+            st = policy.state()
+            fq, fm = float(st["Q"]), int(st["M"])
+        self._Y[0] = y
+        self._qd[0] = support.kernel.diag_one(row)
+        r_buf = _NO_TARGETS
+        if r is not None:  # r is a view of the buffer when this path made it: no copy
+            r_buf = self._r
+            if r.base is not r_buf or r_buf.shape[0] < support.capacity:
+                r_buf = self._r = np.zeros(support.capacity)
+                r_buf[: r.shape[0]] = r
+        n, next_id, joins, _, sq_max, _, used, fq, fm = accel.core.step_pass(
+            self._K,
+            self._F,
+            Q,
+            q_sq,
+            *_buffers(support),
+            _EMPTY if support._G is None else support._G,
+            accel.core.RULE_CODES[self.rule],
+            self._Y,
+            self.stats,
+            self._joined,
+            r_buf,
+            False,
+            0,
+            1,
+            support.n,
+            how.budget,
+            support.next_id,
+            0.0,
+            how.kcode,
+            how.kp,
+            _EMPTY,
+            self._qd,
+            0.0,
+            True,
+            how.pcode,
+            draws,
+            fq,
+            fm,
+        )
+        if used:
+            policy.skip_slots(used)
+        if type(policy) is Forgetron:
+            policy.load_state({"Q": fq, "M": fm})
+        if joins:
+            support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+        COUNTS["one"] += 1
+        return bool(joins), r_buf

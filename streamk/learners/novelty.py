@@ -109,6 +109,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         self._r: np.ndarray | None = None  # K(S, S) @ w, aligned with the slots
         self._cc = 0.0  # w' K(S, S) w
         self._stats_kernel: Kernel | None = None
+        self._compiled_one = fastpass.OneRow("novelty")
 
     @classmethod
     def _unit_test_params(cls):
@@ -154,8 +155,24 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     # -- learning ---------------------------------------------------------------------------------
     def learn_one(self, x: dict) -> None:
         row = self._learn_row(x)
-        self._insert(row, self._kernel_row(row))
+        if self._objects or not self._learn_one_compiled(row):
+            self._insert(row, self._kernel_row(row))
+            self._n_learned += 1
+
+    def _learn_one_compiled(self, row: np.ndarray) -> bool:
+        """``learn_one``'s insertion in one compiled call (:class:`~streamk.learners.
+        fastpass.OneRow`), the centre's statistics carried; ``False`` (nothing changed)
+        where it does not apply."""
+        one = self._compiled_one
+        r = self._fresh_r()
+        one.stats[6], one.stats[7] = self._cc, r is not None
+        done = one.learn(self._support, self._policy, row, r=r)
+        if done is None:
+            return False
+        self._cc = float(one.stats[6])
+        self._r = done[1][: self._support.n] if one.stats[7] else None
         self._n_learned += 1
+        return True
 
     def learn_many(self, X: Any) -> None:
         """Learn the rows in order (the same model as ``learn_one`` on each)."""

@@ -155,6 +155,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     def _reset(self, n_outputs: int = 1) -> None:
         super()._reset(n_outputs)
         self._targets = SlotData(1)  # y of each support vector
+        self._compiled_one = fastpass.OneRow("svr")
         self.n_updates = 0
         # running count, mean and sum of squared deviations of the targets (Welford)
         self._y_n, self._y_mean, self._y_m2 = 0, 0.0, 0.0
@@ -169,6 +170,24 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
         yield {"kernel": Laplacian(), "C": 1.0, "budget": 50}
         yield {"kernel": RBF(gamma=1e-3), "C": 5.0, "epsilon": 0.5, "resweeps": 1, "budget": 30}
+
+    @property
+    def _targets(self) -> SlotData:
+        """The target ``y`` of each support vector, keyed by id (the compiled ``learn_one``'s
+        pending entries folded in first, so every reader sees them in step)."""
+        pending = self._pending_targets
+        data = self._target_data
+        if pending:
+            ids, ys = zip(*pending)
+            data.ids = np.concatenate([data.ids, np.array(ids, dtype=np.int64)])
+            data.values = np.concatenate([data.values, np.array(ys, dtype=np.float64)[:, None]])
+            pending.clear()
+        return data
+
+    @_targets.setter
+    def _targets(self, data: SlotData) -> None:
+        self._target_data = data
+        self._pending_targets: list[tuple[int, float]] = []
 
     # -- the rule -------------------------------------------------------------------------------
     def _new_alpha(self, r: float, kxx: float) -> float:
@@ -215,8 +234,26 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     def learn_one(self, x: dict, y: float) -> None:
         y = _target(y)
         row = self._learn_row(x)
+        if not (self.resweeps or self._objects) and self._learn_one_compiled(row, y):
+            return
         k_row = self._kernel_row(row)
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, y)
+
+    def _learn_one_compiled(self, row: np.ndarray, y: float) -> bool:
+        """``learn_one``'s step in one compiled call (:class:`~streamk.learners.fastpass.
+        OneRow`); ``False`` (nothing changed) where it does not apply."""
+        one = self._compiled_one
+        one.stats[:6] = self._stats()[:6]
+        done = one.learn(self._support, self._policy, row, y)
+        if done is None:
+            return False
+        stats = one.stats
+        self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
+        if done[0]:  # folded into _targets when next read (one concatenation for many)
+            self._pending_targets.append((self._support.next_id - 1, y))
+            self.n_updates += 1
+        self._n_learned += 1
+        return True
 
     def learn_many(self, X: Any, y: Any) -> None:
         rows = self._block(X, grow=True)
