@@ -1,10 +1,11 @@
-"""Hand a micro-batch to a compiled perceptron pass when one applies.
+"""Hand a micro-batch (or one event) to a compiled pass when one applies.
 
 The kernel perceptron and the perceptron with margin (``margin > 0``), with no Gram matrix
-kept. The compiled loops change the support set's buffers in place, exactly as the Python
-path would through :class:`~streamk.learners.support.SupportSet`'s methods and the policy's
-``insert``; this module checks that a case applies, reserves room beforehand and brings the
-set's counters (and the policy's state) up to date afterwards.
+kept; the ranker; the on-line SVR (no resweep) and the novelty detector. The compiled
+loops change the support set's buffers in place, exactly as the Python path would through
+:class:`~streamk.learners.support.SupportSet`'s methods and the policy's ``insert``; this
+module checks that a case applies, reserves room beforehand and brings the set's counters
+(and the policy's state) up to date afterwards.
 
 * :func:`perceptron_run` — a whole run of rows whose labels are all known, with decision
   hints in float32 and no kernel matrix (:func:`streamk._core.perceptron_hint_pass`):
@@ -15,8 +16,8 @@ set's counters (and the policy's state) up to date afterwards.
   and policies as :func:`perceptron_pass` (the novelty detector's kept Gram matrix and
   centre statistics included); :func:`svr_rows` and :func:`novelty_rows` the same
   without a block (:func:`rows_plan`: kernels computed in C), each row's kernel values
-  computed afresh, which is cheaper when nearly every row joins the set (and serves
-  ``learn_one``).
+  computed afresh, which is cheaper when nearly every row joins the set;
+  :class:`OneRow` the same for ``learn_one``, one event per compiled call.
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly

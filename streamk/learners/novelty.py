@@ -66,6 +66,12 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     stored points count (the book's detector has no sparsity); for a sparse description
     use the minimal enclosing hypersphere of §7.1 (a batch solver).
 
+    ``learn_one`` and ``learn_many`` run in compiled code when the core is built and the
+    budget is none, remove-oldest, remove-random or the Forgetron
+    (:mod:`streamk.learners.fastpass`), keeping the Gram matrix and the centre's
+    statistics as the NumPy path keeps them; that path (``STREAMK_NO_ACCEL=1``, other
+    policies) is the reference they are tested against.
+
     Examples
     --------
     Shuttle (shipped with river; ~7% anomalies), scored before learning each event:

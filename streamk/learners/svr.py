@@ -99,8 +99,12 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     leaves the set (it no longer changes ``f``) and cannot come back, so the on-line model
     approximates the batch optimum over the stream; :meth:`fit` gives the exact one on a
     window. Without ``C`` the only regulariser is the tube, which can overfit (book, §7.4).
-    ``learn_many`` replays the rows in order on one tracked kernel block, so it gives the
-    same model as ``learn_one``.
+    ``learn_many`` replays the rows in order, so it gives the same model as ``learn_one``
+    (to rounding). With ``resweeps=0`` both run in compiled code when the core is built
+    (:mod:`streamk.learners.fastpass`: kernels computed in C, or a tracked block's Gram
+    matrix for sums, products and normalised kernels; no budget, remove-oldest,
+    remove-random or the Forgetron); otherwise, and with ``STREAMK_NO_ACCEL=1``, the NumPy
+    path runs on one tracked kernel block.
 
     Examples
     --------
