@@ -150,15 +150,18 @@ def test_svr_compiled_fixed_rules(kernel, policy, rule):
 
 
 def test_svr_with_resweeps_declines():
-    """``resweeps > 0`` has no compiled pass: learn_many falls back, same model."""
+    """``resweeps > 0`` has no compiled pass: learn_many and learn_one fall back, same model
+    as the NumPy path's."""
     X, y = _regression(300)
     fast = OnlineSVR(kernel=KERNELS["rbf"](), budget=POLICIES["oldest"][0](), resweeps=1)
     slow = OnlineSVR(kernel=KERNELS["rbf"](), budget=POLICIES["oldest"][0](), resweeps=1)
+    rows = X.to_dict(orient="records")
     fastpass.COUNTS.clear()
-    fast.learn_many(X, y)
-    assert fastpass.COUNTS["compiled"] == 0
-    for x, t in zip(X.to_dict(orient="records"), y):
-        slow.learn_one(x, t)
+    fast.learn_many(X.iloc[:200], y[:200])
+    for x, t in zip(rows[200:], y[200:]):
+        fast.learn_one(x, t)
+    assert fastpass.COUNTS["compiled"] == fastpass.COUNTS["one"] == 0
+    _numpy_run(lambda a, b: [slow.learn_one(x, t) for x, t in zip(rows, y)], [(0, 0)], list)
     _same_support(fast, slow)
 
 
