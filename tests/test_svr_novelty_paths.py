@@ -267,4 +267,9 @@ def test_compiled_learn_one_equals_numpy_learn_one(learner, kernel, policy):
         np.testing.assert_array_equal(fast._targets.values, slow._targets.values)
     else:
         assert fast.threshold_ == pytest.approx(slow.threshold_, rel=1e-9)
-    assert (took == 400) if compiled else (took == 0)
+    if not compiled:
+        assert took == 0
+    elif learner == "svr" and policy == "random":  # declines on the full set (see OneRow)
+        assert 40 <= took < 400
+    else:
+        assert took == 400

@@ -29,6 +29,7 @@ module checks that a case applies, reserves room beforehand and brings the set's
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -531,10 +532,11 @@ class OneRow:
     :func:`streamk._core.step_pass` untracked, with the plan cached per kernel and policy
     and the scratch buffers kept, so an event costs one compiled call and a few checks.
 
-    :meth:`learn` declines (``None``, nothing changed) wherever :func:`rows_plan` would.
+    :meth:`learn` declines (``None``, nothing changed) wherever :func:`rows_plan` would,
+    and for the SVR on a full remove-random set (see there).
     """
 
-    __slots__ = ("rule", "stats", "_key", "_how", "_K", "_F", "_Y", "_qd", "_joined", "_r")
+    __slots__ = ("rule", "stats", "_key", "_how", "_K", "_F", "_Y", "_qd", "_joined", "_r", "_draw")
 
     def __init__(self, rule: str):
         self.rule = rule
@@ -546,11 +548,14 @@ class OneRow:
         self._Y = np.zeros(1)
         self._qd = np.zeros(1)
         self._joined = np.zeros(1, dtype=np.uint8)
+        self._draw = np.zeros(1, dtype=np.int64)
         self._r = np.zeros(0)  # the novelty statistics' buffer, one entry per slot
 
-    def _plan(self, support: SupportSet, policy: BudgetPolicy, q: float) -> Plan | None:
-        """:func:`rows_plan` for one row of squared norm ``q``, cached per kernel, policy
-        and core (only the RBF expansion's bound and the budget are checked per event)."""
+    def _plan(self, support: SupportSet, policy: BudgetPolicy) -> Plan | None:
+        """:func:`rows_plan` cached per kernel and policy, but for the RBF expansion's
+        bound (:meth:`learn` checks it per row); ``None`` also where the SVR would peek at
+        remove-random's draw on a full set (it may not insert: peeking costs more than the
+        NumPy path's whole step)."""
         key = self._key
         if key is None or not (
             key[0] is support.kernel and key[1] is policy and key[2] == (support._G is None)
@@ -561,11 +566,13 @@ class OneRow:
                 how = None
             self._key, self._how = key, how
         how = self._how
-        if how is None or support._trackers or (how.budget and support.n > how.budget):
+        if how is None or support._trackers:
             return None
-        kernel = support.kernel
-        if type(kernel) is RBF and not kernel.expansion_exact(q + max(support._sq_max, q)):
-            return None
+        if how.budget and support.n >= how.budget:
+            if support.n > how.budget:  # a set over its budget (a restored snapshot)
+                return None
+            if self.rule != "novelty" and type(policy) is RemoveRandom:
+                return None
         return how
 
     def learn(
@@ -575,29 +582,39 @@ class OneRow:
         row: np.ndarray,
         y: float = 0.0,
         r: np.ndarray | None = None,
+        head: Callable[[], tuple[float, ...]] | None = None,
     ) -> tuple[bool, np.ndarray] | None:
-        """Learn ``row`` (target ``y`` for the SVR; ``r`` the novelty statistics when
-        current, with ``stats[6:8] = (cc, 1)``); ``(joined, r)``, or ``None`` when the
-        compiled path does not apply (nothing changed). The returned ``r`` is a buffer
-        updated in place by later events: take ``r[:n]`` as the statistics."""
+        """Learn ``row`` (the SVR: target ``y``, ``head()`` the first six ``stats``; novelty:
+        ``r`` the centre's statistics when current, with ``stats[6:8] = (cc, 1)``);
+        ``(joined, r)``, or ``None`` when the compiled path does not apply (nothing
+        changed). The returned ``r`` is a buffer updated in place by later events: take
+        ``r[:n]`` as the statistics."""
         if accel.core is None or row.dtype != np.float64 or not row.flags.c_contiguous:
+            return None
+        how = self._plan(support, policy)
+        if how is None:
             return None
         Q = row[None, :]
         q_sq = accel.core.sqnorms(Q)
-        how = self._plan(support, policy, float(q_sq[0]))
-        if how is None:
-            return None
-        support.reserve(_rows_after(support, 1, how.budget), Q.shape[1])
-        if self._K.shape[1] < support.capacity:
-            self._K = np.zeros((1, support.capacity))
+        kernel = support.kernel
+        if type(kernel) is RBF:
+            q = float(q_sq[0])
+            if not kernel.expansion_exact(q + max(support._sq_max, q)):
+                return None
+        if head is not None:
+            self.stats[:6] = head()
         draws, fq, fm = _NO_DRAWS, 0.0, 0
-        if how.pcode == accel.core.POLICY_CODES["RemoveRandom"]:
-            if how.budget:  # a draw is read only on a full set: peek only then
-                full = support.n >= how.budget
-                draws = policy.peek_slots(1) if full else _UNUSED_DRAW
+        if type(policy) is RemoveRandom and how.budget:
+            draws = _UNUSED_DRAW  # a draw is read only on a full set
+            if support.n >= how.budget:  # novelty (see _plan): the row joins, so the draw
+                draws = self._draw  # insert makes is taken now (a scalar draw: a fifth
+                draws[0] = policy._rng.integers(how.budget)  # of the cost of a sized one)
         elif type(policy) is Forgetron:
             st = policy.state()
             fq, fm = float(st["Q"]), int(st["M"])
+        support.reserve(_rows_after(support, 1, how.budget), Q.shape[1])
+        if self._K.shape[1] < support.capacity:
+            self._K = np.zeros((1, support.capacity))
         self._Y[0] = y
         self._qd[0] = support.kernel.diag_one(row)
         r_buf = _NO_TARGETS
@@ -606,7 +623,7 @@ class OneRow:
             if r.base is not r_buf or r_buf.shape[0] < support.capacity:
                 r_buf = self._r = np.zeros(support.capacity)
                 r_buf[: r.shape[0]] = r
-        n, next_id, joins, _, sq_max, _, used, fq, fm = accel.core.step_pass(
+        n, next_id, joins, _, sq_max, _, _, fq, fm = accel.core.step_pass(
             self._K,
             self._F,
             Q,
@@ -636,9 +653,7 @@ class OneRow:
             fq,
             fm,
         )
-        if used:
-            policy.skip_slots(used)
-        if type(policy) is Forgetron:
+        if type(policy) is Forgetron:  # (remove-random's draw, if used, is taken already)
             policy.load_state({"Q": fq, "M": fm})
         if joins:
             support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)

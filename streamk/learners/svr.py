@@ -247,8 +247,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         """``learn_one``'s step in one compiled call (:class:`~streamk.learners.fastpass.
         OneRow`); ``False`` (nothing changed) where it does not apply."""
         one = self._compiled_one
-        one.stats[:6] = self._stats()[:6]
-        done = one.learn(self._support, self._policy, row, y)
+        done = one.learn(self._support, self._policy, row, y, head=self._stats_head)
         if done is None:
             return False
         stats = one.stats
@@ -305,13 +304,21 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         joined = fastpass.svr_pass(self._support, block, targets, how, stats)
         self._after_compiled(stats, joined, targets)
 
-    def _stats(self) -> np.ndarray:
-        """The compiled passes' ``stats``: the targets' running statistics and the rule
-        (-1 for ``"auto"``, NaN for ``"mean"``)."""
+    def _rule(self) -> tuple[float, float, float]:
+        """``(eps, C, offset)`` for the compiled passes: -1 for ``"auto"``, NaN for
+        ``"mean"``."""
         eps = -1.0 if self.epsilon == "auto" else float(self.epsilon)
         C = -1.0 if self.C == "auto" else float(self.C)
         offset = math.nan if self.offset == "mean" else float(self.offset)
-        return fastpass.svr_stats(self._y_n, self._y_mean, self._y_m2, (eps, C, offset))
+        return eps, C, offset
+
+    def _stats_head(self) -> tuple[float, ...]:
+        """The first six ``stats`` (see :meth:`_stats`) as a tuple."""
+        return (self._y_n, self._y_mean, self._y_m2, *self._rule())
+
+    def _stats(self) -> np.ndarray:
+        """The compiled passes' ``stats``: the targets' running statistics and the rule."""
+        return fastpass.svr_stats(self._y_n, self._y_mean, self._y_m2, self._rule())
 
     def _after_compiled(self, stats: np.ndarray, joined: np.ndarray, targets: list[float]) -> None:
         """The running statistics, counters and per-vector targets after a compiled pass."""
