@@ -13,9 +13,13 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   all without returning to Python. Between mistakes each row costs one comparison; a
   mistake costs O(m d) for the new kernel column. The Python path in
   :mod:`streamk.learners.perceptron` is the reference it is tested against.
+* :func:`step_pass` — the same support-set and policy code for the rules that may add
+  every row: the on-line SVR's step (no resweep) and the novelty detector's insertion,
+  over a tracked block or row by row without one (``learn_one`` too); the Python paths
+  of :mod:`streamk.learners.svr` and :mod:`streamk.learners.novelty` are its reference.
 """
 
-from libc.math cimport fabs, pow, sqrt
+from libc.math cimport copysign, fabs, pow, sqrt
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -240,6 +244,35 @@ cdef inline void _drop_move(double[:, ::1] K, double[:, ::1] F, Py_ssize_t j, Py
         coef[last, c] = 0.0
 
 
+cdef inline void _gram_move(double[:, ::1] GS, Py_ssize_t slot, Py_ssize_t last,
+                            Py_ssize_t n) noexcept nogil:
+    """``SupportSet.remove``'s Gram step: row, then column ``last`` into ``slot``."""
+    cdef Py_ssize_t s
+    if slot == last:
+        return
+    for s in range(n):
+        GS[slot, s] = GS[last, s]
+    for s in range(n):
+        GS[s, slot] = GS[s, last]
+
+
+cdef inline void _gram_put(double[:, ::1] GS, const double[:, ::1] K, Py_ssize_t j,
+                           Py_ssize_t slot, Py_ssize_t n, double kxx) noexcept nogil:
+    """The new vector's Gram row and column: block row ``j``'s kernel values against the
+    other ``n - 1`` vectors (current in ``K``: removals moved its columns), ``kxx`` on the
+    diagonal, as ``append`` and ``replace`` write them."""
+    cdef Py_ssize_t s
+    for s in range(n):
+        if s != slot:
+            GS[slot, s] = K[j, s]
+            GS[s, slot] = K[j, s]
+    GS[slot, slot] = kxx
+
+
+#: No kept Gram matrix (the argument :func:`_insert` skips).
+_NO_GRAM = np.zeros((0, 0))
+
+
 cdef struct PassState:
     # what a tracked pass carries from row to row besides the buffers
     Py_ssize_t budget, used, m
@@ -255,10 +288,11 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                         int64_t[::1] ids, const double[:, ::1] G, const double[::1] qdiag,
                         const int64_t[::1] draws, const double[::1] kp, Py_ssize_t j,
                         Py_ssize_t start, Py_ssize_t n, const double *nc, double step,
-                        double *col, double *fr) noexcept nogil:
+                        double *col, double *fr, double[:, ::1] GS) noexcept nogil:
     """Block row ``j`` joins the set with coefficients ``nc`` (largest magnitude ``step``)
     through the policy, as its ``insert`` does through the set's methods, mirrored into
-    ``K`` and ``F`` for the block's later rows. Returns the new number of vectors."""
+    ``K`` and ``F`` for the block's later rows, and into the set's kept Gram matrix ``GS``
+    unless it is empty (``(0, 0)``: none kept). Returns the new number of vectors."""
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t r, c, s, slot
     cdef double kv, a, b, phi
@@ -295,10 +329,14 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                 phi = _forgetron_phi(a, b, st.fq - 15.0 / 32.0 * st.fm) if b > 0.0 else 1.0
                 st.fq = st.fq + a * phi * phi + b * phi
             _drop_move(K, F, j, slot, n, X, s_sq, coef, kdiag, ids)
+            if GS.shape[0]:
+                _gram_move(GS, slot, n - 1, n)
             n -= 1
             slot = n
     if slot == n:
         n += 1
+    if GS.shape[0]:
+        _gram_put(GS, K, j, slot, n, qdiag[j])
     _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
     s_sq[slot] = q_sq[j]
     if q_sq[j] > st.sq_max:
@@ -413,6 +451,7 @@ def perceptron_pass(
         raise ValueError("G must be the Gram matrix of block rows start:")
     if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
         raise ValueError("remove-random needs one draw per row")
+    cdef double[:, ::1] GS = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -445,7 +484,7 @@ def perceptron_pass(
             mistakes += 1
             st.coef_l1 = coef_l1
             n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &nc[0], step, &col[0], &fr[0])
+                        start, n, &nc[0], step, &col[0], &fr[0], GS)
             coef_l1 = st.coef_l1
     return n, st.next_id, mistakes, coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
@@ -511,6 +550,7 @@ def ranker_pass(
     for j in range(end - start):
         if not 0 <= ranks[j] <= nb:
             raise ValueError("a rank index beyond the thresholds")
+    cdef double[:, ::1] GS = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -533,7 +573,7 @@ def ranker_pass(
             mistakes += 1
             nc = <double>(k - pr)
             n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &nc, fabs(nc), &col[0], &fr[0])
+                        start, n, &nc, fabs(nc), &col[0], &fr[0], GS)
             if pr < k:
                 for i in range(pr, k):
                     b[i] = b[i] - 1.0
@@ -541,6 +581,232 @@ def ranker_pass(
                 for i in range(k, pr):
                     b[i] = b[i] + 1.0
     return n, st.next_id, mistakes, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
+
+
+cdef int _check_block(double[:, ::1] K, double[:, ::1] F, const double[:, ::1] Q,
+                      double[:, ::1] X, double[:, ::1] coef, Py_ssize_t start,
+                      Py_ssize_t end, Py_ssize_t n, Py_ssize_t budget, const double[::1] kp,
+                      const double[:, ::1] G, const double[::1] qdiag, int kcode, int pcode,
+                      const int64_t[::1] draws, double[:, ::1] GS) except -1:
+    """The shape checks of a one-output tracked pass (:func:`svr_pass`,
+    :func:`novelty_pass`); raises ``ValueError`` before anything changes."""
+    cdef Py_ssize_t m = K.shape[0]
+    if F.shape[1] != 1 or coef.shape[1] != 1 or not 0 <= start <= end <= m:
+        raise ValueError("one output column, and rows start:end inside the block")
+    if Q.shape[1] > X.shape[1]:
+        raise ValueError("support rows are narrower than the block: reserve the width first")
+    if K.shape[1] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
+        raise ValueError("the block's kernel buffer is too small: reserve the rows first")
+    if kp.shape[0] != 4 or qdiag.shape[0] != m:
+        raise ValueError("kp takes 4 parameters and qdiag one value per block row")
+    if kcode == K_GRAM and (G.shape[0] != m - start or G.shape[1] != m - start):
+        raise ValueError("G must be the Gram matrix of block rows start:")
+    if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
+        raise ValueError("remove-random needs one draw per row")
+    if GS.shape[0] and (GS.shape[0] < X.shape[0] or GS.shape[1] < X.shape[0]):
+        raise ValueError("the kept Gram matrix must have a row and column per support slot")
+    return 0
+
+
+#: The rules of :func:`step_pass`.
+DEF R_SVR = 0
+DEF R_NOVELTY = 1
+RULE_CODES = {"svr": R_SVR, "novelty": R_NOVELTY}
+
+
+cdef struct StepRule:
+    # what step_pass carries from row to row besides PassState
+    int rule
+    double yn, mean, m2, eps, C, offset, cc
+    bint off_mean, track_r
+
+
+cdef inline double _svr_alpha(StepRule *R, double y, double f, double kxx) noexcept nogil:
+    """:meth:`streamk.learners.OnlineSVR._update` for one row, ``f = K(x, S) @ coef``: the
+    target joins the running statistics (Welford, the Python path's operations, no fused
+    multiply-add), then the soft-threshold step from ``alpha = 0`` with the resulting
+    ``eps``, ``C`` and offset (``eps``/``C`` < 0: auto; NaN offset: the running mean)."""
+    cdef double delta, spread, eps, C, off, r, g, alpha
+    cdef volatile double t  # no fused multiply-add: Python rounds the product first
+    R.yn = R.yn + 1.0
+    delta = y - R.mean
+    t = delta / R.yn
+    R.mean = R.mean + t
+    t = y - R.mean
+    t = delta * t
+    R.m2 = R.m2 + t
+    spread = sqrt(R.m2 / R.yn)
+    eps = 0.1 * spread if R.eps < 0.0 else R.eps
+    C = spread if R.C < 0.0 else R.C
+    off = R.mean if R.off_mean else R.offset
+    r = (y - off) - f
+    if kxx <= 0.0:
+        return 0.0
+    g = fabs(r) - eps  # _new_alpha, with Python's max and min
+    if 0.0 > g:
+        g = 0.0
+    g = copysign(g, r)
+    alpha = g / kxx
+    if -C > alpha:
+        alpha = -C
+    if C < alpha:
+        alpha = C
+    return alpha
+
+
+def step_pass(
+    double[:, ::1] K,
+    double[:, ::1] F,
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    double[:, ::1] GS,
+    int rule,
+    const double[::1] Y,
+    double[::1] stats,
+    unsigned char[::1] joined,
+    double[::1] r,
+    bint tracked,
+    Py_ssize_t start,
+    Py_ssize_t end,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double coef_l1,
+    int kcode,
+    const double[::1] kp,
+    const double[:, ::1] G,
+    const double[::1] qdiag,
+    double kmax,
+    bint bounded,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+):
+    """Learn rows ``start:end`` of ``Q`` with a one-output rule that may add every row:
+    the on-line SVR's step (``rule = R_SVR``, :meth:`streamk.learners.OnlineSVR._update`
+    with no resweep) or the novelty detector's insertion with weight 1 (``R_NOVELTY``,
+    :meth:`streamk.learners.KernelNovelty._insert`).
+
+    ``tracked``: ``Q`` is a tracked block, ``K``/``F`` its kernel block and hints, kept
+    current as :func:`perceptron_pass` keeps them (any kernel: ``K_GRAM`` reads ``G``).
+    Otherwise ``K`` is a ``(1, capacity)`` scratch row: each row's kernel values against
+    the set are computed afresh in C (no block, so ``kcode`` may not be ``K_GRAM``), which
+    costs ``n`` kernel values per row where the block also pays a column per insertion.
+
+    SVR: ``Y`` the targets, ``stats = (count, mean, m2, eps, C, offset)``; the first
+    three, the targets' running statistics, change in place (see :func:`_svr_alpha`);
+    ``joined[j - start] = 1`` for a row that joined the set. Novelty: ``stats[6]`` is
+    ``cc = w' K(S, S) w`` and ``r = K(S, S) @ w`` (one entry per slot), updated as the
+    Python path does while the set only grows, when ``stats[7]`` (``track_r``) is 1; the
+    first insertion that removes a vector sets it to 0 (they are stale, as the Python path
+    then drops them). ``GS`` is the set's kept Gram matrix (``(0, 0)``: none).
+
+    The policy and other arguments as for :func:`perceptron_pass`. Returns ``(n,
+    next_id, rows that joined, coef_l1, largest new squared norm, kmax, draws used, fq,
+    fm)``.
+    """
+    cdef Py_ssize_t m = K.shape[0], wq = Q.shape[1], j, s, k, jj
+    cdef Py_ssize_t joins = 0
+    cdef double f, alpha
+    cdef StepRule R
+    cdef double fr = 0.0, unused = 0.0
+    cdef double *colp = &unused  # _insert writes a column only when tracked or Forgetron
+    cdef double[::1] col
+    if tracked or pcode == P_FORGETRON:
+        col = np.empty(max(K.shape[0], X.shape[0], 1))
+        colp = &col[0]
+    # untracked: row j alone as a one-row block (a copy unless Q has one row)
+    cdef const double[:, ::1] Q1 = Q
+    cdef const double[::1] q1 = q_sq
+    cdef const double[::1] d1 = qdiag
+    cdef double[:, ::1] Qc
+    cdef double[::1] qc, dc
+    cdef bint copy_rows = not tracked and Q.shape[0] > 1
+    if copy_rows:
+        Qc = np.zeros((1, wq))
+        qc = np.empty(1)
+        dc = np.empty(1)
+        Q1, q1, d1 = Qc, qc, dc
+    if tracked:
+        _check_block(K, F, Q, X, coef, start, end, n, budget, kp, G, qdiag, kcode, pcode,
+                     draws, GS)
+    else:
+        if K.shape[0] != 1 or K.shape[1] < X.shape[0] or F.shape[0] != 1 or kcode == K_GRAM:
+            raise ValueError("untracked: a (1, capacity) scratch row and a kernel in C")
+        if Q.shape[1] > X.shape[1] or not 0 <= start <= end <= Q.shape[0]:
+            raise ValueError("support rows narrower than the rows, or start:end outside")
+        if X.shape[0] < (n + end - start if budget <= 0 else min(budget, n + end - start)):
+            raise ValueError("the support buffers are too small: reserve the rows first")
+        if qdiag.shape[0] != Q.shape[0] or q_sq.shape[0] != Q.shape[0] or kp.shape[0] != 4:
+            raise ValueError("one norm and one k(q, q) per row, and 4 kernel parameters")
+        if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
+            raise ValueError("remove-random needs one draw per row")
+        if GS.shape[0] and (GS.shape[0] < X.shape[0] or GS.shape[1] < X.shape[0]):
+            raise ValueError("the kept Gram matrix must have a row and column per slot")
+    if stats.shape[0] != 8 or rule not in (R_SVR, R_NOVELTY):
+        raise ValueError("stats = (count, mean, m2, eps, C, offset, cc, track_r)")
+    if rule == R_SVR and (Y.shape[0] != end - start or joined.shape[0] != end - start):
+        raise ValueError("one target and one flag per row")
+    if rule == R_NOVELTY and stats[7] != 0.0 and r.shape[0] < X.shape[0]:
+        raise ValueError("r needs one entry per support slot")
+    R.rule = rule
+    R.yn, R.mean, R.m2, R.eps, R.C, R.offset = stats[0], stats[1], stats[2], stats[3], \
+        stats[4], stats[5]
+    R.off_mean = R.offset != R.offset
+    R.cc, R.track_r = stats[6], rule == R_NOVELTY and stats[7] != 0.0
+    # untracked: the kernel values against the set are needed for f, r, the kept Gram
+    # matrix and the Forgetron's removal; a novelty row without these needs none
+    cdef bint need_krow = rule == R_SVR or R.track_r or GS.shape[0] or pcode == P_FORGETRON
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded = bounded
+    with nogil:
+        for j in range(start, end):
+            jj = j
+            if not tracked:  # row j alone, its kernel values against the set afresh
+                jj = 0
+                if copy_rows:
+                    for k in range(wq):
+                        Qc[0, k] = Q[j, k]
+                    qc[0] = q_sq[j]
+                    dc[0] = qdiag[j]
+                if need_krow:
+                    _kcol(kcode, &kp[0], &X[0, 0], X.shape[1], n, &s_sq[0], &Q[j, 0], wq,
+                          q_sq[j], &K[0, 0])
+            f = 0.0
+            if rule == R_SVR or R.track_r:
+                for s in range(n):
+                    f = f + K[jj, s] * coef[s, 0]
+            if rule == R_SVR:
+                alpha = _svr_alpha(&R, Y[j - start], f, qdiag[j])
+                joined[j - start] = alpha != 0.0
+                if alpha == 0.0:
+                    continue
+            else:
+                alpha = 1.0
+                if R.track_r and budget > 0 and n >= budget:
+                    R.track_r = False  # a vector leaves: the Python path drops r
+                if R.track_r:
+                    for s in range(n):
+                        r[s] = r[s] + K[jj, s]
+                    r[n] = f + qdiag[j]
+                    R.cc = R.cc + (2.0 * f + qdiag[j])  # the Python path's order
+            joins += 1
+            if tracked:
+                n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws,
+                            kp, j, start, n, &alpha, fabs(alpha), colp, &fr, GS)
+            else:
+                n = _insert(&st, K, F, Q1, q1, X, s_sq, coef, kdiag, ids, G, d1, draws, kp,
+                            0, 0, n, &alpha, fabs(alpha), colp, &fr, GS)
+    stats[0], stats[1], stats[2], stats[6], stats[7] = R.yn, R.mean, R.m2, R.cc, R.track_r
+    return n, st.next_id, joins, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
 
 def rbf_row(

@@ -1,15 +1,23 @@
-"""Hand a micro-batch to a compiled perceptron pass when one applies.
+"""Hand a micro-batch (or one event) to a compiled pass when one applies.
 
 The kernel perceptron and the perceptron with margin (``margin > 0``), with no Gram matrix
-kept. The compiled loops change the support set's buffers in place, exactly as the Python
-path would through :class:`~streamk.learners.support.SupportSet`'s methods and the policy's
-``insert``; this module checks that a case applies, reserves room beforehand and brings the
-set's counters (and the policy's state) up to date afterwards.
+kept; the ranker; the on-line SVR (no resweep) and the novelty detector. The compiled
+loops change the support set's buffers in place, exactly as the Python path would through
+:class:`~streamk.learners.support.SupportSet`'s methods and the policy's ``insert``; this
+module checks that a case applies, reserves room beforehand and brings the set's counters
+(and the policy's state) up to date afterwards.
 
 * :func:`perceptron_run` — a whole run of rows whose labels are all known, with decision
   hints in float32 and no kernel matrix (:func:`streamk._core.perceptron_hint_pass`):
   the fast path of ``learn_many``, for an RBF kernel with no budget, remove-oldest,
   remove-random or the Forgetron.
+* :func:`svr_pass` and :func:`novelty_pass` — the on-line SVR's step (no resweep) and the
+  novelty detector's insertion of every row, over a tracked block with the same kernels
+  and policies as :func:`perceptron_pass` (the novelty detector's kept Gram matrix and
+  centre statistics included); :func:`svr_rows` and :func:`novelty_rows` the same
+  without a block (:func:`rows_plan`: kernels computed in C), each row's kernel values
+  computed afresh, which is cheaper when nearly every row joins the set;
+  :class:`OneRow` the same for ``learn_one``, one event per compiled call.
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly
@@ -21,6 +29,7 @@ set's counters (and the policy's state) up to date afterwards.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -41,16 +50,24 @@ __all__ = [
     "perceptron_pass",
     "perceptron_run",
     "ranker_pass",
+    "rows_plan",
+    "svr_pass",
+    "svr_rows",
+    "novelty_pass",
+    "novelty_rows",
     "HINT_LIMIT",
     "COUNTS",
 ]
 
 #: Rows learned by a compiled pass (``"compiled"``), for benchmarks and tests to see which
-#: path a combination takes; clear it before a run.
+#: path a combination takes; clear it before a run. The SVR's and the novelty detector's
+#: passes also count their rows under ``"tracked"`` or ``"untracked"``, and
+#: :class:`OneRow` its events under ``"one"``.
 COUNTS: Counter[str] = Counter()
 
 _EMPTY = np.zeros((0, 0))
 _NO_DRAWS = np.zeros(0, dtype=np.int64)
+_UNUSED_DRAW = np.zeros(1, dtype=np.int64)  # remove-random's draw on a set not yet full
 
 #: The float32 hints are used while a float32 kernel value's error bound (before its
 #: constant part) stays below this; the bound is linearised there (see the pass).
@@ -98,9 +115,10 @@ def _policy_plan(support: SupportSet, policy: BudgetPolicy) -> tuple[int, int] |
     return code, budget
 
 
-def plan(support: SupportSet, policy: BudgetPolicy, block: BlockTracker) -> Plan | None:
-    """The plan of a compiled pass over ``block``, or ``None`` when none applies."""
-    if accel.core is None or support._G is not None or len(support._trackers) != 1:
+def _plan(support: SupportSet, policy: BudgetPolicy, q_max: float, gram_ok: bool) -> Plan | None:
+    """What :func:`plan` and :func:`rows_plan` share; ``q_max``: the rows' largest squared
+    norm."""
+    if accel.core is None or (support._G is not None and not gram_ok):
         return None
     kernel = support.kernel
     kplan = _kernel_plan(kernel)
@@ -109,13 +127,38 @@ def plan(support: SupportSet, policy: BudgetPolicy, block: BlockTracker) -> Plan
         return None
     if kplan[0] == accel.core.KERNEL_CODES["gram"] and type(policy) is Forgetron:
         return None  # its removal step needs k(x_r, S), which the Gram of the block lacks
-    if type(kernel) is RBF and not kernel.expansion_exact(
-        block.sq_max + max(support._sq_max, block.sq_max)
-    ):
+    if type(kernel) is RBF and not kernel.expansion_exact(q_max + max(support._sq_max, q_max)):
+        return None
+    return Plan(kplan[0], kplan[1], pplan[0], pplan[1], policy)
+
+
+def plan(
+    support: SupportSet, policy: BudgetPolicy, block: BlockTracker, gram_ok: bool = False
+) -> Plan | None:
+    """The plan of a compiled pass over ``block``, or ``None`` when none applies.
+
+    ``gram_ok``: the pass keeps the set's Gram matrix current (:func:`novelty_pass`); the
+    others decline a set that keeps one.
+    """
+    if len(support._trackers) != 1:
         return None
     if not (block.Q.flags.c_contiguous and block.K.flags.c_contiguous):
         return None
-    return Plan(kplan[0], kplan[1], pplan[0], pplan[1], policy)
+    return _plan(support, policy, block.sq_max, gram_ok)
+
+
+def rows_plan(
+    support: SupportSet, policy: BudgetPolicy, q_sq: np.ndarray, gram_ok: bool = False
+) -> Plan | None:
+    """The plan of an untracked pass (:func:`svr_rows`, :func:`novelty_rows`) over rows
+    with squared norms ``q_sq``: a kernel computed in C (no Gram-matrix kernel), no block
+    being tracked; ``None`` when none applies."""
+    if support._trackers:
+        return None
+    how = _plan(support, policy, float(q_sq.max(initial=0.0)), gram_ok)
+    if how is None or how.kcode == accel.core.KERNEL_CODES["gram"]:
+        return None
+    return how
 
 
 def _hint_budget(support: SupportSet, policy: BudgetPolicy) -> int | None:
@@ -324,3 +367,295 @@ def ranker_pass(
     )
     COUNTS["compiled"] += m
     return _after_pass(support, block, m, how, done)
+
+
+def _policy_state(policy: BudgetPolicy, how: Plan, count: int) -> tuple[np.ndarray, float, int]:
+    """Remove-random's next ``count`` draws and the Forgetron's state, for a pass."""
+    draws = _NO_DRAWS
+    if type(policy) is RemoveRandom and how.budget:
+        draws = policy.peek_slots(count)
+    fq, fm = 0.0, 0
+    if type(policy) is Forgetron:
+        st = policy.state()
+        fq, fm = float(st["Q"]), int(st["M"])
+    return draws, fq, fm
+
+
+_NO_TARGETS = np.zeros(0)
+
+
+def _step(
+    support: SupportSet,
+    how: Plan,
+    rule: str,
+    stats: np.ndarray,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    block: BlockTracker | None,
+    end: int,
+    Y: np.ndarray = _NO_TARGETS,
+    r_in: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One :func:`streamk._core.step_pass` over rows ``0:end`` of ``Q`` (of ``block`` when
+    tracked, else untracked); returns the joined flags (SVR) and ``r`` (novelty)."""
+    support.reserve(_rows_after(support, end, how.budget), Q.shape[1])
+    if block is not None:
+        block.F = np.ascontiguousarray(block.F)  # no copy unless a remap left it strided
+        K, F = block.K, block.F
+        G, qdiag = _policy_args(support, block, 0, end, how)[:2]
+        coef_l1, kmax, bounded = block.coef_l1, float(block.kmax), block.bound is not None
+    else:
+        K, F, G = np.zeros((1, support.capacity)), np.zeros((1, 1)), _EMPTY
+        qdiag = np.ascontiguousarray(support.kernel.diag(Q), dtype=np.float64)
+        coef_l1, kmax, bounded = 0.0, 0.0, True
+    draws, fq, fm = _policy_state(how.policy, how, end)
+    joined = np.zeros(end if rule == "svr" else 0, dtype=np.uint8)
+    r = np.zeros(support.capacity if r_in is not None else 0)
+    if r_in is not None:
+        r[: r_in.shape[0]] = r_in
+    done = accel.core.step_pass(
+        K,
+        F,
+        Q,
+        q_sq,
+        *_buffers(support),
+        _EMPTY if support._G is None else support._G,
+        accel.core.RULE_CODES[rule],
+        Y,
+        stats,
+        joined,
+        r,
+        block is not None,
+        0,
+        end,
+        support.n,
+        how.budget,
+        support.next_id,
+        coef_l1,
+        how.kcode,
+        how.kp,
+        G,
+        qdiag,
+        kmax,
+        bounded,
+        how.pcode,
+        draws,
+        fq,
+        fm,
+    )
+    COUNTS["compiled"] += end
+    COUNTS["untracked" if block is None else "tracked"] += end
+    if block is not None:
+        _after_pass(support, block, end, how, done)
+    else:
+        n, next_id, joins, _, sq_max, _, used, fq, fm = done
+        if used:
+            how.policy.skip_slots(used)
+        if type(how.policy) is Forgetron:
+            how.policy.load_state({"Q": fq, "M": fm})
+        if joins:
+            support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+    return joined.view(bool), r
+
+
+def svr_stats(count: int, mean: float, m2: float, rule: tuple[float, float, float]) -> np.ndarray:
+    """The SVR's ``stats`` for :func:`svr_pass` / :func:`svr_rows`: the targets' running
+    count, mean and sum of squared deviations, then ``rule = (eps, C, offset)`` (``eps`` or
+    ``C`` < 0: ``"auto"``; a NaN offset: the running mean)."""
+    return np.array([count, mean, m2, *rule, 0.0, 0.0], dtype=np.float64)
+
+
+def svr_pass(
+    support: SupportSet, block: BlockTracker, Y: np.ndarray, how: Plan, stats: np.ndarray
+) -> np.ndarray:
+    """Learn every row of ``block`` (targets ``Y``) with the on-line SVR's step, no resweep
+    (:func:`streamk._core.step_pass`); ``stats`` (:func:`svr_stats`) changes in place.
+    Returns which rows joined the set (a boolean mask)."""
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    m = block.Q.shape[0]
+    return _step(support, how, "svr", stats, block.Q, block.sq, block, m, Y)[0]
+
+
+def svr_rows(
+    support: SupportSet,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    Y: np.ndarray,
+    how: Plan,
+    stats: np.ndarray,
+) -> np.ndarray:
+    """:func:`svr_pass` without a block (``how`` from :func:`rows_plan`; ``Q`` C-contiguous
+    float64 rows with squared norms ``q_sq`` summed as :func:`streamk.accel.sqnorms` does)."""
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    return _step(support, how, "svr", stats, Q, q_sq, None, Q.shape[0], Y)[0]
+
+
+def _novelty(
+    support: SupportSet,
+    how: Plan,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    block: BlockTracker | None,
+    r: np.ndarray | None,
+    cc: float,
+) -> tuple[np.ndarray | None, float]:
+    stats = np.array([0, 0, 0, 0, 0, 0, cc, r is not None], dtype=np.float64)
+    r_out = _step(support, how, "novelty", stats, Q, q_sq, block, Q.shape[0], r_in=r)[1]
+    if stats[7]:
+        return r_out[: support.n].copy(), float(stats[6])
+    return None, float(stats[6])
+
+
+def novelty_pass(
+    support: SupportSet, block: BlockTracker, how: Plan, r: np.ndarray | None, cc: float
+) -> tuple[np.ndarray | None, float]:
+    """Insert every row of ``block`` with weight 1 (the novelty detector), the set's kept
+    Gram matrix included. ``r``/``cc``: the centre's statistics if current (``None``:
+    stale); returns them after the pass, or ``(None, cc)`` once they went stale."""
+    return _novelty(support, how, block.Q, block.sq, block, r, cc)
+
+
+def novelty_rows(
+    support: SupportSet,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    how: Plan,
+    r: np.ndarray | None,
+    cc: float,
+) -> tuple[np.ndarray | None, float]:
+    """:func:`novelty_pass` without a block (see :func:`svr_rows`)."""
+    return _novelty(support, how, Q, q_sq, None, r, cc)
+
+
+class OneRow:
+    """A learner's compiled ``learn_one`` for the SVR or novelty rule: one row through
+    :func:`streamk._core.step_pass` untracked, with the plan cached per kernel and policy
+    and the scratch buffers kept, so an event costs one compiled call and a few checks.
+
+    :meth:`learn` declines (``None``, nothing changed) wherever :func:`rows_plan` would,
+    and for the SVR on a full remove-random set (see there).
+    """
+
+    __slots__ = ("rule", "stats", "_key", "_how", "_K", "_F", "_Y", "_qd", "_joined", "_r", "_draw")
+
+    def __init__(self, rule: str):
+        self.rule = rule
+        self.stats = np.zeros(8)  # see step_pass; the learner fills what its rule reads
+        self._key: tuple | None = None
+        self._how: Plan | None = None
+        self._K = np.zeros((1, 0))
+        self._F = np.zeros((1, 1))
+        self._Y = np.zeros(1)
+        self._qd = np.zeros(1)
+        self._joined = np.zeros(1, dtype=np.uint8)
+        self._draw = np.zeros(1, dtype=np.int64)
+        self._r = np.zeros(0)  # the novelty statistics' buffer, one entry per slot
+
+    def _plan(self, support: SupportSet, policy: BudgetPolicy) -> Plan | None:
+        """:func:`rows_plan` cached per kernel and policy, but for the RBF expansion's
+        bound (:meth:`learn` checks it per row); ``None`` also where the SVR would peek at
+        remove-random's draw on a full set (it may not insert: peeking costs more than the
+        NumPy path's whole step)."""
+        key = self._key
+        if key is None or not (
+            key[0] is support.kernel and key[1] is policy and key[2] == (support._G is None)
+        ):
+            key = (support.kernel, policy, support._G is None)
+            how = _plan(support, policy, 0.0, True)
+            if how is not None and how.kcode == accel.core.KERNEL_CODES["gram"]:
+                how = None
+            self._key, self._how = key, how
+        how = self._how
+        if how is None or support._trackers:
+            return None
+        if how.budget and support.n >= how.budget:
+            if support.n > how.budget:  # a set over its budget (a restored snapshot)
+                return None
+            if self.rule != "novelty" and type(policy) is RemoveRandom:
+                return None
+        return how
+
+    def learn(
+        self,
+        support: SupportSet,
+        policy: BudgetPolicy,
+        row: np.ndarray,
+        y: float = 0.0,
+        r: np.ndarray | None = None,
+        head: Callable[[], tuple[float, ...]] | None = None,
+    ) -> tuple[bool, np.ndarray] | None:
+        """Learn ``row`` (the SVR: target ``y``, ``head()`` the first six ``stats``; novelty:
+        ``r`` the centre's statistics when current, with ``stats[6:8] = (cc, 1)``);
+        ``(joined, r)``, or ``None`` when the compiled path does not apply (nothing
+        changed). The returned ``r`` is a buffer updated in place by later events: take
+        ``r[:n]`` as the statistics."""
+        if accel.core is None or row.dtype != np.float64 or not row.flags.c_contiguous:
+            return None
+        how = self._plan(support, policy)
+        if how is None:
+            return None
+        Q = row[None, :]
+        q_sq = accel.core.sqnorms(Q)
+        kernel = support.kernel
+        if type(kernel) is RBF:
+            q = float(q_sq[0])
+            if not kernel.expansion_exact(q + max(support._sq_max, q)):
+                return None
+        if head is not None:
+            self.stats[:6] = head()
+        draws, fq, fm = _NO_DRAWS, 0.0, 0
+        if type(policy) is RemoveRandom and how.budget:
+            draws = _UNUSED_DRAW  # a draw is read only on a full set
+            if support.n >= how.budget:  # novelty (see _plan): the row joins, so the draw
+                draws = self._draw  # insert makes is taken now (a scalar draw: a fifth
+                draws[0] = policy._rng.integers(how.budget)  # of the cost of a sized one)
+        elif type(policy) is Forgetron:
+            st = policy.state()
+            fq, fm = float(st["Q"]), int(st["M"])
+        support.reserve(_rows_after(support, 1, how.budget), Q.shape[1])
+        if self._K.shape[1] < support.capacity:
+            self._K = np.zeros((1, support.capacity))
+        self._Y[0] = y
+        self._qd[0] = support.kernel.diag_one(row)
+        r_buf = _NO_TARGETS
+        if r is not None:  # r is a view of the buffer when this path made it: no copy
+            r_buf = self._r
+            if r.base is not r_buf or r_buf.shape[0] < support.capacity:
+                r_buf = self._r = np.zeros(support.capacity)
+                r_buf[: r.shape[0]] = r
+        n, next_id, joins, _, sq_max, _, _, fq, fm = accel.core.step_pass(
+            self._K,
+            self._F,
+            Q,
+            q_sq,
+            *_buffers(support),
+            _EMPTY if support._G is None else support._G,
+            accel.core.RULE_CODES[self.rule],
+            self._Y,
+            self.stats,
+            self._joined,
+            r_buf,
+            False,
+            0,
+            1,
+            support.n,
+            how.budget,
+            support.next_id,
+            0.0,
+            how.kcode,
+            how.kp,
+            _EMPTY,
+            self._qd,
+            0.0,
+            True,
+            how.pcode,
+            draws,
+            fq,
+            fm,
+        )
+        if type(policy) is Forgetron:  # (remove-random's draw, if used, is taken already)
+            policy.load_state({"Q": fq, "M": fm})
+        if joins:
+            support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+        COUNTS["one"] += 1
+        return bool(joins), r_buf

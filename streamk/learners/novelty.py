@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 from river import base
 
+from .. import accel
 from ..budget import BudgetPolicy
 from ..errors import ConfigError
 from ..kernels import Kernel
+from . import fastpass
 from .base import KernelLearner
 
 __all__ = ["KernelNovelty"]
@@ -64,6 +66,12 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     stored points count (the book's detector has no sparsity); for a sparse description
     use the minimal enclosing hypersphere of §7.1 (a batch solver).
 
+    ``learn_one`` and ``learn_many`` run in compiled code when the core is built and the
+    budget is none, remove-oldest, remove-random or the Forgetron
+    (:mod:`streamk.learners.fastpass`), keeping the Gram matrix and the centre's
+    statistics as the NumPy path keeps them; that path (``STREAMK_NO_ACCEL=1``, other
+    policies) is the reference they are tested against.
+
     Examples
     --------
     Shuttle (shipped with river; ~7% anomalies), scored before learning each event:
@@ -107,6 +115,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         self._r: np.ndarray | None = None  # K(S, S) @ w, aligned with the slots
         self._cc = 0.0  # w' K(S, S) w
         self._stats_kernel: Kernel | None = None
+        self._compiled_one = fastpass.OneRow("novelty")
 
     @classmethod
     def _unit_test_params(cls):
@@ -152,13 +161,72 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     # -- learning ---------------------------------------------------------------------------------
     def learn_one(self, x: dict) -> None:
         row = self._learn_row(x)
-        self._insert(row, self._kernel_row(row))
+        if self._objects or not self._learn_one_compiled(row):
+            self._insert(row, self._kernel_row(row))
+            self._n_learned += 1
+
+    def _learn_one_compiled(self, row: np.ndarray) -> bool:
+        """``learn_one``'s insertion in one compiled call (:class:`~streamk.learners.
+        fastpass.OneRow`), the centre's statistics carried; ``False`` (nothing changed)
+        where it does not apply."""
+        one = self._compiled_one
+        r = self._fresh_r()
+        one.stats[6], one.stats[7] = self._cc, r is not None
+        done = one.learn(self._support, self._policy, row, r=r)
+        if done is None:
+            return False
+        self._cc = float(one.stats[6])
+        self._r = done[1][: self._support.n] if one.stats[7] else None
         self._n_learned += 1
+        return True
 
     def learn_many(self, X: Any) -> None:
         """Learn the rows in order (the same model as ``learn_one`` on each)."""
         rows = self._block(X, grow=True)
-        self._learn_rows(rows, [None] * len(rows), self._learn_block_row)
+        if self._objects:
+            self._learn_rows(rows, [None] * len(rows), self._learn_block_row)
+            return
+        i = 0
+        while i < len(rows):  # one run per kernel: the whole block after the warm-up
+            end = self._fold_kernel_run(rows, i)
+            if not self._learn_compiled(rows[i:end]):
+                with self._support.track(rows[i:end]) as block:
+                    self._learn_tracked(block, rows[i:end])
+            i = end
+
+    def _fresh_r(self) -> np.ndarray | None:
+        """``r`` if current for the kernel in use (the compiled passes carry it forward)."""
+        return self._r if self._stats_kernel is self._support.kernel else None
+
+    def _learn_compiled(self, rows: np.ndarray) -> bool:
+        """Rows learned under one kernel in one untracked compiled pass
+        (:func:`streamk.learners.fastpass.novelty_rows`); ``False`` (nothing changed) when
+        it does not apply."""
+        Q = np.ascontiguousarray(rows, dtype=np.float64)
+        q_sq = accel.sqnorms(Q)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq, gram_ok=True)
+        if how is None:
+            return False
+        self._r, self._cc = fastpass.novelty_rows(
+            self._support, Q, q_sq, how, self._fresh_r(), self._cc
+        )
+        self._n_learned += Q.shape[0]
+        return True
+
+    def _learn_tracked(self, block: Any, rows: np.ndarray) -> None:
+        """Rows learned under one kernel on a tracked block: one compiled pass when it
+        applies (:func:`streamk.learners.fastpass.novelty_pass`, any vector kernel), else
+        row by row."""
+        S = self._support
+        how = fastpass.plan(S, self._policy, block, gram_ok=True)
+        if how is None:
+            for j in range(rows.shape[0]):
+                k_row = block.K[j, : S.n].copy()
+                block.start = j + 1
+                self._learn_block_row(rows[j], k_row, None)
+            return
+        self._r, self._cc = fastpass.novelty_pass(S, block, how, self._fresh_r(), self._cc)
+        self._n_learned += rows.shape[0]
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, _: Any) -> None:
         self._insert(row, k_row)

@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 from river import base
 
+from .. import accel
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import svr_dual_no_bias
+from . import fastpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, KernelLearner
 
@@ -97,8 +99,12 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     leaves the set (it no longer changes ``f``) and cannot come back, so the on-line model
     approximates the batch optimum over the stream; :meth:`fit` gives the exact one on a
     window. Without ``C`` the only regulariser is the tube, which can overfit (book, §7.4).
-    ``learn_many`` replays the rows in order on one tracked kernel block, so it gives the
-    same model as ``learn_one``.
+    ``learn_many`` replays the rows in order, so it gives the same model as ``learn_one``
+    (to rounding). With ``resweeps=0`` both run in compiled code when the core is built
+    (:mod:`streamk.learners.fastpass`: kernels computed in C, or a tracked block's Gram
+    matrix for sums, products and normalised kernels; no budget, remove-oldest,
+    remove-random or the Forgetron); otherwise, and with ``STREAMK_NO_ACCEL=1``, the NumPy
+    path runs on one tracked kernel block.
 
     Examples
     --------
@@ -153,6 +159,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     def _reset(self, n_outputs: int = 1) -> None:
         super()._reset(n_outputs)
         self._targets = SlotData(1)  # y of each support vector
+        self._compiled_one = fastpass.OneRow("svr")
         self.n_updates = 0
         # running count, mean and sum of squared deviations of the targets (Welford)
         self._y_n, self._y_mean, self._y_m2 = 0, 0.0, 0.0
@@ -167,6 +174,24 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
         yield {"kernel": Laplacian(), "C": 1.0, "budget": 50}
         yield {"kernel": RBF(gamma=1e-3), "C": 5.0, "epsilon": 0.5, "resweeps": 1, "budget": 30}
+
+    @property
+    def _targets(self) -> SlotData:
+        """The target ``y`` of each support vector, keyed by id (the compiled ``learn_one``'s
+        pending entries folded in first, so every reader sees them in step)."""
+        pending = self._pending_targets
+        data = self._target_data
+        if pending:
+            ids, ys = zip(*pending)
+            data.ids = np.concatenate([data.ids, np.array(ids, dtype=np.int64)])
+            data.values = np.concatenate([data.values, np.array(ys, dtype=np.float64)[:, None]])
+            pending.clear()
+        return data
+
+    @_targets.setter
+    def _targets(self, data: SlotData) -> None:
+        self._target_data = data
+        self._pending_targets: list[tuple[int, float]] = []
 
     # -- the rule -------------------------------------------------------------------------------
     def _new_alpha(self, r: float, kxx: float) -> float:
@@ -213,15 +238,101 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     def learn_one(self, x: dict, y: float) -> None:
         y = _target(y)
         row = self._learn_row(x)
+        if not (self.resweeps or self._objects) and self._learn_one_compiled(row, y):
+            return
         k_row = self._kernel_row(row)
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, y)
+
+    def _learn_one_compiled(self, row: np.ndarray, y: float) -> bool:
+        """``learn_one``'s step in one compiled call (:class:`~streamk.learners.fastpass.
+        OneRow`); ``False`` (nothing changed) where it does not apply."""
+        one = self._compiled_one
+        done = one.learn(self._support, self._policy, row, y, head=self._stats_head)
+        if done is None:
+            return False
+        stats = one.stats
+        self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
+        if done[0]:  # folded into _targets when next read (one concatenation for many)
+            self._pending_targets.append((self._support.next_id - 1, y))
+            self.n_updates += 1
+        self._n_learned += 1
+        return True
 
     def learn_many(self, X: Any, y: Any) -> None:
         rows = self._block(X, grow=True)
         targets = [_target(v) for v in y]
         if len(targets) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(targets)} targets")
-        self._learn_rows(rows, targets, self._learn_block_row)
+        if self._objects or self.resweeps:
+            self._learn_rows(rows, targets, self._learn_block_row)
+            return
+        i = 0
+        while i < len(targets):  # one run per kernel: the whole block after the warm-up
+            end = self._fold_kernel_run(rows, i)
+            if not self._learn_compiled(rows[i:end], targets[i:end]):
+                with self._support.track(rows[i:end]) as block:
+                    self._learn_tracked(block, rows[i:end], targets[i:end])
+            i = end
+
+    def _learn_compiled(self, rows: np.ndarray, targets: list[float]) -> bool:
+        """Rows learned under one kernel in one untracked compiled pass (each row's kernel
+        values against the set computed afresh in C: see
+        :func:`streamk.learners.fastpass.svr_rows`); ``False`` (nothing changed) when it
+        does not apply."""
+        Q = np.ascontiguousarray(rows, dtype=np.float64)
+        q_sq = accel.sqnorms(Q)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq)
+        if how is None:
+            return False
+        stats = self._stats()
+        joined = fastpass.svr_rows(self._support, Q, q_sq, targets, how, stats)
+        self._after_compiled(stats, joined, targets)
+        return True
+
+    def _learn_tracked(self, block: Any, rows: np.ndarray, targets: list[float]) -> None:
+        """Rows learned under one kernel on a tracked block: one compiled pass when it
+        applies (:func:`streamk.learners.fastpass.svr_pass`, any vector kernel), else row
+        by row."""
+        how = fastpass.plan(self._support, self._policy, block)
+        if how is None:
+            for j, target in enumerate(targets):
+                k_row = block.K[j, : self._support.n].copy()
+                block.start = j + 1
+                self._learn_block_row(rows[j], k_row, target)
+            return
+        stats = self._stats()
+        joined = fastpass.svr_pass(self._support, block, targets, how, stats)
+        self._after_compiled(stats, joined, targets)
+
+    def _rule(self) -> tuple[float, float, float]:
+        """``(eps, C, offset)`` for the compiled passes: -1 for ``"auto"``, NaN for
+        ``"mean"``."""
+        eps = -1.0 if self.epsilon == "auto" else float(self.epsilon)
+        C = -1.0 if self.C == "auto" else float(self.C)
+        offset = math.nan if self.offset == "mean" else float(self.offset)
+        return eps, C, offset
+
+    def _stats_head(self) -> tuple[float, ...]:
+        """The first six ``stats`` (see :meth:`_stats`) as a tuple."""
+        return (self._y_n, self._y_mean, self._y_m2, *self._rule())
+
+    def _stats(self) -> np.ndarray:
+        """The compiled passes' ``stats``: the targets' running statistics and the rule."""
+        return fastpass.svr_stats(self._y_n, self._y_mean, self._y_m2, self._rule())
+
+    def _after_compiled(self, stats: np.ndarray, joined: np.ndarray, targets: list[float]) -> None:
+        """The running statistics, counters and per-vector targets after a compiled pass."""
+        self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
+        count = int(joined.sum())
+        if count:  # their ids are consecutive, in row order: SlotData.add for each
+            first = self._support.next_id - count
+            Y = np.asarray(targets, dtype=np.float64)[joined, None]
+            self._targets.ids = np.concatenate(
+                [self._targets.ids, np.arange(first, first + count, dtype=np.int64)]
+            )
+            self._targets.values = np.concatenate([self._targets.values, Y])
+        self.n_updates += count
+        self._n_learned += len(targets)
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, target: float) -> None:
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, target)
