@@ -23,6 +23,10 @@ import numpy as np
 
 #: (sqrt(5) - 1) / 2, as :mod:`streamk.budget.merge` computes it
 cdef double GOLDEN = (5.0 ** 0.5 - 1.0) / 2.0
+#: ``merge.GRID_TIE``: grid weights this close (relative) are a tie
+cdef double GRID_TIE = 1e-12
+#: Most grid points of Merge's search (its weights live on the stack)
+DEF MAX_GRID = 64
 
 
 cdef inline double _dist2(const double *a, const double *b, Py_ssize_t w) noexcept nogil:
@@ -264,16 +268,21 @@ cdef inline double _newton(double h, double d2, double gamma, double mm, double 
 
 cdef void _best_h(double d2, double gamma, double mm, double nn, double mn, int grid,
                   int iters, int newton, double *h_out, double *w_out) noexcept nogil:
-    """``merge.best_h`` for one candidate: grid bracket, golden section, Newton steps."""
-    cdef double step = 1.0 / (grid - 1), H, W, best = -INFINITY, hj = 0.0
+    """``merge.best_h`` for one candidate: grid bracket (ties within ``GRID_TIE``: the
+    smallest ``h``), golden section, Newton steps. ``grid <= MAX_GRID``."""
+    cdef double step = 1.0 / (grid - 1), top = -INFINITY, best = 0.0, hj = 0.0
     cdef double lo, hi, x1, x2, h, w, w1, w2
+    cdef double W[MAX_GRID]
     cdef int i
     for i in range(grid):
-        H = 1.0 if i == grid - 1 else i * step
-        W = _weight(H, d2, gamma, mm, nn, mn)
-        if W > best:
-            best = W
-            hj = H
+        W[i] = _weight(1.0 if i == grid - 1 else i * step, d2, gamma, mm, nn, mn)
+        if W[i] > top:
+            top = W[i]
+    for i in range(grid):
+        if W[i] >= top * (1.0 - GRID_TIE):
+            best = W[i]
+            hj = 1.0 if i == grid - 1 else i * step
+            break
     lo = max(hj - step, 0.0)
     hi = min(hj + step, 1.0)
     # Golden section as merge.best_h, with the interior point that survives a step kept
@@ -330,8 +339,8 @@ def merge_search(
     cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, d2, h, wt, loss
     cdef double best = INFINITY, best_h = 0.0
     cdef int64_t oldest
-    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2:
-        raise ValueError("need at least two support rows and a grid of two points")
+    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2 or grid > MAX_GRID:
+        raise ValueError("need at least two support rows and a grid of 2 to 64 points")
     costs = np.empty(n)
     dists = np.zeros(n)
     cdef double[::1] cs = costs
