@@ -12,6 +12,8 @@ so the two agree to rounding).
   kernel row, the decision, the projection ``d = P k`` onto the span of the set, then
   either the projected coefficient update or the insertion with the block-inverse update
   of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full).
+* :func:`projectron_insert` — the ``P`` work of one ``Projectron.insert`` for any learner
+  and kernel (the caller's kernel row): projection, removal downdate, block-inverse growth.
 * :func:`merge_search` — :class:`~streamk.budget.Merge`'s search: the vector to merge, its
   partner and the point ``h`` on the segment between them that loses least.
 """
@@ -38,14 +40,14 @@ cdef inline double _dist2(const double *a, const double *b, Py_ssize_t w) noexce
     return s
 
 
-cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
-                            double *coef, Py_ssize_t p, double *s_sq, double *kdiag,
-                            int64_t *ids, double *k, double *col, double *row,
-                            Py_ssize_t n) noexcept nogil:
-    """``Projectron._remove_one``: drop ``argmin ||coef_i||² / P_ii``, its coefficient
-    projected onto the others; rank-one downdate of ``P``; the last slot moves into ``i``
-    (``k`` too, as ``without_slot`` does). Returns ``i``."""
-    cdef Py_ssize_t i = 0, a, b, c, last = n - 1
+cdef Py_ssize_t _downdate(double *P, Py_ssize_t ldp, const double *coef, Py_ssize_t p,
+                          double *k, double *col, double *row, Py_ssize_t n,
+                          double *pii_out) noexcept nogil:
+    """The ``P`` half of ``Projectron._remove_one``: pick ``i = argmin ||coef_i||² / P_ii``,
+    downdate ``P`` by rank one and move its last row and column into ``i`` (``k`` too, as
+    ``without_slot`` does). ``col`` keeps ``P[:, i]`` and ``pii_out`` ``P_ii`` from before the
+    downdate: the caller projects coefficient ``i`` onto the others with them. Returns ``i``."""
+    cdef Py_ssize_t i = 0, a, c, last = n - 1
     cdef double best = INFINITY, cost, pii
     for a in range(n):
         cost = 0.0
@@ -56,15 +58,10 @@ cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx
             best = cost
             i = a
     pii = P[i * ldp + i]
+    pii_out[0] = pii
     for a in range(n):
         col[a] = P[a * ldp + i]
-        row[a] = P[i * ldp + a]
-    for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
-        if a != i:
-            for c in range(p):
-                coef[a * p + c] += -(col[a] / pii) * coef[i * p + c]
-    for a in range(n):
-        row[a] = row[a] / pii
+        row[a] = P[i * ldp + a] / pii
     for a in range(n):  # P -= outer(P[:, i], P[i, :] / P_ii)
         _axpy(-col[a], row, &P[a * ldp], n)
     for a in range(n):
@@ -74,6 +71,23 @@ cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx
     for a in range(n):
         P[last * ldp + a] = 0.0
         P[a * ldp + last] = 0.0
+    k[i] = k[last]
+    return i
+
+
+cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
+                            double *coef, Py_ssize_t p, double *s_sq, double *kdiag,
+                            int64_t *ids, double *k, double *col, double *row,
+                            Py_ssize_t n) noexcept nogil:
+    """``Projectron._remove_one`` on the support buffers: :func:`_downdate`, coefficient
+    ``i`` projected onto the others, then ``SupportSet.remove(i)``. Returns ``i``."""
+    cdef Py_ssize_t i, a, c, last = n - 1
+    cdef double pii
+    i = _downdate(P, ldp, coef, p, k, col, row, n, &pii)
+    for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
+        if a != i:
+            for c in range(p):
+                coef[a * p + c] += -(col[a] / pii) * coef[i * p + c]
     if i != last:  # SupportSet.remove
         for a in range(ldx):
             X[i * ldx + a] = X[last * ldx + a]
@@ -82,12 +96,70 @@ cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx
         kdiag[i] = kdiag[last]
         s_sq[i] = s_sq[last]
         ids[i] = ids[last]
-        k[i] = k[last]
     for a in range(ldx):
         X[last * ldx + a] = 0.0
     for c in range(p):
         coef[last * p + c] = 0.0
     return i
+
+
+cdef void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, double *col,
+                        Py_ssize_t n, double delta) noexcept nogil:
+    """Block-inverse growth of ``P`` by one row and column (``Projectron._append``)."""
+    cdef Py_ssize_t s
+    for s in range(n):
+        col[s] = d[s] / delta
+    for s in range(n):  # P += outer(d, d / delta), then the new row and column
+        _axpy(d[s], col, &P[s * ldp], n)
+    for s in range(n):
+        P[s * ldp + n] = -col[s]
+        P[n * ldp + s] = -col[s]
+    P[n * ldp + n] = 1.0 / delta
+
+
+def projectron_insert(
+    double[:, ::1] P,
+    const double[:, ::1] coef,
+    double[::1] k,
+    double[::1] d,
+    double[::1] col,
+    Py_ssize_t n,
+    bint full,
+    double kxx,
+    double eta,
+    double min_rel,
+):
+    """The ``P`` work of one ``Projectron.insert`` of a vector with ``k = K(S, x)``.
+
+    ``d = P k`` and the squared projection error; then, if the vector is not projected,
+    the removal's rank-one downdate when ``full`` (``coef`` are the set's ``n``
+    coefficient rows, read only) and the block-inverse growth. ``P`` (capacity ``n + 1``),
+    ``k`` and ``d`` change in place; the caller makes the matching support-set changes.
+    Returns ``(slot, P_ii)``: ``slot = -2`` when projected (``coef_S += d cᵀ``), ``-1`` when
+    appended, else the removed slot (``col[:n]`` then holds ``P[:, slot]`` before the
+    removal, ``P_ii`` its pivot, and ``k`` is ``without_slot(k, slot)`` in its first
+    ``n - 1`` entries).
+    """
+    cdef Py_ssize_t ldp = P.shape[0], slot = -1, m = n
+    cdef double delta, pii = 0.0
+    if n < 1 or n + 1 > ldp or P.shape[1] != ldp or k.shape[0] < n or d.shape[0] < n:
+        raise ValueError("need n >= 1, P holding n + 1 rows, and n entries in k and d")
+    if col.shape[0] < 2 * n or coef.shape[0] < n or coef.shape[1] < 1:
+        raise ValueError("col needs 2 n entries (half of them scratch) and coef n rows")
+    cdef double *Pp = &P[0, 0]
+    cdef double *scratch = &col[m]
+    with nogil:
+        delta = _project(Pp, ldp, &k[0], &d[0], n, kxx)
+        if delta <= eta or delta <= min_rel * kxx:
+            slot = -2
+        else:
+            if full:
+                slot = _downdate(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0],
+                                 scratch, n, &pii)
+                n -= 1
+                delta = _project(Pp, ldp, &k[0], &d[0], n, kxx)
+            _grow_inverse(Pp, ldp, &d[0], scratch, n, delta)
+    return slot, pii
 
 
 cdef double _project(const double *P, Py_ssize_t ldp, const double *k, double *d,
@@ -214,14 +286,7 @@ def projectron_run(
                             row, n)
                 n -= 1
                 delta = _project(Pp, ldp, k, d, n, kxx)
-            for s in range(n):
-                col[s] = d[s] / delta
-            for s in range(n):  # P += outer(d, d / delta), then the new row and column
-                _axpy(d[s], col, &Pp[s * ldp], n)
-            for s in range(n):
-                Pp[s * ldp + n] = -col[s]
-                Pp[n * ldp + s] = -col[s]
-            Pp[n * ldp + n] = 1.0 / delta
+            _grow_inverse(Pp, ldp, d, col, n, delta)
             sq = 0.0
             for s in range(w):
                 Xp[n * ldx + s] = Q[j, s]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError
+from . import compiled
 from .base import BudgetPolicy, register_policy, without_slot
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
@@ -140,6 +141,8 @@ class Projectron(BudgetPolicy):
             self._rebuild(support)
         coef = np.asarray(coef, dtype=np.float64).ravel()
         kxx = float(support.kernel.diag_one(_row(support, row)))
+        if compiled.projectron_insert(self, support, row, coef, kxx, k_row):
+            return  # the same steps, compiled (streamk/budget/_policies.pyx)
         n = support.n
         k = np.asarray(k_row, dtype=np.float64)
         d = self._P[:n, :n] @ k
