@@ -14,6 +14,8 @@ so the two agree to rounding).
   of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full).
 * :func:`projectron_insert` — the ``P`` work of one ``Projectron.insert`` for any learner
   and kernel (the caller's kernel row): projection, removal downdate, block-inverse growth.
+* :func:`inverse_by_cholesky` — the Projectron's ``P`` rebuilt from scratch (after a change
+  it did not make, e.g. ``gamma="auto"`` moving the kernel) without LAPACK's threads.
 * :func:`merge_search` — :class:`~streamk.budget.Merge`'s search: the vector to merge, its
   partner and the point ``h`` on the segment between them that loses least.
 """
@@ -115,6 +117,53 @@ cdef void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, double *col,
         P[s * ldp + n] = -col[s]
         P[n * ldp + s] = -col[s]
     P[n * ldp + n] = 1.0 / delta
+
+
+def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel):
+    """``P[:n, :n] = G^-1`` for a positive definite Gram matrix ``G`` (``n x n``):
+    ``G = L Lᵀ``, ``M = L^-1``, ``P = Mᵀ M`` (O(n³), backward stable like LAPACK's).
+
+    Single-threaded and in place, where ``np.linalg.inv`` may spin BLAS threads on a busy
+    machine for a matrix this small. Returns ``False`` (``P`` untouched) when a squared
+    pivot ``L_ss²`` (the squared distance of ``x_s`` from the span of the rows before it)
+    falls to ``min_rel * G_ss`` or below: ``G`` is too close to singular, and the caller
+    inverts it with LAPACK (or a pseudo-inverse) instead.
+    """
+    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0], i, j, k
+    cdef double t
+    cdef bint ok = True
+    if G.shape[1] != n or ldp < n or P.shape[1] != ldp:
+        raise ValueError("G must be square and P at least as large")
+    if n == 0:
+        return True
+    Lm = np.zeros((n, n))
+    Mm = np.zeros((n, n))
+    cdef double[:, ::1] L = Lm
+    cdef double[:, ::1] M = Mm
+    with nogil:
+        for j in range(n):  # Cholesky, row by row: L[i, :j] . L[j, :j] contiguous
+            t = G[j, j] - _dot(&L[j, 0], &L[j, 0], j)
+            if not (t > min_rel * G[j, j]):  # also catches NaN
+                ok = False
+                break
+            L[j, j] = sqrt(t)
+            for i in range(j + 1, n):
+                L[i, j] = (G[i, j] - _dot(&L[i, 0], &L[j, 0], j)) / L[j, j]
+        if ok:
+            for i in range(n):  # M = L^-1, lower triangular, row by row
+                M[i, i] = 1.0 / L[i, i]
+                for j in range(i):
+                    t = 0.0
+                    for k in range(j, i):
+                        t += L[i, k] * M[k, j]
+                    M[i, j] = -t / L[i, i]
+            for i in range(n):
+                for j in range(n):
+                    P[i, j] = 0.0
+            for k in range(n):  # P = Mᵀ M = sum_k outer(M[k, :k+1], M[k, :k+1])
+                for i in range(k + 1):
+                    _axpy(M[k, i], &M[k, 0], &P[i, 0], k + 1)
+    return ok
 
 
 def projectron_insert(

@@ -30,6 +30,7 @@ __all__ = [
     "available",
     "margin_run",
     "projectron_insert",
+    "inverse_gram",
     "compiled_merge_search",
 ]
 
@@ -161,6 +162,16 @@ def projectron_insert(
     support.append(row, coef, k)
     policy._remember(support)
     return True
+
+
+def inverse_gram(G: np.ndarray, P: np.ndarray) -> bool:
+    """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`); ``False`` when the
+    extension is not loaded or ``G`` is too close to singular (then ``P[:n, :n]`` must be
+    overwritten by the caller)."""
+    if policies is None or G.shape[0] == 0:
+        return False
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    return bool(policies.inverse_by_cholesky(G, P, _projectron.MIN_REL_DELTA))
 
 
 def compiled_merge_search(support: SupportSet, gamma: float) -> tuple[int, int, float] | None:

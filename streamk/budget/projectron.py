@@ -104,12 +104,13 @@ class Projectron(BudgetPolicy):
     def _rebuild(self, support: SupportSet) -> None:
         n = support.n
         G = support.kernel_block(support.X) if n else np.zeros((0, 0))
-        try:
-            P = np.linalg.inv(G)
-        except np.linalg.LinAlgError:
-            P = np.linalg.pinv(G, hermitian=True)
         self._P = np.zeros((max(n, 1), max(n, 1)))
-        self._P[:n, :n] = P
+        if not compiled.inverse_gram(G, self._P):  # compiled: no BLAS threads
+            try:
+                P = np.linalg.inv(G)
+            except np.linalg.LinAlgError:
+                P = np.linalg.pinv(G, hermitian=True)
+            self._P[:n, :n] = P
         self._remember(support)
 
     def _remember(self, support: SupportSet) -> None:
