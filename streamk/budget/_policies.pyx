@@ -23,6 +23,10 @@ so the two agree to rounding).
 from libc.math cimport INFINITY, exp, fabs, sqrt
 from libc.stdint cimport int64_t
 
+
+cdef extern from "../_fastexp.h" nogil:
+    void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+
 import numpy as np
 
 #: (sqrt(5) - 1) / 2, as :mod:`streamk.budget.merge` computes it
@@ -354,81 +358,130 @@ def projectron_run(
     return n, next_id, updates, sq_max
 
 
-cdef inline double _weight(double h, double d2, double gamma, double mm, double nn,
-                           double mn) noexcept nogil:
-    """``merge.merge_weight`` for one candidate."""
-    cdef double a = exp(-gamma * (1.0 - h) * (1.0 - h) * d2)
-    cdef double b = exp(-gamma * h * h * d2)
-    return a * a * mm + b * b * nn + 2.0 * a * b * mn
+cdef void _weights(const double *h, const double *d2, const double *nn, const double *mn,
+                   double mm, double gamma, Py_ssize_t K, double *A, double *B,
+                   double *out) noexcept nogil:
+    """``merge.merge_weight`` for ``K`` candidates at once (their exponentials in one
+    vectorised call each); ``A`` and ``B`` keep ``a`` and ``b``."""
+    cdef Py_ssize_t i
+    for i in range(K):
+        A[i] = (1.0 - h[i]) * (1.0 - h[i]) * d2[i]
+        B[i] = h[i] * h[i] * d2[i]
+    sk_scaled_exp(A, K, -gamma)
+    sk_scaled_exp(B, K, -gamma)
+    for i in range(K):
+        out[i] = A[i] * A[i] * mm + B[i] * B[i] * nn[i] + 2.0 * A[i] * B[i] * mn[i]
 
 
-cdef inline double _newton(double h, double d2, double gamma, double mm, double nn,
-                           double mn) noexcept nogil:
-    """``merge._newton_step`` for one candidate."""
-    cdef double u = gamma * d2
-    cdef double a = exp(-u * (1.0 - h) * (1.0 - h))
-    cdef double b = exp(-u * h * h)
-    cdef double da = 2.0 * u * (1.0 - h) * a
-    cdef double db = -2.0 * u * h * b
-    cdef double dda = a * (4.0 * u * u * (1.0 - h) * (1.0 - h) - 2.0 * u)
-    cdef double ddb = b * (4.0 * u * u * h * h - 2.0 * u)
-    cdef double g = 2.0 * (a * da * mm + b * db * nn + (da * b + a * db) * mn)
-    cdef double H = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn)
-    H = H + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn
-    if H < 0.0:
-        h = h - g / H
-    return min(max(h, 0.0), 1.0)
+cdef void _newton(double *h, const double *d2, const double *nn, const double *mn,
+                  double mm, double gamma, Py_ssize_t K, double *A, double *B) noexcept nogil:
+    """``merge._newton_step`` for ``K`` candidates at once."""
+    cdef Py_ssize_t i
+    cdef double u, a, b, da, db, dda, ddb, g, H, x
+    for i in range(K):
+        A[i] = (1.0 - h[i]) * (1.0 - h[i]) * d2[i]
+        B[i] = h[i] * h[i] * d2[i]
+    sk_scaled_exp(A, K, -gamma)
+    sk_scaled_exp(B, K, -gamma)
+    for i in range(K):
+        u = gamma * d2[i]
+        a = A[i]
+        b = B[i]
+        x = h[i]
+        da = 2.0 * u * (1.0 - x) * a
+        db = -2.0 * u * x * b
+        dda = a * (4.0 * u * u * (1.0 - x) * (1.0 - x) - 2.0 * u)
+        ddb = b * (4.0 * u * u * x * x - 2.0 * u)
+        g = 2.0 * (a * da * mm + b * db * nn[i] + (da * b + a * db) * mn[i])
+        H = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn[i])
+        H = H + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn[i]
+        if H < 0.0:
+            x = x - g / H
+        h[i] = min(max(x, 0.0), 1.0)
 
 
-cdef void _best_h(double d2, double gamma, double mm, double nn, double mn, int grid,
-                  int iters, int newton, double *h_out, double *w_out) noexcept nogil:
-    """``merge.best_h`` for one candidate: grid bracket (ties within ``GRID_TIE``: the
-    smallest ``h``), golden section, Newton steps. ``grid <= MAX_GRID``."""
-    cdef double step = 1.0 / (grid - 1), top = -INFINITY, best = 0.0, hj = 0.0
-    cdef double lo, hi, x1, x2, h, w, w1, w2
-    cdef double W[MAX_GRID]
-    cdef int i
-    for i in range(grid):
-        W[i] = _weight(1.0 if i == grid - 1 else i * step, d2, gamma, mm, nn, mn)
-        if W[i] > top:
-            top = W[i]
-    for i in range(grid):
-        if W[i] >= top * (1.0 - GRID_TIE):
-            best = W[i]
-            hj = 1.0 if i == grid - 1 else i * step
-            break
-    lo = max(hj - step, 0.0)
-    hi = min(hj + step, 1.0)
+cdef void _best_h(const double *d2, const double *nn, const double *mn, double mm,
+                  double gamma, Py_ssize_t K, int grid, int iters, int newton,
+                  double *work, double *h_out, double *w_out) noexcept nogil:
+    """``merge.best_h`` for ``K`` candidates at once, step for step: grid bracket (ties
+    within ``GRID_TIE``: the smallest ``h``), golden section, Newton steps. ``work`` holds
+    ``(11 + grid) K`` doubles; ``grid <= MAX_GRID``, ``iters >= 1``."""
+    cdef double step = 1.0 / (grid - 1), top, Hg
+    cdef Py_ssize_t i
+    cdef int g, it
+    cdef double *A = work
+    cdef double *B = A + K
+    cdef double *lo = B + K
+    cdef double *hi = lo + K
+    cdef double *x1 = hi + K
+    cdef double *x2 = x1 + K
+    cdef double *w1 = x2 + K
+    cdef double *w2 = w1 + K
+    cdef double *xn = w2 + K  # the new point of each bracket, its weight, which one it is
+    cdef double *wn = xn + K
+    cdef double *up = wn + K
+    cdef double *W = up + K  # grid x K
+    for g in range(grid):
+        Hg = 1.0 if g == grid - 1 else g * step
+        for i in range(K):
+            x1[i] = Hg
+        _weights(x1, d2, nn, mn, mm, gamma, K, A, B, &W[g * K])
+    for i in range(K):  # best grid point (first within GRID_TIE of the top): h_out, w_out
+        top = W[i]
+        for g in range(1, grid):
+            top = max(top, W[g * K + i])
+        for g in range(grid):
+            if W[g * K + i] >= top * (1.0 - GRID_TIE):
+                Hg = 1.0 if g == grid - 1 else g * step
+                h_out[i] = Hg
+                w_out[i] = W[g * K + i]
+                break
+        lo[i] = max(h_out[i] - step, 0.0)
+        hi[i] = min(h_out[i] + step, 1.0)
     # Golden section as merge.best_h, with the interior point that survives a step kept
     # (its weight is not evaluated again: ``merge.best_h`` recomputes it from the new
-    # bracket, a rounding apart); the Newton steps below then meet the same optimum.
-    x1 = hi - GOLDEN * (hi - lo)
-    x2 = lo + GOLDEN * (hi - lo)
-    w1 = _weight(x1, d2, gamma, mm, nn, mn)
-    w2 = _weight(x2, d2, gamma, mm, nn, mn)
-    for i in range(iters):
-        if w1 < w2:
-            lo = x1
-            if i + 1 < iters:
-                x1, w1 = x2, w2
-                x2 = lo + GOLDEN * (hi - lo)
-                w2 = _weight(x2, d2, gamma, mm, nn, mn)
+    # bracket, a rounding apart), so one weight per candidate and step; the Newton steps
+    # below then meet the same optimum.
+    for i in range(K):
+        x1[i] = hi[i] - GOLDEN * (hi[i] - lo[i])
+        x2[i] = lo[i] + GOLDEN * (hi[i] - lo[i])
+    _weights(x1, d2, nn, mn, mm, gamma, K, A, B, w1)
+    _weights(x2, d2, nn, mn, mm, gamma, K, A, B, w2)
+    for it in range(iters - 1):
+        for i in range(K):
+            if w1[i] < w2[i]:
+                lo[i] = x1[i]
+                x1[i] = x2[i]
+                w1[i] = w2[i]
+                x2[i] = lo[i] + GOLDEN * (hi[i] - lo[i])
+                xn[i] = x2[i]
+                up[i] = 1.0
+            else:
+                hi[i] = x2[i]
+                x2[i] = x1[i]
+                w2[i] = w1[i]
+                x1[i] = hi[i] - GOLDEN * (hi[i] - lo[i])
+                xn[i] = x1[i]
+                up[i] = 0.0
+        _weights(xn, d2, nn, mn, mm, gamma, K, A, B, wn)
+        for i in range(K):
+            if up[i] != 0.0:
+                w2[i] = wn[i]
+            else:
+                w1[i] = wn[i]
+    for i in range(K):  # the last step narrows the bracket only
+        if w1[i] < w2[i]:
+            lo[i] = x1[i]
         else:
-            hi = x2
-            if i + 1 < iters:
-                x2, w2 = x1, w1
-                x1 = hi - GOLDEN * (hi - lo)
-                w1 = _weight(x1, d2, gamma, mm, nn, mn)
-    h = 0.5 * (lo + hi)
-    for i in range(newton):
-        h = _newton(h, d2, gamma, mm, nn, mn)
-    w = _weight(h, d2, gamma, mm, nn, mn)
-    if best > w:  # a grid point (e.g. an endpoint) can beat the refined one
-        h_out[0] = hj
-        w_out[0] = best
-    else:
-        h_out[0] = h
-        w_out[0] = w
+            hi[i] = x2[i]
+        x1[i] = 0.5 * (lo[i] + hi[i])
+    for it in range(newton):
+        _newton(x1, d2, nn, mn, mm, gamma, K, A, B)
+    _weights(x1, d2, nn, mn, mm, gamma, K, A, B, w1)
+    for i in range(K):
+        if not (w_out[i] > w1[i]):  # a grid point (e.g. an endpoint) can beat the refined one
+            h_out[i] = x1[i]
+            w_out[i] = w1[i]
 
 
 def merge_search(
@@ -447,19 +500,29 @@ def merge_search(
 
     ``m`` is the vector of smallest ``||coef_m|| sqrt(k(x_m, x_m))`` (ties within 1e-12
     relative: the oldest); the partner minimises the weight degradation at the ``h`` that
-    keeps most of ``||alpha_z||²``.
+    keeps most of ``||alpha_z||²`` (ties: the first slot). The nearest candidate is searched
+    first; then every candidate that its lower bound does not rule out, all at once.
     """
-    cdef Py_ssize_t w = X.shape[1], p = C.shape[1], i, c, m = 0, partner = -1
-    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, d2, h, wt, loss
-    cdef double best = INFINITY, best_h = 0.0
+    cdef Py_ssize_t w = X.shape[1], p = C.shape[1], i, c, m = 0, partner = -1, K
+    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, loss, best, best_h = 0.0
     cdef int64_t oldest
-    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2 or grid > MAX_GRID:
-        raise ValueError("need at least two support rows and a grid of 2 to 64 points")
-    costs = np.empty(n)
-    dists = np.zeros(n)
-    cdef double[::1] cs = costs
-    cdef double[::1] dd = dists
-    cdef Py_ssize_t seed, r
+    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2 or grid > MAX_GRID or iters < 1:
+        raise ValueError("need two support rows, a grid of 2 to 64 points, a golden step")
+    buf = np.zeros((20 + grid) * n)  # 9 arrays of n, then _best_h's work
+    slots = np.zeros(n, dtype=np.intp)
+    cdef double[::1] bv = buf
+    cdef Py_ssize_t[::1] pick = slots
+    cdef double *cs = &bv[0]
+    cdef double *dd = cs + n
+    cdef double *NN = dd + n
+    cdef double *MN = NN + n
+    cdef double *pd2 = MN + n
+    cdef double *pnn = pd2 + n
+    cdef double *pmn = pnn + n
+    cdef double *ph = pmn + n
+    cdef double *pw = ph + n
+    cdef double *work = pw + n
+    cdef Py_ssize_t seed
     cdef double half, small, bound
     with nogil:
         for i in range(n):
@@ -477,10 +540,6 @@ def merge_search(
                 oldest = ids[i]
         for c in range(p):
             mm += C[m, c] * C[m, c]
-        # Candidates far from m cannot beat a near one: their loss is at least
-        # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2 (see below),
-        # so the searched candidates are the nearest one first, then every candidate whose
-        # bound does not exceed the best loss so far by a margin far above rounding.
         seed = -1
         for i in range(n):
             if i == m:
@@ -489,28 +548,45 @@ def merge_search(
             for c in range(w):
                 dot += X[i, c] * X[m, c]
             dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dot, 0.0)
-            if seed < 0 or dd[i] < dd[seed]:
-                seed = i
-        for r in range(n + 1):
-            i = seed if r == 0 else r - 1
-            if i == m or (r > 0 and i == seed):
-                continue
-            d2 = dd[i]
             nn = 0.0
             mn = 0.0
             for c in range(p):
                 nn += C[i, c] * C[i, c]
                 mn += C[i, c] * C[m, c]
-            if r > 0:
-                half = exp(-0.5 * gamma * d2)
-                small = min(mm, nn)
-                bound = small + 2.0 * half * half * mn - half * (small + 2.0 * fabs(mn))
-                if bound > best + 1e-9 * (mm + nn):
-                    continue
-            _best_h(d2, gamma, mm, nn, mn, grid, iters, newton, &h, &wt)
-            loss = mm + nn + 2.0 * exp(-gamma * d2) * mn - wt
-            if loss < best or (loss == best and i < partner):
+            NN[i] = nn
+            MN[i] = mn
+            if seed < 0 or dd[i] < dd[seed]:
+                seed = i
+        _best_h(&dd[seed], &NN[seed], &MN[seed], mm, gamma, 1, grid, iters, newton, work,
+                ph, pw)
+        best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - pw[0]
+        # Candidates far from m cannot beat the nearest one: their loss is at least
+        # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2; every
+        # candidate whose bound does not exceed the nearest's loss by a margin far above
+        # rounding is searched (the nearest again with them).
+        K = 0
+        for i in range(n):
+            if i == m:
+                continue
+            half = exp(-0.5 * gamma * dd[i])
+            small = min(mm, NN[i])
+            bound = small + 2.0 * half * half * MN[i] - half * (small + 2.0 * fabs(MN[i]))
+            if i != seed and bound > best + 1e-9 * (mm + NN[i]):
+                continue
+            pick[K] = i
+            pd2[K] = dd[i]
+            pnn[K] = NN[i]
+            pmn[K] = MN[i]
+            K += 1
+        _best_h(pd2, pnn, pmn, mm, gamma, K, grid, iters, newton, work, ph, pw)
+        for c in range(K):
+            pd2[c] = -pd2[c]
+        sk_scaled_exp(pd2, K, gamma)  # exp(-gamma d2)
+        best = INFINITY
+        for c in range(K):
+            loss = mm + pnn[c] + 2.0 * pd2[c] * pmn[c] - pw[c]
+            if loss < best:  # candidates in slot order: ties keep the first
                 best = loss
-                best_h = h
-                partner = i
+                best_h = ph[c]
+                partner = pick[c]
     return m, partner, best_h
