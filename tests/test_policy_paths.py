@@ -35,6 +35,7 @@ from streamk import (
 from streamk.budget import compiled
 from streamk.errors import ConfigError
 from streamk.learners import fastpass
+from streamk.learners.support import SupportSet
 
 pytestmark = pytest.mark.skipif(
     not compiled.available(), reason="streamk.budget._policies is not built (NumPy path only)"
@@ -178,6 +179,23 @@ def test_inverse_by_cholesky_equals_lapack_and_declines_near_singular():
     assert not P[60:].any() and not P[:, 60:].any()
     X[7] = X[3]
     assert not compiled.inverse_gram(RBF(gamma=0.5).gram(X, X), np.zeros((60, 60)))
+
+
+def test_support_gram_equals_kernel_block_for_rbf_and_declines_otherwise():
+    """The compiled RBF Gram matrix of a rebuild equals ``kernel_block`` to rounding; other
+    kernels and rows too large for the norm expansion are left to ``kernel_block``."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(70, 50))
+    for kernel, rows in ((RBF(gamma=0.01), X), (Laplacian(gamma=0.01), X), (RBF(1.0), X * 1e4)):
+        support = SupportSet(kernel)
+        for row in rows:
+            support.append(row, np.ones(1))
+        G = compiled.support_gram(support)
+        if type(kernel) is RBF and kernel.gamma < 1.0:
+            np.testing.assert_allclose(G, support.kernel_block(support.X), rtol=1e-12, atol=1e-14)
+            np.testing.assert_array_equal(G, G.T)
+        else:
+            assert G is None
 
 
 @pytest.mark.parametrize("learner", ["perceptron", "margin"])

@@ -14,7 +14,7 @@ so the two agree to rounding).
   of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full).
 * :func:`projectron_insert` — the ``P`` work of one ``Projectron.insert`` for any learner
   and kernel (the caller's kernel row): projection, removal downdate, block-inverse growth.
-* :func:`inverse_by_cholesky` — the Projectron's ``P`` rebuilt from scratch (after a change
+* :func:`rbf_gram` and :func:`inverse_by_cholesky` — the Projectron's ``P`` rebuilt from scratch (after a change
   it did not make, e.g. ``gamma="auto"`` moving the kernel) without LAPACK's threads.
 * :func:`merge_search` — :class:`~streamk.budget.Merge`'s search: the vector to merge, its
   partner and the point ``h`` on the segment between them that loses least.
@@ -121,6 +121,31 @@ cdef void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, double *col,
         P[s * ldp + n] = -col[s]
         P[n * ldp + s] = -col[s]
     P[n * ldp + n] = 1.0 / delta
+
+
+def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
+    """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
+    ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
+    :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact)."""
+    cdef Py_ssize_t w = X.shape[1], i, j
+    cdef double t
+    if n < 0 or n > X.shape[0] or sq.shape[0] < n:
+        raise ValueError("X and sq must hold n rows")
+    Gm = np.empty((n, n))
+    if n == 0:
+        return Gm
+    cdef double[:, ::1] G = Gm
+    with nogil:
+        for i in range(n):
+            for j in range(i + 1):
+                t = -2.0 * _dot(&X[i, 0], &X[j, 0], w)
+                t = t + sq[i]
+                t = t + sq[j]
+                G[i, j] = t if t > 0.0 else 0.0
+            sk_scaled_exp(&G[i, 0], i + 1, -gamma)
+            for j in range(i):
+                G[j, i] = G[i, j]
+    return Gm
 
 
 def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel):

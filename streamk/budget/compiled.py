@@ -31,6 +31,7 @@ __all__ = [
     "margin_run",
     "projectron_insert",
     "inverse_gram",
+    "support_gram",
     "compiled_merge_search",
 ]
 
@@ -162,6 +163,18 @@ def projectron_insert(
     support.append(row, coef, k)
     policy._remember(support)
     return True
+
+
+def support_gram(support: SupportSet) -> np.ndarray | None:
+    """``K(S, S)`` of an RBF float support set, compiled and single-threaded
+    (:func:`_policies.rbf_gram`); ``None`` for other kernels, rows too large for the norm
+    expansion, or without the extension (then ``support.kernel_block`` computes it)."""
+    kernel = support.kernel
+    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+        return None
+    if not kernel.expansion_exact(2.0 * support._sq_max) or support.n == 0:
+        return None
+    return policies.rbf_gram(support._X, support._sq, support.n, float(kernel.gamma))
 
 
 def inverse_gram(G: np.ndarray, P: np.ndarray) -> bool:

@@ -103,7 +103,9 @@ class Projectron(BudgetPolicy):
 
     def _rebuild(self, support: SupportSet) -> None:
         n = support.n
-        G = support.kernel_block(support.X) if n else np.zeros((0, 0))
+        G = compiled.support_gram(support)  # compiled: no BLAS threads
+        if G is None:
+            G = support.kernel_block(support.X) if n else np.zeros((0, 0))
         self._P = np.zeros((max(n, 1), max(n, 1)))
         if not compiled.inverse_gram(G, self._P):  # compiled: no BLAS threads
             try:
