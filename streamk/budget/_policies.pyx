@@ -84,12 +84,14 @@ cdef Py_ssize_t _downdate(double *P, Py_ssize_t ldp, const double *coef, Py_ssiz
 cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
                             double *coef, Py_ssize_t p, double *s_sq, double *kdiag,
                             int64_t *ids, double *k, double *col, double *row,
-                            Py_ssize_t n) noexcept nogil:
+                            Py_ssize_t n, double *pii_out) noexcept nogil:
     """``Projectron._remove_one`` on the support buffers: :func:`_downdate`, coefficient
-    ``i`` projected onto the others, then ``SupportSet.remove(i)``. Returns ``i``."""
+    ``i`` projected onto the others, then ``SupportSet.remove(i)``. Returns ``i``
+    (``col`` and ``pii_out`` as :func:`_downdate` leaves them)."""
     cdef Py_ssize_t i, a, c, last = n - 1
     cdef double pii
     i = _downdate(P, ldp, coef, p, k, col, row, n, &pii)
+    pii_out[0] = pii
     for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
         if a != i:
             for c in range(p):
@@ -234,8 +236,8 @@ def projectron_insert(
             if full:
                 slot = _downdate(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0],
                                  scratch, n, &pii)
+                delta = _project_without(&d[0], &col[0], pii, slot, n, &k[0], kxx)
                 n -= 1
-                delta = _project(Pp, ldp, &k[0], &d[0], n, kxx)
             _grow_inverse(Pp, ldp, &d[0], scratch, n, delta)
     return slot, pii
 
@@ -247,6 +249,20 @@ cdef double _project(const double *P, Py_ssize_t ldp, const double *k, double *d
     for a in range(n):
         d[a] = _dot(&P[a * ldp], k, n)
     return kxx - _dot(k, d, n)
+
+
+cdef double _project_without(double *d, const double *col, double pii, Py_ssize_t i,
+                            Py_ssize_t n, const double *k, double kxx) noexcept nogil:
+    """``d = P k`` and the squared projection error for the set without slot ``i`` (``n``
+    rows before), in O(n) from ``d`` before the removal: ``P``'s downdate gives
+    ``d' = d - P[:, i] d_i / P_ii`` (``col`` and ``pii`` as :func:`_downdate` left them),
+    then the last entry moves into ``i``; ``k`` is already ``without_slot``'s."""
+    cdef Py_ssize_t a, last = n - 1
+    cdef double di = d[i] / pii
+    for a in range(n):
+        d[a] = d[a] - col[a] * di
+    d[i] = d[last]
+    return kxx - _dot(k, d, last)
 
 
 cdef inline double _dot(const double *x, const double *y, Py_ssize_t n) noexcept nogil:
@@ -322,7 +338,7 @@ def projectron_run(
     cdef double *Pp = &P[0, 0]
     cdef double *Xp = &X[0, 0]
     cdef double *Cp = &coef[0, 0]
-    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, best, t
+    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, best, t, pii
     cdef bint wrong, any_wrong
     cdef int64_t updates = 0
     with nogil:
@@ -360,10 +376,10 @@ def projectron_run(
                         Cp[s * p + c] += d[s] * nc[c]
                 continue
             if budget > 0 and n >= budget:
-                _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
-                            row, n)
+                s = _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
+                                row, n, &pii)
+                delta = _project_without(d, col, pii, s, n, k, kxx)
                 n -= 1
-                delta = _project(Pp, ldp, k, d, n, kxx)
             _grow_inverse(Pp, ldp, d, col, n, delta)
             sq = 0.0
             for s in range(w):
