@@ -30,6 +30,7 @@ from streamk import (
     Polynomial,
     Projectron,
     Scaled,
+    Spectrum,
     Sum,
 )
 from streamk.budget import compiled
@@ -146,6 +147,32 @@ def test_compiled_policy_equals_numpy_policy(learner, kernel, policy, monkeypatc
         assert fast_preds == slow_preds
     _same_model(fast, slow)
     assert fast.support_.next_id > fast.support_.n == budget  # removals or merges happened
+
+
+def test_compiled_projectron_on_strings_equals_numpy(monkeypatch):
+    """The compiled insert needs only the kernel row and ``k(x, x)``: a string kernel's
+    support set (object rows) takes it too, with the NumPy code's model."""
+    rng = np.random.default_rng(4)
+    words = ["".join(rng.choice(list("acgt"), size=12)) for _ in range(300)]
+    labels = [w.count("a") > w.count("g") for w in words]
+
+    def run():
+        model = KernelPerceptron(kernel=Spectrum(2), budget=Projectron(10, eta=4.0))
+        preds = []
+        for w, t in zip(words, labels):
+            preds.append(model.predict_one(w))
+            model.learn_one(w, t)
+        return model, preds
+
+    fast, fast_preds = run()
+    monkeypatch.setattr(compiled, "policies", None)
+    slow, slow_preds = run()
+    assert fast_preds == slow_preds
+    assert fast.support_.X == slow.support_.X and fast.support_.n == 10
+    np.testing.assert_allclose(fast.support_.coef, slow.support_.coef, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        fast._policy.inverse_gram, slow._policy.inverse_gram, rtol=1e-9, atol=1e-9
+    )
 
 
 def test_projectron_insert_declines_before_changing_anything(monkeypatch):
