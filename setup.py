@@ -73,6 +73,7 @@ extensions = [
     Extension(
         "streamk.budget._policies",
         ["streamk/budget/_policies.pyx"],
+        depends=["streamk/_fastexp.h"],
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
     ),

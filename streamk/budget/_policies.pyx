@@ -12,6 +12,10 @@ so the two agree to rounding).
   kernel row, the decision, the projection ``d = P k`` onto the span of the set, then
   either the projected coefficient update or the insertion with the block-inverse update
   of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full).
+* :func:`projectron_insert` — the ``P`` work of one ``Projectron.insert`` for any learner
+  and kernel (the caller's kernel row): projection, removal downdate, block-inverse growth.
+* :func:`rbf_gram` and :func:`inverse_by_cholesky` — the Projectron's ``P`` rebuilt from scratch (after a change
+  it did not make, e.g. ``gamma="auto"`` moving the kernel) without LAPACK's threads.
 * :func:`merge_search` — :class:`~streamk.budget.Merge`'s search: the vector to merge, its
   partner and the point ``h`` on the segment between them that loses least.
 """
@@ -19,10 +23,18 @@ so the two agree to rounding).
 from libc.math cimport INFINITY, exp, fabs, sqrt
 from libc.stdint cimport int64_t
 
+
+cdef extern from "../_fastexp.h" nogil:
+    void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+
 import numpy as np
 
 #: (sqrt(5) - 1) / 2, as :mod:`streamk.budget.merge` computes it
 cdef double GOLDEN = (5.0 ** 0.5 - 1.0) / 2.0
+#: ``merge.GRID_TIE``: grid weights this close (relative) are a tie
+cdef double GRID_TIE = 1e-12
+#: Most grid points of Merge's search (its weights live on the stack)
+DEF MAX_GRID = 64
 
 
 cdef inline double _dist2(const double *a, const double *b, Py_ssize_t w) noexcept nogil:
@@ -34,14 +46,14 @@ cdef inline double _dist2(const double *a, const double *b, Py_ssize_t w) noexce
     return s
 
 
-cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
-                            double *coef, Py_ssize_t p, double *s_sq, double *kdiag,
-                            int64_t *ids, double *k, double *col, double *row,
-                            Py_ssize_t n) noexcept nogil:
-    """``Projectron._remove_one``: drop ``argmin ||coef_i||² / P_ii``, its coefficient
-    projected onto the others; rank-one downdate of ``P``; the last slot moves into ``i``
-    (``k`` too, as ``without_slot`` does). Returns ``i``."""
-    cdef Py_ssize_t i = 0, a, b, c, last = n - 1
+cdef Py_ssize_t _downdate(double *P, Py_ssize_t ldp, const double *coef, Py_ssize_t p,
+                          double *k, double *col, double *row, Py_ssize_t n,
+                          double *pii_out) noexcept nogil:
+    """The ``P`` half of ``Projectron._remove_one``: pick ``i = argmin ||coef_i||² / P_ii``,
+    downdate ``P`` by rank one and move its last row and column into ``i`` (``k`` too, as
+    ``without_slot`` does). ``col`` keeps ``P[:, i]`` and ``pii_out`` ``P_ii`` from before the
+    downdate: the caller projects coefficient ``i`` onto the others with them. Returns ``i``."""
+    cdef Py_ssize_t i = 0, a, c, last = n - 1
     cdef double best = INFINITY, cost, pii
     for a in range(n):
         cost = 0.0
@@ -52,15 +64,10 @@ cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx
             best = cost
             i = a
     pii = P[i * ldp + i]
+    pii_out[0] = pii
     for a in range(n):
         col[a] = P[a * ldp + i]
-        row[a] = P[i * ldp + a]
-    for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
-        if a != i:
-            for c in range(p):
-                coef[a * p + c] += -(col[a] / pii) * coef[i * p + c]
-    for a in range(n):
-        row[a] = row[a] / pii
+        row[a] = P[i * ldp + a] / pii
     for a in range(n):  # P -= outer(P[:, i], P[i, :] / P_ii)
         _axpy(-col[a], row, &P[a * ldp], n)
     for a in range(n):
@@ -70,6 +77,25 @@ cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx
     for a in range(n):
         P[last * ldp + a] = 0.0
         P[a * ldp + last] = 0.0
+    k[i] = k[last]
+    return i
+
+
+cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
+                            double *coef, Py_ssize_t p, double *s_sq, double *kdiag,
+                            int64_t *ids, double *k, double *col, double *row,
+                            Py_ssize_t n, double *pii_out) noexcept nogil:
+    """``Projectron._remove_one`` on the support buffers: :func:`_downdate`, coefficient
+    ``i`` projected onto the others, then ``SupportSet.remove(i)``. Returns ``i``
+    (``col`` and ``pii_out`` as :func:`_downdate` leaves them)."""
+    cdef Py_ssize_t i, a, c, last = n - 1
+    cdef double pii
+    i = _downdate(P, ldp, coef, p, k, col, row, n, &pii)
+    pii_out[0] = pii
+    for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
+        if a != i:
+            for c in range(p):
+                coef[a * p + c] += -(col[a] / pii) * coef[i * p + c]
     if i != last:  # SupportSet.remove
         for a in range(ldx):
             X[i * ldx + a] = X[last * ldx + a]
@@ -78,12 +104,142 @@ cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx
         kdiag[i] = kdiag[last]
         s_sq[i] = s_sq[last]
         ids[i] = ids[last]
-        k[i] = k[last]
     for a in range(ldx):
         X[last * ldx + a] = 0.0
     for c in range(p):
         coef[last * p + c] = 0.0
     return i
+
+
+cdef void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, double *col,
+                        Py_ssize_t n, double delta) noexcept nogil:
+    """Block-inverse growth of ``P`` by one row and column (``Projectron._append``)."""
+    cdef Py_ssize_t s
+    for s in range(n):
+        col[s] = d[s] / delta
+    for s in range(n):  # P += outer(d, d / delta), then the new row and column
+        _axpy(d[s], col, &P[s * ldp], n)
+    for s in range(n):
+        P[s * ldp + n] = -col[s]
+        P[n * ldp + s] = -col[s]
+    P[n * ldp + n] = 1.0 / delta
+
+
+def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
+    """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
+    ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
+    :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact)."""
+    cdef Py_ssize_t w = X.shape[1], i, j
+    cdef double t
+    if n < 0 or n > X.shape[0] or sq.shape[0] < n:
+        raise ValueError("X and sq must hold n rows")
+    Gm = np.empty((n, n))
+    if n == 0:
+        return Gm
+    cdef double[:, ::1] G = Gm
+    with nogil:
+        for i in range(n):
+            for j in range(i + 1):
+                t = -2.0 * _dot(&X[i, 0], &X[j, 0], w)
+                t = t + sq[i]
+                t = t + sq[j]
+                G[i, j] = t if t > 0.0 else 0.0
+            sk_scaled_exp(&G[i, 0], i + 1, -gamma)
+            for j in range(i):
+                G[j, i] = G[i, j]
+    return Gm
+
+
+def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel):
+    """``P[:n, :n] = G^-1`` for a positive definite Gram matrix ``G`` (``n x n``):
+    ``G = L Lᵀ``, ``M = L^-1``, ``P = Mᵀ M`` (O(n³), backward stable like LAPACK's).
+
+    Single-threaded and in place, where ``np.linalg.inv`` may spin BLAS threads on a busy
+    machine for a matrix this small. Returns ``False`` (``P`` untouched) when a squared
+    pivot ``L_ss²`` (the squared distance of ``x_s`` from the span of the rows before it)
+    falls to ``min_rel * G_ss`` or below: ``G`` is too close to singular, and the caller
+    inverts it with LAPACK (or a pseudo-inverse) instead.
+    """
+    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0], i, j, k
+    cdef double t
+    cdef bint ok = True
+    if G.shape[1] != n or ldp < n or P.shape[1] != ldp:
+        raise ValueError("G must be square and P at least as large")
+    if n == 0:
+        return True
+    Lm = np.zeros((n, n))
+    Mm = np.zeros((n, n))
+    cdef double[:, ::1] L = Lm
+    cdef double[:, ::1] M = Mm
+    with nogil:
+        for j in range(n):  # Cholesky, row by row: L[i, :j] . L[j, :j] contiguous
+            t = G[j, j] - _dot(&L[j, 0], &L[j, 0], j)
+            if not (t > min_rel * G[j, j]):  # also catches NaN
+                ok = False
+                break
+            L[j, j] = sqrt(t)
+            for i in range(j + 1, n):
+                L[i, j] = (G[i, j] - _dot(&L[i, 0], &L[j, 0], j)) / L[j, j]
+        if ok:
+            for i in range(n):  # M = L^-1, lower triangular, row by row
+                M[i, i] = 1.0 / L[i, i]
+                for j in range(i):
+                    t = 0.0
+                    for k in range(j, i):
+                        t += L[i, k] * M[k, j]
+                    M[i, j] = -t / L[i, i]
+            for i in range(n):
+                for j in range(n):
+                    P[i, j] = 0.0
+            for k in range(n):  # P = Mᵀ M = sum_k outer(M[k, :k+1], M[k, :k+1])
+                for i in range(k + 1):
+                    _axpy(M[k, i], &M[k, 0], &P[i, 0], k + 1)
+    return ok
+
+
+def projectron_insert(
+    double[:, ::1] P,
+    const double[:, ::1] coef,
+    double[::1] k,
+    double[::1] d,
+    double[::1] col,
+    Py_ssize_t n,
+    bint full,
+    double kxx,
+    double eta,
+    double min_rel,
+):
+    """The ``P`` work of one ``Projectron.insert`` of a vector with ``k = K(S, x)``.
+
+    ``d = P k`` and the squared projection error; then, if the vector is not projected,
+    the removal's rank-one downdate when ``full`` (``coef`` are the set's ``n``
+    coefficient rows, read only) and the block-inverse growth. ``P`` (capacity ``n + 1``),
+    ``k`` and ``d`` change in place; the caller makes the matching support-set changes.
+    Returns ``(slot, P_ii)``: ``slot = -2`` when projected (``coef_S += d cᵀ``), ``-1`` when
+    appended, else the removed slot (``col[:n]`` then holds ``P[:, slot]`` before the
+    removal, ``P_ii`` its pivot, and ``k`` is ``without_slot(k, slot)`` in its first
+    ``n - 1`` entries).
+    """
+    cdef Py_ssize_t ldp = P.shape[0], slot = -1, m = n
+    cdef double delta, pii = 0.0
+    if n < 1 or n + 1 > ldp or P.shape[1] != ldp or k.shape[0] < n or d.shape[0] < n:
+        raise ValueError("need n >= 1, P holding n + 1 rows, and n entries in k and d")
+    if col.shape[0] < 2 * n or coef.shape[0] < n or coef.shape[1] < 1:
+        raise ValueError("col needs 2 n entries (half of them scratch) and coef n rows")
+    cdef double *Pp = &P[0, 0]
+    cdef double *scratch = &col[m]
+    with nogil:
+        delta = _project(Pp, ldp, &k[0], &d[0], n, kxx)
+        if delta <= eta or delta <= min_rel * kxx:
+            slot = -2
+        else:
+            if full:
+                slot = _downdate(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0],
+                                 scratch, n, &pii)
+                delta = _project_without(&d[0], &col[0], pii, slot, n, &k[0], kxx)
+                n -= 1
+            _grow_inverse(Pp, ldp, &d[0], scratch, n, delta)
+    return slot, pii
 
 
 cdef double _project(const double *P, Py_ssize_t ldp, const double *k, double *d,
@@ -93,6 +249,20 @@ cdef double _project(const double *P, Py_ssize_t ldp, const double *k, double *d
     for a in range(n):
         d[a] = _dot(&P[a * ldp], k, n)
     return kxx - _dot(k, d, n)
+
+
+cdef double _project_without(double *d, const double *col, double pii, Py_ssize_t i,
+                            Py_ssize_t n, const double *k, double kxx) noexcept nogil:
+    """``d = P k`` and the squared projection error for the set without slot ``i`` (``n``
+    rows before), in O(n) from ``d`` before the removal: ``P``'s downdate gives
+    ``d' = d - P[:, i] d_i / P_ii`` (``col`` and ``pii`` as :func:`_downdate` left them),
+    then the last entry moves into ``i``; ``k`` is already ``without_slot``'s."""
+    cdef Py_ssize_t a, last = n - 1
+    cdef double di = d[i] / pii
+    for a in range(n):
+        d[a] = d[a] - col[a] * di
+    d[i] = d[last]
+    return kxx - _dot(k, d, last)
 
 
 cdef inline double _dot(const double *x, const double *y, Py_ssize_t n) noexcept nogil:
@@ -168,7 +338,7 @@ def projectron_run(
     cdef double *Pp = &P[0, 0]
     cdef double *Xp = &X[0, 0]
     cdef double *Cp = &coef[0, 0]
-    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, best, t
+    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, best, t, pii
     cdef bint wrong, any_wrong
     cdef int64_t updates = 0
     with nogil:
@@ -206,18 +376,11 @@ def projectron_run(
                         Cp[s * p + c] += d[s] * nc[c]
                 continue
             if budget > 0 and n >= budget:
-                _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
-                            row, n)
+                s = _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
+                                row, n, &pii)
+                delta = _project_without(d, col, pii, s, n, k, kxx)
                 n -= 1
-                delta = _project(Pp, ldp, k, d, n, kxx)
-            for s in range(n):
-                col[s] = d[s] / delta
-            for s in range(n):  # P += outer(d, d / delta), then the new row and column
-                _axpy(d[s], col, &Pp[s * ldp], n)
-            for s in range(n):
-                Pp[s * ldp + n] = -col[s]
-                Pp[n * ldp + s] = -col[s]
-            Pp[n * ldp + n] = 1.0 / delta
+            _grow_inverse(Pp, ldp, d, col, n, delta)
             sq = 0.0
             for s in range(w):
                 Xp[n * ldx + s] = Q[j, s]
@@ -236,76 +399,130 @@ def projectron_run(
     return n, next_id, updates, sq_max
 
 
-cdef inline double _weight(double h, double d2, double gamma, double mm, double nn,
-                           double mn) noexcept nogil:
-    """``merge.merge_weight`` for one candidate."""
-    cdef double a = exp(-gamma * (1.0 - h) * (1.0 - h) * d2)
-    cdef double b = exp(-gamma * h * h * d2)
-    return a * a * mm + b * b * nn + 2.0 * a * b * mn
+cdef void _weights(const double *h, const double *d2, const double *nn, const double *mn,
+                   double mm, double gamma, Py_ssize_t K, double *A, double *B,
+                   double *out) noexcept nogil:
+    """``merge.merge_weight`` for ``K`` candidates at once (their exponentials in one
+    vectorised call each); ``A`` and ``B`` keep ``a`` and ``b``."""
+    cdef Py_ssize_t i
+    for i in range(K):
+        A[i] = (1.0 - h[i]) * (1.0 - h[i]) * d2[i]
+        B[i] = h[i] * h[i] * d2[i]
+    sk_scaled_exp(A, K, -gamma)
+    sk_scaled_exp(B, K, -gamma)
+    for i in range(K):
+        out[i] = A[i] * A[i] * mm + B[i] * B[i] * nn[i] + 2.0 * A[i] * B[i] * mn[i]
 
 
-cdef inline double _newton(double h, double d2, double gamma, double mm, double nn,
-                           double mn) noexcept nogil:
-    """``merge._newton_step`` for one candidate."""
-    cdef double u = gamma * d2
-    cdef double a = exp(-u * (1.0 - h) * (1.0 - h))
-    cdef double b = exp(-u * h * h)
-    cdef double da = 2.0 * u * (1.0 - h) * a
-    cdef double db = -2.0 * u * h * b
-    cdef double dda = a * (4.0 * u * u * (1.0 - h) * (1.0 - h) - 2.0 * u)
-    cdef double ddb = b * (4.0 * u * u * h * h - 2.0 * u)
-    cdef double g = 2.0 * (a * da * mm + b * db * nn + (da * b + a * db) * mn)
-    cdef double H = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn)
-    H = H + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn
-    if H < 0.0:
-        h = h - g / H
-    return min(max(h, 0.0), 1.0)
+cdef void _newton(double *h, const double *d2, const double *nn, const double *mn,
+                  double mm, double gamma, Py_ssize_t K, double *A, double *B) noexcept nogil:
+    """``merge._newton_step`` for ``K`` candidates at once."""
+    cdef Py_ssize_t i
+    cdef double u, a, b, da, db, dda, ddb, g, H, x
+    for i in range(K):
+        A[i] = (1.0 - h[i]) * (1.0 - h[i]) * d2[i]
+        B[i] = h[i] * h[i] * d2[i]
+    sk_scaled_exp(A, K, -gamma)
+    sk_scaled_exp(B, K, -gamma)
+    for i in range(K):
+        u = gamma * d2[i]
+        a = A[i]
+        b = B[i]
+        x = h[i]
+        da = 2.0 * u * (1.0 - x) * a
+        db = -2.0 * u * x * b
+        dda = a * (4.0 * u * u * (1.0 - x) * (1.0 - x) - 2.0 * u)
+        ddb = b * (4.0 * u * u * x * x - 2.0 * u)
+        g = 2.0 * (a * da * mm + b * db * nn[i] + (da * b + a * db) * mn[i])
+        H = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn[i])
+        H = H + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn[i]
+        if H < 0.0:
+            x = x - g / H
+        h[i] = min(max(x, 0.0), 1.0)
 
 
-cdef void _best_h(double d2, double gamma, double mm, double nn, double mn, int grid,
-                  int iters, int newton, double *h_out, double *w_out) noexcept nogil:
-    """``merge.best_h`` for one candidate: grid bracket, golden section, Newton steps."""
-    cdef double step = 1.0 / (grid - 1), H, W, best = -INFINITY, hj = 0.0
-    cdef double lo, hi, x1, x2, h, w, w1, w2
-    cdef int i
-    for i in range(grid):
-        H = 1.0 if i == grid - 1 else i * step
-        W = _weight(H, d2, gamma, mm, nn, mn)
-        if W > best:
-            best = W
-            hj = H
-    lo = max(hj - step, 0.0)
-    hi = min(hj + step, 1.0)
+cdef void _best_h(const double *d2, const double *nn, const double *mn, double mm,
+                  double gamma, Py_ssize_t K, int grid, int iters, int newton,
+                  double *work, double *h_out, double *w_out) noexcept nogil:
+    """``merge.best_h`` for ``K`` candidates at once, step for step: grid bracket (ties
+    within ``GRID_TIE``: the smallest ``h``), golden section, Newton steps. ``work`` holds
+    ``(11 + grid) K`` doubles; ``grid <= MAX_GRID``, ``iters >= 1``."""
+    cdef double step = 1.0 / (grid - 1), top, Hg
+    cdef Py_ssize_t i
+    cdef int g, it
+    cdef double *A = work
+    cdef double *B = A + K
+    cdef double *lo = B + K
+    cdef double *hi = lo + K
+    cdef double *x1 = hi + K
+    cdef double *x2 = x1 + K
+    cdef double *w1 = x2 + K
+    cdef double *w2 = w1 + K
+    cdef double *xn = w2 + K  # the new point of each bracket, its weight, which one it is
+    cdef double *wn = xn + K
+    cdef double *up = wn + K
+    cdef double *W = up + K  # grid x K
+    for g in range(grid):
+        Hg = 1.0 if g == grid - 1 else g * step
+        for i in range(K):
+            x1[i] = Hg
+        _weights(x1, d2, nn, mn, mm, gamma, K, A, B, &W[g * K])
+    for i in range(K):  # best grid point (first within GRID_TIE of the top): h_out, w_out
+        top = W[i]
+        for g in range(1, grid):
+            top = max(top, W[g * K + i])
+        for g in range(grid):
+            if W[g * K + i] >= top * (1.0 - GRID_TIE):
+                Hg = 1.0 if g == grid - 1 else g * step
+                h_out[i] = Hg
+                w_out[i] = W[g * K + i]
+                break
+        lo[i] = max(h_out[i] - step, 0.0)
+        hi[i] = min(h_out[i] + step, 1.0)
     # Golden section as merge.best_h, with the interior point that survives a step kept
     # (its weight is not evaluated again: ``merge.best_h`` recomputes it from the new
-    # bracket, a rounding apart); the Newton steps below then meet the same optimum.
-    x1 = hi - GOLDEN * (hi - lo)
-    x2 = lo + GOLDEN * (hi - lo)
-    w1 = _weight(x1, d2, gamma, mm, nn, mn)
-    w2 = _weight(x2, d2, gamma, mm, nn, mn)
-    for i in range(iters):
-        if w1 < w2:
-            lo = x1
-            if i + 1 < iters:
-                x1, w1 = x2, w2
-                x2 = lo + GOLDEN * (hi - lo)
-                w2 = _weight(x2, d2, gamma, mm, nn, mn)
+    # bracket, a rounding apart), so one weight per candidate and step; the Newton steps
+    # below then meet the same optimum.
+    for i in range(K):
+        x1[i] = hi[i] - GOLDEN * (hi[i] - lo[i])
+        x2[i] = lo[i] + GOLDEN * (hi[i] - lo[i])
+    _weights(x1, d2, nn, mn, mm, gamma, K, A, B, w1)
+    _weights(x2, d2, nn, mn, mm, gamma, K, A, B, w2)
+    for it in range(iters - 1):
+        for i in range(K):
+            if w1[i] < w2[i]:
+                lo[i] = x1[i]
+                x1[i] = x2[i]
+                w1[i] = w2[i]
+                x2[i] = lo[i] + GOLDEN * (hi[i] - lo[i])
+                xn[i] = x2[i]
+                up[i] = 1.0
+            else:
+                hi[i] = x2[i]
+                x2[i] = x1[i]
+                w2[i] = w1[i]
+                x1[i] = hi[i] - GOLDEN * (hi[i] - lo[i])
+                xn[i] = x1[i]
+                up[i] = 0.0
+        _weights(xn, d2, nn, mn, mm, gamma, K, A, B, wn)
+        for i in range(K):
+            if up[i] != 0.0:
+                w2[i] = wn[i]
+            else:
+                w1[i] = wn[i]
+    for i in range(K):  # the last step narrows the bracket only
+        if w1[i] < w2[i]:
+            lo[i] = x1[i]
         else:
-            hi = x2
-            if i + 1 < iters:
-                x2, w2 = x1, w1
-                x1 = hi - GOLDEN * (hi - lo)
-                w1 = _weight(x1, d2, gamma, mm, nn, mn)
-    h = 0.5 * (lo + hi)
-    for i in range(newton):
-        h = _newton(h, d2, gamma, mm, nn, mn)
-    w = _weight(h, d2, gamma, mm, nn, mn)
-    if best > w:  # a grid point (e.g. an endpoint) can beat the refined one
-        h_out[0] = hj
-        w_out[0] = best
-    else:
-        h_out[0] = h
-        w_out[0] = w
+            hi[i] = x2[i]
+        x1[i] = 0.5 * (lo[i] + hi[i])
+    for it in range(newton):
+        _newton(x1, d2, nn, mn, mm, gamma, K, A, B)
+    _weights(x1, d2, nn, mn, mm, gamma, K, A, B, w1)
+    for i in range(K):
+        if not (w_out[i] > w1[i]):  # a grid point (e.g. an endpoint) can beat the refined one
+            h_out[i] = x1[i]
+            w_out[i] = w1[i]
 
 
 def merge_search(
@@ -324,19 +541,29 @@ def merge_search(
 
     ``m`` is the vector of smallest ``||coef_m|| sqrt(k(x_m, x_m))`` (ties within 1e-12
     relative: the oldest); the partner minimises the weight degradation at the ``h`` that
-    keeps most of ``||alpha_z||²``.
+    keeps most of ``||alpha_z||²`` (ties: the first slot). The nearest candidate is searched
+    first; then every candidate that its lower bound does not rule out, all at once.
     """
-    cdef Py_ssize_t w = X.shape[1], p = C.shape[1], i, c, m = 0, partner = -1
-    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, d2, h, wt, loss
-    cdef double best = INFINITY, best_h = 0.0
+    cdef Py_ssize_t w = X.shape[1], p = C.shape[1], i, c, m = 0, partner = -1, K
+    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, loss, best, best_h = 0.0
     cdef int64_t oldest
-    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2:
-        raise ValueError("need at least two support rows and a grid of two points")
-    costs = np.empty(n)
-    dists = np.zeros(n)
-    cdef double[::1] cs = costs
-    cdef double[::1] dd = dists
-    cdef Py_ssize_t seed, r
+    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2 or grid > MAX_GRID or iters < 1:
+        raise ValueError("need two support rows, a grid of 2 to 64 points, a golden step")
+    buf = np.zeros((20 + grid) * n)  # 9 arrays of n, then _best_h's work
+    slots = np.zeros(n, dtype=np.intp)
+    cdef double[::1] bv = buf
+    cdef Py_ssize_t[::1] pick = slots
+    cdef double *cs = &bv[0]
+    cdef double *dd = cs + n
+    cdef double *NN = dd + n
+    cdef double *MN = NN + n
+    cdef double *pd2 = MN + n
+    cdef double *pnn = pd2 + n
+    cdef double *pmn = pnn + n
+    cdef double *ph = pmn + n
+    cdef double *pw = ph + n
+    cdef double *work = pw + n
+    cdef Py_ssize_t seed
     cdef double half, small, bound
     with nogil:
         for i in range(n):
@@ -354,10 +581,6 @@ def merge_search(
                 oldest = ids[i]
         for c in range(p):
             mm += C[m, c] * C[m, c]
-        # Candidates far from m cannot beat a near one: their loss is at least
-        # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2 (see below),
-        # so the searched candidates are the nearest one first, then every candidate whose
-        # bound does not exceed the best loss so far by a margin far above rounding.
         seed = -1
         for i in range(n):
             if i == m:
@@ -366,28 +589,45 @@ def merge_search(
             for c in range(w):
                 dot += X[i, c] * X[m, c]
             dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dot, 0.0)
-            if seed < 0 or dd[i] < dd[seed]:
-                seed = i
-        for r in range(n + 1):
-            i = seed if r == 0 else r - 1
-            if i == m or (r > 0 and i == seed):
-                continue
-            d2 = dd[i]
             nn = 0.0
             mn = 0.0
             for c in range(p):
                 nn += C[i, c] * C[i, c]
                 mn += C[i, c] * C[m, c]
-            if r > 0:
-                half = exp(-0.5 * gamma * d2)
-                small = min(mm, nn)
-                bound = small + 2.0 * half * half * mn - half * (small + 2.0 * fabs(mn))
-                if bound > best + 1e-9 * (mm + nn):
-                    continue
-            _best_h(d2, gamma, mm, nn, mn, grid, iters, newton, &h, &wt)
-            loss = mm + nn + 2.0 * exp(-gamma * d2) * mn - wt
-            if loss < best or (loss == best and i < partner):
+            NN[i] = nn
+            MN[i] = mn
+            if seed < 0 or dd[i] < dd[seed]:
+                seed = i
+        _best_h(&dd[seed], &NN[seed], &MN[seed], mm, gamma, 1, grid, iters, newton, work,
+                ph, pw)
+        best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - pw[0]
+        # Candidates far from m cannot beat the nearest one: their loss is at least
+        # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2; every
+        # candidate whose bound does not exceed the nearest's loss by a margin far above
+        # rounding is searched (the nearest again with them).
+        K = 0
+        for i in range(n):
+            if i == m:
+                continue
+            half = exp(-0.5 * gamma * dd[i])
+            small = min(mm, NN[i])
+            bound = small + 2.0 * half * half * MN[i] - half * (small + 2.0 * fabs(MN[i]))
+            if i != seed and bound > best + 1e-9 * (mm + NN[i]):
+                continue
+            pick[K] = i
+            pd2[K] = dd[i]
+            pnn[K] = NN[i]
+            pmn[K] = MN[i]
+            K += 1
+        _best_h(pd2, pnn, pmn, mm, gamma, K, grid, iters, newton, work, ph, pw)
+        for c in range(K):
+            pd2[c] = -pd2[c]
+        sk_scaled_exp(pd2, K, gamma)  # exp(-gamma d2)
+        best = INFINITY
+        for c in range(K):
+            loss = mm + pnn[c] + 2.0 * pd2[c] * pmn[c] - pw[c]
+            if loss < best:  # candidates in slot order: ties keep the first
                 best = loss
-                best_h = h
-                partner = i
+                best_h = ph[c]
+                partner = pick[c]
     return m, partner, best_h

@@ -5,7 +5,8 @@ or ``STREAMK_NO_ACCEL=1``) the NumPy code in :mod:`.projectron` and :mod:`.merge
 and it stays the reference the compiled loops are tested against. This module checks that a
 compiled call applies, sizes the buffers it writes and brings the support set's counters
 and the policy's state up to date afterwards (the compiled loops change the set's buffers
-in place, as :func:`streamk.learners.fastpass.perceptron_run` does).
+in place, as :func:`streamk.learners.fastpass.perceptron_run` does), or, for
+:func:`projectron_insert`, makes the support-set changes through its methods.
 """
 
 from __future__ import annotations
@@ -18,12 +19,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..kernels import RBF
-from .projectron import MIN_REL_DELTA, Projectron
+from . import projectron as _projectron  # a module: projectron.py imports this one
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
     from ..learners.support import SupportSet
+    from .projectron import Projectron
 
-__all__ = ["policies", "available", "margin_run", "compiled_merge_search"]
+__all__ = [
+    "policies",
+    "available",
+    "margin_run",
+    "projectron_insert",
+    "inverse_gram",
+    "support_gram",
+    "compiled_merge_search",
+]
 
 #: Most coefficient columns the compiled run takes (its scratch is sized for them).
 MAX_OUTPUTS = 64
@@ -65,7 +75,9 @@ def margin_run(
     :meth:`~streamk.learners.labels.LabelCoder.decode`). Applies to an RBF kernel, a float
     support set without a kept Gram matrix and no tracked block open.
     """
-    if policies is None or type(policy) is not Projectron or type(support.kernel) is not RBF:
+    if policies is None or type(policy) is not _projectron.Projectron:
+        return None
+    if type(support.kernel) is not RBF:
         return None
     if support._G is not None or support._trackers or getattr(support, "takes_objects", False):
         return None
@@ -94,7 +106,7 @@ def margin_run(
         support.next_id,
         float(support.kernel.gamma),
         policy.eta,
-        MIN_REL_DELTA,
+        _projectron.MIN_REL_DELTA,
         float(margin),
         codes,
     )
@@ -102,6 +114,77 @@ def margin_run(
         support.after_compiled_changes(n, next_id, w, sq_max)
         policy.adopt(support)
     return int(updates)
+
+
+def projectron_insert(
+    policy: Projectron, support: SupportSet, row: object, coef: np.ndarray, kxx: float, k_row
+) -> bool:
+    """:meth:`Projectron.insert <streamk.budget.Projectron.insert>` with its ``P`` work in one
+    compiled call; ``False`` (nothing changed) when the call does not apply.
+
+    The caller has brought ``P`` in sync with ``support``. Any learner and any kernel: the
+    projection, the removal's downdate and the block-inverse growth need only ``P``, the
+    kernel row ``k_row`` and ``kxx = k(x, x)``; the support set then changes through its
+    methods (so tracked blocks and a kept Gram matrix follow), as on the NumPy path.
+    """
+    n = support.n
+    if policies is None or n == 0 or k_row is None:
+        return False
+    k = np.array(k_row, dtype=np.float64)  # a copy: a removal moves its entries
+    if k.shape != (n,) or coef.shape != (support.n_outputs,):
+        return False
+    policy._grow(n + 1)
+    d = np.empty(n)
+    col = np.empty(2 * n)
+    C = support.coef
+    if not C.flags.c_contiguous:
+        C = np.ascontiguousarray(C)
+    slot, pii = policies.projectron_insert(
+        policy._P,
+        C,
+        k,
+        d,
+        col,
+        n,
+        policy._full(support),
+        kxx,
+        policy.eta,
+        _projectron.MIN_REL_DELTA,
+    )
+    if slot == -2:  # projected onto the span
+        support.add_coefs(d[:, None] * coef[None, :])
+        return True
+    if slot >= 0:  # removed: its coefficient projected onto the others first
+        D = -np.outer(col[:n] / pii, support.coef[slot])
+        D[slot] = 0.0
+        support.add_coefs(D)
+        support.remove(slot)
+        k = k[: n - 1]
+    support.append(row, coef, k)
+    policy._remember(support)
+    return True
+
+
+def support_gram(support: SupportSet) -> np.ndarray | None:
+    """``K(S, S)`` of an RBF float support set, compiled and single-threaded
+    (:func:`_policies.rbf_gram`); ``None`` for other kernels, rows too large for the norm
+    expansion, or without the extension (then ``support.kernel_block`` computes it)."""
+    kernel = support.kernel
+    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+        return None
+    if not kernel.expansion_exact(2.0 * support._sq_max) or support.n == 0:
+        return None
+    return policies.rbf_gram(support._X, support._sq, support.n, float(kernel.gamma))
+
+
+def inverse_gram(G: np.ndarray, P: np.ndarray) -> bool:
+    """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`); ``False`` when the
+    extension is not loaded or ``G`` is too close to singular (then ``P[:n, :n]`` must be
+    overwritten by the caller)."""
+    if policies is None or G.shape[0] == 0:
+        return False
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    return bool(policies.inverse_by_cholesky(G, P, _projectron.MIN_REL_DELTA))
 
 
 def compiled_merge_search(support: SupportSet, gamma: float) -> tuple[int, int, float] | None:

@@ -25,6 +25,9 @@ __all__ = ["Merge", "merge_weight", "merge_search", "merge_smallest"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
+#: Relative gap under which two grid weights of :func:`best_h` count as equal.
+GRID_TIE = 1e-12
+
 
 def merge_weight(h, d2, gamma, mm, nn, mn):
     """Squared norm ``||alpha_z||²`` kept when merging ``m`` and ``n`` at ``h`` (vectorised).
@@ -67,11 +70,15 @@ def best_h(
     vectors) does not trap the search; golden-section search narrows it to ~1e-5 and
     ``newton`` Newton steps on the closed-form derivatives finish at the optimum to
     machine precision (golden section alone stops at ~sqrt(eps), where rounding noise in
-    the inputs would decide its comparisons). Returns ``(h, weight)`` arrays.
+    the inputs would decide its comparisons). Grid points within ``GRID_TIE`` of the best
+    are a tie, broken towards the smaller ``h``: equal coefficients make the objective
+    symmetric about ``h = 1/2``, and rounding alone must not pick between its two
+    maxima. Returns ``(h, weight)`` arrays.
     """
     H = np.linspace(0.0, 1.0, grid)
     W = merge_weight(H[None, :], d2[:, None], gamma, mm, nn[:, None], mn[:, None])
-    j = np.argmax(W, axis=1)
+    top = W.max(axis=1, keepdims=True)
+    j = np.argmax(W >= top * (1.0 - GRID_TIE), axis=1)
     step = 1.0 / (grid - 1)
     lo = np.maximum(H[j] - step, 0.0)
     hi = np.minimum(H[j] + step, 1.0)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError
+from . import compiled
 from .base import BudgetPolicy, register_policy, without_slot
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
@@ -102,13 +103,16 @@ class Projectron(BudgetPolicy):
 
     def _rebuild(self, support: SupportSet) -> None:
         n = support.n
-        G = support.kernel_block(support.X) if n else np.zeros((0, 0))
-        try:
-            P = np.linalg.inv(G)
-        except np.linalg.LinAlgError:
-            P = np.linalg.pinv(G, hermitian=True)
+        G = compiled.support_gram(support)  # compiled: no BLAS threads
+        if G is None:
+            G = support.kernel_block(support.X) if n else np.zeros((0, 0))
         self._P = np.zeros((max(n, 1), max(n, 1)))
-        self._P[:n, :n] = P
+        if not compiled.inverse_gram(G, self._P):  # compiled: no BLAS threads
+            try:
+                P = np.linalg.inv(G)
+            except np.linalg.LinAlgError:
+                P = np.linalg.pinv(G, hermitian=True)
+            self._P[:n, :n] = P
         self._remember(support)
 
     def _remember(self, support: SupportSet) -> None:
@@ -140,6 +144,8 @@ class Projectron(BudgetPolicy):
             self._rebuild(support)
         coef = np.asarray(coef, dtype=np.float64).ravel()
         kxx = float(support.kernel.diag_one(_row(support, row)))
+        if compiled.projectron_insert(self, support, row, coef, kxx, k_row):
+            return  # the same steps, compiled (streamk/budget/_policies.pyx)
         n = support.n
         k = np.asarray(k_row, dtype=np.float64)
         d = self._P[:n, :n] @ k

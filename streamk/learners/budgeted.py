@@ -8,10 +8,9 @@ from typing import Any
 import numpy as np
 
 from ..budget import BudgetPolicy
-from ..budget.compiled import margin_run
 from ..errors import ConfigError
 from ..kernels import Kernel
-from .perceptron import KernelPerceptron, _Offset
+from .perceptron import KernelPerceptron
 
 __all__ = ["MarginPerceptron"]
 
@@ -82,25 +81,6 @@ class MarginPerceptron(KernelPerceptron):
     def _event_margin(self) -> float | None:
         """The margin the compiled per-event path tests against (see ``eventpass``)."""
         return self.margin
-
-    def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
-        """Rows learned under one kernel. A run of known labels takes the budget's own
-        compiled pass when it has one (:func:`streamk.budget.compiled.margin_run`:
-        Projectron, RBF); otherwise the perceptron's passes, with the margin."""
-        try:
-            T = self._labels.target_matrix(labels)
-        except KeyError:  # a class not seen before: the perceptron's path adds it
-            T = None
-        if T is not None:
-            codes = np.empty(len(labels), dtype=np.int64)
-            done = margin_run(self._support, self._policy, rows, T, codes, self.margin)
-            if done is not None:
-                self.n_mistakes += done
-                self._n_learned += len(labels)
-                if out is not None:
-                    out.put(0, self._labels.decode(codes.tolist(), labels))
-                return
-        super()._learn_run(rows, labels, out)
 
     def _update(
         self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any, targets=None

@@ -8,6 +8,7 @@ import numpy as np
 from river import base
 
 from ..budget import BudgetPolicy
+from ..budget.compiled import margin_run
 from ..errors import InvalidInput
 from ..kernels import Kernel
 from . import eventpass, fastpass
@@ -179,6 +180,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             done = fastpass.perceptron_run(
                 self._support, self._policy, rows, T, codes, self._margin
             )
+            if done is None:  # the Projectron's own run (margin 0: this perceptron)
+                done = self._projectron_run(rows, T, codes)
             if done is not None:
                 self.n_mistakes += done[0]
                 self._n_learned += len(labels)
@@ -202,6 +205,17 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                     end += 1
                 self._learn_segment(block, rows, labels, j, end, out)
                 j = end
+
+    def _projectron_run(
+        self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray
+    ) -> tuple[int, int] | None:
+        """:func:`streamk.budget.compiled.margin_run` with this learner's margin: a whole
+        run under a Projectron budget (RBF) in one call; ``(updates, rows)`` or ``None``."""
+        done = margin_run(self._support, self._policy, rows, T, codes, self._margin)
+        if done is None:
+            return None
+        fastpass.COUNTS["compiled"] += rows.shape[0]
+        return done, rows.shape[0]
 
     def _learn_segment(self, block, rows, labels, start: int, end: int, out=None) -> None:
         """Rows ``start:end`` (labels all known): jump from mistake to mistake.
