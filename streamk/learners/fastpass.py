@@ -147,17 +147,21 @@ def perceptron_run(
     T: np.ndarray,
     codes: np.ndarray,
     margin: float = 0.0,
+    q_sq: np.ndarray | None = None,
 ) -> tuple[int, int] | None:
     """Learn ``rows`` (targets ``T``, every label known) in one compiled pass with float32
     hints; ``(mistakes, rows decided afresh)``, or ``None`` when the pass does not apply.
 
-    ``codes`` receives the predictions as for :func:`perceptron_pass`.
+    ``codes`` receives the predictions as for :func:`perceptron_pass`. ``q_sq``, the rows'
+    squared norms as :func:`streamk.accel.sqnorms` gives them, saves recomputing them
+    when a block's runs share one array.
     """
     budget = _hint_budget(support, policy)
     if budget is None or rows.shape[1] == 0:
         return None
     rows = np.ascontiguousarray(rows, dtype=np.float64)
-    q_sq = accel.sqnorms(rows)
+    if q_sq is None:
+        q_sq = accel.sqnorms(rows)
     q_max = float(q_sq.max(initial=0.0))
     if not support.kernel.expansion_exact(q_max + max(support._sq_max, q_max)):
         return None
