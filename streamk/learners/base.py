@@ -195,7 +195,8 @@ class KernelLearner:
         scale = self._scale
         if scale is None or scale.n >= AUTO_WINDOW:  # not warming up
             return rows.shape[0]
-        if not _folds_in_place(scale, rows):
+        in_place = _folds_in_place(scale, rows)
+        if not in_place:
             self._refine_gamma(rows[start])
         else:  # what _refine_gamma does, in one compiled call (the same numbers, to the bit)
             accel.core.welford_each(rows[start : start + 1], scale.n, scale.mean, scale._m2)
@@ -206,7 +207,9 @@ class KernelLearner:
         if n >= AUTO_WINDOW:  # that row froze gamma
             return rows.shape[0]
         end = min(rows.shape[0], start + _next_regamma(n) - n)
-        if end > start + 1 and _folds_in_place(scale, rows):  # counts n + 1 .. change - 1
+        if end <= start + 1:
+            return end
+        if in_place or _folds_in_place(scale, rows):  # counts n + 1 .. change - 1
             scale.n = accel.core.welford_each(rows[start + 1 : end], n, scale.mean, scale._m2)
         else:
             scale.update_each(rows[start + 1 : end])

@@ -162,14 +162,19 @@ def perceptron_run(
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     if q_sq is None:
         q_sq = accel.sqnorms(rows)
-    q_max = float(q_sq.max(initial=0.0))
+    # Python's max is the same number and a fraction of a reduction's cost on a short run
+    q_max = float(max(q_sq.tolist(), default=0.0) if len(q_sq) <= 16 else q_sq.max())
     if not support.kernel.expansion_exact(q_max + max(support._sq_max, q_max)):
         return None
     support.reserve(_rows_after(support, rows.shape[0], budget), rows.shape[1])
     pcode = accel.core.POLICY_CODES[type(policy).__name__]
     draws, pstate = _NO_DRAWS, None
     if type(policy) is RemoveRandom:
-        draws = policy.peek_slots(rows.shape[0]) if budget else _NO_DRAWS
+        m = rows.shape[0]
+        if budget and support.n + m > budget:
+            draws = policy.peek_slots(m)
+        elif budget:  # no insertion can find the set full: the pass reads no draw
+            draws = np.zeros(m, dtype=np.int64)
         pstate = np.zeros(3)
     elif type(policy) is Forgetron:
         st = policy.state()
