@@ -162,8 +162,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             if pre is None:
                 self._learn_run(rows[i:end], labels[i:end], out)
             else:
-                run = tuple(a[i - base : end - base] for a in pre)
-                self._learn_run(rows[i:end], labels[i:end], out, run)
+                T, q_sq, codes = pre
+                a, b = i - base, end - base
+                self._learn_run(rows[i:end], labels[i:end], out, (T[a:b], q_sq[a:b], codes[a:b]))
             if first is not _UNSET:
                 preds[i] = first
             i = end
