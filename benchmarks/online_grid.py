@@ -50,6 +50,7 @@ from streamk import (
     RemoveRandom,
     accel,
 )
+from streamk.errors import ConfigError
 from streamk.learners import fastpass
 
 BLOCK = 500
@@ -176,6 +177,23 @@ def _rivals(task: str) -> dict[str, Callable[[], Any]]:
     return {"river LinearRegression": linear_model.LinearRegression}
 
 
+#: Events a fresh model learns to find out whether its policy accepts the kernel.
+PROBE = 50
+
+
+def _refusal(model: Any, data: list, unsupervised: bool) -> str | None:
+    """Why ``model`` refuses these events (a policy rejecting the kernel, e.g. ``Merge``
+    with a non-RBF kernel), as ``"n/a: <reason>"``; ``None`` when it learns them.
+
+    A short prefix is enough: a policy checks its kernel on the first insertion.
+    """
+    try:
+        _learn_one(model, data[:PROBE], unsupervised)()
+    except ConfigError as exc:
+        return f"n/a: {exc}"
+    return None
+
+
 def _configs(budgets: list[int]) -> list[tuple[str, Any, Callable[[], Any]]]:
     """(policy name, B, factory of a fresh policy or None) for every grid column."""
     out = []
@@ -185,6 +203,20 @@ def _configs(budgets: list[int]) -> list[tuple[str, Any, Callable[[], Any]]]:
         else:
             out.extend((name, b, (lambda m=make, b=b: m(b))) for b in budgets)
     return out
+
+
+def _refused_row(
+    stream: str, learner: str, policy: str, budget: Any, kernel: str, refused: dict
+) -> dict[str, Any]:
+    """The JSON row of a combination the policy refused: no timings, the reason."""
+    return {
+        "stream": stream,
+        "learner": learner,
+        "policy": policy,
+        "budget": budget,
+        "kernel": kernel,
+        "status": refused[(policy, budget)],
+    }
 
 
 def run(args: argparse.Namespace, results: Path) -> int:
@@ -248,12 +280,19 @@ def run(args: argparse.Namespace, results: Path) -> int:
                 ]
                 for n in set(sizes.values())
             }
+            refused = {
+                (pname, b): why
+                for pname, b, pf in configs
+                if (why := _refusal(lfactory(kernel(), pf()), data, unsup)) is not None
+            }
             times: dict[Any, list[float]] = {}
             compiled: dict[Any, float] = {}
             for rep in range(repeats):
                 for rname, rf in rivals.items():
                     times.setdefault(rname, []).append(_cpu(_learn_one(rf(), data, False)))
                 for pname, b, pf in configs:
+                    if (pname, b) in refused:
+                        continue
                     n = sizes[(pname, b)]
                     model = lfactory(kernel(), pf())
                     fastpass.COUNTS.clear()
@@ -283,6 +322,12 @@ def run(args: argparse.Namespace, results: Path) -> int:
                 )
             for pname, b, pf in configs:
                 n = sizes[(pname, b)]
+                if (pname, b) in refused:
+                    rows.append(_refused_row(sname, lname, pname, b, args.kernel, refused))
+                    print(
+                        f"{sname:<12} {lname:<10} {pname:<12} {b!s:>5} {n:>6} {refused[(pname, b)]}"
+                    )
+                    continue
                 quality = _quality(ltask, lfactory(kernel(), pf()), data[:n], by_size[n])
                 many, one = rate[(pname, b, "many")], rate[(pname, b, "one")]
                 row = {

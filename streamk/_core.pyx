@@ -1045,12 +1045,11 @@ def perceptron_hint_pass(
     cdef float[::1] s_sq32 = s32_buf
     H_buf = np.zeros((p, m))
     cdef double[:, ::1] H = H_buf
-    f_buf = np.empty(p)
-    cdef double[::1] f = f_buf
-    nc_buf = np.empty(p)
-    cdef double[::1] nc = nc_buf
-    krow_buf = np.empty(cap)
-    cdef double[::1] krow = krow_buf
+    work_buf = np.empty(2 * p + cap)  # f, nc and a kernel row: one allocation
+    cdef double[::1] work = work_buf
+    cdef double *f = &work[0]
+    cdef double *nc = &work[p]
+    cdef double *krow = &work[2 * p]
     with nogil:
         _hint_sums(coef, s_sq32, n, &L, &M)
         if n and wq:  # the hints: one float32 kernel value per (support vector, row)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import accel
 from ..budget import BudgetPolicy, make_policy, policy_from_spec
 from ..errors import ConfigError, InvalidInput
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
@@ -49,6 +50,30 @@ def regamma_at(n: int) -> bool:
     so a block of rows shares one kernel matrix, warm-up or not.
     """
     return 0 < n <= AUTO_WINDOW and (n <= 10 or n % 10 == 0)
+
+
+def _next_regamma(n: int) -> int:
+    """The first count after ``n`` at which ``gamma="auto"`` is re-estimated (``n`` below
+    :data:`AUTO_WINDOW`)."""
+    return n + 1 if n < 10 else (n // 10 + 1) * 10
+
+
+def _folds_in_place(scale: ScaleEstimator, rows: np.ndarray) -> bool:
+    """Whether ``rows`` can be folded into ``scale`` by the compiled Welford step directly:
+    statistics already as wide as the rows (``update`` would pad them otherwise), rows
+    C-contiguous float64, and the compiled core present."""
+    mean = scale.mean
+    return (
+        accel.core is not None
+        and scale.n > 0
+        and mean.shape[0] == rows.shape[1]
+        and rows.dtype == np.float64
+        and rows.flags.c_contiguous
+        and mean.flags.c_contiguous
+        and mean.flags.writeable
+        and scale._m2.flags.c_contiguous
+        and scale._m2.flags.writeable
+    )
 
 
 class KernelLearner:
@@ -167,15 +192,27 @@ class KernelLearner:
         The run stops before the next row that moves the kernel (see :func:`regamma_at`);
         after the warm-up it is the whole block. Row ``start`` itself may have moved it.
         """
-        if not self._warming_up:
+        scale = self._scale
+        if scale is None or scale.n >= AUTO_WINDOW:  # not warming up
             return rows.shape[0]
-        self._refine_gamma(rows[start])
-        if not self._warming_up:  # that row froze gamma
+        in_place = _folds_in_place(scale, rows)
+        if not in_place:
+            self._refine_gamma(rows[start])
+        else:  # what _refine_gamma does, in one compiled call (the same numbers, to the bit)
+            accel.core.welford_each(rows[start : start + 1], scale.n, scale.mean, scale._m2)
+            scale.n += 1
+            if regamma_at(scale.n):
+                self._support.set_kernel(self._auto_kernel.resolve(scale))
+        n = scale.n
+        if n >= AUTO_WINDOW:  # that row froze gamma
             return rows.shape[0]
-        n = self._scale.n
-        change = next(k for k in range(n + 1, AUTO_WINDOW + 1) if regamma_at(k))
-        end = min(rows.shape[0], start + change - n)
-        self._scale.update_each(rows[start + 1 : end])  # counts n + 1 .. change - 1: no change
+        end = min(rows.shape[0], start + _next_regamma(n) - n)
+        if end <= start + 1:
+            return end
+        if in_place or _folds_in_place(scale, rows):  # counts n + 1 .. change - 1
+            scale.n = accel.core.welford_each(rows[start + 1 : end], n, scale.mean, scale._m2)
+        else:
+            scale.update_each(rows[start + 1 : end])
         return end
 
     def _learn_rows(self, rows: np.ndarray, items: list, step: Callable) -> None:

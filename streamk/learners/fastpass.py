@@ -190,25 +190,34 @@ def perceptron_run(
     T: np.ndarray,
     codes: np.ndarray,
     margin: float = 0.0,
+    q_sq: np.ndarray | None = None,
 ) -> tuple[int, int] | None:
     """Learn ``rows`` (targets ``T``, every label known) in one compiled pass with float32
     hints; ``(mistakes, rows decided afresh)``, or ``None`` when the pass does not apply.
 
-    ``codes`` receives the predictions as for :func:`perceptron_pass`.
+    ``codes`` receives the predictions as for :func:`perceptron_pass`. ``q_sq``, the rows'
+    squared norms as :func:`streamk.accel.sqnorms` gives them, saves recomputing them
+    when a block's runs share one array.
     """
     budget = _hint_budget(support, policy)
     if budget is None or rows.shape[1] == 0:
         return None
     rows = np.ascontiguousarray(rows, dtype=np.float64)
-    q_sq = accel.sqnorms(rows)
-    q_max = float(q_sq.max(initial=0.0))
+    if q_sq is None:
+        q_sq = accel.sqnorms(rows)
+    # Python's max is the same number and a fraction of a reduction's cost on a short run
+    q_max = float(max(q_sq.tolist(), default=0.0) if len(q_sq) <= 16 else q_sq.max())
     if not support.kernel.expansion_exact(q_max + max(support._sq_max, q_max)):
         return None
     support.reserve(_rows_after(support, rows.shape[0], budget), rows.shape[1])
     pcode = accel.core.POLICY_CODES[type(policy).__name__]
     draws, pstate = _NO_DRAWS, None
     if type(policy) is RemoveRandom:
-        draws = policy.peek_slots(rows.shape[0]) if budget else _NO_DRAWS
+        m = rows.shape[0]
+        if budget and support.n + m > budget:
+            draws = policy.peek_slots(m)
+        elif budget:  # no insertion can find the set full: the pass reads no draw
+            draws = np.zeros(m, dtype=np.int64)
         pstate = np.zeros(3)
     elif type(policy) is Forgetron:
         st = policy.state()

@@ -42,6 +42,8 @@ class FeatureIndex:
         # (keys, values, row) of the last event: keys and values compared apart equal the
         # items compared together, and the value list is also what the row is built from
         self._last: tuple[tuple, list, np.ndarray] | None = None
+        # (columns, their numbers) of the last DataFrame whose names were all known
+        self._frame_cols: tuple[Any, np.ndarray] | None = None
         for name in names or []:
             self._add(name)
 
@@ -124,16 +126,7 @@ class FeatureIndex:
             names: list[Hashable] = list(range(X.shape[1]))
             values = _finite_block(X)
         elif hasattr(X, "columns") and hasattr(X, "to_numpy"):
-            names = list(X.columns)
-            try:
-                values = X.to_numpy(dtype=np.float64, na_value=np.nan)
-            except (TypeError, ValueError) as exc:
-                raise InvalidInput(
-                    f"every feature must be numeric ({exc}); encode categorical features "
-                    "first, e.g. with river.preprocessing.OneHotEncoder"
-                ) from None
-            values = np.where(np.isnan(values), 0.0, values)
-            values = _finite_block(values)
+            return self._frame_rows(X, grow)
         else:
             dicts = list(X)
             if not dicts:
@@ -144,6 +137,47 @@ class FeatureIndex:
             for i, r in enumerate(block):
                 out[i, : len(r)] = r
             return out
+        return self._placed(values, *self._columns(names, grow), fresh=False)
+
+    def _frame_rows(self, X: Any, grow: bool) -> np.ndarray:
+        """Dense rows of a pandas DataFrame (see :meth:`rows`). A frame with the same
+        column index as the last one (the blocks of one frame share it) reuses its column
+        numbers; a block with every cell finite skips the NaN replacement."""
+        try:
+            values = X.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(
+                f"every feature must be numeric ({exc}); encode categorical features "
+                "first, e.g. with river.preprocessing.OneHotEncoder"
+            ) from None
+        if not np.isfinite(values).all():  # NaN means absent; infinities are rejected
+            values = _finite_block(np.where(np.isnan(values), 0.0, values))
+        columns = X.columns
+        cached = self._frame_cols
+        if cached is not None and cached[0] is columns:  # an Index is immutable
+            cols, extra = cached[1], 0
+        else:
+            cols, extra = self._columns(list(columns), grow)
+            self._frame_cols = (columns, cols) if extra == 0 else None
+        return self._placed(values, cols, extra, fresh=values.base is None)
+
+    def _placed(self, values: np.ndarray, cols: np.ndarray, extra: int, fresh: bool) -> np.ndarray:
+        """A new C-ordered array with ``values``' columns at ``cols`` of a row as wide as
+        the index plus ``extra`` unknown features, zeros elsewhere. ``fresh``: ``values``
+        is ours alone (no caller's or frame's memory), so it may be returned as it is."""
+        width = len(self.names) + extra
+        if width == values.shape[1] and cols.shape[0] == width:
+            if (cols == np.arange(width)).all():  # every column in place: no scatter
+                if fresh and values.flags.c_contiguous:
+                    return values
+                return np.array(values, dtype=np.float64, order="C", copy=True)
+        out = np.zeros((values.shape[0], width))
+        out[:, cols] = values
+        return out
+
+    def _columns(self, names: list[Hashable], grow: bool) -> tuple[np.ndarray, int]:
+        """Column numbers of ``names`` (unknown ones added with ``grow``, else numbered after
+        the index) and how many are unknown."""
         cols = []
         extra = 0
         for name in names:
@@ -155,9 +189,7 @@ class FeatureIndex:
                     c = len(self.names) + extra
                     extra += 1
             cols.append(c)
-        out = np.zeros((values.shape[0], len(self.names) + extra))
-        out[:, np.asarray(cols, dtype=np.intp)] = values
-        return out
+        return np.asarray(cols, dtype=np.intp), extra
 
     # -- plain data ---------------------------------------------------------------------------
     def state(self) -> list[Any]:

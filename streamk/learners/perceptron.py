@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from river import base
 
+from .. import accel
 from ..budget import BudgetPolicy
 from ..budget.compiled import margin_run
 from ..errors import InvalidInput
@@ -148,6 +149,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         labels = as_list(y)
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        pre, tried, base = None, -1, 0
         i = 0
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             first = _UNSET
@@ -155,10 +157,37 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 first = self._labels.decide(self._support.decision(rows[i]))[0]
             end = self._fold_kernel_run(rows, i)
             out = None if preds is None else _Offset(preds, i)
-            self._learn_run(rows[i:end], labels[i:end], out)
+            if pre is None and tried != len(self._labels.classes):  # once per set of classes
+                tried, base = len(self._labels.classes), i
+                pre = self._block_inputs(rows[i:], labels[i:])
+            if pre is None:
+                self._learn_run(rows[i:end], labels[i:end], out)
+            else:
+                T, q_sq, codes = pre
+                a, b = i - base, end - base
+                self._learn_run(rows[i:end], labels[i:end], out, (T[a:b], q_sq[a:b], codes[a:b]))
             if first is not _UNSET:
                 preds[i] = first
             i = end
+
+    def _block_inputs(
+        self, rows: np.ndarray, labels: list[Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """What every run of the rest of a block shares, computed once: targets, squared
+        norms and room for the predicted codes; ``None`` when a label is new (the classes may
+        still change), without the compiled core, or for a subclass with its own run learner.
+
+        The norms are per row (:func:`streamk.accel.sqnorms`) and the targets per label,
+        so a run's slices equal what it would compute for itself, to the bit.
+        """
+        if accel.core is None or type(self)._learn_run is not KernelPerceptron._learn_run:
+            return None
+        try:
+            T = self._labels.target_matrix(labels)
+        except KeyError:
+            return None
+        rows = np.ascontiguousarray(rows, dtype=np.float64)
+        return T, accel.sqnorms(rows), np.empty(len(labels), dtype=np.int64)
 
     def _learn_objects(self, items: list[Any], labels: list[Any], preds: list[Any] | None) -> None:
         if len(labels) != len(items):
@@ -168,17 +197,28 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 preds[i] = self.predict_one(obj)
             self.learn_one(obj, label)
 
-    def _learn_run(self, rows: np.ndarray, labels: list[Any], out: _Offset | None) -> None:
+    def _learn_run(
+        self,
+        rows: np.ndarray,
+        labels: list[Any],
+        out: _Offset | None,
+        pre: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         """Rows learned under one kernel: one compiled pass when it applies, else one tracked
-        block with the rows of new classes one at a time."""
-        try:
-            T = self._labels.target_matrix(labels)
-        except KeyError:  # a class not seen before: the tracked path below adds it
-            T = None
-        if T is not None:
+        block with the rows of new classes one at a time. ``pre``: the run's slices of
+        :meth:`_block_inputs` (targets, squared norms, codes), when the block has them."""
+        q_sq = None
+        if pre is not None:
+            T, q_sq, codes = pre
+        else:
+            try:
+                T = self._labels.target_matrix(labels)
+            except KeyError:  # a class not seen before: the tracked path below adds it
+                T = None
             codes = np.empty(len(labels), dtype=np.int64)
+        if T is not None:
             done = fastpass.perceptron_run(
-                self._support, self._policy, rows, T, codes, self._margin
+                self._support, self._policy, rows, T, codes, self._margin, q_sq
             )
             if done is None:  # the Projectron's own run (margin 0: this perceptron)
                 done = self._projectron_run(rows, T, codes)
