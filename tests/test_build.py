@@ -153,6 +153,7 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
         "streamk/solvers/_smo64.c",
     }
     needed |= {"streamk/learners/_event.pyx", "streamk/learners/_event.c"}
+    needed |= {"streamk/learners/_dual.pyx", "streamk/learners/_dual.c"}
     assert needed <= members, needed - members
     # Cython hidden: the shipped C is all the build needs besides a compiler
     block = tmp_path / "block" / "Cython"
