@@ -256,7 +256,7 @@ class SupportSet:
         coef = _as_vector(coef)
         slot = self.n
         if self._G is not None and k_row is None and slot:
-            k_row = self.kernel_block(row[None, :])[0]
+            k_row = self.kernel_row(row)
         if slot >= self._X.shape[0]:
             self._grow_rows(slot + 1)
         self._put(slot, row, coef)
@@ -336,7 +336,7 @@ class SupportSet:
         self.version += 1
         if self._G is not None:
             if k_row is None or len(k_row) != self.n:
-                k = self.kernel_block(row[None, :])[0]
+                k = self.kernel_row(row)  # the row is in place: its own entry is k(row, row)
             else:
                 k = np.array(k_row, dtype=np.float64)
                 k[slot] = self._kdiag[slot]
