@@ -184,3 +184,14 @@ def test_slotdata_without_live_keeps_everything_until_aligned():
     assert data.ids.size == 100
     data.prune(np.array([3, 7]))
     np.testing.assert_array_equal(data.values[:, 0], [3.0, 7.0])
+
+
+@pytest.mark.parametrize("kernel", [RBF(gamma=0.3), Laplacian(gamma=0.3)])
+def test_set_kernel_rebuilds_the_kept_gram(kernel):
+    """A new kernel (``gamma="auto"`` moving) rebuilds ``K(S, S)``: compiled for an RBF set,
+    by ``gram`` otherwise; both are the kernel's."""
+    s = _filled(True, 1, n=30, kernel=kernel)
+    new = type(kernel)(gamma=0.07)
+    s.set_kernel(new)
+    X = s.X
+    np.testing.assert_allclose(s.gram_matrix, new.gram(X, X), rtol=1e-12, atol=1e-15)

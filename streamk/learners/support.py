@@ -193,9 +193,19 @@ class SupportSet:
             X = self.X
             self._kdiag[: self.n] = kernel.diag(X)
             if self._G is not None:
-                self._G[: self.n, : self.n] = kernel.gram(
-                    X, X, a_sqnorm=self.sqnorm, b_sqnorm=self.sqnorm
-                )
+                self._G[: self.n, : self.n] = self._own_gram()
+
+    def _own_gram(self) -> np.ndarray:
+        """``K(S, S)`` afresh: compiled and single-threaded for an RBF float set (a kept Gram
+        is rebuilt on every ``gamma="auto"`` step, where BLAS threads only contend), else
+        one ``gram`` call."""
+        from ..budget.compiled import support_gram  # the policies import this module
+
+        G = support_gram(self)
+        if G is None:
+            X = self.X
+            G = self._kernel.gram(X, X, a_sqnorm=self.sqnorm, b_sqnorm=self.sqnorm)
+        return G
 
     # -- growth -------------------------------------------------------------------------------
     def _grow_rows(self, needed: int) -> None:
