@@ -216,6 +216,8 @@ def merge_apply(support: SupportSet, gamma: float) -> bool:
     if type(support.kernel) is not RBF or getattr(support, "takes_objects", False):
         return False
     G = _NO_GRAM if support._G is None else support._G
+    if not (support._X.flags.c_contiguous and support._coef.flags.c_contiguous):
+        return False  # the buffers are written in place: no copies
     n = support.n
     _m, _partner, _h, sq_z = policies.merge_apply(
         support._X, support._coef, support._sq, support._kdiag, support._ids, G, n, gamma
