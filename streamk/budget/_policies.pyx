@@ -631,3 +631,62 @@ def merge_search(
                 best_h = ph[c]
                 partner = pick[c]
     return m, partner, best_h
+
+
+def merge_apply(
+    double[:, ::1] X,
+    double[:, ::1] C,
+    double[::1] s_sq,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    double[:, ::1] G,
+    Py_ssize_t n,
+    double gamma,
+):
+    """``merge.merge_smallest`` in one call on the first ``n`` rows: search, merge, remove.
+
+    The search is :func:`merge_search`'s; then ``m`` becomes ``z = h x_m + (1 - h) x_n``
+    with ``alpha_z = a alpha_m + b alpha_n`` (its norm, ``k(z, z) = 1`` and, when ``G`` has
+    ``n`` rows or more, its kept Gram row from exact distances), and the partner is removed
+    by moving the last row into its slot, as ``SupportSet.replace`` and ``remove`` do.
+    Returns ``(m, partner, h, ||z||^2)``; the caller updates the set's counters.
+    """
+    cdef Py_ssize_t m, partner, last = n - 1, w = X.shape[1], p = C.shape[1], i, j
+    cdef double h, d2, a, b, sqz = 0.0, t
+    cdef bint gram = G.shape[0] >= n and G.shape[1] >= n
+    m, partner, h = merge_search(X, C, s_sq, kdiag, ids, n, gamma)
+    with nogil:
+        d2 = max(s_sq[m] + s_sq[partner] - 2.0 * _dot(&X[partner, 0], &X[m, 0], w), 0.0)
+        a = exp(-gamma * (1.0 - h) * (1.0 - h) * d2)
+        b = exp(-gamma * h * h * d2)
+        for j in range(w):
+            t = h * X[m, j] + (1.0 - h) * X[partner, j]
+            X[m, j] = t
+            sqz += t * t
+        for j in range(p):
+            C[m, j] = a * C[m, j] + b * C[partner, j]
+        s_sq[m] = sqz
+        kdiag[m] = 1.0
+        if gram:
+            for i in range(n):
+                t = exp(-gamma * _dist2(&X[i, 0], &X[m, 0], w))
+                G[m, i] = t
+                G[i, m] = t
+        if partner != last:
+            for j in range(w):
+                X[partner, j] = X[last, j]
+            for j in range(p):
+                C[partner, j] = C[last, j]
+            kdiag[partner] = kdiag[last]
+            s_sq[partner] = s_sq[last]
+            ids[partner] = ids[last]
+            if gram:
+                for i in range(n):
+                    G[partner, i] = G[last, i]
+                for i in range(n):
+                    G[i, partner] = G[i, last]
+        for j in range(w):
+            X[last, j] = 0.0
+        for j in range(p):
+            C[last, j] = 0.0
+    return m, partner, h, sqz

@@ -33,6 +33,7 @@ __all__ = [
     "inverse_gram",
     "support_gram",
     "compiled_merge_search",
+    "merge_apply",
 ]
 
 #: Most coefficient columns the compiled run takes (its scratch is sized for them).
@@ -196,3 +197,30 @@ def compiled_merge_search(support: SupportSet, gamma: float) -> tuple[int, int, 
         support._X, support._coef, support._sq, support._kdiag, support._ids, support.n, gamma
     )
     return int(m), int(n), float(h)
+
+
+#: The empty Gram matrix :func:`merge_apply` receives when the set keeps none.
+_NO_GRAM = np.zeros((0, 0))
+
+
+def merge_apply(support: SupportSet, gamma: float) -> bool:
+    """:func:`streamk.budget.merge.merge_smallest` in one compiled call
+    (:func:`_policies.merge_apply`: the search, the merged row with its norm and kept Gram
+    row, and the partner's removal); ``False`` (nothing changed) when it does not apply.
+
+    It applies to a float RBF set of two rows or more with no tracked block open: a tracked
+    block follows the set only through :class:`~streamk.learners.support.SupportSet`'s methods.
+    """
+    if policies is None or support.n < 2 or support._trackers:
+        return False
+    if type(support.kernel) is not RBF or getattr(support, "takes_objects", False):
+        return False
+    G = _NO_GRAM if support._G is None else support._G
+    if not (support._X.flags.c_contiguous and support._coef.flags.c_contiguous):
+        return False  # the buffers are written in place: no copies
+    n = support.n
+    _m, _partner, _h, sq_z = policies.merge_apply(
+        support._X, support._coef, support._sq, support._kdiag, support._ids, G, n, gamma
+    )
+    support.after_compiled_changes(n - 1, support.next_id, support.width, float(sq_z))
+    return True

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..kernels import RBF
 from .base import BudgetPolicy, oldest_among, register_policy
-from .compiled import compiled_merge_search
+from .compiled import compiled_merge_search, merge_apply
 from .removal import removal_cost
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
@@ -142,9 +142,13 @@ class Merge(BudgetPolicy):
 def merge_smallest(support: SupportSet, gamma: float) -> None:
     """Merge the smallest-norm support vector with its best partner (see :class:`Merge`).
 
-    The search runs compiled when ``streamk/budget/_policies.pyx`` is built
-    (:func:`merge_search` is the NumPy reference it is tested against).
+    With ``streamk/budget/_policies.pyx`` built, the whole merge is one compiled call when
+    no block is tracked (:func:`~streamk.budget.compiled.merge_apply`), else the search
+    alone runs compiled; :func:`merge_search` and the steps below are the NumPy reference
+    both are tested against.
     """
+    if merge_apply(support, gamma):
+        return
     found = compiled_merge_search(support, gamma)
     m, n, h = merge_search(support, gamma) if found is None else found
     X, C = support.X, support.coef

@@ -4,14 +4,25 @@ A :class:`~streamk.learners.support.SupportSet` moves rows (swap-remove) and bud
 rows the learner never sees, so a learner that needs something per support vector beyond
 its coefficient (the adatron's label, the SVR's target) keys it by the rows' insertion
 ids and re-aligns it with the current slots on demand: one comparison when nothing moved,
-one vectorised sort and search (O(n log n)) when something did.
+one vectorised search when something did (a sort only when the stored ids are out of order).
+
+Entries of evicted rows stay until the next :meth:`SlotData.align`; a learner that seldom
+aligns passes ``live`` (the support set's current ids) so that :meth:`SlotData.add` and
+:meth:`SlotData.extend` drop them once they outnumber the live rows (memory stays
+proportional to the budget, not to the stream).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 __all__ = ["SlotData"]
+
+#: Stored entries beyond ``PRUNE_FACTOR`` times the live rows (plus ``PRUNE_SLACK``) are pruned.
+PRUNE_FACTOR = 2
+PRUNE_SLACK = 8
 
 
 class SlotData:
@@ -19,32 +30,74 @@ class SlotData:
 
     A row whose id is unknown (e.g. one a budget policy synthesised by merging) reads as NaN;
     learners treat such rows as fixed.
+
+    Parameters
+    ----------
+    width
+        Values per row.
+    live
+        Returns the support set's current ids (e.g. ``lambda: support.ids``); when given,
+        entries of rows no longer present are dropped as the data grows (see :meth:`prune`).
     """
 
-    def __init__(self, width: int = 1) -> None:
+    def __init__(self, width: int = 1, live: Callable[[], np.ndarray] | None = None) -> None:
         self.ids = np.zeros(0, dtype=np.int64)
         self.values = np.zeros((0, width))
+        self.live = live
 
     def add(self, id_: int, value: np.ndarray | float) -> None:
         """Record ``value`` for the row with insertion id ``id_``."""
         value = np.asarray(value, dtype=np.float64).reshape(1, -1)
         self.ids = np.concatenate([self.ids, np.array([id_], dtype=np.int64)])
         self.values = np.concatenate([self.values, value])
+        self._maybe_prune()
+
+    def extend(self, ids: np.ndarray, values: np.ndarray) -> None:
+        """Record ``values[i]`` for the row with id ``ids[i]``, for all rows at once."""
+        values = np.asarray(values, dtype=np.float64).reshape(len(ids), self.values.shape[1])
+        self.ids = np.concatenate([self.ids, np.asarray(ids, dtype=np.int64)])
+        self.values = np.concatenate([self.values, values])
+        self._maybe_prune()
+
+    def _maybe_prune(self) -> None:
+        if self.live is not None:
+            self.prune(self.live())
+
+    def prune(self, ids: np.ndarray) -> None:
+        """Keep only the entries of the rows ``ids`` once more than twice as many are stored.
+
+        It is :meth:`align` (so later reads are unchanged), done only past the bound so
+        that its cost is amortised over the additions that made it necessary.
+        """
+        if self.ids.shape[0] > PRUNE_FACTOR * ids.shape[0] + PRUNE_SLACK:
+            self.align(ids)
 
     def align(self, ids: np.ndarray) -> np.ndarray:
         """Values for the rows ``ids`` (the support set's current slots), ``(n, width)``.
 
         Entries of rows no longer present are dropped.
         """
-        if self.ids.shape == ids.shape and np.array_equal(self.ids, ids):
+        own = self.ids
+        if own.shape == ids.shape and (own == ids).all():
             return self.values
-        out = np.full((ids.shape[0], self.values.shape[1]), np.nan)
-        if self.ids.size and ids.size:
-            order = np.argsort(self.ids, kind="stable")
-            sorted_ids = self.ids[order]
-            pos = np.minimum(np.searchsorted(sorted_ids, ids), sorted_ids.size - 1)
-            found = sorted_ids[pos] == ids
-            out[found] = self.values[order[pos[found]]]
+        m = own.shape[0]
+        if m and ids.shape[0]:
+            if m > 1 and not (own[1:] > own[:-1]).all():  # sorted already: ids only grow
+                order = own.argsort(kind="stable")
+                own = own[order]
+            else:
+                order = None
+            pos = own.searchsorted(ids)
+            np.minimum(pos, m - 1, out=pos)
+            found = own[pos] == ids
+            src = pos if order is None else order[pos]
+            if found.all():
+                out = self.values[src]
+            else:
+                out = np.full((ids.shape[0], self.values.shape[1]), np.nan)
+                out[found] = self.values[src[found]]
+        else:
+            out = np.full((ids.shape[0], self.values.shape[1]), np.nan)
         self.ids = np.array(ids, dtype=np.int64)
         self.values = out
         return out
@@ -53,8 +106,14 @@ class SlotData:
         return self.values.tolist()
 
     @classmethod
-    def from_state(cls, ids: np.ndarray, values: list, width: int = 1) -> SlotData:
-        data = cls(width)
+    def from_state(
+        cls,
+        ids: np.ndarray,
+        values: list,
+        width: int = 1,
+        live: Callable[[], np.ndarray] | None = None,
+    ) -> SlotData:
+        data = cls(width, live)
         data.ids = np.array(ids, dtype=np.int64)
         data.values = np.asarray(values, dtype=np.float64).reshape(len(data.ids), width)
         return data

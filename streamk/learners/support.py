@@ -193,9 +193,19 @@ class SupportSet:
             X = self.X
             self._kdiag[: self.n] = kernel.diag(X)
             if self._G is not None:
-                self._G[: self.n, : self.n] = kernel.gram(
-                    X, X, a_sqnorm=self.sqnorm, b_sqnorm=self.sqnorm
-                )
+                self._G[: self.n, : self.n] = self._own_gram()
+
+    def _own_gram(self) -> np.ndarray:
+        """``K(S, S)`` afresh: compiled and single-threaded for an RBF float set (a kept Gram
+        is rebuilt on every ``gamma="auto"`` step, where BLAS threads only contend), else
+        one ``gram`` call."""
+        from ..budget.compiled import support_gram  # the policies import this module
+
+        G = support_gram(self)
+        if G is None:
+            X = self.X
+            G = self._kernel.gram(X, X, a_sqnorm=self.sqnorm, b_sqnorm=self.sqnorm)
+        return G
 
     # -- growth -------------------------------------------------------------------------------
     def _grow_rows(self, needed: int) -> None:
@@ -256,7 +266,7 @@ class SupportSet:
         coef = _as_vector(coef)
         slot = self.n
         if self._G is not None and k_row is None and slot:
-            k_row = self.kernel_block(row[None, :])[0]
+            k_row = self.kernel_row(row)
         if slot >= self._X.shape[0]:
             self._grow_rows(slot + 1)
         self._put(slot, row, coef)
@@ -289,20 +299,40 @@ class SupportSet:
             self._sq[slot] = self._sq[last]
             self._ids[slot] = self._ids[last]
             if self._G is not None:
-                self._G[slot, :] = self._G[last, :]
-                self._G[:, slot] = self._G[:, last]
+                self._move_gram(last, slot)
         self._X[last] = 0.0
         self._coef[last] = 0.0
         self.n -= 1
         self.rows_version += 1
         self.version += 1
 
-    def replace(self, slot: int, row: np.ndarray, coef: np.ndarray, new_id: bool = False) -> None:
+    def _move_gram(self, last: int, slot: int) -> None:
+        """Kept Gram row and column ``last`` into ``slot``, over the live ``last + 1`` rows only.
+
+        ``K(S, S)`` is kept exactly symmetric (every write puts the same row in both places),
+        so the column is written from the contiguous row instead of read with a stride.
+        """
+        G = self._G
+        n = last + 1
+        G[slot, :n] = G[last, :n]
+        G[slot, slot] = G[last, last]
+        G[:n, slot] = G[slot, :n]
+
+    def replace(
+        self,
+        slot: int,
+        row: np.ndarray,
+        coef: np.ndarray,
+        new_id: bool = False,
+        k_row: np.ndarray | None = None,
+    ) -> None:
         """Put a new row and coefficients into ``slot`` (e.g. two rows merged into one).
 
         With ``new_id`` the row counts as newly inserted (it gets the next insertion id):
         removing the oldest row and appending costs one slot write instead of moving the
-        last row and its tracked kernel column.
+        last row and its tracked kernel column. ``k_row`` is ``K(row, S)`` before the write,
+        if the caller already has it (used only to keep the Gram matrix current; its entry
+        for ``slot`` is replaced by ``k(row, row)``).
         """
         row = _as_vector(row)
         coef = _as_vector(coef)
@@ -315,7 +345,11 @@ class SupportSet:
         self.rows_version += 1
         self.version += 1
         if self._G is not None:
-            k = self.kernel_block(row[None, :])[0]
+            if k_row is None or len(k_row) != self.n:
+                k = self.kernel_row(row)  # the row is in place: its own entry is k(row, row)
+            else:
+                k = np.array(k_row, dtype=np.float64)
+                k[slot] = self._kdiag[slot]
             self._G[slot, : self.n] = k
             self._G[: self.n, slot] = k
         for t in self._trackers:
