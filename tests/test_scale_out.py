@@ -9,10 +9,11 @@ space changes mid-stream) and a d = 20 drifting hyperplane. Oracles: the events 
 (every event in exactly one worker's durable snapshot: the learned counts sum to N and the
 offsets reach each partition's end) and held-out labels: the merged model is within 1 point of
 the best worker and of one learner of the same configuration that learned the whole stream in
-order (1 point on 1,000 held-out events is about 1.7 standard errors: which partitions a worker
-ends with depends on the kill's timing, and a worker can be as good as the merge by chance) (in process: the learner an engine would build). Then a
-``streamk score`` process scores the held-out events from an unlabelled topic with the merged
-model: every event gets exactly the merged model's ``predict_one``.
+order (in process: the learner an engine would build); 1 point on 1,000 held-out events is
+about 1.7 standard errors: which partitions a worker ends with depends on the kill's timing, and
+a worker can match the merge by chance. Then a ``streamk score`` process scores the held-out
+events from an unlabelled topic with the merged model: every event gets exactly the merged
+model's ``predict_one``.
 """
 
 from __future__ import annotations

@@ -179,14 +179,24 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     def _targets(self) -> SlotData:
         """The target ``y`` of each support vector, keyed by id (the compiled ``learn_one``'s
         pending entries folded in first, so every reader sees them in step)."""
+        self._fold_pending()
+        return self._target_data
+
+    def _fold_pending(self) -> None:
+        """Move the compiled ``learn_one``'s pending targets into the store."""
         pending = self._pending_targets
-        data = self._target_data
         if pending:
             ids, ys = zip(*pending)
-            data.ids = np.concatenate([data.ids, np.array(ids, dtype=np.int64)])
-            data.values = np.concatenate([data.values, np.array(ys, dtype=np.float64)[:, None]])
             pending.clear()
-        return data
+            self._record_targets(np.array(ids, dtype=np.int64), np.array(ys, dtype=np.float64))
+
+    def _record_targets(self, ids: np.ndarray, ys: np.ndarray) -> None:
+        """Record the targets of new support vectors, then drop those of evicted ones once
+        they outnumber the live rows: with ``resweeps=0`` nothing else aligns the store, and
+        without this it grew by one entry per update however small the budget."""
+        data = self._target_data
+        data.extend(ids, ys)
+        data.prune(self._support.ids)
 
     @_targets.setter
     def _targets(self, data: SlotData) -> None:
@@ -253,7 +263,10 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         stats = one.stats
         self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
         if done[0]:  # folded into _targets when next read (one concatenation for many)
-            self._pending_targets.append((self._support.next_id - 1, y))
+            pending = self._pending_targets
+            pending.append((self._support.next_id - 1, y))
+            if len(pending) > self._support.n + 64:  # bounded: fold and prune now and then
+                self._fold_pending()
             self.n_updates += 1
         self._n_learned += 1
         return True
@@ -326,11 +339,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         count = int(joined.sum())
         if count:  # their ids are consecutive, in row order: SlotData.add for each
             first = self._support.next_id - count
-            Y = np.asarray(targets, dtype=np.float64)[joined, None]
-            self._targets.ids = np.concatenate(
-                [self._targets.ids, np.arange(first, first + count, dtype=np.int64)]
-            )
-            self._targets.values = np.concatenate([self._targets.values, Y])
+            self._fold_pending()  # first, so the ids stay in insertion order
+            Y = np.asarray(targets, dtype=np.float64)[joined]
+            self._record_targets(np.arange(first, first + count, dtype=np.int64), Y)
         self.n_updates += count
         self._n_learned += len(targets)
 
@@ -344,7 +355,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         if alpha != 0.0:
             new_id = self._support.next_id
             self._policy.insert(self._support, row, np.array([alpha]), k_row)
-            self._targets.add(new_id, y)
+            if self._support.next_id > new_id:  # added (a Projectron may project it instead)
+                self._fold_pending()  # first, so the ids stay in insertion order
+                self._record_targets(np.array([new_id], dtype=np.int64), np.array([y]))
             self.n_updates += 1
         self._n_learned += 1
         if self.resweeps:
@@ -423,7 +436,8 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             new_id = self._support.next_id
             k_row = self._support.kernel_block(self._one(rows[i]))[0]
             self._policy.insert(self._support, rows[i], beta[i : i + 1], k_row)
-            self._targets.add(new_id, targets[i])
+            if self._support.next_id > new_id:  # added (a Projectron may project it instead)
+                self._targets.add(new_id, targets[i])
             self.n_updates += 1
         self._n_learned = len(targets)
         return self

@@ -1,0 +1,58 @@
+"""OnlineSVR's per-support-vector targets: bounded by the budget, and each the target of the
+event that put its row in the set (on every path: NumPy, compiled learn_one, learn_many)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from streamk import OnlineSVR, Projectron, RemoveOldest, RemoveRandom, accel
+
+
+def _stream(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return X, np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=n)
+
+
+def _learn(model: OnlineSVR, X: np.ndarray, y: np.ndarray, how: str) -> None:
+    if how == "many":
+        for s in range(0, len(y), 250):
+            model.learn_many(pd.DataFrame(X[s : s + 250]), pd.Series(y[s : s + 250]))
+    else:
+        for row, t in zip(X, y):
+            model.learn_one(dict(enumerate(row.tolist())), float(t))
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def path(request, monkeypatch):
+    if request.param == "numpy":
+        monkeypatch.setattr(accel, "core", None)
+    elif accel.core is None:
+        pytest.skip("the compiled core is not built")
+    return request.param
+
+
+@pytest.mark.parametrize("how", ["one", "many"])
+@pytest.mark.parametrize("policy", [lambda: RemoveOldest(20), lambda: RemoveRandom(20, seed=1)])
+def test_the_target_store_stays_within_the_budget(path, how, policy):
+    X, y = _stream(3_000)
+    model = OnlineSVR(budget=policy())
+    _learn(model, X, y, how)
+    assert model.n_updates > 1_000  # most events joined: the store saw them all
+    stored = model._targets.ids.shape[0] + len(model._pending_targets)
+    assert stored <= 2 * model.n_support + 64 + 8, stored
+
+
+@pytest.mark.parametrize("how", ["one", "many"])
+@pytest.mark.parametrize("policy", [lambda: Projectron(30), lambda: RemoveOldest(30)])
+def test_each_support_vector_keeps_the_target_of_the_event_that_added_it(path, how, policy):
+    X, y = _stream(1_500, seed=2)
+    model = OnlineSVR(budget=policy(), resweeps=0)
+    _learn(model, X, y, how)
+    by_row = {row.tobytes(): t for row, t in zip(X, y)}
+    S = model.support_
+    stored = model._targets.align(S.ids)[:, 0]
+    expected = [by_row[np.ascontiguousarray(S.X[i]).tobytes()] for i in range(S.n)]
+    np.testing.assert_array_equal(stored, expected)
