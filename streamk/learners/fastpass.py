@@ -18,6 +18,12 @@ module checks that a case applies, reserves room beforehand and brings the set's
   without a block (:func:`rows_plan`: kernels computed in C), each row's kernel values
   computed afresh, which is cheaper when nearly every row joins the set;
   :class:`OneRow` the same for ``learn_one``, one event per compiled call.
+* :func:`perceptron_rows` and :func:`ranker_rows` — the perceptrons' and the ranker's
+  rule without a block (:func:`rows_plan`), each row's kernel values against the set
+  computed afresh in C: the ranker's ``learn_many`` for every kernel computed in C, the
+  perceptrons' for the Laplacian, polynomial and linear kernels (possibly scaled). A row
+  costs ``n`` kernel values where the tracked block pays them for every row up front and
+  a block column per update besides.
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly
@@ -63,7 +69,8 @@ __all__ = [
 
 #: Rows learned by a compiled pass (``"compiled"``), for benchmarks and tests to see which
 #: path a combination takes; clear it before a run. The SVR's and the novelty detector's
-#: passes also count their rows under ``"tracked"`` or ``"untracked"``, and
+#: passes also count their rows under ``"tracked"`` or ``"untracked"`` (the perceptrons'
+#: and the ranker's under ``"untracked"``), and
 #: :class:`OneRow` its events under ``"one"``.
 COUNTS: Counter[str] = Counter()
 
@@ -152,7 +159,8 @@ def plan(
 def rows_plan(
     support: SupportSet, policy: BudgetPolicy, q_sq: np.ndarray, gram_ok: bool = False
 ) -> Plan | None:
-    """The plan of an untracked pass (:func:`svr_rows`, :func:`novelty_rows`) over rows
+    """The plan of an untracked pass (:func:`svr_rows`, :func:`novelty_rows`,
+    :func:`perceptron_rows`, :func:`ranker_rows`) over rows
     with squared norms ``q_sq``: a kernel computed in C (no Gram-matrix kernel), no block
     being tracked; ``None`` when none applies."""
     if support._trackers:

@@ -267,7 +267,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         Laplacian, polynomial or linear kernel, possibly scaled (the RBF kernel has its
         hint pass; Gram-matrix kernels keep the tracked block); ``(updates, rows)`` or
         ``None`` (nothing changed)."""
-        if accel.core is None:
+        if accel.core is None or rows.shape[1] == 0:
             return None
         kernel = self._support.kernel
         if type(kernel) is RBF or (type(kernel) is Scaled and type(kernel.kernel) is RBF):

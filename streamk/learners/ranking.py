@@ -275,7 +275,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         values against the set computed afresh in C: see
         :func:`streamk.learners.fastpass.ranker_rows`), cheaper than a tracked block when a
         good share of the rows update; ``False`` (nothing changed) when it does not apply."""
-        if accel.core is None:
+        if accel.core is None or rows.shape[1] == 0:
             return False
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         q_sq = accel.sqnorms(Q)
