@@ -13,6 +13,9 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   all without returning to Python. Between mistakes each row costs one comparison; a
   mistake costs O(m d) for the new kernel column. The Python path in
   :mod:`streamk.learners.perceptron` is the reference it is tested against.
+* :func:`perceptron_rows` and :func:`ranker_rows` — the perceptrons' and the ranker's rule
+  without a block: each row's kernel values against the set computed afresh, the same
+  decision and the same support-set and policy code (``_insert`` on a one-row block).
 * :func:`step_pass` — the same support-set and policy code for the rules that may add
   every row: the on-line SVR's step (no resweep) and the novelty detector's insertion,
   over a tracked block or row by row without one (``learn_one`` too); the Python paths
