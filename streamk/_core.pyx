@@ -13,6 +13,9 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   all without returning to Python. Between mistakes each row costs one comparison; a
   mistake costs O(m d) for the new kernel column. The Python path in
   :mod:`streamk.learners.perceptron` is the reference it is tested against.
+* :func:`perceptron_rows` and :func:`ranker_rows` — the perceptrons' and the ranker's rule
+  without a block: each row's kernel values against the set computed afresh, the same
+  decision and the same support-set and policy code (``_insert`` on a one-row block).
 * :func:`step_pass` — the same support-set and policy code for the rules that may add
   every row: the on-line SVR's step (no resweep) and the novelty detector's insertion,
   over a tracked block or row by row without one (``learn_one`` too); the Python paths
@@ -581,6 +584,209 @@ def ranker_pass(
                 for i in range(k, pr):
                     b[i] = b[i] + 1.0
     return n, st.next_id, mistakes, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
+
+
+cdef inline void _row_join(const double[:, ::1] Q, const double[::1] q_sq,
+                           const double[::1] qdiag, Py_ssize_t j, double[:, ::1] Qc,
+                           double[::1] qc, double[::1] dc) noexcept nogil:
+    """Row ``j`` into the one-row block :func:`_insert` reads as its row 0."""
+    cdef Py_ssize_t k
+    for k in range(Q.shape[1]):
+        Qc[0, k] = Q[j, k]
+    qc[0] = q_sq[j]
+    dc[0] = qdiag[j]
+
+
+cdef void _row_kernels(int code, const double *kp, const double *X, Py_ssize_t ldx,
+                       Py_ssize_t n, const double *x_sq, const double *row, Py_ssize_t w,
+                       double row_sq, double *out) noexcept nogil:
+    """:func:`_kcol` for an untracked row, with NumPy's own powers for a polynomial of
+    degree 2 or 1 (a square, the value itself: ``array ** scalar``'s fast paths, as
+    ``streamk.learners._event`` takes them), which cost a fraction of ``pow``."""
+    cdef Py_ssize_t s
+    cdef double d
+    if code != K_POLY or (kp[2] != 2.0 and kp[2] != 1.0) or n <= 0:
+        _kcol(code, kp, X, ldx, n, x_sq, row, w, row_sq, out)
+        return
+    sk_dots(out, X, ldx, n, row, w)
+    for s in range(n):
+        d = kp[0] * out[s] + kp[1]
+        out[s] = d * d if kp[2] == 2.0 else d
+    if kp[3] != 1.0:
+        for s in range(n):
+            out[s] = kp[3] * out[s]
+
+
+cdef int _check_rows(double[:, ::1] K, const double[:, ::1] Q, const double[::1] q_sq,
+                     double[:, ::1] X, double[:, ::1] coef, Py_ssize_t n, Py_ssize_t budget,
+                     int kcode, const double[::1] kp, const double[::1] qdiag, int pcode,
+                     const int64_t[::1] draws) except -1:
+    """The shape checks of an untracked pass (:func:`perceptron_rows`,
+    :func:`ranker_rows`); raises ``ValueError`` before anything changes."""
+    cdef Py_ssize_t m = Q.shape[0]
+    if K.shape[0] != 1 or K.shape[1] < X.shape[0] or kcode == K_GRAM:
+        raise ValueError("untracked: a (1, capacity) scratch row and a kernel in C")
+    if Q.shape[1] > X.shape[1]:
+        raise ValueError("support rows are narrower than the rows: reserve the width first")
+    if X.shape[0] < (n + m if budget <= 0 else min(budget, n + m)):
+        raise ValueError("the support buffers are too small: reserve the rows first")
+    if qdiag.shape[0] != m or q_sq.shape[0] != m or kp.shape[0] != 4:
+        raise ValueError("one norm and one k(q, q) per row, and 4 kernel parameters")
+    if pcode == P_RANDOM and budget > 0 and draws.shape[0] < m:
+        raise ValueError("remove-random needs one draw per row")
+    return 0
+
+
+def perceptron_rows(
+    double[:, ::1] K,
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const double[:, ::1] T,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    int64_t[::1] codes,
+    int kcode,
+    const double[::1] kp,
+    const double[::1] qdiag,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+    double margin,
+):
+    """:func:`perceptron_pass` without a block: every row of ``Q`` (targets ``T``) decided
+    from its kernel values against the current set, computed afresh in C into the
+    ``(1, capacity)`` scratch row ``K`` (no ``K_GRAM``), as ``learn_one`` decides it.
+
+    A row costs ``n`` kernel values; the tracked pass pays that for every row up front and
+    a block column per update besides, so this is the cheaper pass for a kernel the block
+    cannot compute as one matrix product. ``codes[j]`` receives every row's decided
+    prediction (never ``-1``). Other arguments as for :func:`perceptron_pass`. Returns
+    ``(n, next_id, n_mistakes, largest new squared norm, draws used, fq, fm)``.
+    """
+    cdef Py_ssize_t m = Q.shape[0], p = coef.shape[1], wq = Q.shape[1], wx = X.shape[1]
+    cdef Py_ssize_t j, c, s
+    cdef Py_ssize_t mistakes = 0
+    cdef double kv, step
+    cdef bint any_wrong
+    _check_rows(K, Q, q_sq, X, coef, n, budget, kcode, kp, qdiag, pcode, draws)
+    if T.shape[0] != m or T.shape[1] != p or codes.shape[0] < m:
+        raise ValueError("one target row (one column per output) and one code per row")
+    cdef double[::1] f = np.empty(max(p, 1))
+    cdef double[::1] nc = np.empty(max(p, 1))
+    cdef double[::1] fr = np.empty(max(p, 1))
+    cdef double[::1] col = np.empty(max(X.shape[0], 1))
+    cdef double[:, ::1] F1 = np.zeros((1, max(p, 1)))
+    cdef double[:, ::1] Qc = np.zeros((1, wq))
+    cdef double[::1] qc = np.zeros(1)
+    cdef double[::1] dc = np.zeros(1)
+    cdef double[:, ::1] GS = _NO_GRAM
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
+    st.bounded = True
+    with nogil:
+        for j in range(m):
+            _row_kernels(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
+                         &K[0, 0])
+            for c in range(p):  # the tracked pass's fresh decision, the same operations
+                f[c] = 0.0
+            for s in range(n):
+                kv = K[0, s]
+                for c in range(p):
+                    f[c] = f[c] + kv * coef[s, c]
+            any_wrong = _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j])
+            if margin > 0.0:
+                any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
+            if not any_wrong:
+                continue
+            mistakes += 1
+            _row_join(Q, q_sq, qdiag, j, Qc, qc, dc)
+            n = _insert(&st, K, F1, Qc, qc, X, s_sq, coef, kdiag, ids, GS, dc, draws,
+                        kp, 0, 0, n, &nc[0], step, &col[0], &fr[0], GS)
+    return n, st.next_id, mistakes, st.sq_max, st.used, st.fq, st.fm
+
+
+def ranker_rows(
+    double[:, ::1] K,
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const int64_t[::1] ranks,
+    double[::1] b,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    int kcode,
+    const double[::1] kp,
+    const double[::1] qdiag,
+    int pcode,
+    const int64_t[::1] draws,
+    double fq,
+    int64_t fm,
+):
+    """:func:`ranker_pass` without a block: every row of ``Q`` (rank indices ``ranks``)
+    decided from its kernel values against the current set, computed afresh in C into the
+    ``(1, capacity)`` scratch row ``K`` (no ``K_GRAM``); see :func:`perceptron_rows`.
+    Returns ``(n, next_id, n_mistakes, largest new squared norm, draws used, fq, fm)``.
+    """
+    cdef Py_ssize_t m = Q.shape[0], nb = b.shape[0], wq = Q.shape[1], wx = X.shape[1]
+    cdef Py_ssize_t j, s, k, pr, i
+    cdef Py_ssize_t mistakes = 0
+    cdef double f, nc
+    _check_rows(K, Q, q_sq, X, coef, n, budget, kcode, kp, qdiag, pcode, draws)
+    if coef.shape[1] != 1 or ranks.shape[0] != m:
+        raise ValueError("the ranker has one output column and one rank per row")
+    for j in range(m):
+        if not 0 <= ranks[j] <= nb:
+            raise ValueError("a rank index beyond the thresholds")
+    cdef double[::1] fr = np.empty(1)
+    cdef double[::1] col = np.empty(max(X.shape[0], 1))
+    cdef double[:, ::1] F1 = np.zeros((1, 1))
+    cdef double[:, ::1] Qc = np.zeros((1, wq))
+    cdef double[::1] qc = np.zeros(1)
+    cdef double[::1] dc = np.zeros(1)
+    cdef double[:, ::1] GS = _NO_GRAM
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
+    st.bounded = True
+    with nogil:
+        for j in range(m):
+            k = ranks[j]
+            _row_kernels(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
+                         &K[0, 0])
+            f = 0.0  # the tracked pass's fresh decision, the same operations
+            for s in range(n):
+                f = f + K[0, s] * coef[s, 0]
+            pr = 0
+            for i in range(nb):
+                if b[i] <= f:
+                    pr += 1
+            if pr == k:
+                continue
+            mistakes += 1
+            nc = <double>(k - pr)
+            _row_join(Q, q_sq, qdiag, j, Qc, qc, dc)
+            n = _insert(&st, K, F1, Qc, qc, X, s_sq, coef, kdiag, ids, GS, dc, draws,
+                        kp, 0, 0, n, &nc, fabs(nc), &col[0], &fr[0], GS)
+            if pr < k:
+                for i in range(pr, k):
+                    b[i] = b[i] - 1.0
+            else:
+                for i in range(k, pr):
+                    b[i] = b[i] + 1.0
+    return n, st.next_id, mistakes, st.sq_max, st.used, st.fq, st.fm
 
 
 cdef int _check_block(double[:, ::1] K, double[:, ::1] F, const double[:, ::1] Q,

@@ -18,6 +18,12 @@ module checks that a case applies, reserves room beforehand and brings the set's
   without a block (:func:`rows_plan`: kernels computed in C), each row's kernel values
   computed afresh, which is cheaper when nearly every row joins the set;
   :class:`OneRow` the same for ``learn_one``, one event per compiled call.
+* :func:`perceptron_rows` and :func:`ranker_rows` — the perceptrons' and the ranker's
+  rule without a block (:func:`rows_plan`), each row's kernel values against the set
+  computed afresh in C: the ranker's ``learn_many`` for every kernel computed in C, the
+  perceptrons' for the Laplacian, polynomial and linear kernels (possibly scaled). A row
+  costs ``n`` kernel values where the tracked block pays them for every row up front and
+  a block column per update besides.
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly
@@ -49,7 +55,9 @@ __all__ = [
     "plan",
     "perceptron_pass",
     "perceptron_run",
+    "perceptron_rows",
     "ranker_pass",
+    "ranker_rows",
     "rows_plan",
     "svr_pass",
     "svr_rows",
@@ -61,7 +69,8 @@ __all__ = [
 
 #: Rows learned by a compiled pass (``"compiled"``), for benchmarks and tests to see which
 #: path a combination takes; clear it before a run. The SVR's and the novelty detector's
-#: passes also count their rows under ``"tracked"`` or ``"untracked"``, and
+#: passes also count their rows under ``"tracked"`` or ``"untracked"`` (the perceptrons'
+#: and the ranker's under ``"untracked"``), and
 #: :class:`OneRow` its events under ``"one"``.
 COUNTS: Counter[str] = Counter()
 
@@ -150,7 +159,8 @@ def plan(
 def rows_plan(
     support: SupportSet, policy: BudgetPolicy, q_sq: np.ndarray, gram_ok: bool = False
 ) -> Plan | None:
-    """The plan of an untracked pass (:func:`svr_rows`, :func:`novelty_rows`) over rows
+    """The plan of an untracked pass (:func:`svr_rows`, :func:`novelty_rows`,
+    :func:`perceptron_rows`, :func:`ranker_rows`) over rows
     with squared norms ``q_sq``: a kernel computed in C (no Gram-matrix kernel), no block
     being tracked; ``None`` when none applies."""
     if support._trackers:
@@ -376,6 +386,76 @@ def ranker_pass(
     )
     COUNTS["compiled"] += m
     return _after_pass(support, block, m, how, done)
+
+
+def _rows_call(
+    support: SupportSet, how: Plan, Q: np.ndarray, q_sq: np.ndarray, call: Callable[..., tuple]
+) -> int:
+    """Run an untracked pass (:func:`streamk._core.perceptron_rows` or
+    :func:`streamk._core.ranker_rows`) over rows ``Q``: room reserved, ``call`` handed the
+    scratch row, the rows and the set's buffers, then the set and the policy brought up to
+    date; returns the updates."""
+    m = Q.shape[0]
+    support.reserve(_rows_after(support, m, how.budget), Q.shape[1])
+    qdiag = np.ascontiguousarray(support.kernel.diag(Q), dtype=np.float64)
+    draws, fq, fm = _policy_state(how.policy, how, m)
+    K = np.zeros((1, support.capacity))
+    n, next_id, updates, sq_max, used, fq, fm = call(K, Q, q_sq, qdiag, draws, fq, fm)
+    if used:
+        how.policy.skip_slots(used)
+    if type(how.policy) is Forgetron:
+        how.policy.load_state({"Q": fq, "M": fm})
+    if updates:
+        support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+    COUNTS["compiled"] += m
+    COUNTS["untracked"] += m
+    return updates
+
+
+def perceptron_rows(
+    support: SupportSet,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    T: np.ndarray,
+    how: Plan,
+    codes: np.ndarray,
+    margin: float = 0.0,
+) -> int:
+    """:func:`perceptron_pass` without a block (``how`` from :func:`rows_plan`; ``Q``
+    C-contiguous float64 rows with squared norms ``q_sq`` as :func:`streamk.accel.sqnorms`
+    sums them): each row's kernel values against the set computed afresh in C, which is
+    cheaper than keeping a block current when the block is not one matrix product. Every
+    row's code is the decided one (never ``-1``); returns the updates."""
+    T = np.ascontiguousarray(T, dtype=np.float64)
+
+    def call(K, Q, q_sq, qdiag, draws, fq, fm):
+        return accel.core.perceptron_rows(
+            K, Q, q_sq, *_buffers(support), T, support.n, how.budget, support.next_id,
+            codes, how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm, float(margin),
+        )  # fmt: skip
+
+    return _rows_call(support, how, Q, q_sq, call)
+
+
+def ranker_rows(
+    support: SupportSet,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    ranks: np.ndarray,
+    b: np.ndarray,
+    how: Plan,
+) -> int:
+    """:func:`ranker_pass` without a block (see :func:`perceptron_rows`); thresholds ``b``
+    (C-contiguous float64) change in place; returns the updates."""
+    ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+
+    def call(K, Q, q_sq, qdiag, draws, fq, fm):
+        return accel.core.ranker_rows(
+            K, Q, q_sq, *_buffers(support), ranks, b, support.n, how.budget, support.next_id,
+            how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm,
+        )  # fmt: skip
+
+    return _rows_call(support, how, Q, q_sq, call)
 
 
 def _policy_state(policy: BudgetPolicy, how: Plan, count: int) -> tuple[np.ndarray, float, int]:

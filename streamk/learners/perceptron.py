@@ -11,7 +11,7 @@ from .. import accel
 from ..budget import BudgetPolicy
 from ..budget.compiled import margin_run
 from ..errors import InvalidInput
-from ..kernels import Kernel
+from ..kernels import RBF, Kernel, Scaled
 from . import eventpass, fastpass
 from .base import as_list
 from .classifier import KernelClassifier
@@ -222,6 +222,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             )
             if done is None:  # the Projectron's own run (margin 0: this perceptron)
                 done = self._projectron_run(rows, T, codes)
+            if done is None:
+                done = self._untracked_run(rows, T, codes, q_sq)
             if done is not None:
                 self.n_mistakes += done[0]
                 self._n_learned += len(labels)
@@ -256,6 +258,28 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             return None
         fastpass.COUNTS["compiled"] += rows.shape[0]
         return done, rows.shape[0]
+
+    def _untracked_run(
+        self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray, q_sq: np.ndarray | None
+    ) -> tuple[int, int] | None:
+        """A whole run in one untracked compiled pass (:func:`streamk.learners.fastpass.
+        perceptron_rows`: each row's kernel values against the set computed in C), for a
+        Laplacian, polynomial or linear kernel, possibly scaled (the RBF kernel has its
+        hint pass; Gram-matrix kernels keep the tracked block); ``(updates, rows)`` or
+        ``None`` (nothing changed)."""
+        if accel.core is None or rows.shape[1] == 0:
+            return None
+        kernel = self._support.kernel
+        if type(kernel) is RBF or (type(kernel) is Scaled and type(kernel.kernel) is RBF):
+            return None
+        Q = np.ascontiguousarray(rows, dtype=np.float64)
+        if q_sq is None:
+            q_sq = accel.sqnorms(Q)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq)
+        if how is None:
+            return None
+        updates = fastpass.perceptron_rows(self._support, Q, q_sq, T, how, codes, self._margin)
+        return updates, rows.shape[0]
 
     def _learn_segment(self, block, rows, labels, start: int, end: int, out=None) -> None:
         """Rows ``start:end`` (labels all known): jump from mistake to mistake.

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from river import base
 
+from .. import accel
 from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
@@ -251,6 +252,9 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         i = 0
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
+            if self._learn_untracked(rows[i:end], ranks[i:end]):
+                i = end
+                continue
             with self._support.track(rows[i:end]) as block:
                 how = fastpass.plan(self._support, self._policy, block)
                 if how is not None:  # the same rule, compiled (streamk/_core.pyx)
@@ -265,6 +269,23 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
                         block.start = j + 1
                         self._learn_block_row(rows[i + j], k_row, labels[i + j])
             i = end
+
+    def _learn_untracked(self, rows: np.ndarray, ranks: np.ndarray) -> bool:
+        """Rows learned under one kernel in one untracked compiled pass (each row's kernel
+        values against the set computed afresh in C: see
+        :func:`streamk.learners.fastpass.ranker_rows`), cheaper than a tracked block when a
+        good share of the rows update; ``False`` (nothing changed) when it does not apply."""
+        if accel.core is None or rows.shape[1] == 0:
+            return False
+        Q = np.ascontiguousarray(rows, dtype=np.float64)
+        q_sq = accel.sqnorms(Q)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq)
+        if how is None:
+            return False
+        self._b = np.ascontiguousarray(self._b, dtype=np.float64)
+        self.n_mistakes += fastpass.ranker_rows(self._support, Q, q_sq, ranks, self._b, how)
+        self._n_learned += len(ranks)
+        return True
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, label)
