@@ -230,6 +230,10 @@ cdef class EventPass:
     # it last handed to the learner (identity says whether model._r is still ours)
     cdef object r_obj, r_last
     cdef double[::1] r
+    # novelty under a budget keeps K(S, S): the kept Gram matrix, written as SupportSet does
+    cdef object G_obj
+    cdef double[:, ::1] G
+    cdef bint has_g
     cdef double _margin
     cdef bint _use_margin
     # the binding: what the views below were taken from
@@ -273,6 +277,8 @@ cdef class EventPass:
         else:
             self.rcode = R_RANKER if self.ranker else R_PERCEPTRON
         self.r_obj = self.r_last = None
+        self.G_obj = None
+        self.has_g = False
         self._use_margin = margin is not None
         self._margin = 0.0 if margin is None else float(margin)
         self.bound = False
@@ -310,6 +316,9 @@ cdef class EventPass:
         self.kdiag = None
         self.ids = None
         self.b = None
+        self.G_obj = None
+        self.G = None
+        self.has_g = False
 
     cdef bint _reserve(self, Py_ssize_t d, Py_ssize_t n, Py_ssize_t p) except False:
         cdef void *mem
@@ -360,6 +369,7 @@ cdef class EventPass:
             and support.version == self.version
             and support._X is self.X_obj
             and support._coef is self.coef_obj
+            and support._G is self.G_obj
             and model._features is self.features
             and model._policy is self.policy
             and (self.rng_obj is None or self.policy._rng is self.rng_obj)
@@ -473,8 +483,16 @@ cdef class EventPass:
         scale = model._scale
         self.scale = scale
         self.warming = scale is not None and scale.n < AUTO_WINDOW
-        if getattr(model, "_objects", True) or support._G is not None or support._trackers:
+        if getattr(model, "_objects", True) or support._trackers:
             return False
+        G_obj = support._G
+        if G_obj is not None:  # only novelty writes the kept Gram matrix
+            if self.rcode != R_NOVELTY or G_obj.dtype.char != "d":
+                return False
+            if not G_obj.flags.c_contiguous or G_obj.shape[0] < support._X.shape[0]:
+                return False
+            if G_obj.shape[1] < support._X.shape[0] or not G_obj.flags.writeable:
+                return False
         if not self._bind_kernel(support.kernel) or not self._bind_policy(model._policy, support):
             self._unbind()
             return False
@@ -492,6 +510,8 @@ cdef class EventPass:
             return False
         self.X = X_obj
         self.coef = coef_obj
+        if G_obj is not None:
+            self.G_obj, self.G, self.has_g = G_obj, G_obj, True
         self.sq = support._sq
         self.kdiag = support._kdiag
         self.ids = support._ids
@@ -701,6 +721,12 @@ cdef class EventPass:
             self.kdiag[slot] = self.kdiag[last]
             self.sq[slot] = self.sq[last]
             self.ids[slot] = self.ids[last]
+            if self.has_g:  # SupportSet.remove's G[slot, :] = G[last, :]; G[:, slot] = ...
+                for k in range(n):
+                    self.G[slot, k] = self.G[last, k]
+                for k in range(n):
+                    self.G[k, slot] = self.G[k, last]
+                self.k[slot] = self.k[last]  # without_slot: K(row, S) after the removal
         for k in range(wx):
             self.X[last, k] = 0.0
         for c in range(p):
@@ -738,6 +764,27 @@ cdef class EventPass:
             return self.kp[3] * row_sq
         return self.kp[3] * 1.0
 
+    cdef void _gram(self, Py_ssize_t slot, Py_ssize_t n) noexcept:
+        """The kept Gram matrix for the row just written into ``slot`` (``n`` rows before
+        it joins): ``SupportSet.append``'s ``K(row, S)`` and ``k(x, x)`` for a new slot,
+        ``replace``'s kernel row against the set with the row in place otherwise (its own
+        entry computed as the row's kernel value with itself, by the same loop)."""
+        cdef Py_ssize_t s, wx = self.X.shape[1]
+        cdef double kss
+        if slot == n:
+            for s in range(n):
+                self.G[slot, s] = self.k[s]
+                self.G[s, slot] = self.k[s]
+            self.G[slot, slot] = self.kdiag[slot]
+            return
+        _kcol(self.kcode, self.kp, &self.X[slot, 0], wx, 1, &self.sq[slot], &self.X[slot, 0],
+              wx, self.sq[slot], &kss)
+        for s in range(n):
+            if s != slot:
+                self.G[slot, s] = self.k[s]
+                self.G[s, slot] = self.k[s]
+        self.G[slot, slot] = kss
+
     cdef bint _insert(self, Py_ssize_t d, double row_sq) except -1:
         """The policy's ``insert`` of ``self.row`` with coefficients ``self.f`` on the
         buffers (after :meth:`_room` said it can), with the set's counters."""
@@ -768,6 +815,8 @@ cdef class EventPass:
             self.coef[slot, c] = self.f[c]
         self.sq[slot] = row_sq
         self.kdiag[slot] = self._kdiag(row_sq)
+        if self.has_g:
+            self._gram(slot, n)
         next_id = support.next_id
         self.ids[slot] = next_id
         support.next_id = next_id + 1
@@ -967,7 +1016,7 @@ cdef class EventPass:
         n = self.support.n
         if self.rcode == R_NOVELTY:
             track_r = self._r_current(model, n) and not (self.budget > 0 and n >= self.budget)
-        need_k = self.rcode == R_SVR or track_r or self.pcode == P_FORGETRON
+        need_k = self.rcode == R_SVR or track_r or self.pcode == P_FORGETRON or self.has_g
         if need_k and not self._margins(d, &row_sq):
             return self._finish_value(model, d, yv) if folded else False
         if not need_k:  # novelty without r to carry: only the row's norm
