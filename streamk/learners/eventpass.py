@@ -49,9 +49,7 @@ def available() -> bool:
     return _event is not None
 
 
-def event_pass(
-    margin: float | None = None, ranker: bool = False, rule: str | None = None
-) -> Any:
+def event_pass(margin: float | None = None, ranker: bool = False, rule: str | None = None) -> Any:
     """A learner's compiled per-event path (``None`` without the extension).
 
     ``margin=None`` is the kernel perceptron's rule (update on a mistake), a number the
