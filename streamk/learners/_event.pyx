@@ -1,18 +1,20 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False
-"""The per-event path of the kernel perceptrons and the ranker in one compiled call (optional).
+"""The per-event path of the kernel perceptrons, the ranker, the on-line SVR and the novelty
+detector in one compiled call (optional).
 
 ``learn_one`` / ``predict_one`` of :class:`~streamk.learners.perceptron.KernelPerceptron`,
-:class:`~streamk.learners.budgeted.MarginPerceptron` and
-:class:`~streamk.learners.ranking.OnlineRanker` spend most of their time in Python
-plumbing around a small amount of arithmetic: the feature dict to a row, the kernel row,
-the margins, the mistake test, the support-set write. :class:`EventPass` does all of it
-in one call, for the cases that dominate a stream once warmed up:
+:class:`~streamk.learners.budgeted.MarginPerceptron`,
+:class:`~streamk.learners.ranking.OnlineRanker`, :class:`~streamk.learners.OnlineSVR`
+(``resweeps=0``) and :class:`~streamk.learners.KernelNovelty` (``score_one``) spend most of
+their time in Python plumbing around a small amount of arithmetic: the feature dict to a
+row, the kernel row, the margins, the update test, the support-set write. :class:`EventPass`
+does all of it in one call, for the cases that dominate a stream once warmed up:
 
 * an RBF, Laplacian, polynomial or linear kernel (each possibly
   :class:`~streamk.kernels.Scaled`) with its parameters resolved; no budget,
-  remove-oldest, remove-random or the Forgetron; no Gram matrix kept, no block being
-  tracked;
+  remove-oldest, remove-random or the Forgetron; no Gram matrix kept (but novelty's,
+  which it writes as :class:`SupportSet` does), no block being tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
 * a label already known (learn) — a new class or rank changes the learner's columns or

@@ -70,7 +70,9 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     budget is none, remove-oldest, remove-random or the Forgetron
     (:mod:`streamk.learners.fastpass`), keeping the Gram matrix and the centre's
     statistics as the NumPy path keeps them; that path (``STREAMK_NO_ACCEL=1``, other
-    policies) is the reference they are tested against.
+    policies) is the reference they are tested against. For the RBF, Laplacian,
+    polynomial and linear kernels ``learn_one`` and ``score_one`` take the whole event
+    in one compiled call (:mod:`streamk.learners.eventpass`).
 
     Examples
     --------

@@ -104,7 +104,10 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     (:mod:`streamk.learners.fastpass`: kernels computed in C, or a tracked block's Gram
     matrix for sums, products and normalised kernels; no budget, remove-oldest,
     remove-random or the Forgetron); otherwise, and with ``STREAMK_NO_ACCEL=1``, the NumPy
-    path runs on one tracked kernel block.
+    path runs on one tracked kernel block. ``learn_one`` and ``predict_one`` then take
+    the whole event (dict to row, step, support-set write) in one compiled call
+    (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial and linear
+    kernels.
 
     Examples
     --------
