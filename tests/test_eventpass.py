@@ -26,6 +26,7 @@ import pytest
 
 from streamk import (
     Forgetron,
+    KernelAdatron,
     KernelNovelty,
     KernelPerceptron,
     Laplacian,
@@ -718,3 +719,56 @@ def test_switching_the_core_off_sends_svr_and_novelty_events_to_the_numpy_path(m
         assert pickle.dumps(m.state()) == before
         monkeypatch.undo()
         assert m._event.learn(m, x, y)
+
+
+# -- the kernel adatron (resweeps=0) --------------------------------------------------------------
+ADATRONS = {
+    "1-norm": lambda k, b: KernelAdatron(kernel=k, budget=b, C=1.0, resweeps=0),
+    "2-norm": lambda k, b: KernelAdatron(kernel=k, budget=b, C=0.5, norm=2, resweeps=0),
+}
+ADATRON_GRID = [
+    (norm, kernel, policy, classes)
+    for norm in sorted(ADATRONS)
+    for kernel in sorted(KERNELS)
+    for policy in sorted(POLICIES)
+    for classes in ((False, True), ("a", "b", "c"))
+]
+
+
+@pytest.mark.parametrize(("norm", "kernel", "policy", "classes"), ADATRON_GRID)
+def test_adatron_agrees_with_numpy_for_every_policy_and_kernel(norm, kernel, policy, classes):
+    """Event for event: predictions, support set, policy state, the class of each vector
+    and the count of updates, on the 1-norm (box) and 2-norm (shifted diagonal) rules."""
+    make_kernel, _ = KERNELS[kernel]
+    events = stream(600, 4, 29, classes)
+
+    def make():
+        return ADATRONS[norm](make_kernel(), POLICIES[policy]())
+
+    fast, slow, p_fast, p_slow = run_value_pair(make, events)
+    assert p_fast == p_slow
+    assert_same_support(fast, slow, exact=False)
+    assert fast.n_updates == slow.n_updates and fast.classes_ == slow.classes_
+    ids = fast.support_.ids
+    np.testing.assert_array_equal(fast._cls.align(ids), slow._cls.align(ids))
+    for x, _ in stream(40, 4, 99):
+        np.testing.assert_allclose(
+            fast.decision_function_one(x), slow.decision_function_one(x), rtol=1e-9, atol=1e-9
+        )
+    if policy != "unbounded":
+        assert fast.support_.n == 40 and fast.support_.next_id > 120  # turned over
+
+
+def test_adatron_with_resweeps_or_a_new_class_declines():
+    model = KernelAdatron(kernel=RBF(0.4), budget=20)  # resweeps=1
+    events = stream(100, 3, 30)
+    for x, y in events:
+        model.learn_one(x, y)
+    before = pickle.dumps(model.state())
+    assert not model._event.learn(model, *events[0])
+    single = KernelAdatron(kernel=RBF(0.4), budget=20, resweeps=0)
+    for x, y in events:
+        single.learn_one(x, y)
+    assert single._event.learn(single, *events[0])
+    assert not single._event.learn(single, events[0][0], "new class")
+    assert pickle.dumps(model.state()) == before

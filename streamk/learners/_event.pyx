@@ -87,6 +87,7 @@ DEF R_PERCEPTRON = 0  # the kernel and margin perceptrons
 DEF R_RANKER = 1
 DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
+DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
 
 cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
@@ -218,6 +219,8 @@ cdef class EventPass:
         target's running statistics, then the soft-threshold step from ``alpha = 0``);
         ``"novelty"``: :class:`~streamk.learners.KernelNovelty`'s insert with weight 1 (the
         centre's statistics ``_r``/``_cc`` kept current while the set only grows).
+        ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
+        ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
         ``None``: the perceptrons' or the ranker's rule.
     """
 
@@ -225,6 +228,8 @@ cdef class EventPass:
     cdef readonly bint ranker
     cdef readonly object rule
     cdef int rcode
+    cdef bint valued  # the SVR or novelty: no labels
+    cdef double a_mu, a_upper  # the adatron's diagonal shift and box
     # the SVR's rule as OnlineSVR._rule gives it (-1: auto, NaN offset: the running mean)
     cdef double s_eps, s_C, s_off
     cdef bint s_off_mean
@@ -267,7 +272,7 @@ cdef class EventPass:
     cdef Py_ssize_t cap_row, cap_k, cap_f
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
-        if rule not in (None, "svr", "novelty"):
+        if rule not in (None, "svr", "novelty", "adatron"):
             raise ValueError(f"unknown rule {rule!r}")
         self.margin = margin
         self.ranker = bool(ranker)
@@ -276,8 +281,11 @@ cdef class EventPass:
             self.rcode = R_SVR
         elif rule == "novelty":
             self.rcode = R_NOVELTY
+        elif rule == "adatron":
+            self.rcode = R_ADATRON
         else:
             self.rcode = R_RANKER if self.ranker else R_PERCEPTRON
+        self.valued = self.rcode == R_SVR or self.rcode == R_NOVELTY
         self.r_obj = self.r_last = None
         self.G_obj = None
         self.has_g = False
@@ -376,7 +384,7 @@ cdef class EventPass:
             and model._policy is self.policy
             and (self.rng_obj is None or self.policy._rng is self.rng_obj)
         ):
-            if self.rcode >= R_SVR:
+            if self.valued:
                 return True
             if model._labels is not self.labels:
                 pass
@@ -470,13 +478,18 @@ cdef class EventPass:
         return True
 
     cdef bint _bind_rule(self, model) except -1:
-        """The SVR's ``epsilon``/``C``/``offset`` as :meth:`OnlineSVR._rule` encodes them
-        (read at binding: they are constructor parameters); nothing for novelty."""
+        """The SVR's ``epsilon``/``C``/``offset`` as :meth:`OnlineSVR._rule` encodes them,
+        the adatron's ``mu`` and box (read at binding: they follow from constructor
+        parameters); False for an SVR or adatron that resweeps."""
         if self.rcode == R_SVR:
             if model.resweeps:
                 return False
             self.s_eps, self.s_C, self.s_off = model._rule()
             self.s_off_mean = self.s_off != self.s_off
+        elif self.rcode == R_ADATRON:
+            if model.resweeps:
+                return False
+            self.a_mu, self.a_upper = float(model._mu), float(model._upper)
         return True
 
     cdef bint _bind(self, model, support) except -1:
@@ -503,11 +516,11 @@ cdef class EventPass:
         if X_obj.dtype.char != "d" or coef_obj.dtype.char != "d":
             self._unbind()
             return False
-        if self.rcode >= R_SVR:
+        if self.valued:
             if p != 1 or not self._bind_rule(model):
                 self._unbind()
                 return False
-        elif not self._bind_labels(model, p):
+        elif not self._bind_labels(model, p) or not self._bind_rule(model):
             self._unbind()
             return False
         self.X = X_obj
@@ -660,7 +673,7 @@ cdef class EventPass:
         cdef Py_ssize_t d
         if type(x) is not dict or not self._current(model):
             return NOT_HANDLED
-        if self.rcode >= R_SVR:
+        if self.valued:
             return self._predict_value(model, <dict>x)
         if self.ranker and self.n_classes == 0:
             return NOT_HANDLED
@@ -688,6 +701,32 @@ cdef class EventPass:
                 any_wrong = True
             self.f[c] = self.t[c] if wrong else 0.0
         return any_wrong
+
+    cdef bint _adatron(self, code, double row_sq) noexcept:
+        """The adatron's first step from ``alpha = 0`` (``KernelAdatron._first_step``): the
+        new vector's coefficients ``alpha t`` into ``self.f``, ``alpha = clip((1 - t f) /
+        (k(x, x) + mu), 0, upper)``; whether any ``alpha`` is positive (it joins)."""
+        cdef Py_ssize_t c, p = self.coef.shape[1]
+        cdef double denom = self._kdiag(row_sq) + self.a_mu, a
+        cdef bint any_pos = False
+        if not denom > 0.0:  # phi(x) = 0 (and no shift) can never change f
+            return False
+        if self.pair is not None or self.n_classes < 2:
+            self.t[0] = <double>code
+        else:
+            for c in range(p):
+                self.t[c] = -1.0
+            self.t[<Py_ssize_t>code] = 1.0
+        for c in range(p):
+            a = (1.0 - self.t[c] * self.f[c]) / denom
+            if 0.0 > a:
+                a = 0.0
+            if self.a_upper < a:
+                a = self.a_upper
+            if a > 0.0:
+                any_pos = True
+            self.f[c] = a * self.t[c]
+        return any_pos
 
     cdef bint _room(self, Py_ssize_t d, double row_sq) noexcept:
         """Whether :meth:`_insert` can take the new row without the NumPy path: the
@@ -844,7 +883,7 @@ cdef class EventPass:
         cdef double row_sq
         cdef Py_ssize_t d, pr = 0, i, k = 0
         cdef bint update, folded
-        if self.rcode >= R_SVR:
+        if self.valued:
             return self._learn_value(model, x, y)
         if type(x) is not dict or not self._current(model):
             return False
@@ -876,12 +915,19 @@ cdef class EventPass:
             pr = self._rank()
             update = pr != k
             self.f[0] = <double>(k - pr)
+        elif self.rcode == R_ADATRON:
+            update = self._adatron(code, row_sq)
         else:
             update = self._targets(code)
         if update:
             if not self._room(d, row_sq):
                 return self._finish(model, d, y) if folded else False
             self._insert(d, row_sq)
+            if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
+                model._cls.add(self.support.next_id - 1, float(self.classes.index(y)))
+                model.n_updates += 1
+                model._n_learned += 1
+                return True
             if self.ranker:
                 if pr < k:
                     for i in range(pr, k):

@@ -56,7 +56,8 @@ def event_pass(margin: float | None = None, ranker: bool = False, rule: str | No
     margin perceptron's (update also where ``y f < margin``); ``ranker=True`` the on-line
     ranker's (one score, thresholds per rank); ``rule="svr"`` the on-line SVR's step with
     ``resweeps=0``, ``rule="novelty"`` the novelty detector's insert (its
-    ``predict`` is then ``predict_one`` and ``score_one`` respectively).
+    ``predict`` is then ``predict_one`` and ``score_one`` respectively);
+    ``rule="adatron"`` the kernel adatron's first step with ``resweeps=0``.
     """
     if _event is None:
         return None
