@@ -26,6 +26,8 @@ import pytest
 
 from streamk import (
     Forgetron,
+    KernelAdatron,
+    KernelNovelty,
     KernelPerceptron,
     Laplacian,
     Linear,
@@ -33,6 +35,7 @@ from streamk import (
     Merge,
     Normalized,
     OnlineRanker,
+    OnlineSVR,
     Polynomial,
     Product,
     RemoveOldest,
@@ -84,10 +87,10 @@ def run_pair(make, events):
     return fast, slow, out[0], out[1]
 
 
-def assert_same_model(fast, slow, exact: bool = True):
-    """The same support set, counters and policy state; ``exact=False`` for kernels whose
-    NumPy row is a BLAS product or ``cdist`` (and the Forgetron's shrink, which cancels):
-    the same to rounding, as in ``tests/test_grid_paths.py``."""
+def assert_same_support(fast, slow, exact: bool = True):
+    """The same support set (and kept Gram matrix), counters and policy state; ``exact=False``
+    for kernels whose NumPy row is a BLAS product or ``cdist`` (and the Forgetron's shrink,
+    which cancels): the same to rounding, as in ``tests/test_grid_paths.py``."""
     a, b = fast.support_, slow.support_
     assert a.n == b.n and a.next_id == b.next_id and a.width == b.width
     np.testing.assert_array_equal(a.X, b.X)
@@ -100,7 +103,10 @@ def assert_same_model(fast, slow, exact: bool = True):
         np.testing.assert_allclose(a.coef, b.coef, rtol=1e-7, atol=1e-12)
         np.testing.assert_allclose(a.kdiag, b.kdiag, rtol=1e-12)
     assert a._sq_max == b._sq_max
-    assert fast.n_mistakes == slow.n_mistakes and fast.n_learned == slow.n_learned
+    assert (a._G is None) == (b._G is None)
+    if a._G is not None:
+        np.testing.assert_allclose(a.gram_matrix, b.gram_matrix, rtol=1e-12, atol=1e-14)
+    assert fast.n_learned == slow.n_learned
     pf, ps = fast._policy.state(), slow._policy.state()
     assert pf.keys() == ps.keys()
     for key in pf:  # remove-random's generator state exactly, the Forgetron's Q to rounding
@@ -108,6 +114,13 @@ def assert_same_model(fast, slow, exact: bool = True):
             np.testing.assert_allclose(pf[key], ps[key], rtol=1e-9 if exact else 1e-7)
         else:
             assert pf[key] == ps[key]
+
+
+def assert_same_model(fast, slow, exact: bool = True):
+    """:func:`assert_same_support`, the mistakes, and the same decisions on fresh events."""
+    a = fast.support_
+    assert_same_support(fast, slow, exact)
+    assert fast.n_mistakes == slow.n_mistakes
     probe = [x for x, _ in stream(50, a.width, 99)]
     probe = [{f"x{j}": v for j, v in enumerate(x.values())} for x in probe]
     if isinstance(fast, OnlineRanker):
@@ -485,3 +498,277 @@ print(m.n_support, m.predict_one({"a": 1.0, "b": 1.0}))
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["30", "True"]
+
+
+# -- the on-line SVR (resweeps=0) and the novelty detector -------------------------------------
+VALUE_LEARNERS = {
+    "svr": lambda k, b: OnlineSVR(kernel=k, budget=b),
+    "svr, fixed rule": lambda k, b: OnlineSVR(kernel=k, budget=b, epsilon=0.05, C=2.0, offset=0.0),
+    "novelty": lambda k, b: KernelNovelty(kernel=k, budget=b),
+}
+
+
+def value_stream(n: int, d: int, seed: int):
+    """Events with a real target (the SVR's; novelty ignores it), off-centre and noisy so
+    that the tube, the box and the running mean all matter."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = 5.0 + 3.0 * np.sin(2 * X @ rng.normal(size=d)) + 0.3 * rng.normal(size=n)
+    return [({f"x{j}": float(v) for j, v in enumerate(r)}, float(t)) for r, t in zip(X, y)]
+
+
+def _ask(model, x):
+    return model.score_one(x) if isinstance(model, KernelNovelty) else model.predict_one(x)
+
+
+def _learn(model, x, y):
+    return model.learn_one(x) if isinstance(model, KernelNovelty) else model.learn_one(x, y)
+
+
+def run_value_pair(make, events, compiled_at_end: bool = True):
+    """:func:`run_pair` for the SVR and novelty: ``predict_one`` / ``score_one`` then
+    ``learn_one`` on each event, with the compiled path and without it."""
+    fast, slow = make(), make()
+    slow._event = None  # the NumPy path only
+    assert fast._event is not None
+    out = []
+    for m in (fast, slow):
+        asked = []
+        for x, y in events:
+            asked.append(_ask(m, x))
+            _learn(m, x, y)
+        out.append(asked)
+    if compiled_at_end:  # (not the last event again: the SVR would sit on its tube's edge)
+        x, y = events[-2]
+        assert fast._event.learn(fast, x, y)  # the compiled path ran
+        _learn(slow, x, y)
+    return fast, slow, out[0], out[1]
+
+
+def assert_same_value_model(fast, slow, exact: bool):
+    """The same support set and policy state, the SVR's running statistics (the same
+    operations: exactly), per-vector targets and counters, novelty's centre statistics
+    (current or stale alike), and the same answers on fresh events."""
+    assert_same_support(fast, slow, exact)
+    if isinstance(fast, OnlineSVR):
+        assert (fast._y_n, fast._y_mean, fast._y_m2) == (slow._y_n, slow._y_mean, slow._y_m2)
+        assert fast.n_updates == slow.n_updates
+        ids = fast.support_.ids
+        np.testing.assert_array_equal(fast._targets.align(ids), slow._targets.align(ids))
+    else:
+        assert (fast._r is None) == (slow._r is None)
+        if fast._r is not None:
+            np.testing.assert_allclose(fast._r, slow._r, rtol=1e-12)
+            np.testing.assert_allclose(fast._cc, slow._cc, rtol=1e-12)
+        np.testing.assert_allclose(fast.threshold_, slow.threshold_, rtol=1e-9)
+    for x, _ in value_stream(40, fast.support_.width, 99):
+        np.testing.assert_allclose(_ask(fast, x), _ask(slow, x), rtol=1e-9, atol=1e-9)
+
+
+VALUE_GRID = [
+    (learner, kernel, policy)
+    for learner in sorted(VALUE_LEARNERS)
+    for kernel in sorted(KERNELS)
+    for policy in sorted(POLICIES)
+]
+
+
+@pytest.mark.parametrize(("learner", "kernel", "policy"), VALUE_GRID)
+def test_svr_and_novelty_agree_with_numpy_for_every_policy_and_kernel(learner, kernel, policy):
+    """Event for event: predictions or scores, support set, kept Gram matrix, policy state,
+    the SVR's statistics and targets, novelty's centre statistics."""
+    make_kernel, exact = KERNELS[kernel]
+    events = value_stream(600, 4, 21)
+
+    def make():
+        return VALUE_LEARNERS[learner](make_kernel(), POLICIES[policy]())
+
+    fast, slow, a_fast, a_slow = run_value_pair(make, events)
+    np.testing.assert_allclose(a_fast, a_slow, rtol=1e-9, atol=1e-9)
+    svr = learner.startswith("svr")
+    assert_same_value_model(fast, slow, exact=exact and not svr and policy != "forgetron")
+    if policy != "unbounded":
+        assert fast.support_.n == 40 and fast.support_.next_id > 120  # turned over
+
+
+def test_the_svr_step_inside_the_tube_changes_only_the_statistics():
+    """An event the soft-threshold leaves out: no insert (no draw), yet the running
+    statistics and the count move, as on the NumPy path."""
+    model = OnlineSVR(kernel=RBF(0.5), epsilon=10.0, C=1.0, budget=RemoveRandom(5, seed=1))
+    oracle = OnlineSVR(kernel=RBF(0.5), epsilon=10.0, C=1.0, budget=RemoveRandom(5, seed=1))
+    oracle._event = None
+    for x, y in value_stream(50, 3, 22):
+        for m in (model, oracle):
+            m.learn_one(x, y)
+    assert model.n_support == 0 and model.n_learned == 50
+    assert_same_value_model(model, oracle, exact=True)
+
+
+VALUE_DECLINED = [("svr", k, p) for k, p in DECLINED] + [("novelty", k, p) for k, p in DECLINED]
+
+
+@pytest.mark.parametrize(("learner", "kernel", "policy"), VALUE_DECLINED)
+def test_svr_and_novelty_decline_other_kernels_and_policies_before_changing_anything(
+    learner, kernel, policy
+):
+    make_kernel = DECLINED_KERNELS.get(kernel, lambda: RBF(0.4))
+    make_policy = DECLINED_POLICIES.get(policy, lambda: RemoveOldest(30))
+
+    def make():
+        return VALUE_LEARNERS[learner](make_kernel(), make_policy())
+
+    model = make()
+    events = value_stream(200, 3, 23)
+    for x, y in events[:-1]:
+        _learn(model, x, y)
+    before = pickle.dumps(model.state())
+    x, y = events[-1]
+    assert model._event.predict(model, x) is eventpass.NOT_HANDLED
+    assert not model._event.learn(model, x, y)
+    assert pickle.dumps(model.state()) == before
+    fast, slow, a_fast, a_slow = run_value_pair(make, events, compiled_at_end=False)
+    np.testing.assert_allclose(a_fast, a_slow, rtol=1e-12)
+
+
+def test_svr_with_resweeps_declines():
+    model = OnlineSVR(kernel=RBF(0.4), resweeps=1, budget=20)
+    for x, y in value_stream(100, 3, 24):
+        model.learn_one(x, y)
+    before = pickle.dumps(model.state())
+    x, y = value_stream(1, 3, 25)[0]
+    assert not model._event.learn(model, x, y)
+    assert pickle.dumps(model.state()) == before
+
+
+@pytest.mark.parametrize("learner", sorted(VALUE_LEARNERS))
+def test_svr_and_novelty_events_the_compiled_path_declines_give_the_numpy_result(learner):
+    """Keys out of order, absent features, ints, ``None``, bools, a new feature and an int
+    target, mixed into one stream under gamma="auto" and remove-random."""
+    odd = []
+    for i, (x, y) in enumerate(value_stream(700, 4, 26)):
+        x = dict(x)
+        if i % 97 == 5:
+            x = dict(reversed(list(x.items())))
+        elif i % 89 == 7:
+            del x["x1"]
+        elif i % 83 == 9:
+            x["x0"] = 1
+        elif i % 79 == 11:
+            x["x2"] = None
+        elif i % 73 == 13:
+            x["x3"] = True
+        elif i % 71 == 15:
+            y = 4  # an int target
+        if i >= 400:
+            x["late"] = 0.25 * (i % 3)
+        odd.append((x, y))
+    fast, slow, a_fast, a_slow = run_value_pair(
+        lambda: VALUE_LEARNERS[learner](None, RemoveRandom(40, seed=6)), odd
+    )
+    np.testing.assert_allclose(a_fast, a_slow, rtol=1e-9, atol=1e-9)
+    assert_same_value_model(fast, slow, exact=learner == "novelty")
+    assert fast.support_.width == 5
+
+
+@pytest.mark.parametrize("learner", sorted(VALUE_LEARNERS))
+def test_svr_and_novelty_copies_and_snapshots_keep_the_paths_in_step(learner):
+    """A copy, a restored snapshot and a ``learn_many`` block in between: the compiled path
+    takes the learner's state (the SVR's pending targets, novelty's ``_r``) as it is."""
+    events = value_stream(700, 4, 27)
+
+    def make():
+        return VALUE_LEARNERS[learner](RBF(0.3), RemoveOldest(50))
+
+    model = make()
+    for x, y in events[:250]:
+        _learn(model, x, y)
+        _ask(model, x)
+    twin = copy.deepcopy(model)
+    restored = type(model).from_state(pickle.loads(pickle.dumps(model.state())))
+    oracle = copy.deepcopy(model)
+    oracle._event = None
+    block = __import__("pandas").DataFrame([x for x, _ in events[250:400]])
+    for m in (model, twin, restored, oracle):
+        if learner == "novelty":
+            m.learn_many(block)
+        else:
+            m.learn_many(block, [y for _, y in events[250:400]])
+        for x, y in events[400:]:
+            _ask(m, x)
+            _learn(m, x, y)
+    for m in (model, twin, restored):
+        reference = copy.deepcopy(oracle)
+        reference._event = None
+        assert m._event is not None and m._event.learn(m, *events[1])  # compiled
+        _learn(reference, *events[1])
+        assert_same_value_model(m, reference, exact=False)
+
+
+def test_switching_the_core_off_sends_svr_and_novelty_events_to_the_numpy_path(monkeypatch):
+    from streamk import accel
+
+    events = value_stream(200, 3, 28)
+    for m in (OnlineSVR(kernel=Linear(), budget=Forgetron(20)), KernelNovelty(budget=20)):
+        for x, y in events[:-1]:
+            _learn(m, x, y)
+        x, y = events[-1]
+        before = pickle.dumps(m.state())
+        monkeypatch.setattr(accel, "core", None)
+        assert m._event.predict(m, x) is eventpass.NOT_HANDLED
+        assert not m._event.learn(m, x, y)
+        assert pickle.dumps(m.state()) == before
+        monkeypatch.undo()
+        assert m._event.learn(m, x, y)
+
+
+# -- the kernel adatron (resweeps=0) --------------------------------------------------------------
+ADATRONS = {
+    "1-norm": lambda k, b: KernelAdatron(kernel=k, budget=b, C=1.0, resweeps=0),
+    "2-norm": lambda k, b: KernelAdatron(kernel=k, budget=b, C=0.5, norm=2, resweeps=0),
+}
+ADATRON_GRID = [
+    (norm, kernel, policy, classes)
+    for norm in sorted(ADATRONS)
+    for kernel in sorted(KERNELS)
+    for policy in sorted(POLICIES)
+    for classes in ((False, True), ("a", "b", "c"))
+]
+
+
+@pytest.mark.parametrize(("norm", "kernel", "policy", "classes"), ADATRON_GRID)
+def test_adatron_agrees_with_numpy_for_every_policy_and_kernel(norm, kernel, policy, classes):
+    """Event for event: predictions, support set, policy state, the class of each vector
+    and the count of updates, on the 1-norm (box) and 2-norm (shifted diagonal) rules."""
+    make_kernel, _ = KERNELS[kernel]
+    events = stream(600, 4, 29, classes)
+
+    def make():
+        return ADATRONS[norm](make_kernel(), POLICIES[policy]())
+
+    fast, slow, p_fast, p_slow = run_value_pair(make, events)
+    assert p_fast == p_slow
+    assert_same_support(fast, slow, exact=False)
+    assert fast.n_updates == slow.n_updates and fast.classes_ == slow.classes_
+    ids = fast.support_.ids
+    np.testing.assert_array_equal(fast._cls.align(ids), slow._cls.align(ids))
+    for x, _ in stream(40, 4, 99):
+        np.testing.assert_allclose(
+            fast.decision_function_one(x), slow.decision_function_one(x), rtol=1e-9, atol=1e-9
+        )
+    if policy != "unbounded":
+        assert fast.support_.n == 40 and fast.support_.next_id > 120  # turned over
+
+
+def test_adatron_with_resweeps_or_a_new_class_declines():
+    model = KernelAdatron(kernel=RBF(0.4), budget=20)  # resweeps=1
+    events = stream(100, 3, 30)
+    for x, y in events:
+        model.learn_one(x, y)
+    before = pickle.dumps(model.state())
+    assert not model._event.learn(model, *events[0])
+    single = KernelAdatron(kernel=RBF(0.4), budget=20, resweeps=0)
+    for x, y in events:
+        single.learn_one(x, y)
+    assert single._event.learn(single, *events[0])
+    assert not single._event.learn(single, events[0][0], "new class")
+    assert pickle.dumps(model.state()) == before

@@ -254,6 +254,7 @@ def test_compiled_learn_one_equals_numpy_learn_one(learner, kernel, policy):
         make = KernelNovelty
     probe = X.iloc[::29]
     fast = make(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+    fast._event = None  # OneRow itself: the whole-event path is tests/test_eventpass.py's
     fastpass.COUNTS.clear()
     got = _prequential(fast, X, y, probe)
     took = fastpass.COUNTS["one"]

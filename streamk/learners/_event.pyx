@@ -1,18 +1,20 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False
-"""The per-event path of the kernel perceptrons and the ranker in one compiled call (optional).
+"""The per-event path of the kernel perceptrons, the ranker, the on-line SVR and the novelty
+detector in one compiled call (optional).
 
 ``learn_one`` / ``predict_one`` of :class:`~streamk.learners.perceptron.KernelPerceptron`,
-:class:`~streamk.learners.budgeted.MarginPerceptron` and
-:class:`~streamk.learners.ranking.OnlineRanker` spend most of their time in Python
-plumbing around a small amount of arithmetic: the feature dict to a row, the kernel row,
-the margins, the mistake test, the support-set write. :class:`EventPass` does all of it
-in one call, for the cases that dominate a stream once warmed up:
+:class:`~streamk.learners.budgeted.MarginPerceptron`,
+:class:`~streamk.learners.ranking.OnlineRanker`, :class:`~streamk.learners.OnlineSVR`
+(``resweeps=0``) and :class:`~streamk.learners.KernelNovelty` (``score_one``) spend most of
+their time in Python plumbing around a small amount of arithmetic: the feature dict to a
+row, the kernel row, the margins, the update test, the support-set write. :class:`EventPass`
+does all of it in one call, for the cases that dominate a stream once warmed up:
 
 * an RBF, Laplacian, polynomial or linear kernel (each possibly
   :class:`~streamk.kernels.Scaled`) with its parameters resolved; no budget,
-  remove-oldest, remove-random or the Forgetron; no Gram matrix kept, no block being
-  tracked;
+  remove-oldest, remove-random or the Forgetron; no Gram matrix kept (but novelty's,
+  which it writes as :class:`SupportSet` does), no block being tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
 * a label already known (learn) — a new class or rank changes the learner's columns or
@@ -32,7 +34,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsDouble
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from libc.math cimport fabs, isfinite, pow, sqrt
+from libc.math cimport copysign, fabs, isfinite, pow, sqrt
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 
@@ -80,6 +82,12 @@ DEF K_LINEAR = 3
 DEF P_OLDEST = 0  # remove-oldest, or none (budget 0)
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
+# rule codes
+DEF R_PERCEPTRON = 0  # the kernel and margin perceptrons
+DEF R_RANKER = 1
+DEF R_SVR = 2  # OnlineSVR, resweeps=0
+DEF R_NOVELTY = 3  # KernelNovelty
+DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
 
 cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
@@ -206,10 +214,33 @@ cdef class EventPass:
     ranker
         The on-line ranker's rule instead (Alg. 8.14: one score, thresholds ``b``; on a
         wrong rank ``alpha = y - yhat`` and the thresholds between move by one).
+    rule
+        ``"svr"``: :class:`~streamk.learners.OnlineSVR`'s step with ``resweeps=0`` (the
+        target's running statistics, then the soft-threshold step from ``alpha = 0``);
+        ``"novelty"``: :class:`~streamk.learners.KernelNovelty`'s insert with weight 1 (the
+        centre's statistics ``_r``/``_cc`` kept current while the set only grows).
+        ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
+        ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
+        ``None``: the perceptrons' or the ranker's rule.
     """
 
     cdef readonly object margin
     cdef readonly bint ranker
+    cdef readonly object rule
+    cdef int rcode
+    cdef bint valued  # the SVR or novelty: no labels
+    cdef double a_mu, a_upper  # the adatron's diagonal shift and box
+    # the SVR's rule as OnlineSVR._rule gives it (-1: auto, NaN offset: the running mean)
+    cdef double s_eps, s_C, s_off
+    cdef bint s_off_mean
+    # novelty: the buffer the centre's statistics r = K(S, S) w live in, and the view of
+    # it last handed to the learner (identity says whether model._r is still ours)
+    cdef object r_obj, r_last
+    cdef double[::1] r
+    # novelty under a budget keeps K(S, S): the kept Gram matrix, written as SupportSet does
+    cdef object G_obj
+    cdef double[:, ::1] G
+    cdef bint has_g
     cdef double _margin
     cdef bint _use_margin
     # the binding: what the views below were taken from
@@ -240,9 +271,24 @@ cdef class EventPass:
     cdef double *fr
     cdef Py_ssize_t cap_row, cap_k, cap_f
 
-    def __cinit__(self, margin=None, ranker=False):
+    def __cinit__(self, margin=None, ranker=False, rule=None):
+        if rule not in (None, "svr", "novelty", "adatron"):
+            raise ValueError(f"unknown rule {rule!r}")
         self.margin = margin
         self.ranker = bool(ranker)
+        self.rule = rule
+        if rule == "svr":
+            self.rcode = R_SVR
+        elif rule == "novelty":
+            self.rcode = R_NOVELTY
+        elif rule == "adatron":
+            self.rcode = R_ADATRON
+        else:
+            self.rcode = R_RANKER if self.ranker else R_PERCEPTRON
+        self.valued = self.rcode == R_SVR or self.rcode == R_NOVELTY
+        self.r_obj = self.r_last = None
+        self.G_obj = None
+        self.has_g = False
         self._use_margin = margin is not None
         self._margin = 0.0 if margin is None else float(margin)
         self.bound = False
@@ -260,7 +306,7 @@ cdef class EventPass:
 
     def __reduce__(self):
         # the binding is a cache of the learner it serves: a copy starts unbound
-        return (EventPass, (self.margin, self.ranker))
+        return (EventPass, (self.margin, self.ranker, self.rule))
 
     def reset(self):
         """Drop the binding (the next call re-takes it)."""
@@ -280,6 +326,9 @@ cdef class EventPass:
         self.kdiag = None
         self.ids = None
         self.b = None
+        self.G_obj = None
+        self.G = None
+        self.has_g = False
 
     cdef bint _reserve(self, Py_ssize_t d, Py_ssize_t n, Py_ssize_t p) except False:
         cdef void *mem
@@ -330,12 +379,16 @@ cdef class EventPass:
             and support.version == self.version
             and support._X is self.X_obj
             and support._coef is self.coef_obj
-            and model._labels is self.labels
+            and support._G is self.G_obj
             and model._features is self.features
             and model._policy is self.policy
             and (self.rng_obj is None or self.policy._rng is self.rng_obj)
         ):
-            if self.ranker:
+            if self.valued:
+                return True
+            if model._labels is not self.labels:
+                pass
+            elif self.ranker:
                 if model._index is self.index and model._b is self.b_obj:
                     return True
             elif PyList_GET_SIZE(self.classes) == self.n_classes:
@@ -424,14 +477,37 @@ cdef class EventPass:
         self.classes, self.n_classes = classes, len(classes)
         return True
 
+    cdef bint _bind_rule(self, model) except -1:
+        """The SVR's ``epsilon``/``C``/``offset`` as :meth:`OnlineSVR._rule` encodes them,
+        the adatron's ``mu`` and box (read at binding: they follow from constructor
+        parameters); False for an SVR or adatron that resweeps."""
+        if self.rcode == R_SVR:
+            if model.resweeps:
+                return False
+            self.s_eps, self.s_C, self.s_off = model._rule()
+            self.s_off_mean = self.s_off != self.s_off
+        elif self.rcode == R_ADATRON:
+            if model.resweeps:
+                return False
+            self.a_mu, self.a_upper = float(model._mu), float(model._upper)
+        return True
+
     cdef bint _bind(self, model, support) except -1:
         """Take views of ``model``'s buffers when the compiled path applies to it."""
         self._unbind()
         scale = model._scale
         self.scale = scale
         self.warming = scale is not None and scale.n < AUTO_WINDOW
-        if getattr(model, "_objects", True) or support._G is not None or support._trackers:
+        if getattr(model, "_objects", True) or support._trackers:
             return False
+        G_obj = support._G
+        if G_obj is not None:  # only novelty writes the kept Gram matrix
+            if self.rcode != R_NOVELTY or G_obj.dtype.char != "d":
+                return False
+            if not G_obj.flags.c_contiguous or G_obj.shape[0] < support._X.shape[0]:
+                return False
+            if G_obj.shape[1] < support._X.shape[0] or not G_obj.flags.writeable:
+                return False
         if not self._bind_kernel(support.kernel) or not self._bind_policy(model._policy, support):
             self._unbind()
             return False
@@ -440,11 +516,17 @@ cdef class EventPass:
         if X_obj.dtype.char != "d" or coef_obj.dtype.char != "d":
             self._unbind()
             return False
-        if not self._bind_labels(model, p):
+        if self.valued:
+            if p != 1 or not self._bind_rule(model):
+                self._unbind()
+                return False
+        elif not self._bind_labels(model, p) or not self._bind_rule(model):
             self._unbind()
             return False
         self.X = X_obj
         self.coef = coef_obj
+        if G_obj is not None:
+            self.G_obj, self.G, self.has_g = G_obj, G_obj, True
         self.sq = support._sq
         self.kdiag = support._kdiag
         self.ids = support._ids
@@ -591,6 +673,8 @@ cdef class EventPass:
         cdef Py_ssize_t d
         if type(x) is not dict or not self._current(model):
             return NOT_HANDLED
+        if self.valued:
+            return self._predict_value(model, <dict>x)
         if self.ranker and self.n_classes == 0:
             return NOT_HANDLED
         d = self._row(<dict>x)
@@ -617,6 +701,32 @@ cdef class EventPass:
                 any_wrong = True
             self.f[c] = self.t[c] if wrong else 0.0
         return any_wrong
+
+    cdef bint _adatron(self, code, double row_sq) noexcept:
+        """The adatron's first step from ``alpha = 0`` (``KernelAdatron._first_step``): the
+        new vector's coefficients ``alpha t`` into ``self.f``, ``alpha = clip((1 - t f) /
+        (k(x, x) + mu), 0, upper)``; whether any ``alpha`` is positive (it joins)."""
+        cdef Py_ssize_t c, p = self.coef.shape[1]
+        cdef double denom = self._kdiag(row_sq) + self.a_mu, a
+        cdef bint any_pos = False
+        if not denom > 0.0:  # phi(x) = 0 (and no shift) can never change f
+            return False
+        if self.pair is not None or self.n_classes < 2:
+            self.t[0] = <double>code
+        else:
+            for c in range(p):
+                self.t[c] = -1.0
+            self.t[<Py_ssize_t>code] = 1.0
+        for c in range(p):
+            a = (1.0 - self.t[c] * self.f[c]) / denom
+            if 0.0 > a:
+                a = 0.0
+            if self.a_upper < a:
+                a = self.a_upper
+            if a > 0.0:
+                any_pos = True
+            self.f[c] = a * self.t[c]
+        return any_pos
 
     cdef bint _room(self, Py_ssize_t d, double row_sq) noexcept:
         """Whether :meth:`_insert` can take the new row without the NumPy path: the
@@ -652,6 +762,12 @@ cdef class EventPass:
             self.kdiag[slot] = self.kdiag[last]
             self.sq[slot] = self.sq[last]
             self.ids[slot] = self.ids[last]
+            if self.has_g:  # SupportSet.remove's G[slot, :] = G[last, :]; G[:, slot] = ...
+                for k in range(n):
+                    self.G[slot, k] = self.G[last, k]
+                for k in range(n):
+                    self.G[k, slot] = self.G[k, last]
+                self.k[slot] = self.k[last]  # without_slot: K(row, S) after the removal
         for k in range(wx):
             self.X[last, k] = 0.0
         for c in range(p):
@@ -689,6 +805,27 @@ cdef class EventPass:
             return self.kp[3] * row_sq
         return self.kp[3] * 1.0
 
+    cdef void _gram(self, Py_ssize_t slot, Py_ssize_t n) noexcept:
+        """The kept Gram matrix for the row just written into ``slot`` (``n`` rows before
+        it joins): ``SupportSet.append``'s ``K(row, S)`` and ``k(x, x)`` for a new slot,
+        ``replace``'s kernel row against the set with the row in place otherwise (its own
+        entry computed as the row's kernel value with itself, by the same loop)."""
+        cdef Py_ssize_t s, wx = self.X.shape[1]
+        cdef double kss
+        if slot == n:
+            for s in range(n):
+                self.G[slot, s] = self.k[s]
+                self.G[s, slot] = self.k[s]
+            self.G[slot, slot] = self.kdiag[slot]
+            return
+        _kcol(self.kcode, self.kp, &self.X[slot, 0], wx, 1, &self.sq[slot], &self.X[slot, 0],
+              wx, self.sq[slot], &kss)
+        for s in range(n):
+            if s != slot:
+                self.G[slot, s] = self.k[s]
+                self.G[s, slot] = self.k[s]
+        self.G[slot, slot] = kss
+
     cdef bint _insert(self, Py_ssize_t d, double row_sq) except -1:
         """The policy's ``insert`` of ``self.row`` with coefficients ``self.f`` on the
         buffers (after :meth:`_room` said it can), with the set's counters."""
@@ -719,6 +856,8 @@ cdef class EventPass:
             self.coef[slot, c] = self.f[c]
         self.sq[slot] = row_sq
         self.kdiag[slot] = self._kdiag(row_sq)
+        if self.has_g:
+            self._gram(slot, n)
         next_id = support.next_id
         self.ids[slot] = next_id
         support.next_id = next_id + 1
@@ -744,6 +883,8 @@ cdef class EventPass:
         cdef double row_sq
         cdef Py_ssize_t d, pr = 0, i, k = 0
         cdef bint update, folded
+        if self.valued:
+            return self._learn_value(model, x, y)
         if type(x) is not dict or not self._current(model):
             return False
         try:
@@ -774,12 +915,19 @@ cdef class EventPass:
             pr = self._rank()
             update = pr != k
             self.f[0] = <double>(k - pr)
+        elif self.rcode == R_ADATRON:
+            update = self._adatron(code, row_sq)
         else:
             update = self._targets(code)
         if update:
             if not self._room(d, row_sq):
                 return self._finish(model, d, y) if folded else False
             self._insert(d, row_sq)
+            if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
+                model._cls.add(self.support.next_id - 1, float(self.classes.index(y)))
+                model.n_updates += 1
+                model._n_learned += 1
+                return True
             if self.ranker:
                 if pr < k:
                     for i in range(pr, k):
@@ -788,5 +936,166 @@ cdef class EventPass:
                     for i in range(k, pr):
                         self.b[i] = self.b[i] + 1.0
             model.n_mistakes += 1
+        model._n_learned += 1
+        return True
+
+    # -- the SVR and novelty rules ----------------------------------------------------------------
+    cdef object _predict_value(self, model, dict x):
+        """The SVR's ``predict_one`` (``offset + f``) or novelty's ``score_one`` (eq. 5.2
+        with the centre's statistics when current), or :data:`NOT_HANDLED`."""
+        cdef double row_sq, W = 0.0, kqq, d2
+        cdef Py_ssize_t d, s, n = self.support.n
+        if n == 0:
+            return NOT_HANDLED  # the offset or 0: the NumPy path's one line
+        if self.rcode == R_NOVELTY and not self._r_current(model, n):
+            return NOT_HANDLED  # the NumPy path recomputes r once
+        d = self._row(x)
+        if d < 0 or not self._margins(d, &row_sq):
+            return NOT_HANDLED
+        if self.rcode == R_SVR:
+            return (model._y_mean if self.s_off_mean else self.s_off) + self.f[0]
+        for s in range(n):
+            W = W + self.coef[s, 0]
+        kqq = self._kdiag(row_sq)
+        if W <= 0.0:
+            return kqq
+        d2 = kqq - (2.0 / W) * self.f[0] + <double>model._cc / (W * W)
+        return d2 if d2 > 0.0 else 0.0
+
+    cdef bint _r_current(self, model, Py_ssize_t n) except -1:
+        """Whether novelty's ``_r`` is current for the kernel in use and one per slot."""
+        r = model._r
+        if r is None or model._stats_kernel is not self.support.kernel:
+            return False
+        return r.shape[0] == n
+
+    cdef bint _take_r(self, model, Py_ssize_t n) except -1:
+        """Novelty's ``_r`` (``n`` entries) into ``self.r``, with room for one more; a copy
+        only when the learner's ``_r`` is not the view this path last gave it."""
+        import numpy as np
+
+        r = model._r
+        cap = self.X.shape[0]
+        if r is self.r_last and self.r_obj.shape[0] >= cap:
+            return True
+        if r.dtype.char != "d":
+            return False
+        buf = np.zeros(max(cap, n + 1))
+        buf[:n] = r
+        self.r_obj = buf
+        self.r = buf
+        self.r_last = None
+        return True
+
+    cdef object _finish_value(self, model, Py_ssize_t d, double y):
+        """The rest of ``learn_one`` on the NumPy path for a row already folded into the
+        ``gamma="auto"`` estimate (the rare case the compiled step cannot take)."""
+        import numpy as np
+
+        row = np.array([self.row[j] for j in range(d)])
+        k_row = model._kernel_row(row)
+        if self.rcode == R_SVR:
+            model._update(row, float(k_row @ model._support.coef[:, 0]), k_row, y)
+        else:
+            model._insert(row, k_row)
+            model._n_learned += 1
+        self._unbind()
+        return True
+
+    cdef double _svr_alpha(self, double y, double kxx, double *stats) noexcept:
+        """``OnlineSVR._update``'s step for ``f = self.f[0]``: ``y`` into the running
+        statistics ``stats = (count, mean, m2)`` (Welford, Python's operations, no fused
+        multiply-add), then the soft-threshold step from 0 clipped to ``[-C_, C_]``
+        (``_new_alpha``, with Python's ``max``/``min``)."""
+        cdef double delta, spread, eps, C, off, r, g, alpha
+        cdef volatile double t
+        stats[0] = stats[0] + 1.0
+        delta = y - stats[1]
+        t = delta / stats[0]
+        stats[1] = stats[1] + t
+        t = y - stats[1]
+        t = delta * t
+        stats[2] = stats[2] + t
+        spread = sqrt(stats[2] / stats[0])
+        eps = 0.1 * spread if self.s_eps < 0.0 else self.s_eps
+        C = 1.0 * spread if self.s_C < 0.0 else self.s_C
+        off = stats[1] if self.s_off_mean else self.s_off
+        r = (y - off) - self.f[0]
+        if kxx <= 0.0:
+            return 0.0
+        g = fabs(r) - eps
+        if 0.0 > g:
+            g = 0.0
+        g = copysign(g, r)
+        alpha = g / kxx
+        if -C > alpha:
+            alpha = -C
+        if C < alpha:
+            alpha = C
+        return alpha
+
+    cdef object _learn_value(self, model, x, y):
+        """``learn_one`` of the SVR (``y`` a finite float, checked by the learner) or of
+        novelty; False (nothing changed) when it does not apply."""
+        cdef double row_sq, alpha = 1.0, kxx, f
+        cdef double stats[3]
+        cdef Py_ssize_t d, n, s
+        cdef bint folded = False, track_r = False, need_k
+        cdef double yv = 0.0
+        if type(x) is not dict or not self._current(model):
+            return False
+        if self.rcode == R_SVR:
+            if type(y) is not float:
+                return False
+            yv = PyFloat_AS_DOUBLE(y)
+        d = self._row(<dict>x)
+        if d < 0:
+            return False
+        if self.warming and self.scale.n < AUTO_WINDOW:
+            if not self._fold(d):
+                return False
+            # the row is in the estimate now: from here on the event is never handed back
+            if self.scale.n <= AUTO_WINDOW and (self.scale.n <= 10 or self.scale.n % 10 == 0):
+                support = model._support  # regamma_at: the kernel moves before this event
+                support.set_kernel(model._auto_kernel.resolve(self.scale))
+            if not self._current(model):
+                return self._finish_value(model, d, yv)
+            folded = True
+        n = self.support.n
+        if self.rcode == R_NOVELTY:
+            track_r = self._r_current(model, n) and not (self.budget > 0 and n >= self.budget)
+        need_k = self.rcode == R_SVR or track_r or self.pcode == P_FORGETRON or self.has_g
+        if need_k and not self._margins(d, &row_sq):
+            return self._finish_value(model, d, yv) if folded else False
+        if not need_k:  # novelty without r to carry: only the row's norm
+            row_sq = 0.0
+            for s in range(d):
+                row_sq = row_sq + self.row[s] * self.row[s]
+        kxx = self._kdiag(row_sq)
+        if self.rcode == R_SVR:
+            stats[0], stats[1], stats[2] = <double>model._y_n, model._y_mean, model._y_m2
+            alpha = self._svr_alpha(yv, kxx, stats)
+        if alpha != 0.0:
+            if not self._room(d, row_sq) or (track_r and not self._take_r(model, n)):
+                return self._finish_value(model, d, yv) if folded else False
+            f = self.f[0]
+            self.f[0] = alpha
+            new_id = self.support.next_id
+            self._insert(d, row_sq)
+            if self.rcode == R_SVR:
+                model._pending_targets.append((new_id, yv))
+                model.n_updates += 1
+            elif track_r:  # the set grew by one (no eviction): r and cc carried forward
+                for s in range(n):
+                    self.r[s] = self.r[s] + self.k[s]
+                self.r[n] = f + kxx
+                model._cc = model._cc + (2.0 * f + kxx)
+                self.r_last = self.r_obj[: n + 1]
+                model._r = self.r_last
+            else:
+                model._r = None  # stale: the NumPy path recomputes it when read
+        if self.rcode == R_SVR:
+            model._y_n = model._y_n + 1
+            model._y_mean, model._y_m2 = stats[1], stats[2]
         model._n_learned += 1
         return True

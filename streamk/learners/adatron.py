@@ -12,7 +12,7 @@ from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import adatron_dual
-from . import dualpass
+from . import dualpass, eventpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, as_list
 from .classifier import KernelClassifier
@@ -74,6 +74,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     shared support set, each column its own adatron. ``learn_many`` replays the rows in
     order as ``learn_one`` would, so it gives the same model. The resweeps run in compiled
     code where it is built (:mod:`streamk.learners.dualpass`), the NumPy loop otherwise.
+    With ``resweeps=0``, ``learn_one`` and ``predict_one`` take the whole event in one
+    compiled call (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial
+    and linear kernels under no budget, remove-oldest, remove-random or the Forgetron.
 
     Examples
     --------
@@ -122,6 +125,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._labels = LabelCoder()
         self._cls = SlotData(1)  # class index of each support vector
         self.n_updates = 0
+        self._event = eventpass.event_pass(rule="adatron")  # resweeps=0: one compiled call
         # (support set, its rows_version, class per slot, slots oldest first): see _slots
         self._slots_cache: tuple[Any, int, np.ndarray, np.ndarray] | None = None
 
@@ -150,6 +154,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
 
     # -- on-line learning -------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
+        event = self._event  # resweeps=0: the whole event in one call (see eventpass)
+        if event is not None and not self.resweeps and event.learn(self, x, y):
+            return
         self._add_label(y)
         row = self._learn_row(x)
         k_row = self._kernel_row(row)

@@ -1,4 +1,5 @@
-"""The compiled per-event path of the kernel perceptrons and the ranker, when it is built.
+"""The compiled per-event path of the kernel perceptrons, the ranker, the on-line SVR and
+the novelty detector, when it is built.
 
 :mod:`streamk.learners._event` (``_event.pyx``) does a whole ``learn_one`` or
 ``predict_one`` — feature dict to row, kernel row, margins, mistake test, support-set
@@ -48,13 +49,16 @@ def available() -> bool:
     return _event is not None
 
 
-def event_pass(margin: float | None = None, ranker: bool = False) -> Any:
+def event_pass(margin: float | None = None, ranker: bool = False, rule: str | None = None) -> Any:
     """A learner's compiled per-event path (``None`` without the extension).
 
     ``margin=None`` is the kernel perceptron's rule (update on a mistake), a number the
     margin perceptron's (update also where ``y f < margin``); ``ranker=True`` the on-line
-    ranker's (one score, thresholds per rank).
+    ranker's (one score, thresholds per rank); ``rule="svr"`` the on-line SVR's step with
+    ``resweeps=0``, ``rule="novelty"`` the novelty detector's insert (its
+    ``predict`` is then ``predict_one`` and ``score_one`` respectively);
+    ``rule="adatron"`` the kernel adatron's first step with ``resweeps=0``.
     """
     if _event is None:
         return None
-    return _event.EventPass(margin, ranker)
+    return _event.EventPass(margin, ranker, rule)

@@ -15,7 +15,7 @@ from .. import accel
 from ..budget import BudgetPolicy
 from ..errors import ConfigError
 from ..kernels import Kernel
-from . import fastpass
+from . import eventpass, fastpass
 from .base import KernelLearner
 
 __all__ = ["KernelNovelty"]
@@ -70,7 +70,9 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     budget is none, remove-oldest, remove-random or the Forgetron
     (:mod:`streamk.learners.fastpass`), keeping the Gram matrix and the centre's
     statistics as the NumPy path keeps them; that path (``STREAMK_NO_ACCEL=1``, other
-    policies) is the reference they are tested against.
+    policies) is the reference they are tested against. For the RBF, Laplacian,
+    polynomial and linear kernels ``learn_one`` and ``score_one`` take the whole event
+    in one compiled call (:mod:`streamk.learners.eventpass`).
 
     Examples
     --------
@@ -92,6 +94,8 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         §5.1, Alg. 5.4. Cambridge University Press.
 
     """
+
+    _event: Any = None  # the compiled per-event path (eventpass), set by _reset
 
     def __init__(
         self,
@@ -116,6 +120,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         self._cc = 0.0  # w' K(S, S) w
         self._stats_kernel: Kernel | None = None
         self._compiled_one = fastpass.OneRow("novelty")
+        self._event = eventpass.event_pass(rule="novelty")  # learn_one/score_one in one call
 
     @classmethod
     def _unit_test_params(cls):
@@ -160,6 +165,9 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
 
     # -- learning ---------------------------------------------------------------------------------
     def learn_one(self, x: dict) -> None:
+        event = self._event  # one compiled call when it applies (see eventpass)
+        if event is not None and event.learn(self, x, None):
+            return
         row = self._learn_row(x)
         if self._objects or not self._learn_one_compiled(row):
             self._insert(row, self._kernel_row(row))
@@ -246,6 +254,11 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         return np.maximum(d2, 0.0)
 
     def score_one(self, x: dict) -> float:
+        event = self._event
+        if event is not None:
+            score = event.predict(self, x)
+            if score is not eventpass.NOT_HANDLED:
+                return score
         row = self._predict_row(x)
         if self._support.n == 0:
             return 0.0

@@ -14,7 +14,7 @@ from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput
 from ..kernels import Kernel
 from ..solvers.coordinate import svr_dual_no_bias
-from . import fastpass
+from . import eventpass, fastpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, KernelLearner
 
@@ -104,7 +104,10 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     (:mod:`streamk.learners.fastpass`: kernels computed in C, or a tracked block's Gram
     matrix for sums, products and normalised kernels; no budget, remove-oldest,
     remove-random or the Forgetron); otherwise, and with ``STREAMK_NO_ACCEL=1``, the NumPy
-    path runs on one tracked kernel block.
+    path runs on one tracked kernel block. ``learn_one`` and ``predict_one`` then take
+    the whole event (dict to row, step, support-set write) in one compiled call
+    (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial and linear
+    kernels.
 
     Examples
     --------
@@ -121,6 +124,8 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         passive-aggressive algorithms. JMLR 7.
 
     """
+
+    _event: Any = None  # the compiled per-event path (eventpass), set by _reset
 
     def __init__(
         self,
@@ -160,6 +165,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         super()._reset(n_outputs)
         self._targets = SlotData(1)  # y of each support vector
         self._compiled_one = fastpass.OneRow("svr")
+        self._event = eventpass.event_pass(rule="svr")  # the whole learn_one in one call
         self.n_updates = 0
         # running count, mean and sum of squared deviations of the targets (Welford)
         self._y_n, self._y_mean, self._y_m2 = 0, 0.0, 0.0
@@ -247,6 +253,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     # -- on-line learning -------------------------------------------------------------------------
     def learn_one(self, x: dict, y: float) -> None:
         y = _target(y)
+        event = self._event  # resweeps=0: one compiled call when it applies (see eventpass)
+        if event is not None and not self.resweeps and event.learn(self, x, y):
+            return
         row = self._learn_row(x)
         if not (self.resweeps or self._objects) and self._learn_one_compiled(row, y):
             return
@@ -444,6 +453,11 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
     # -- prediction -------------------------------------------------------------------------------
     def predict_one(self, x: dict) -> float:
+        event = self._event
+        if event is not None:
+            f = event.predict(self, x)
+            if f is not eventpass.NOT_HANDLED:
+                return f
         if self._support.n == 0:
             return self.offset_
         f = float(self._kernel_row(self._predict_row(x)) @ self._support.coef[:, 0])
