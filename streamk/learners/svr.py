@@ -255,6 +255,8 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         y = _target(y)
         event = self._event  # resweeps=0: one compiled call when it applies (see eventpass)
         if event is not None and not self.resweeps and event.learn(self, x, y):
+            if len(self._pending_targets) > self._support.n + 64:  # keep the store bounded
+                self._fold_pending()
             return
         row = self._learn_row(x)
         if not (self.resweeps or self._objects) and self._learn_one_compiled(row, y):
@@ -274,7 +276,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         if done[0]:  # folded into _targets when next read (one concatenation for many)
             pending = self._pending_targets
             pending.append((self._support.next_id - 1, y))
-            if len(pending) > self._support.n + 64:  # bounded: fold and prune now and then
+            if len(pending) > self._support.n + 64:  # keep the store bounded
                 self._fold_pending()
             self.n_updates += 1
         self._n_learned += 1
