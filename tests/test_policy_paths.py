@@ -34,6 +34,7 @@ from streamk import (
     Sum,
 )
 from streamk.budget import compiled
+from streamk.budget.projectron import MIN_REL_DELTA
 from streamk.errors import ConfigError
 from streamk.learners import fastpass
 from streamk.learners.support import SupportSet
@@ -187,7 +188,7 @@ def test_projectron_insert_declines_before_changing_anything(monkeypatch):
     before = (p.inverse_gram, s.X.copy(), s.coef.copy(), s.ids.copy())
     row = np.ones(4)
     for k_row in (None, np.ones(s.n + 1)):
-        assert not compiled.projectron_insert(p, s, row, np.ones(1), 1.0, k_row)
+        assert not compiled.projectron_insert(p, s, row, np.ones(1), 1.0, k_row, MIN_REL_DELTA)
     after = (p.inverse_gram, s.X, s.coef, s.ids)
     for a, b in zip(before, after):
         np.testing.assert_array_equal(a, b)
@@ -200,12 +201,12 @@ def test_inverse_by_cholesky_equals_lapack_and_declines_near_singular():
     X = rng.normal(size=(60, 3))
     G = RBF(gamma=0.5).gram(X, X)
     P = np.zeros((64, 64))
-    assert compiled.inverse_gram(G, P)
+    assert compiled.inverse_gram(G, P, MIN_REL_DELTA)
     want = np.linalg.inv(G)
     np.testing.assert_allclose(P[:60, :60], want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
     assert not P[60:].any() and not P[:, 60:].any()
     X[7] = X[3]
-    assert not compiled.inverse_gram(RBF(gamma=0.5).gram(X, X), np.zeros((60, 60)))
+    assert not compiled.inverse_gram(RBF(gamma=0.5).gram(X, X), np.zeros((60, 60)), MIN_REL_DELTA)
 
 
 def test_support_gram_equals_kernel_block_for_rbf_and_declines_otherwise():

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..kernels import RBF
-from . import projectron as _projectron  # a module: projectron.py imports this one
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
     from ..learners.support import SupportSet
@@ -65,10 +64,13 @@ def margin_run(
     T: np.ndarray,
     codes: np.ndarray,
     margin: float,
+    min_rel_delta: float,
 ) -> int | None:
     """Learn ``rows`` (±1 targets ``T``, one column per output) with the margin-perceptron
-    rule and a :class:`Projectron` budget in one compiled call; the number of updates, or
-    ``None`` when the call does not apply (then the caller takes the NumPy path).
+    rule and a :class:`Projectron` budget (the caller checks the type) in one compiled call;
+    the number of updates, or ``None`` when the call does not apply (then the caller takes
+    the NumPy path). ``min_rel_delta``: :data:`streamk.budget.projectron.MIN_REL_DELTA`
+    (passed in, so this module does not import the policy that imports it).
 
     The rule: a row whose decision ``f`` has a wrong sign (sgn(0) = +1) or ``t f < margin``
     in some column is inserted with ``t`` in those columns (``margin = 0``: Alg. 7.52).
@@ -76,9 +78,7 @@ def margin_run(
     :meth:`~streamk.learners.labels.LabelCoder.decode`). Applies to an RBF kernel, a float
     support set without a kept Gram matrix and no tracked block open.
     """
-    if policies is None or type(policy) is not _projectron.Projectron:
-        return None
-    if type(support.kernel) is not RBF:
+    if policies is None or type(support.kernel) is not RBF:
         return None
     if support._G is not None or support._trackers or getattr(support, "takes_objects", False):
         return None
@@ -107,7 +107,7 @@ def margin_run(
         support.next_id,
         float(support.kernel.gamma),
         policy.eta,
-        _projectron.MIN_REL_DELTA,
+        min_rel_delta,
         float(margin),
         codes,
     )
@@ -118,7 +118,13 @@ def margin_run(
 
 
 def projectron_insert(
-    policy: Projectron, support: SupportSet, row: object, coef: np.ndarray, kxx: float, k_row
+    policy: Projectron,
+    support: SupportSet,
+    row: object,
+    coef: np.ndarray,
+    kxx: float,
+    k_row,
+    min_rel_delta: float,
 ) -> bool:
     """:meth:`Projectron.insert <streamk.budget.Projectron.insert>` with its ``P`` work in one
     compiled call; ``False`` (nothing changed) when the call does not apply.
@@ -150,7 +156,7 @@ def projectron_insert(
         policy._full(support),
         kxx,
         policy.eta,
-        _projectron.MIN_REL_DELTA,
+        min_rel_delta,
     )
     if slot == -2:  # projected onto the span
         support.add_coefs(d[:, None] * coef[None, :])
@@ -178,14 +184,14 @@ def support_gram(support: SupportSet) -> np.ndarray | None:
     return policies.rbf_gram(support._X, support._sq, support.n, float(kernel.gamma))
 
 
-def inverse_gram(G: np.ndarray, P: np.ndarray) -> bool:
+def inverse_gram(G: np.ndarray, P: np.ndarray, min_rel_delta: float) -> bool:
     """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`); ``False`` when the
     extension is not loaded or ``G`` is too close to singular (then ``P[:n, :n]`` must be
     overwritten by the caller)."""
     if policies is None or G.shape[0] == 0:
         return False
     G = np.ascontiguousarray(G, dtype=np.float64)
-    return bool(policies.inverse_by_cholesky(G, P, _projectron.MIN_REL_DELTA))
+    return bool(policies.inverse_by_cholesky(G, P, min_rel_delta))
 
 
 def compiled_merge_search(support: SupportSet, gamma: float) -> tuple[int, int, float] | None:

@@ -107,7 +107,7 @@ class Projectron(BudgetPolicy):
         if G is None:
             G = support.kernel_block(support.X) if n else np.zeros((0, 0))
         self._P = np.zeros((max(n, 1), max(n, 1)))
-        if not compiled.inverse_gram(G, self._P):  # compiled: no BLAS threads
+        if not compiled.inverse_gram(G, self._P, MIN_REL_DELTA):  # compiled: no BLAS threads
             try:
                 P = np.linalg.inv(G)
             except np.linalg.LinAlgError:
@@ -144,7 +144,7 @@ class Projectron(BudgetPolicy):
             self._rebuild(support)
         coef = np.asarray(coef, dtype=np.float64).ravel()
         kxx = float(support.kernel.diag_one(_row(support, row)))
-        if compiled.projectron_insert(self, support, row, coef, kxx, k_row):
+        if compiled.projectron_insert(self, support, row, coef, kxx, k_row, MIN_REL_DELTA):
             return  # the same steps, compiled (streamk/budget/_policies.pyx)
         n = support.n
         k = np.asarray(k_row, dtype=np.float64)

@@ -10,6 +10,8 @@ from river import base
 from .. import accel
 from ..budget import BudgetPolicy
 from ..budget.compiled import margin_run
+from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
+from ..budget.projectron import Projectron
 from ..errors import InvalidInput
 from ..kernels import RBF, Kernel, Scaled
 from . import eventpass, fastpass
@@ -253,7 +255,11 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     ) -> tuple[int, int] | None:
         """:func:`streamk.budget.compiled.margin_run` with this learner's margin: a whole
         run under a Projectron budget (RBF) in one call; ``(updates, rows)`` or ``None``."""
-        done = margin_run(self._support, self._policy, rows, T, codes, self._margin)
+        if type(self._policy) is not Projectron:
+            return None
+        done = margin_run(
+            self._support, self._policy, rows, T, codes, self._margin, PROJECTRON_MIN_REL_DELTA
+        )
         if done is None:
             return None
         fastpass.COUNTS["compiled"] += rows.shape[0]
