@@ -323,7 +323,7 @@ def projectron_run(
     cdef Py_ssize_t cap = min(X.shape[0], P.shape[0])
     if w > ldx or w < 1 or T.shape[0] != m or T.shape[1] != p or codes.shape[0] < m:
         raise ValueError("Q must be at most as wide as X, T one row per row of Q, codes long enough")
-    if n > cap or (budget > 0 and budget > cap) or (budget == 0 and n + m > cap):
+    if n > cap or (budget > 0 and min(budget, n + m) > cap) or (budget == 0 and n + m > cap):
         raise ValueError("the support buffers or P cannot hold the set this run may reach")
     if p < 1 or p > 64:
         raise ValueError("between 1 and 64 coefficient columns")

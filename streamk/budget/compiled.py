@@ -87,7 +87,9 @@ def margin_run(
     if m == 0 or w == 0 or p != support.n_outputs or p > MAX_OUTPUTS:
         return None
     budget = policy.budget or 0
-    most = max(budget if budget else support.n + m, support.n)
+    # room for the rows this run can add, not the whole budget: a warm-up run of a few rows
+    # then grows P by doubling instead of allocating budget² at every kernel change
+    most = max(min(budget, support.n + m) if budget else support.n + m, support.n)
     width = max(w, support.width)
     support.reserve(most, width)
     policy.prepare(support, most)
