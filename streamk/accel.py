@@ -21,6 +21,7 @@ import numpy as np
 
 __all__ = [
     "core",
+    "optional_extension",
     "available",
     "describe",
     "reason",
@@ -64,6 +65,20 @@ def _load() -> tuple[ModuleType | None, str]:
 core: ModuleType | None
 _reason: str
 core, _reason = _load()
+
+
+def optional_extension(name: str, needs_core: bool = True) -> ModuleType | None:
+    """A compiled extension beside the core (``"streamk.learners._event"``), or ``None`` when
+    it is not built, fails to load, ``STREAMK_NO_ACCEL`` is set or (``needs_core``) the core
+    itself is off: its callers then take their NumPy paths."""
+    if needs_core and core is None:
+        return None
+    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # not built (no C compiler at install) or built for another Python
+        return None
 
 
 def available() -> bool:

@@ -58,3 +58,17 @@ def test_each_support_vector_keeps_the_target_of_the_event_that_added_it(path, h
     stored = model._targets.align(S.ids)[:, 0]
     expected = [by_row[np.ascontiguousarray(S.X[i]).tobytes()] for i in range(S.n)]
     np.testing.assert_array_equal(stored, expected)
+
+
+def test_pruning_between_a_rows_insertion_and_its_record_leaves_one_entry_for_it():
+    """The SVR prunes its store right after inserting a row and before recording the row's
+    target (folding the compiled path's pending targets): the new id is live but not yet
+    stored, and must not get a NaN entry that would shadow the value recorded next."""
+    from streamk.learners._slotdata import SlotData
+
+    data = SlotData(1)
+    data.extend(np.arange(30), np.arange(30.0))
+    live = np.array([27, 28, 29, 30])  # 30: just inserted, its target not recorded yet
+    data.prune(live)
+    data.extend(np.array([30]), np.array([30.0]))
+    np.testing.assert_array_equal(data.align(live)[:, 0], [27.0, 28.0, 29.0, 30.0])

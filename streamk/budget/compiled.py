@@ -11,13 +11,12 @@ in place, as :func:`streamk.learners.fastpass.perceptron_run` does), or, for
 
 from __future__ import annotations
 
-import importlib
-import os
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import accel
 from ..kernels import RBF
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
@@ -39,17 +38,8 @@ __all__ = [
 MAX_OUTPUTS = 64
 
 
-def _load() -> ModuleType | None:
-    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
-        return None
-    try:
-        return importlib.import_module(f"{__package__}._policies")
-    except ImportError:  # not built (no C compiler at install) or built for another Python
-        return None
-
-
 #: The compiled module, or ``None`` when the NumPy paths run.
-policies: ModuleType | None = _load()
+policies: ModuleType | None = accel.optional_extension(f"{__package__}._policies", needs_core=False)
 
 
 def available() -> bool:

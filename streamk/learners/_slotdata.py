@@ -64,13 +64,17 @@ class SlotData:
             self.prune(self.live())
 
     def prune(self, ids: np.ndarray) -> None:
-        """Keep only the entries of the rows ``ids`` once more than twice as many are stored.
+        """Drop the entries of rows not in ``ids`` once more than twice as many are stored.
 
-        It is :meth:`align` (so later reads are unchanged), done only past the bound so
-        that its cost is amortised over the additions that made it necessary.
+        A filter in stored order, done only past the bound so that its cost is amortised
+        over the additions that made it necessary; unlike :meth:`align` it adds nothing for a
+        live row not recorded yet (a caller may prune between a row's insertion and the
+        recording of its value, which must then be the only entry of that id).
         """
         if self.ids.shape[0] > PRUNE_FACTOR * ids.shape[0] + PRUNE_SLACK:
-            self.align(ids)
+            keep = np.isin(self.ids, ids)
+            self.ids = self.ids[keep]
+            self.values = self.values[keep]
 
     def align(self, ids: np.ndarray) -> np.ndarray:
         """Values for the rows ``ids`` (the support set's current slots), ``(n, width)``.

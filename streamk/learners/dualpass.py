@@ -17,10 +17,7 @@ strings or trees, whose coefficient changes carry other bookkeeping.
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections import Counter
-from types import ModuleType
 
 import numpy as np
 
@@ -36,18 +33,7 @@ COUNTS: Counter[str] = Counter()
 MAX_OUTPUTS = 64
 
 
-def _load() -> ModuleType | None:
-    if accel.core is None:  # the switch, or no compiler: the NumPy path only
-        return None
-    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
-        return None
-    try:
-        return importlib.import_module(f"{__package__}._dual")
-    except ImportError:
-        return None
-
-
-_dual = _load()
+_dual = accel.optional_extension(f"{__package__}._dual")
 
 
 def available() -> bool:

@@ -17,9 +17,6 @@ NumPy path only.
 
 from __future__ import annotations
 
-import importlib
-import os
-from types import ModuleType
 from typing import Any
 
 from .. import accel
@@ -27,18 +24,7 @@ from .. import accel
 __all__ = ["event_pass", "available", "NOT_HANDLED"]
 
 
-def _load() -> ModuleType | None:
-    if accel.core is None:  # the switch, or no compiler: the NumPy path only
-        return None
-    if os.environ.get("STREAMK_NO_ACCEL", "").strip() not in ("", "0"):
-        return None
-    try:
-        return importlib.import_module(f"{__package__}._event")
-    except ImportError:
-        return None
-
-
-_event = _load()
+_event = accel.optional_extension(f"{__package__}._event")
 
 #: What ``EventPass.predict`` returns when it declined (a unique object, never a label).
 NOT_HANDLED: Any = None if _event is None else _event.NOT_HANDLED
