@@ -151,6 +151,7 @@ def test_a_worker_adopts_the_merged_model_on_the_broker_and_keeps_its_offsets_ex
     assert p.wait(timeout=120) == 0, p.stderr.read().decode()[-3000:]
     store = SnapshotStore(tmp_path / "w0")
     final = store.latest("w0")
+    assert "adopted" in final.meta, p.stderr.read().decode()[-3000:]  # the worker says why
     assert final.meta["adopted"]["seq"] == merged.seq
     # every merged support vector is in the final model (unbudgeted: nothing is dropped)
     assert _rows(merged.model) <= _rows(final.model)
