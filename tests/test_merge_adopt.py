@@ -115,9 +115,13 @@ def test_a_worker_adopts_the_merged_model_on_the_broker_and_keeps_its_offsets_ex
         producer.close()
 
     env = {**os.environ, "PYTHONPATH": ROOT}
+    # The adopter reads the snapshot topic within max_poll_interval_ms / 3000 at each
+    # checkpoint (it runs inside the poll loop); the quick group's 3 s gave it 1 s, which a
+    # loaded machine missed at every checkpoint of the run: 30 s gives it 10 s.
     model = dict(
         learner="perceptron", kernel="rbf:2.0", budget=0, scale="none", snapshot_every=200,
         snapshot_topic=snapshots, max_records=100, poll_timeout=0.2, stop_when_idle=5,
+        max_poll_interval_ms=30_000,
     )  # fmt: skip
 
     def run(name: str, *extra: str) -> subprocess.Popen:
