@@ -153,12 +153,13 @@ def test_slotdata_align_equals_a_lookup(shuffle):
 
 @pytest.mark.parametrize("policy", [lambda b: RemoveOldest(b), lambda b: RemoveRandom(b, 0), Merge])
 def test_slotdata_stays_bounded_over_a_long_budgeted_stream(policy):
-    """A learner that never aligns (e.g. the SVR with ``resweeps=0``) but passes ``live``
-    keeps at most ``2 n + slack`` entries, and reads the same values as without pruning."""
+    """A learner that never aligns (e.g. the SVR with ``resweeps=0``) but prunes to the live
+    ids after each record keeps at most ``2 n + slack`` entries, and reads the same values as
+    without pruning."""
     budget = 20
     s = SupportSet(RBF(gamma=0.3))
     pol = policy(budget)
-    data = SlotData(1, live=lambda: s.ids)
+    data = SlotData(1)
     every = SlotData(1)  # unpruned: what an O(events) store reads
     rng = np.random.default_rng(6)
     for event in range(3000):
@@ -170,6 +171,7 @@ def test_slotdata_stays_bounded_over_a_long_budgeted_stream(policy):
             data.add(new_id, y)
         else:
             data.extend(np.array([new_id]), np.array([[y]]))
+        data.prune(s.ids)
         every.add(new_id, y)
         assert data.ids.size <= PRUNE_FACTOR * s.n + PRUNE_SLACK + 1
         if event % 250 == 0:
@@ -177,7 +179,7 @@ def test_slotdata_stays_bounded_over_a_long_budgeted_stream(policy):
     assert s.n == budget and s.next_id == 3000
 
 
-def test_slotdata_without_live_keeps_everything_until_aligned():
+def test_slotdata_keeps_everything_until_pruned():
     data = SlotData(1)
     for i in range(100):
         data.add(i, float(i))

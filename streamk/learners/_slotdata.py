@@ -7,14 +7,12 @@ ids and re-aligns it with the current slots on demand: one comparison when nothi
 one vectorised search when something did (a sort only when the stored ids are out of order).
 
 Entries of evicted rows stay until the next :meth:`SlotData.align`; a learner that seldom
-aligns passes ``live`` (the support set's current ids) so that :meth:`SlotData.add` and
-:meth:`SlotData.extend` drop them once they outnumber the live rows (memory stays
-proportional to the budget, not to the stream).
+aligns calls :meth:`SlotData.prune` with the support set's current ids after recording, which
+drops them once they outnumber the live rows (memory stays proportional to the budget, not to
+the stream).
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 
@@ -35,33 +33,21 @@ class SlotData:
     ----------
     width
         Values per row.
-    live
-        Returns the support set's current ids (e.g. ``lambda: support.ids``); when given,
-        entries of rows no longer present are dropped as the data grows (see :meth:`prune`).
     """
 
-    def __init__(self, width: int = 1, live: Callable[[], np.ndarray] | None = None) -> None:
+    def __init__(self, width: int = 1) -> None:
         self.ids = np.zeros(0, dtype=np.int64)
         self.values = np.zeros((0, width))
-        self.live = live
 
     def add(self, id_: int, value: np.ndarray | float) -> None:
         """Record ``value`` for the row with insertion id ``id_``."""
-        value = np.asarray(value, dtype=np.float64).reshape(1, -1)
-        self.ids = np.concatenate([self.ids, np.array([id_], dtype=np.int64)])
-        self.values = np.concatenate([self.values, value])
-        self._maybe_prune()
+        self.extend(np.array([id_], dtype=np.int64), value)
 
     def extend(self, ids: np.ndarray, values: np.ndarray) -> None:
         """Record ``values[i]`` for the row with id ``ids[i]``, for all rows at once."""
         values = np.asarray(values, dtype=np.float64).reshape(len(ids), self.values.shape[1])
         self.ids = np.concatenate([self.ids, np.asarray(ids, dtype=np.int64)])
         self.values = np.concatenate([self.values, values])
-        self._maybe_prune()
-
-    def _maybe_prune(self) -> None:
-        if self.live is not None:
-            self.prune(self.live())
 
     def prune(self, ids: np.ndarray) -> None:
         """Drop the entries of rows not in ``ids`` once more than twice as many are stored.
@@ -115,9 +101,8 @@ class SlotData:
         ids: np.ndarray,
         values: list,
         width: int = 1,
-        live: Callable[[], np.ndarray] | None = None,
     ) -> SlotData:
-        data = cls(width, live)
+        data = cls(width)
         data.ids = np.array(ids, dtype=np.int64)
         data.values = np.asarray(values, dtype=np.float64).reshape(len(data.ids), width)
         return data
