@@ -624,6 +624,16 @@ cdef class EventPass:
         scale.n = n_old + 1
         return True
 
+    cdef bint _fold_warm(self, model, Py_ssize_t d) except -1:
+        """:meth:`_fold`, then, at the counts ``regamma_at`` names, the kernel re-estimated
+        (``KernelLearner._refine_gamma``): the kernel moves before this event is learned."""
+        if not self._fold(d):
+            return False
+        cdef Py_ssize_t n = self.scale.n
+        if n <= AUTO_WINDOW and (n <= 10 or n % 10 == 0):
+            model._support.set_kernel(model._auto_kernel.resolve(self.scale))
+        return True
+
     cdef object _finish(self, model, Py_ssize_t d, y):
         """The rest of ``learn_one`` on the NumPy path, for a row already folded into the
         ``gamma="auto"`` estimate (the rare case the compiled update cannot take)."""
@@ -897,12 +907,9 @@ cdef class EventPass:
         if d < 0:
             return False
         if self.warming and self.scale.n < AUTO_WINDOW:
-            if not self._fold(d):
+            if not self._fold_warm(model, d):
                 return False
             # the row is in the estimate now: from here on the event is never handed back
-            if self.scale.n <= AUTO_WINDOW and (self.scale.n <= 10 or self.scale.n % 10 == 0):
-                support = model._support  # regamma_at: the kernel moves before this event
-                support.set_kernel(model._auto_kernel.resolve(self.scale))
             if not self._current(model) or not self._margins(d, &row_sq):
                 return self._finish(model, d, y)
             folded = True
@@ -1052,12 +1059,9 @@ cdef class EventPass:
         if d < 0:
             return False
         if self.warming and self.scale.n < AUTO_WINDOW:
-            if not self._fold(d):
+            if not self._fold_warm(model, d):
                 return False
             # the row is in the estimate now: from here on the event is never handed back
-            if self.scale.n <= AUTO_WINDOW and (self.scale.n <= 10 or self.scale.n % 10 == 0):
-                support = model._support  # regamma_at: the kernel moves before this event
-                support.set_kernel(model._auto_kernel.resolve(self.scale))
             if not self._current(model):
                 return self._finish_value(model, d, yv)
             folded = True
