@@ -176,36 +176,7 @@ POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom":
                 "Forgetron": P_FORGETRON}
 
 
-cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
-                const double *x_sq, const double *row, Py_ssize_t w, double row_sq,
-                double *out) noexcept nogil:
-    """``out[s] = k(X[s], row)`` for ``s < n`` (rows of ``X`` ``ldx`` wide, ``row`` ``w <= ldx``
-    wide: its absent features are 0). ``kp``: ``(gamma or scale, offset, degree, c)``, the
-    kernel's parameters and the factor of a :class:`~streamk.kernels.Scaled` around it."""
-    cdef Py_ssize_t s, k
-    cdef double d
-    if n <= 0:
-        return
-    if code == K_LAPLACIAN:
-        for s in range(n):
-            d = 0.0
-            for k in range(w):
-                d = d + fabs(X[s * ldx + k] - row[k])
-            for k in range(w, ldx):
-                d = d + fabs(X[s * ldx + k])
-            out[s] = d
-        sk_scaled_exp(out, n, -kp[0])
-    else:
-        sk_dots(out, X, ldx, n, row, w)
-        if code == K_RBF:
-            sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
-        elif code == K_POLY:
-            for s in range(n):
-                out[s] = pow(kp[0] * out[s] + kp[1], kp[2])
-    if kp[3] != 1.0:
-        for s in range(n):
-            out[s] = kp[3] * out[s]
-
+include "_kcol.pxi"
 
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
     """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
@@ -597,25 +568,6 @@ cdef inline void _row_join(const double[:, ::1] Q, const double[::1] q_sq,
     dc[0] = qdiag[j]
 
 
-cdef void _row_kernels(int code, const double *kp, const double *X, Py_ssize_t ldx,
-                       Py_ssize_t n, const double *x_sq, const double *row, Py_ssize_t w,
-                       double row_sq, double *out) noexcept nogil:
-    """:func:`_kcol` for an untracked row, with NumPy's own powers for a polynomial of
-    degree 2 or 1 (a square, the value itself: ``array ** scalar``'s fast paths, as
-    ``streamk.learners._event`` takes them), which cost a fraction of ``pow``."""
-    cdef Py_ssize_t s
-    cdef double d
-    if code != K_POLY or (kp[2] != 2.0 and kp[2] != 1.0) or n <= 0:
-        _kcol(code, kp, X, ldx, n, x_sq, row, w, row_sq, out)
-        return
-    sk_dots(out, X, ldx, n, row, w)
-    for s in range(n):
-        d = kp[0] * out[s] + kp[1]
-        out[s] = d * d if kp[2] == 2.0 else d
-    if kp[3] != 1.0:
-        for s in range(n):
-            out[s] = kp[3] * out[s]
-
 
 cdef int _check_rows(double[:, ::1] K, const double[:, ::1] Q, const double[::1] q_sq,
                      double[:, ::1] X, double[:, ::1] coef, Py_ssize_t n, Py_ssize_t budget,
@@ -693,7 +645,7 @@ def perceptron_rows(
     st.bounded = True
     with nogil:
         for j in range(m):
-            _row_kernels(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
+            _kcol(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
                          &K[0, 0])
             for c in range(p):  # the tracked pass's fresh decision, the same operations
                 f[c] = 0.0
@@ -764,7 +716,7 @@ def ranker_rows(
     with nogil:
         for j in range(m):
             k = ranks[j]
-            _row_kernels(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
+            _kcol(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
                          &K[0, 0])
             f = 0.0  # the tracked pass's fresh decision, the same operations
             for s in range(n):

@@ -90,45 +90,7 @@ DEF R_NOVELTY = 3  # KernelNovelty
 DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
 
-cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
-                const double *x_sq, const double *row, Py_ssize_t w, double row_sq,
-                double *out) noexcept nogil:
-    """``out[s] = k(X[s], row)`` for ``s < n``: ``streamk._core._kcol``, the same loops
-    (``kp``: ``(gamma or scale, offset, degree, c)``, ``c`` the factor of a ``Scaled``)
-    with NumPy's own powers for degrees 1 and 2 (see :func:`_power`)."""
-    cdef Py_ssize_t s, k
-    cdef double d
-    if n <= 0:
-        return
-    if code == K_LAPLACIAN:
-        for s in range(n):
-            d = 0.0
-            for k in range(w):
-                d = d + fabs(X[s * ldx + k] - row[k])
-            for k in range(w, ldx):
-                d = d + fabs(X[s * ldx + k])
-            out[s] = d
-        sk_scaled_exp(out, n, -kp[0])
-    else:
-        sk_dots(out, X, ldx, n, row, w)
-        if code == K_RBF:
-            sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
-        elif code == K_POLY:
-            for s in range(n):
-                out[s] = _power(kp[0] * out[s] + kp[1], kp[2])
-    if kp[3] != 1.0:
-        for s in range(n):
-            out[s] = kp[3] * out[s]
-
-
-cdef inline double _power(double x, double degree) noexcept nogil:
-    """``x ** degree`` as NumPy's ``array ** scalar`` takes it: a square for degree 2 and
-    the value itself for degree 1 (its fast paths, also the cheap ones), else ``pow``."""
-    if degree == 2.0:
-        return x * x
-    if degree == 1.0:
-        return x
-    return pow(x, degree)
+include "../_kcol.pxi"
 
 
 cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,

@@ -1,0 +1,46 @@
+# The kernel column of the compiled passes, shared by streamk/_core.pyx and
+# streamk/learners/_event.pyx through Cython's ``include`` (textual: each module gets its own
+# copy of the C, so neither imports the other). The including module defines the K_* codes
+# and declares fabs, pow, sk_dots, sk_rbf_from_dots and sk_scaled_exp.
+
+
+cdef inline double _power(double x, double degree) noexcept nogil:
+    """``x ** degree`` as NumPy's ``array ** scalar`` takes it: a square for degree 2 and
+    the value itself for degree 1 (its fast paths, also the cheap ones), else ``pow``."""
+    if degree == 2.0:
+        return x * x
+    if degree == 1.0:
+        return x
+    return pow(x, degree)
+
+
+cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                const double *x_sq, const double *row, Py_ssize_t w, double row_sq,
+                double *out) noexcept nogil:
+    """``out[s] = k(X[s], row)`` for ``s < n`` (rows of ``X`` ``ldx`` wide, ``row`` ``w <= ldx``
+    wide: its absent features are 0). ``kp``: ``(gamma or scale, offset, degree, c)``, the
+    kernel's parameters and the factor of a :class:`~streamk.kernels.Scaled` around it;
+    polynomial powers as NumPy takes them (:func:`_power`)."""
+    cdef Py_ssize_t s, k
+    cdef double d
+    if n <= 0:
+        return
+    if code == K_LAPLACIAN:
+        for s in range(n):
+            d = 0.0
+            for k in range(w):
+                d = d + fabs(X[s * ldx + k] - row[k])
+            for k in range(w, ldx):
+                d = d + fabs(X[s * ldx + k])
+            out[s] = d
+        sk_scaled_exp(out, n, -kp[0])
+    else:
+        sk_dots(out, X, ldx, n, row, w)
+        if code == K_RBF:
+            sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
+        elif code == K_POLY:
+            for s in range(n):
+                out[s] = _power(kp[0] * out[s] + kp[1], kp[2])
+    if kp[3] != 1.0:
+        for s in range(n):
+            out[s] = kp[3] * out[s]
