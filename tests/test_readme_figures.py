@@ -104,3 +104,29 @@ def test_readme_lists_every_command():
     block = README.read_text().split("## Command line", 1)[1].split("```")[1]
     listed = set(re.findall(r"^streamk (\w+)", block, re.M))
     assert listed == set(sub.choices), f"README's command list: {sorted(listed)}"
+
+
+def test_the_user_guides_adatron_figure_matches_the_committed_grid():
+    """docs/user-guide.md quotes the adatron's range from ``benchmarks.online_throughput``:
+    its events/s (to the thousand) and its ratio to river's linear model (two decimals)."""
+    guide = " ".join((ROOT / "docs" / "user-guide.md").read_text().split())
+    claim = re.search(
+        r"learns the grid's first (?P<events>[\d,]+) events at (?P<lo>[\d,]+)–(?P<hi>[\d,]+) "
+        r"events/s, (?P<rlo>0\.\d\d)–(?P<rhi>0\.\d\d)× river's linear `Perceptron` "
+        r"\(`python -m benchmarks\.online_throughput`\)",
+        guide,
+    )
+    assert claim, "the user guide's adatron figure moved: update this test"
+    doc = json.loads((RESULTS / "online_grid.json").read_text())
+    assert doc["command"] == "python -m benchmarks.online_throughput"
+    rows = [r for r in doc["rows"] if r.get("learner") == "adatron" and "policy" in r]
+    assert rows and {r["events"] for r in rows} == {int(claim["events"].replace(",", ""))}
+    speeds = [r["learn_many_ev_s"] for r in rows]
+    ratios = [r["many_vs_river"] for r in rows]
+
+    def thousands(text: str) -> int:
+        return int(text.replace(",", ""))
+
+    assert thousands(claim["lo"]) == round(min(speeds), -3), min(speeds)
+    assert thousands(claim["hi"]) == round(max(speeds), -3), max(speeds)
+    assert claim["rlo"] == f"{min(ratios):.2f}" and claim["rhi"] == f"{max(ratios):.2f}"
