@@ -40,7 +40,7 @@ from streamk import (
 )
 from streamk.budget import Projectron
 from streamk.kernels import RBF
-from streamk.learners import eventpass, fastpass
+from streamk.learners import base, eventpass, fastpass
 from streamk.learners import perceptron as perceptron_module
 from tests.test_grid_paths import _stream
 
@@ -196,23 +196,23 @@ def test_learn_many_through_the_event_core_equals_numpy(learner, kernel, policy,
 
 
 def test_learn_rows_stops_at_a_new_class_and_resumes_after_it(no_block_pass):
-    """A block whose third class appears at row 301 (``_stream(400, 3)``): the core stops
-    there, that row takes the NumPy path (the new column included), the core goes on after
-    it; the same model and predictions as NumPy's."""
+    """One block whose classes appear at rows 0, 3 and 301 (``_stream(400, 3)``): the core
+    stops at each, that row takes the NumPy path (a new column included), the core goes on
+    after it; the same model and predictions as NumPy's."""
     X, y = _stream(400, 3)
-    assert y.index(2) == 301 and set(y[:50]) == {0, 1}
+    assert [y.index(c) for c in (1, 0, 2)] == [0, 3, 301]
 
     def make():
         return KernelPerceptron(kernel=RBF(0.4), budget=RemoveOldest(30))
 
-    def learn(model):  # the first block has no class yet: the core cannot start it
-        return model.learn_predict_many(X[:50], y[:50]) + model.learn_predict_many(X[50:], y[50:])
+    def learn(model):
+        return model.learn_predict_many(X, y)
 
     fast = make()
     fastpass.COUNTS.clear()
     said = learn(fast)
     took = fastpass.COUNTS["event_rows"]
-    assert len(y) - 50 - 3 <= took < len(y) - 50  # (and where the buffers grew)
+    assert len(y) - 8 <= took <= len(y) - 3  # (and where the buffers grew)
     assert fast.classes_ == [1, 0, 2] and fast.support_.n_outputs == 3
     core, accel.core = accel.core, None
     try:
@@ -221,6 +221,33 @@ def test_learn_rows_stops_at_a_new_class_and_resumes_after_it(no_block_pass):
     finally:
         accel.core = core
     assert said == said_slow
+    _same(fast, slow)
+
+
+def test_a_core_declining_row_after_row_hands_the_run_back(no_block_pass):
+    """A core that takes the learner but declines every row: after ``_EVENT_STALLS`` rows
+    on the NumPy path the rest of the run goes there too; the same model as NumPy's."""
+    calls = []
+
+    class Declining:
+        def applies(self, model):
+            return True
+
+        def learn_rows(self, model, rows, targets, out=None):
+            calls.append(rows.shape[0])
+            return 0
+
+    X, y = _stream(100, 2)
+    fast = KernelPerceptron(kernel=RBF(0.4), budget=30)
+    fast._event = Declining()
+    fast.learn_many(X, y)
+    assert calls == [100 - j for j in range(base._EVENT_STALLS + 1)]
+    core, accel.core = accel.core, None
+    try:
+        slow = KernelPerceptron(kernel=RBF(0.4), budget=30)
+        slow.learn_many(X, y)
+    finally:
+        accel.core = core
     _same(fast, slow)
 
 

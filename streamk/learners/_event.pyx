@@ -943,6 +943,11 @@ cdef class EventPass:
             return 0.0
         return PyFloat_AS_DOUBLE(targets[i])
 
+    def applies(self, model):
+        """Whether this path takes ``model`` as it stands (kernel, policy, rule, buffers;
+        binding it if needed): :meth:`learn_rows` then learns rows until one declines."""
+        return self._current(model)
+
     def learn_rows(self, model, rows, targets, out=None):
         """``model.learn_one`` on each row of a run, in one loop: ``rows`` C-contiguous
         float64, already in the learner's feature order and folded into the ``gamma=

@@ -33,6 +33,10 @@ __all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at", "as_list"]
 #: Number of learned rows over which ``gamma="auto"`` is estimated before it is frozen.
 AUTO_WINDOW = 200
 
+#: Rows in a row the compiled per-event core may decline in ``learn_many`` (new classes
+#: at a stream's start, buffers growing) before the rest of a run goes to the NumPy path.
+_EVENT_STALLS = 8
+
 
 def as_list(y: Any) -> list[Any]:
     """A block's labels as a list: ``y.tolist()`` for pandas and NumPy (one C call, Python
@@ -250,17 +254,18 @@ class KernelLearner:
         compiled per-event core (``EventPass.learn_rows``) where no block pass applies.
 
         Where the core stops (a new label, no room, ...) that one row takes the NumPy
-        path, ``step(row, K(row, S), item)``, and the core goes on after it; a second stop
-        in a row hands the rest back. ``out[j]`` / ``out.put(j, values)`` receive what
-        ``predict_one`` said before each row (``predict(row, k_row)`` for a NumPy row).
-        Returns the rows learned from the start: 0 when the core does not apply at all.
+        path, ``step(row, K(row, S), item)``, and the core goes on after it; after
+        :data:`_EVENT_STALLS` stops in a row it hands the rest back. ``out[j]`` /
+        ``out.put(j, values)`` receive what ``predict_one`` said before each row
+        (``predict(row, k_row)`` for a NumPy row). Returns the rows learned from the start:
+        0 when the core does not take this learner (policy, kernel, rule) at all.
         """
         event = self._event
         m = rows.shape[0]
-        if event is None or m == 0:
+        if event is None or m == 0 or not event.applies(self):
             return 0
         Q = np.ascontiguousarray(rows, dtype=np.float64)
-        i = 0
+        i = stalls = 0
         while i < m:
             said = None if out is None else []
             j = event.learn_rows(self, Q[i:], None if items is None else items[i:], said)
@@ -268,7 +273,8 @@ class KernelLearner:
             fastpass.COUNTS["event_rows"] += j
             if said:
                 out.put(i, said)
-            if j == 0:  # the core declined twice in a row (or at once): the caller goes on
+            stalls = stalls + 1 if j == 0 else 0
+            if stalls > _EVENT_STALLS:  # it declines row after row: the caller goes on
                 return i
             i += j
             if i < m:  # the row the core stopped at, on the NumPy path
