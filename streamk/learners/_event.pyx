@@ -852,19 +852,14 @@ cdef class EventPass:
     def learn(self, model, x, y):
         """``model.learn_one(x, y)`` in one call; False (nothing changed) when it does not
         apply."""
-        cdef double row_sq
-        cdef Py_ssize_t d, pr = 0, i, k = 0
-        cdef bint update, folded
+        cdef Py_ssize_t d
         if self.valued:
             return self._learn_value(model, x, y)
         if type(x) is not dict or not self._current(model):
             return False
-        try:
-            code = (self.index if self.ranker else self.cols).get(y)
-        except TypeError:  # an unhashable label: the NumPy path says what is wrong
-            return False
+        code = self._code(y)
         if code is None:
-            return False  # a new class or rank, or no label
+            return False  # a new class or rank, no label, or an unhashable one
         d = self._row(<dict>x)
         if d < 0:
             return False
@@ -872,13 +867,33 @@ cdef class EventPass:
             if not self._fold_warm(model, d):
                 return False
             # the row is in the estimate now: from here on the event is never handed back
-            if not self._current(model) or not self._margins(d, &row_sq):
+            if not self._current(model):
                 return self._finish(model, d, y)
-            folded = True
-        elif not self._margins(d, &row_sq):
-            return False
-        else:
-            folded = False
+            return self._learn_label(model, d, y, code, True, None)
+        return self._learn_label(model, d, y, code, False, None)
+
+    cdef object _code(self, y):
+        """The label's column or sign (the ranker's rank index); ``None`` for a label not
+        known (a new class or rank, no label) or unhashable (the NumPy path says what is
+        wrong)."""
+        try:
+            return (self.index if self.ranker else self.cols).get(y)
+        except TypeError:
+            return None
+
+    cdef object _learn_label(self, model, Py_ssize_t d, y, code, bint folded, list pred):
+        """``learn_one``'s rule, insert and counters for the row in ``self.row`` (``d``
+        wide, label ``y`` with ``code`` from :meth:`_code`): the one core of :meth:`learn`
+        and :meth:`learn_rows`. ``folded``: this call folded the row into the ``gamma=
+        "auto"`` estimate, so it is finished on the NumPy path rather than handed back;
+        otherwise False (nothing changed) when it does not apply. ``pred``: a list the
+        prediction ``predict_one`` would have made is appended to (when learned)."""
+        cdef double row_sq
+        cdef Py_ssize_t pr = 0, i, k = 0
+        cdef bint update
+        if not self._margins(d, &row_sq):
+            return self._finish(model, d, y) if folded else False
+        said = self._decide() if pred is not None else None
         if self.ranker:
             k = <Py_ssize_t>code
             pr = self._rank()
@@ -895,18 +910,85 @@ cdef class EventPass:
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
                 model._cls.add(self.support.next_id - 1, float(self.classes.index(y)))
                 model.n_updates += 1
-                model._n_learned += 1
-                return True
-            if self.ranker:
+            elif self.ranker:
                 if pr < k:
                     for i in range(pr, k):
                         self.b[i] = self.b[i] - 1.0
                 else:
                     for i in range(k, pr):
                         self.b[i] = self.b[i] + 1.0
-            model.n_mistakes += 1
+                model.n_mistakes += 1
+            else:
+                model.n_mistakes += 1
         model._n_learned += 1
+        if pred is not None:
+            pred.append(said)
         return True
+
+    cdef Py_ssize_t _take_row(self, const double[:, ::1] R, Py_ssize_t i) except -2:
+        """Row ``i`` of a block already in feature order into ``self.row``; its width, or -1
+        when a value is not finite (the NumPy path says what is wrong)."""
+        cdef Py_ssize_t j, d = R.shape[1]
+        cdef double v
+        for j in range(d):
+            v = R[i, j]
+            if not isfinite(v):
+                return -1
+            self.row[j] = v
+        return d
+
+    cdef double _value(self, targets, Py_ssize_t i) except? -1.0:
+        """The SVR's target of row ``i`` (a float, checked by the caller); 0 for novelty."""
+        if self.rcode != R_SVR:
+            return 0.0
+        return PyFloat_AS_DOUBLE(targets[i])
+
+    def applies(self, model):
+        """Whether this path takes ``model`` as it stands (kernel, policy, rule, buffers;
+        binding it if needed): :meth:`learn_rows` then learns rows until one declines."""
+        return self._current(model)
+
+    def learn_rows(self, model, rows, targets, out=None):
+        """``model.learn_one`` on each row of a run, in one loop: ``rows`` C-contiguous
+        float64, already in the learner's feature order and folded into the ``gamma=
+        "auto"`` estimate (one run under one kernel, as ``learn_many`` splits a block);
+        ``targets`` the labels (the SVR's float targets; ignored by novelty).
+
+        Returns the number of rows learned: it stops at the first row :meth:`learn` would
+        decline (a new label, no room, ...), with nothing changed for that row, so the
+        caller goes on with the NumPy path from there. ``out``, a list, is extended with
+        what ``predict_one`` would have said before each row learned (the classifiers and
+        the ranker only)."""
+        cdef const double[:, ::1] R
+        cdef Py_ssize_t i, m, d
+        cdef list pred = None
+        if out is not None:
+            if self.valued:
+                raise ValueError("learn_rows: no predictions for the SVR or novelty")
+            pred = <list?>out
+        if getattr(rows, "ndim", 0) != 2 or rows.dtype.char != "d":
+            return 0
+        if not rows.flags.c_contiguous:
+            return 0
+        R = rows
+        m, d = R.shape[0], R.shape[1]
+        for i in range(m):
+            if not self._current(model) or d != PyList_GET_SIZE(self.names):
+                return i
+            if d > self.cap_row:
+                self._reserve(d, 0, 0)
+            if self._take_row(R, i) < 0:
+                return i
+            if self.rcode == R_SVR and type(targets[i]) is not float:
+                return i
+            if self.valued:
+                if not self._learn_value_row(model, d, self._value(targets, i), False):
+                    return i
+                continue
+            code = self._code(targets[i])
+            if code is None or not self._learn_label(model, d, targets[i], code, False, pred):
+                return i
+        return m
 
     # -- the SVR and novelty rules ----------------------------------------------------------------
     cdef object _predict_value(self, model, dict x):
@@ -1006,10 +1088,7 @@ cdef class EventPass:
     cdef object _learn_value(self, model, x, y):
         """``learn_one`` of the SVR (``y`` a finite float, checked by the learner) or of
         novelty; False (nothing changed) when it does not apply."""
-        cdef double row_sq, alpha = 1.0, kxx, f
-        cdef double stats[3]
-        cdef Py_ssize_t d, n, s
-        cdef bint folded = False, track_r = False, need_k
+        cdef Py_ssize_t d
         cdef double yv = 0.0
         if type(x) is not dict or not self._current(model):
             return False
@@ -1026,7 +1105,17 @@ cdef class EventPass:
             # the row is in the estimate now: from here on the event is never handed back
             if not self._current(model):
                 return self._finish_value(model, d, yv)
-            folded = True
+            return self._learn_value_row(model, d, yv, True)
+        return self._learn_value_row(model, d, yv, False)
+
+    cdef object _learn_value_row(self, model, Py_ssize_t d, double yv, bint folded):
+        """The SVR's step or novelty's insert, and the counters, for the row in
+        ``self.row`` (``d`` wide, target ``yv``): the one core of :meth:`_learn_value` and
+        :meth:`learn_rows`; ``folded`` as for :meth:`_learn_label`."""
+        cdef double row_sq, alpha = 1.0, kxx, f
+        cdef double stats[3]
+        cdef Py_ssize_t n, s
+        cdef bint track_r = False, need_k
         n = self.support.n
         if self.rcode == R_NOVELTY:
             track_r = self._r_current(model, n) and not (self.budget > 0 and n >= self.budget)

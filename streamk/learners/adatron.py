@@ -176,6 +176,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         if self._objects:
             self._learn_rows(rows, labels, self._learn_block_row)
             return
+        if not self.resweeps and self._event is not None:
+            self._learn_runs(rows, labels)
+            return
         S = self._support
         for row, label in zip(rows, labels):
             self._add_label(label)
@@ -183,6 +186,18 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
                 self._refine_gamma(row)
             k_row = S.kernel_row(row)
             self._update(row, k_row @ S.coef, k_row, label)
+
+    def _learn_runs(self, rows: np.ndarray, labels: list[Any]) -> None:
+        """``resweeps=0``: each run under one kernel through the compiled per-event core
+        (``EventPass.learn_rows``), the rows it does not take row by row on the NumPy
+        path."""
+        i = 0
+        while i < len(labels):  # one run per kernel: the whole block after the warm-up
+            end = self._fold_kernel_run(rows, i)
+            i += self._event_rows(rows[i:end], labels[i:end], self._learn_block_row)
+            for row, label in zip(rows[i:end], labels[i:end]):
+                self._learn_block_row(row, self._kernel_row(row), label)
+            i = end
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
         self._add_label(label)

@@ -23,6 +23,7 @@ from .. import accel
 from ..budget import BudgetPolicy, make_policy, policy_from_spec
 from ..errors import ConfigError, InvalidInput
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
+from . import fastpass
 from .features import FeatureIndex
 from .objects import ObjectSupportSet, validate_object
 from .support import SupportSet
@@ -31,6 +32,10 @@ __all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at", "as_list"]
 
 #: Number of learned rows over which ``gamma="auto"`` is estimated before it is frozen.
 AUTO_WINDOW = 200
+
+#: Rows in a row the compiled per-event core may decline in ``learn_many`` (new classes
+#: at a stream's start, buffers growing) before the rest of a run goes to the NumPy path.
+_EVENT_STALLS = 8
 
 
 def as_list(y: Any) -> list[Any]:
@@ -236,6 +241,49 @@ class KernelLearner:
                     block.start = j + 1
                     step(rows[i + j], k_row, item)
             i = end
+
+    def _event_rows(
+        self,
+        rows: np.ndarray,
+        items: list | None,
+        step: Callable,
+        out: Any = None,
+        predict: Callable | None = None,
+    ) -> int:
+        """Learn a run (one kernel, rows already folded into ``gamma="auto"``) through the
+        compiled per-event core (``EventPass.learn_rows``) where no block pass applies.
+
+        Where the core stops (a new label, no room, ...) that one row takes the NumPy
+        path, ``step(row, K(row, S), item)``, and the core goes on after it; after
+        :data:`_EVENT_STALLS` stops in a row it hands the rest back. ``out[j]`` /
+        ``out.put(j, values)`` receive what ``predict_one`` said before each row
+        (``predict(row, k_row)`` for a NumPy row). Returns the rows learned from the start:
+        0 when the core does not take this learner (policy, kernel, rule) at all.
+        """
+        event = self._event
+        m = rows.shape[0]
+        if event is None or m == 0 or not event.applies(self):
+            return 0
+        Q = np.ascontiguousarray(rows, dtype=np.float64)
+        i = stalls = 0
+        while i < m:
+            said = None if out is None else []
+            j = event.learn_rows(self, Q[i:], None if items is None else items[i:], said)
+            fastpass.COUNTS["compiled"] += j
+            fastpass.COUNTS["event_rows"] += j
+            if said:
+                out.put(i, said)
+            stalls = stalls + 1 if j == 0 else 0
+            if stalls > _EVENT_STALLS:  # it declines row after row: the caller goes on
+                return i
+            i += j
+            if i < m:  # the row the core stopped at, on the NumPy path
+                k_row = self._kernel_row(Q[i])
+                if out is not None and predict is not None:
+                    out[i] = predict(Q[i], k_row)
+                step(Q[i], k_row, None if items is None else items[i])
+                i += 1
+        return i
 
     def _one(self, row: Any) -> Any:
         """A one-row block: ``row[None, :]`` for a float row, ``[row]`` for a string/tree."""

@@ -10,6 +10,12 @@ policies, new features or labels) it declines before changing anything and the l
 runs its NumPy path, which is the reference the compiled one is tested against
 (``tests/test_eventpass.py``).
 
+``EventPass.learn_rows`` runs the same core over a run of rows ``learn_many`` has already
+converted and folded into ``gamma="auto"``, for the runs no compiled block pass
+(:mod:`~streamk.learners.fastpass`) takes: it stops, with nothing changed, at the first row
+the core declines, and the learner goes on with the NumPy path from there
+(``tests/test_event_rows.py``).
+
 The extension is optional like the core: without it (no C compiler at install time), or
 with ``STREAMK_NO_ACCEL=1``, :func:`event_pass` returns ``None`` and learners take the
 NumPy path only.

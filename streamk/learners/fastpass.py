@@ -59,6 +59,7 @@ __all__ = [
     "ranker_pass",
     "ranker_rows",
     "rows_plan",
+    "block_pass_applies",
     "svr_pass",
     "svr_rows",
     "novelty_pass",
@@ -71,7 +72,8 @@ __all__ = [
 #: path a combination takes; clear it before a run. The SVR's and the novelty detector's
 #: passes also count their rows under ``"tracked"`` or ``"untracked"`` (the perceptrons'
 #: and the ranker's under ``"untracked"``), and
-#: :class:`OneRow` its events under ``"one"``.
+#: :class:`OneRow` its events under ``"one"``; rows ``learn_many`` gave the compiled
+#: per-event core (``EventPass.learn_rows``) count under ``"compiled"`` and ``"event_rows"``.
 COUNTS: Counter[str] = Counter()
 
 _EMPTY = np.zeros((0, 0))
@@ -169,6 +171,18 @@ def rows_plan(
     if how is None or how.kcode == accel.core.KERNEL_CODES["gram"]:
         return None
     return how
+
+
+def block_pass_applies(
+    support: SupportSet, policy: BudgetPolicy, rows: np.ndarray, gram_ok: bool = False
+) -> bool:
+    """Whether a compiled pass over a tracked block of ``rows`` would apply (:func:`plan`
+    once the block is taken): ``learn_many`` hands a run to the compiled per-event core
+    (``EventPass.learn_rows``) only where none does, before taking a block."""
+    if accel.core is None:
+        return False
+    q_sq = accel.sqnorms(np.ascontiguousarray(rows, dtype=np.float64))
+    return _plan(support, policy, float(q_sq.max(initial=0.0)), gram_ok) is not None
 
 
 def _hint_budget(support: SupportSet, policy: BudgetPolicy) -> int | None:

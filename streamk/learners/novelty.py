@@ -197,7 +197,12 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         i = 0
         while i < len(rows):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
-            if not self._learn_compiled(rows[i:end]):
+            if self._learn_compiled(rows[i:end]):
+                i = end
+                continue
+            if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end], True):
+                i += self._event_rows(rows[i:end], None, self._learn_block_row)
+            if i < end:
                 with self._support.track(rows[i:end]) as block:
                     self._learn_tracked(block, rows[i:end])
             i = end

@@ -232,6 +232,15 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 if out is not None:
                     out.put(0, self._labels.decode(codes.tolist(), labels))
                 return
+        if not fastpass.block_pass_applies(self._support, self._policy, rows):
+            done_rows = self._event_rows(
+                rows, labels, self._learn_event_row, out, self._predict_event_row
+            )
+            if done_rows == len(labels):
+                return
+            if done_rows:  # the rest on the tracked path below, from the row it stopped at
+                rows, labels = rows[done_rows:], labels[done_rows:]
+                out = None if out is None else _Offset(out.items, out.start + done_rows)
         seen = set(self._labels.classes)
         with self._support.track(rows) as block:
             j = 0
@@ -286,6 +295,18 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             return None
         updates = fastpass.perceptron_rows(self._support, Q, q_sq, T, how, codes, self._margin)
         return updates, rows.shape[0]
+
+    def _learn_event_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
+        """``learn_one`` of a row already folded into ``gamma="auto"``, on the NumPy path
+        (where the compiled per-event core stopped: see ``_event_rows``)."""
+        self._add_label(label)
+        self._update(row, k_row @ self._support.coef, k_row, label)
+
+    def _predict_event_row(self, row: np.ndarray, k_row: np.ndarray) -> Any:
+        """``predict_one`` of a row whose ``K(row, S)`` is ``k_row``."""
+        if not self._labels.classes:
+            return None
+        return self._labels.decide_one(k_row @ self._support.coef)
 
     def _learn_segment(self, block, rows, labels, start: int, end: int, out=None) -> None:
         """Rows ``start:end`` (labels all known): jump from mistake to mistake.

@@ -255,20 +255,26 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             if self._learn_untracked(rows[i:end], ranks[i:end]):
                 i = end
                 continue
-            with self._support.track(rows[i:end]) as block:
-                how = fastpass.plan(self._support, self._policy, block)
-                if how is not None:  # the same rule, compiled (streamk/_core.pyx)
-                    self._b = np.ascontiguousarray(self._b, dtype=np.float64)
-                    self.n_mistakes += fastpass.ranker_pass(
-                        self._support, block, ranks[i:end], self._b, how
-                    )
-                    self._n_learned += end - i
-                else:
-                    for j in range(end - i):
-                        k_row = block.K[j, : self._support.n].copy()
-                        block.start = j + 1
-                        self._learn_block_row(rows[i + j], k_row, labels[i + j])
+            if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end]):
+                i += self._event_rows(rows[i:end], labels[i:end], self._learn_block_row)
+            if i < end:
+                self._learn_tracked(rows[i:end], labels[i:end], ranks[i:end])
             i = end
+
+    def _learn_tracked(self, rows: np.ndarray, labels: list[Any], ranks: np.ndarray) -> None:
+        """Rows learned under one kernel on a tracked block: one compiled pass when it
+        applies (:func:`streamk.learners.fastpass.ranker_pass`), else row by row."""
+        with self._support.track(rows) as block:
+            how = fastpass.plan(self._support, self._policy, block)
+            if how is not None:  # the same rule, compiled (streamk/_core.pyx)
+                self._b = np.ascontiguousarray(self._b, dtype=np.float64)
+                self.n_mistakes += fastpass.ranker_pass(self._support, block, ranks, self._b, how)
+                self._n_learned += len(ranks)
+                return
+            for j in range(len(ranks)):
+                k_row = block.K[j, : self._support.n].copy()
+                block.start = j + 1
+                self._learn_block_row(rows[j], k_row, labels[j])
 
     def _learn_untracked(self, rows: np.ndarray, ranks: np.ndarray) -> bool:
         """Rows learned under one kernel in one untracked compiled pass (each row's kernel

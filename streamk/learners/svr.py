@@ -293,7 +293,14 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         i = 0
         while i < len(targets):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
-            if not self._learn_compiled(rows[i:end], targets[i:end]):
+            if self._learn_compiled(rows[i:end], targets[i:end]):
+                i = end
+                continue
+            if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end]):
+                i += self._event_rows(rows[i:end], targets[i:end], self._learn_block_row)
+                if len(self._pending_targets) > self._support.n + 64:  # keep the store bounded
+                    self._fold_pending()
+            if i < end:
                 with self._support.track(rows[i:end]) as block:
                     self._learn_tracked(block, rows[i:end], targets[i:end])
             i = end

@@ -1,0 +1,274 @@
+"""``learn_many`` through the compiled per-event core (``EventPass.learn_rows``) against
+the NumPy path.
+
+Where no compiled block pass applies, ``learn_many`` hands each run of rows (one kernel,
+already folded into ``gamma="auto"``) to ``EventPass.learn_rows``, which applies
+``learn_one``'s rule, insert and counters row by row in C and stops, with nothing changed,
+at a row it cannot take. Here every block pass is forced to decline (a stand-in for the
+budgets they do not cover), and the result must be the NumPy path's (``accel.core =
+None``, as ``tests/test_grid_paths.py`` does): the same prequential predictions
+(``learn_predict_many``), the same support set (ids, rows, coefficients to 1e-9
+relative), counters and policy state, for every learner with a per-event path × budget
+policy × vector kernel. Policies the per-event path declines today (Projectron, Merge)
+check the fallback and are then skipped; they run in full once the path takes them.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from streamk import (
+    Forgetron,
+    KernelAdatron,
+    KernelNovelty,
+    KernelPerceptron,
+    Laplacian,
+    Linear,
+    MarginPerceptron,
+    Merge,
+    OnlineRanker,
+    OnlineSVR,
+    Polynomial,
+    RemoveOldest,
+    RemoveRandom,
+    Scaled,
+    accel,
+)
+from streamk.budget import Projectron
+from streamk.kernels import RBF
+from streamk.learners import base, eventpass, fastpass
+from streamk.learners import perceptron as perceptron_module
+from tests.test_grid_paths import _stream
+
+pytestmark = pytest.mark.skipif(
+    not eventpass.available() or accel.core is None,
+    reason="the compiled per-event path is not built here",
+)
+
+KERNELS = {
+    "rbf": lambda: RBF(gamma=0.4),
+    "rbf-auto": lambda: RBF(gamma="auto"),  # runs split at the warm-up's re-estimates
+    "laplacian": lambda: Laplacian(gamma=0.3),
+    "poly": lambda: Polynomial(degree=2, scale=0.2, offset=1.0),
+    "linear": lambda: Linear(),
+    "scaled-rbf": lambda: Scaled(RBF(gamma=0.4), 2.0),
+}
+#: The budgets (30 vectors) the per-event path takes today, and the ones it is gaining:
+#: the latter are skipped, after their fallback is checked, while it declines them.
+POLICIES = {
+    "unbounded": lambda: None,
+    "oldest": lambda: RemoveOldest(30),
+    "random": lambda: RemoveRandom(30, seed=3),
+    "forgetron": lambda: Forgetron(30),
+    "projectron": lambda: Projectron(30),
+    "merge": lambda: Merge(30),
+}
+PENDING = {"projectron", "merge"}
+LEARNERS = {
+    "perceptron": lambda k, b: KernelPerceptron(kernel=k, budget=b),
+    "margin": lambda k, b: MarginPerceptron(kernel=k, budget=b, margin=0.5),
+    "ranker": lambda k, b: OnlineRanker(kernel=k, ranks=(0, 1, 2, 3, 4), budget=b),
+    "svr": lambda k, b: OnlineSVR(kernel=k, budget=b),
+    "novelty": lambda k, b: KernelNovelty(kernel=k, budget=b),
+    "adatron": lambda k, b: KernelAdatron(kernel=k, budget=b, C=1.0, resweeps=0),
+}
+#: the stream's classes per learner (3: a third class appears inside a block)
+CLASSES = {"perceptron": 3, "margin": 2, "ranker": 5, "svr": 2, "novelty": 2, "adatron": 3}
+BLOCKS = [(0, 90), (90, 230), (230, 400)]
+CASES = [
+    (learner, kernel, policy)
+    for learner in sorted(LEARNERS)
+    for kernel in sorted(KERNELS)
+    for policy in sorted(POLICIES)
+    if not (policy == "merge" and kernel not in ("rbf", "rbf-auto"))  # Merge: RBF only
+]
+
+
+def _declined(*_args, **_kwargs):
+    """A block pass that does not apply."""
+    return None
+
+
+@pytest.fixture
+def no_block_pass(monkeypatch):
+    """Every compiled block pass of ``learn_many`` declines (nothing changed), so runs go
+    to the per-event core, then to the NumPy rows."""
+    for name in ("perceptron_run", "rows_plan", "plan"):
+        monkeypatch.setattr(fastpass, name, _declined)
+    monkeypatch.setattr(fastpass, "block_pass_applies", lambda *a, **k: False)
+    monkeypatch.setattr(perceptron_module, "margin_run", _declined)
+
+
+def _data(learner: str) -> tuple[pd.DataFrame, list]:
+    X, y = _stream(BLOCKS[-1][1], CLASSES[learner])
+    if learner == "svr":  # a real target, off-centre
+        y = (5.0 + np.sin(2 * X["a"]) + X["b"] * X["c"]).tolist()
+    return X, y
+
+
+def _learn(model, X: pd.DataFrame, y: list) -> list:
+    """``learn_many`` per block (``learn_predict_many`` for the perceptrons: its
+    prequential predictions), then the answers on a probe."""
+    probe = X.iloc[::23]
+    said = []
+    for a, b in BLOCKS:
+        if isinstance(model, KernelPerceptron):
+            said.extend(model.learn_predict_many(X.iloc[a:b], y[a:b]))
+        elif isinstance(model, KernelNovelty):
+            model.learn_many(X.iloc[a:b])
+        else:
+            model.learn_many(X.iloc[a:b], y[a:b])
+    if isinstance(model, KernelNovelty):
+        said.extend(model.score_many(probe).tolist())
+    else:
+        said.extend(model.predict_many(probe).tolist())
+    return said
+
+
+def _numpy(make, X: pd.DataFrame, y: list):
+    """The oracle: the same blocks on the NumPy path (``accel.core = None``)."""
+    core, accel.core = accel.core, None
+    try:
+        model = make()
+        return model, _learn(model, X, y)
+    finally:
+        accel.core = core
+
+
+def _same(fast, slow) -> None:
+    """The same support set, counters, policy state and learner state."""
+    a, b = fast.support_, slow.support_
+    assert a.n == b.n and a.next_id == b.next_id
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_allclose(a.X, b.X, rtol=1e-9, atol=1e-12)  # Merge builds rows
+    # the Forgetron's shrink solves a quadratic that cancels (tests/test_grid_paths.py)
+    rtol = 1e-7 if type(fast._policy) is Forgetron else 1e-9
+    np.testing.assert_allclose(a.coef, b.coef, rtol=rtol, atol=1e-12)
+    np.testing.assert_allclose(a.kdiag, b.kdiag, rtol=1e-12)
+    assert fast.n_learned == slow.n_learned
+    for name in ("n_mistakes", "n_updates", "classes_", "_y_n"):
+        assert getattr(fast, name, None) == getattr(slow, name, None), name
+    for name in ("_b", "_y_mean", "_y_m2", "_cc"):
+        if hasattr(fast, name):
+            np.testing.assert_allclose(getattr(fast, name), getattr(slow, name), rtol=1e-9)
+    if isinstance(fast, OnlineSVR):
+        np.testing.assert_array_equal(fast._targets.align(a.ids), slow._targets.align(b.ids))
+    pf, ps = fast._policy.state(), slow._policy.state()
+    assert pf.keys() == ps.keys()
+    for key in pf:  # remove-random's generator exactly; Q, Projectron's inverse to rounding
+        if isinstance(pf[key], (float, np.ndarray)):
+            np.testing.assert_allclose(pf[key], ps[key], rtol=1e-7, atol=1e-9)
+        else:
+            assert pf[key] == ps[key]
+
+
+def _close(said_fast: list, said_slow: list) -> None:
+    if said_fast and isinstance(said_fast[0], float):  # scores, the SVR's predictions
+        np.testing.assert_allclose(said_fast, said_slow, rtol=1e-9, atol=1e-9)
+    else:
+        assert said_fast == said_slow
+
+
+@pytest.mark.parametrize(("learner", "kernel", "policy"), CASES)
+def test_learn_many_through_the_event_core_equals_numpy(learner, kernel, policy, no_block_pass):
+    X, y = _data(learner)
+
+    def make():
+        return LEARNERS[learner](KERNELS[kernel](), POLICIES[policy]())
+
+    fastpass.COUNTS.clear()
+    fast = make()
+    said = _learn(fast, X, y)
+    took = fastpass.COUNTS["event_rows"]
+    slow, said_slow = _numpy(make, X, y)
+    _close(said, said_slow)
+    _same(fast, slow)
+    if policy in ("oldest", "random", "forgetron"):
+        assert fast.n_support == 30  # the budget filled and turned over
+    if policy in PENDING and took == 0:
+        pytest.skip(f"the per-event path declines {policy} today: its fallback matched")
+    assert took > len(y) // 2, "the per-event core should have learned most rows"
+    assert fastpass.COUNTS["compiled"] >= took  # the grid's compiled share sees them
+
+
+def test_learn_rows_stops_at_a_new_class_and_resumes_after_it(no_block_pass):
+    """One block whose classes appear at rows 0, 3 and 301 (``_stream(400, 3)``): the core
+    stops at each, that row takes the NumPy path (a new column included), the core goes on
+    after it; the same model and predictions as NumPy's."""
+    X, y = _stream(400, 3)
+    assert [y.index(c) for c in (1, 0, 2)] == [0, 3, 301]
+
+    def make():
+        return KernelPerceptron(kernel=RBF(0.4), budget=RemoveOldest(30))
+
+    def learn(model):
+        return model.learn_predict_many(X, y)
+
+    fast = make()
+    fastpass.COUNTS.clear()
+    said = learn(fast)
+    took = fastpass.COUNTS["event_rows"]
+    assert len(y) - 8 <= took <= len(y) - 3  # (and where the buffers grew)
+    assert fast.classes_ == [1, 0, 2] and fast.support_.n_outputs == 3
+    core, accel.core = accel.core, None
+    try:
+        slow = make()
+        said_slow = learn(slow)
+    finally:
+        accel.core = core
+    assert said == said_slow
+    _same(fast, slow)
+
+
+def test_a_core_declining_row_after_row_hands_the_run_back(no_block_pass):
+    """A core that takes the learner but declines every row: after ``_EVENT_STALLS`` rows
+    on the NumPy path the rest of the run goes there too; the same model as NumPy's."""
+    calls = []
+
+    class Declining:
+        def applies(self, model):
+            return True
+
+        def learn_rows(self, model, rows, targets, out=None):
+            calls.append(rows.shape[0])
+            return 0
+
+    X, y = _stream(100, 2)
+    fast = KernelPerceptron(kernel=RBF(0.4), budget=30)
+    fast._event = Declining()
+    fast.learn_many(X, y)
+    assert calls == [100 - j for j in range(base._EVENT_STALLS + 1)]
+    core, accel.core = accel.core, None
+    try:
+        slow = KernelPerceptron(kernel=RBF(0.4), budget=30)
+        slow.learn_many(X, y)
+    finally:
+        accel.core = core
+    _same(fast, slow)
+
+
+def test_learn_rows_declines_what_learn_declines_before_changing_anything():
+    """Rows of the wrong type or width, a non-finite value and an unknown label: nothing
+    learned, nothing changed."""
+    model = KernelPerceptron(kernel=RBF(0.4), budget=30)
+    X, y = _stream(400, 2)
+    model.learn_many(X[:300], y[:300])  # the budget full: room for every row
+    assert model.n_support == 30
+    before = pickle.dumps(model.state())
+    event, Q, y = model._event, np.ascontiguousarray(X[300:], dtype=np.float64), y[300:]
+    assert event.learn_rows(model, Q.astype(np.float32), y) == 0
+    assert event.learn_rows(model, Q[:, :3].copy(), y) == 0
+    assert event.learn_rows(model, np.asfortranarray(Q), y) == 0
+    bad = Q.copy()
+    bad[0, 1] = np.nan
+    assert event.learn_rows(model, bad, y) == 0
+    assert event.learn_rows(model, Q, ["new"] + y[1:]) == 0
+    assert pickle.dumps(model.state()) == before
+    said: list = []
+    assert event.learn_rows(model, Q[:5], y[:5], said) == 5 and len(said) == 5
+    with pytest.raises(ValueError):
+        OnlineSVR()._event.learn_rows(OnlineSVR(), Q, [1.0] * len(Q), [])
