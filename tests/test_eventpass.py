@@ -100,8 +100,9 @@ def assert_same_support(fast, slow, exact: bool = True):
     if exact:
         np.testing.assert_array_equal(a.coef, b.coef)
         np.testing.assert_array_equal(a.kdiag, b.kdiag)
-    else:
-        np.testing.assert_allclose(a.coef, b.coef, rtol=1e-7, atol=1e-12)
+    else:  # the Projectron's projections and removals to 1e-9 (checked on every kernel)
+        rtol = 1e-9 if isinstance(fast._policy, Projectron) else 1e-7
+        np.testing.assert_allclose(a.coef, b.coef, rtol=rtol, atol=1e-12)
         np.testing.assert_allclose(a.kdiag, b.kdiag, rtol=1e-12)
     assert a._sq_max == b._sq_max
     assert (a._G is None) == (b._G is None)
