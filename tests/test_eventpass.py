@@ -5,8 +5,9 @@ The NumPy ``learn_one`` / ``predict_one`` is the oracle: a learner whose ``_even
 support set (and policy state, and the ranker's thresholds) on streams that exercise
 every branch the compiled path takes or declines (new features, absent features, ints,
 bools, ``None`` values, a new class or rank, a full budget, a full buffer), over the
-perceptron, the margin perceptron and the ranker × every budget policy × the vector
-kernels. A plain book perceptron (Alg. 7.52) checks both against a third implementation,
+perceptron, the margin perceptron, the ranker, the SVR, novelty and the adatron × every
+budget policy the path takes (the Projectron's projections and removals included) × the
+vector kernels. A plain book perceptron (Alg. 7.52) checks both against a third implementation,
 and a subprocess checks that with ``STREAMK_NO_ACCEL=1`` the NumPy path runs.
 """
 
@@ -99,8 +100,9 @@ def assert_same_support(fast, slow, exact: bool = True):
     if exact:
         np.testing.assert_array_equal(a.coef, b.coef)
         np.testing.assert_array_equal(a.kdiag, b.kdiag)
-    else:
-        np.testing.assert_allclose(a.coef, b.coef, rtol=1e-7, atol=1e-12)
+    else:  # the Projectron's projections and removals to 1e-9 (checked on every kernel)
+        rtol = 1e-9 if isinstance(fast._policy, Projectron) else 1e-7
+        np.testing.assert_allclose(a.coef, b.coef, rtol=rtol, atol=1e-12)
         np.testing.assert_allclose(a.kdiag, b.kdiag, rtol=1e-12)
     assert a._sq_max == b._sq_max
     assert (a._G is None) == (b._G is None)
@@ -112,6 +114,11 @@ def assert_same_support(fast, slow, exact: bool = True):
     for key in pf:  # remove-random's generator state exactly, the Forgetron's Q to rounding
         if isinstance(pf[key], float):
             np.testing.assert_allclose(pf[key], ps[key], rtol=1e-9 if exact else 1e-7)
+        elif isinstance(pf[key], np.ndarray) and pf[key].dtype.kind == "f":  # Projectron's P
+            scale = np.abs(ps[key]).max(initial=1.0)
+            np.testing.assert_allclose(pf[key], ps[key], rtol=1e-8, atol=1e-8 * scale)
+        elif isinstance(pf[key], np.ndarray):  # the ids P was built for
+            np.testing.assert_array_equal(pf[key], ps[key])
         else:
             assert pf[key] == ps[key]
 
@@ -175,7 +182,23 @@ POLICIES = {
     "oldest": lambda: RemoveOldest(40),
     "random": lambda: RemoveRandom(40, seed=3),
     "forgetron": lambda: Forgetron(40),
+    "projectron": lambda: Projectron(40),
 }
+
+
+def assert_projected_and_turned_over(model, kernel: str, updates: int) -> None:
+    """A Projectron's stream exercised its branches: some updates were projected onto the
+    span (fewer vectors added than updates; not with the Laplacian here, whose new vectors
+    all stay far from it) and, with a kernel of infinite feature space (a linear or
+    polynomial one spans at most 35 dimensions here, so the set stays below the budget),
+    the set filled and had vectors removed."""
+    S = model.support_
+    if "laplacian" not in kernel:
+        assert S.next_id < updates, (S.next_id, updates)
+    if kernel.startswith(("rbf", "laplacian", "scaled")):
+        assert S.n == 40 and S.next_id > 60, (S.n, S.next_id)
+
+
 LEARNERS = {
     "perceptron": lambda k, b: KernelPerceptron(kernel=k, budget=b),
     "margin": lambda k, b: MarginPerceptron(kernel=k, budget=b, margin=0.5),
@@ -206,7 +229,9 @@ def test_every_policy_kernel_and_learner_agrees_with_numpy(learner, kernel, poli
     fast, slow, p_fast, p_slow = run_pair(make, events)
     assert p_fast == p_slow
     assert_same_model(fast, slow, exact=exact and policy != "forgetron")
-    if policy != "unbounded":
+    if policy == "projectron":
+        assert_projected_and_turned_over(fast, kernel, fast.n_mistakes)
+    elif policy != "unbounded":
         assert fast.n_mistakes > 120  # the budget filled and turned over
 
 
@@ -237,10 +262,10 @@ def test_the_compiled_draw_is_numpys_integers(n):
 
 
 def test_snapshots_and_copies_carry_the_policy_state_into_the_compiled_path():
-    """A restored or copied learner has a new generator (and Forgetron state): the compiled
-    path must take it, not the one it was bound to."""
+    """A restored or copied learner has a new generator (and Forgetron or Projectron state):
+    the compiled path must take it, not the one it was bound to."""
     events = stream(900, 4, 13)
-    for policy in (lambda: RemoveRandom(30, seed=1), lambda: Forgetron(30)):
+    for policy in (lambda: RemoveRandom(30, seed=1), lambda: Forgetron(30), lambda: Projectron(30)):
         model = KernelPerceptron(kernel=Laplacian(0.4), budget=policy())
         for x, y in events[:400]:
             model.learn_one(x, y)
@@ -257,10 +282,11 @@ def test_snapshots_and_copies_carry_the_policy_state_into_the_compiled_path():
 
 
 def test_a_policy_state_loaded_in_place_is_the_one_drawn_from():
-    """``load_state`` gives remove-random a new generator and the Forgetron new ``Q``/``M``
-    on the same policy object: the compiled path must use them, not the bound ones."""
+    """``load_state`` gives remove-random a new generator, the Forgetron new ``Q``/``M`` and
+    the Projectron a new ``P`` (for another set: rebuilt) on the same policy object: the
+    compiled path must use them, not the bound ones."""
     events = stream(700, 3, 17)
-    for make in (lambda: RemoveRandom(25, seed=4), lambda: Forgetron(25)):
+    for make in (lambda: RemoveRandom(25, seed=4), lambda: Forgetron(25), lambda: Projectron(25)):
         other = KernelPerceptron(kernel=RBF(0.5), budget=make())
         for x, y in events[300:600]:
             other.learn_one(x, y)
@@ -268,7 +294,7 @@ def test_a_policy_state_loaded_in_place_is_the_one_drawn_from():
         oracle = KernelPerceptron(kernel=RBF(0.5), budget=make())
         oracle._event = None
         for i, (x, y) in enumerate(events):
-            if i == 400:
+            if i in (30, 400):  # (at 30 the set is smaller than the one the state is for)
                 for m in (model, oracle):
                     m._policy.load_state(other._policy.state())
             for m in (model, oracle):
@@ -282,7 +308,6 @@ DECLINED_KERNELS = {
     "normalized": lambda: Normalized(Polynomial(degree=3, scale=0.3)),
 }
 DECLINED_POLICIES = {
-    "projectron": lambda: Projectron(30),
     "merge": lambda: Merge(30),
     "smallest": lambda: RemoveSmallest(30),
 }
@@ -351,8 +376,12 @@ def test_the_ranker_refuses_bad_labels_as_on_the_numpy_path():
     assert OnlineRanker().predict_one(x) is None
 
 
-def test_events_the_compiled_path_declines_give_the_numpy_result():
-    """Every kind of event the compiled path hands back, mixed into one stream."""
+@pytest.mark.parametrize(
+    "budget", [lambda: 40, lambda: Projectron(40)], ids=["oldest", "projectron"]
+)
+def test_events_the_compiled_path_declines_give_the_numpy_result(budget):
+    """Every kind of event the compiled path hands back, mixed into one stream (under a
+    Projectron the two paths then take turns with its ``P``)."""
     events = stream(1200, 4, 2, (-1, 1))
     odd = []
     for i, (x, y) in enumerate(events):
@@ -374,7 +403,7 @@ def test_events_the_compiled_path_declines_give_the_numpy_result():
         if i == 800:
             y = 0  # a third class: one-vs-rest from here
         odd.append((x, y))
-    fast, slow, p_fast, p_slow = run_pair(lambda: KernelPerceptron(budget=40), odd)
+    fast, slow, p_fast, p_slow = run_pair(lambda: KernelPerceptron(budget=budget()), odd)
     assert p_fast == p_slow
     assert_same_model(fast, slow)
     assert fast.support_.n_outputs == 3
@@ -444,11 +473,7 @@ def test_copies_snapshots_and_learn_many_keep_the_paths_in_step():
         assert_same_model(m, oracle)
 
 
-def test_projectron_and_warm_up_take_the_numpy_path():
-    model = MarginPerceptron(budget=Projectron(30))
-    for x, y in stream(400, 3, 6):
-        model.learn_one(x, y)
-    assert not model._event.learn(model, *stream(1, 3, 7)[0])  # declined, nothing changed
+def test_warm_up_takes_the_numpy_path():
     warm = KernelPerceptron()
     x, y = stream(1, 3, 8)[0]
     assert not warm._event.learn(warm, x, y)  # gamma="auto" still being estimated
@@ -587,7 +612,10 @@ def test_svr_and_novelty_agree_with_numpy_for_every_policy_and_kernel(learner, k
     np.testing.assert_allclose(a_fast, a_slow, rtol=1e-9, atol=1e-9)
     svr = learner.startswith("svr")
     assert_same_value_model(fast, slow, exact=exact and not svr and policy != "forgetron")
-    if policy != "unbounded":
+    if policy == "projectron":
+        updates = fast.n_learned if isinstance(fast, KernelNovelty) else fast.n_updates
+        assert_projected_and_turned_over(fast, kernel, updates)
+    elif policy != "unbounded":
         assert fast.support_.n == 40 and fast.support_.next_id > 120  # turned over
 
 
@@ -640,10 +668,11 @@ def test_svr_with_resweeps_declines():
     assert pickle.dumps(model.state()) == before
 
 
+@pytest.mark.parametrize("policy", ["random", "projectron"])
 @pytest.mark.parametrize("learner", sorted(VALUE_LEARNERS))
-def test_svr_and_novelty_events_the_compiled_path_declines_give_the_numpy_result(learner):
+def test_svr_and_novelty_events_the_compiled_path_declines_give_the_numpy_result(learner, policy):
     """Keys out of order, absent features, ints, ``None``, bools, a new feature and an int
-    target, mixed into one stream under gamma="auto" and remove-random."""
+    target, mixed into one stream under gamma="auto" and remove-random or a Projectron."""
     odd = []
     for i, (x, y) in enumerate(value_stream(700, 4, 26)):
         x = dict(x)
@@ -662,8 +691,9 @@ def test_svr_and_novelty_events_the_compiled_path_declines_give_the_numpy_result
         if i >= 400:
             x["late"] = 0.25 * (i % 3)
         odd.append((x, y))
+    make_policy = (lambda: RemoveRandom(40, seed=6)) if policy == "random" else POLICIES[policy]
     fast, slow, a_fast, a_slow = run_value_pair(
-        lambda: VALUE_LEARNERS[learner](None, RemoveRandom(40, seed=6)), odd
+        lambda: VALUE_LEARNERS[learner](None, make_policy()), odd
     )
     np.testing.assert_allclose(a_fast, a_slow, rtol=1e-9, atol=1e-9)
     assert_same_value_model(fast, slow, exact=learner == "novelty")
@@ -755,7 +785,10 @@ def test_adatron_agrees_with_numpy_for_every_policy_and_kernel(norm, kernel, pol
         np.testing.assert_allclose(
             fast.decision_function_one(x), slow.decision_function_one(x), rtol=1e-9, atol=1e-9
         )
-    if policy != "unbounded":
+    if policy == "projectron":
+        updates = fast.n_learned if isinstance(fast, KernelNovelty) else fast.n_updates
+        assert_projected_and_turned_over(fast, kernel, updates)
+    elif policy != "unbounded":
         assert fast.support_.n == 40 and fast.support_.next_id > 120  # turned over
 
 
@@ -772,3 +805,36 @@ def test_adatron_with_resweeps_or_a_new_class_declines():
     assert single._event.learn(single, *events[0])
     assert not single._event.learn(single, events[0][0], "new class")
     assert pickle.dumps(model.state()) == before
+
+
+# -- the Projectron -------------------------------------------------------------------------------
+PROJECTRON_LEARNERS = {
+    **{name: (make, stream) for name, make in LEARNERS.items() if name != "ranker, ranks seen"},
+    **{name: (make, value_stream) for name, make in VALUE_LEARNERS.items()},
+    **{f"adatron {norm}": (make, stream) for norm, make in ADATRONS.items()},
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROJECTRON_LEARNERS))
+def test_projectron_events_take_the_compiled_path(name, monkeypatch):
+    """Once the labels are known, every ``learn_one`` and ``predict_one`` under a Projectron
+    runs compiled: the policy's (NumPy) ``insert`` is never called, yet updates are
+    projected and the set fills and turns over."""
+    make, make_stream = PROJECTRON_LEARNERS[name]
+    model = make(RBF(0.3), Projectron(40))
+    events = make_stream(700, 4, 31, (0, 1, 2, 3)) if "ranker" in name else make_stream(700, 4, 31)
+    for x, y in events[:20]:
+        _learn(model, x, y)
+    model.support_.reserve(40, 4)  # (a full buffer is left to the NumPy path, which grows it)
+    calls = []
+    monkeypatch.setattr(model._policy, "insert", lambda *args: calls.append(args))
+    for x, y in events[20:]:
+        _ask(model, x)  # (novelty's centre statistics recomputed on the NumPy path if stale)
+        assert model._event.predict(model, x) is not eventpass.NOT_HANDLED
+        _learn(model, x, y)
+    assert calls == []
+    if isinstance(model, KernelNovelty):
+        updates = model.n_learned
+    else:
+        updates = getattr(model, "n_updates", None) or model.n_mistakes
+    assert_projected_and_turned_over(model, "rbf", updates)

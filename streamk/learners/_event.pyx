@@ -13,8 +13,8 @@ does all of it in one call, for the cases that dominate a stream once warmed up:
 
 * an RBF, Laplacian, polynomial or linear kernel (each possibly
   :class:`~streamk.kernels.Scaled`) with its parameters resolved; no budget,
-  remove-oldest, remove-random or the Forgetron; no Gram matrix kept (but novelty's,
-  which it writes as :class:`SupportSet` does), no block being tracked;
+  remove-oldest, remove-random, the Forgetron or the Projectron; no Gram matrix kept (but
+  novelty's, which it writes as :class:`SupportSet` does), no block being tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
 * a label already known (learn) — a new class or rank changes the learner's columns or
@@ -25,7 +25,9 @@ state, and the learner runs its NumPy path, which stays the reference: the compi
 changes the support set exactly as the policy's ``insert`` does through
 :class:`SupportSet`'s methods (same slots, ids, norms, zero padding; remove-random draws
 from the policy's own generator as ``integers(n)`` does; the Forgetron keeps its ``Q`` and
-``M``) and computes the kernel row with the loops of :mod:`streamk._core` (``_fastexp.h``).
+``M``; the Projectron projects, removes and grows its ``P`` as its ``insert`` does, with the
+steps of ``streamk/budget/_projectron.pxi``) and computes the kernel row with the loops of
+:mod:`streamk._core` (``_fastexp.h``).
 """
 
 from cpython.dict cimport PyDict_Next, PyDict_Size
@@ -34,7 +36,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsDouble
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from libc.math cimport copysign, fabs, isfinite, pow, sqrt
+from libc.math cimport INFINITY, copysign, fabs, isfinite, pow, sqrt
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 
@@ -82,6 +84,7 @@ DEF K_LINEAR = 3
 DEF P_OLDEST = 0  # remove-oldest, or none (budget 0)
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
+DEF P_PROJECTRON = 3
 # rule codes
 DEF R_PERCEPTRON = 0  # the kernel and margin perceptrons
 DEF R_RANKER = 1
@@ -91,6 +94,7 @@ DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
 
 include "../_kcol.pxi"
+include "../budget/_projectron.pxi"
 
 
 cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
@@ -232,6 +236,13 @@ cdef class EventPass:
     cdef double *t
     cdef double *fr
     cdef Py_ssize_t cap_row, cap_k, cap_f
+    # the Projectron: its P = K(S, S)^-1 (the policy's buffer, written in place), whether P
+    # is known to invert the bound set, its thresholds, and scratch for d, P[:, i] and a row
+    cdef object pj_P_obj, pj_work_obj
+    cdef double[:, ::1] pj_P
+    cdef double[::1] pj_work
+    cdef bint pj_sync
+    cdef double pj_eta, pj_min_rel
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
         if rule not in (None, "svr", "novelty", "adatron"):
@@ -387,6 +398,7 @@ cdef class EventPass:
     cdef bint _bind_policy(self, policy, support) except -1:
         """The policy's code, budget and state holders; False for any other policy."""
         from streamk.budget.base import Unbounded
+        from streamk.budget.projectron import Projectron
         from streamk.budget.removal import Forgetron, RemoveOldest, RemoveRandom
         import numpy as np
 
@@ -404,6 +416,8 @@ cdef class EventPass:
             self.rng_obj = rng
             self.bitgen = <sk_bitgen *>PyCapsule_GetPointer(rng.bit_generator.capsule,
                                                            "BitGenerator")
+        elif kind is Projectron:
+            self._bind_projectron(policy)
         else:
             return False
         if self.budget < 0 or policy.needs_gram:
@@ -700,11 +714,14 @@ cdef class EventPass:
             self.f[c] = a * self.t[c]
         return any_pos
 
-    cdef bint _room(self, Py_ssize_t d, double row_sq) noexcept:
+    cdef bint _room(self, Py_ssize_t d, double row_sq) except -1:
         """Whether :meth:`_insert` can take the new row without the NumPy path: the
         buffers are wide and long enough, and the Forgetron's column of the leaving
-        vector is exact (checked before anything changes)."""
+        vector is exact, the Projectron's ``P`` in sync with room for one more row (checked,
+        and ``P`` prepared, before the set changes)."""
         cdef Py_ssize_t n = self.support.n
+        if self.pcode == P_PROJECTRON:
+            return self._projectron_room(d)
         if d > self.X.shape[1]:
             return False
         if self.budget > 0 and n >= self.budget:
@@ -808,7 +825,12 @@ cdef class EventPass:
         slot = n
         if self.pcode == P_FORGETRON:
             self.policy._m += 1
-        if self.budget > 0 and n >= self.budget:
+        if self.pcode == P_PROJECTRON:
+            n = self._projectron(row_sq)
+            if n < 0:
+                return True  # projected onto the span: only the coefficients changed
+            slot = n
+        elif self.budget > 0 and n >= self.budget:
             if self.pcode == P_OLDEST:
                 slot = self._oldest(n)  # RemoveOldest: the new vector takes its slot
             else:
@@ -847,6 +869,8 @@ cdef class EventPass:
         support.rows_version += 1
         self.version = support.version + 1
         support.version = self.version
+        if self.pcode == P_PROJECTRON:
+            self.policy.adopt(support)  # P inverts the set with the new row
         return True
 
     def learn(self, model, x, y):
@@ -906,9 +930,11 @@ cdef class EventPass:
         if update:
             if not self._room(d, row_sq):
                 return self._finish(model, d, y) if folded else False
+            new_id = self.support.next_id
             self._insert(d, row_sq)
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
-                model._cls.add(self.support.next_id - 1, float(self.classes.index(y)))
+                if self.support.next_id != new_id:  # not when a Projectron projected it
+                    model._cls.add(new_id, float(self.classes.index(y)))
                 model.n_updates += 1
             elif self.ranker:
                 if pr < k:
@@ -989,6 +1015,86 @@ cdef class EventPass:
             if code is None or not self._learn_label(model, d, targets[i], code, False, pred):
                 return i
         return m
+
+    # -- Projectron ------------------------------------------------------------------------------
+    cdef bint _bind_projectron(self, policy) except -1:
+        """The Projectron's budget and thresholds. ``P`` is taken (and brought in sync with
+        the set, as its ``insert`` would) at the first insert: binding alone changes
+        nothing, so ``predict_one`` runs here whatever state ``P`` is in."""
+        from streamk.budget.projectron import MIN_REL_DELTA
+
+        self.pcode = P_PROJECTRON
+        self.budget = 0 if policy.budget is None else int(policy.budget)
+        self.pj_eta, self.pj_min_rel = float(policy.eta), float(MIN_REL_DELTA)
+        self.pj_P_obj = None
+        self.pj_sync = False
+        return True
+
+    cdef bint _projectron_room(self, Py_ssize_t d) except -1:
+        """:meth:`_room` under a Projectron: the buffers can take the row (after the
+        removal when full), and ``P`` inverts the set with room for one more row — the
+        policy's ``prepare`` (a rebuild only after a change the policy did not make, as
+        its ``insert`` does first) when it is not known to."""
+        import numpy as np
+
+        cdef Py_ssize_t n = self.support.n
+        if d > self.X.shape[1] or n > self.cap_k:
+            return False
+        if n >= self.X.shape[0] and not (self.budget > 0 and n >= self.budget):
+            return False
+        policy = self.policy
+        P = policy._P
+        if not self.pj_sync or P is not self.pj_P_obj or P.shape[0] < n + 1:
+            policy.prepare(self.support, n + 1)
+            P = policy._P
+            if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
+                return False
+            self.pj_P_obj, self.pj_P, self.pj_sync = P, P, True
+        if self.pj_work_obj is None or self.pj_work.shape[0] < 3 * (n + 1):
+            self.pj_work_obj = np.empty(3 * max(self.X.shape[0], n + 1))
+            self.pj_work = self.pj_work_obj
+        return True
+
+    cdef Py_ssize_t _projectron(self, double row_sq) except -2:
+        """``Projectron.insert``'s steps for ``self.row`` (coefficients ``self.f``, kernel row
+        ``self.k``), in its order: ``d = P k`` and ``delta = k(x, x) - k·d``; projected
+        (``coef_S += d fᵀ``, returns -1) when ``n`` and ``delta`` is below ``eta`` or
+        ``MIN_REL_DELTA k(x, x)``; else, when full, the removal (``P``'s downdate, the
+        coefficient projected onto the others, the last row moved into its slot, ``self.k``
+        as ``without_slot`` leaves it, ``d`` and ``delta`` for the smaller set), and
+        ``P``'s block-inverse growth. Returns the rows the new one joins; :meth:`_insert`
+        writes it."""
+        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], ldp = self.pj_P.shape[0]
+        cdef Py_ssize_t s, c, i, last = n - 1, cap = self.pj_work.shape[0] // 3
+        cdef double kxx = self._kdiag(row_sq), delta, pii
+        cdef double *P = &self.pj_P[0, 0]
+        cdef double *dv = &self.pj_work[0]
+        cdef double *col = dv + cap
+        cdef double *scratch = col + cap
+        with nogil:
+            delta = _project(P, ldp, self.k, dv, n, kxx)
+        if n and (delta <= self.pj_eta or delta <= self.pj_min_rel * kxx):
+            for s in range(n):  # SupportSet.add_coefs(d fᵀ)
+                for c in range(p):
+                    self.coef[s, c] = self.coef[s, c] + dv[s] * self.f[c]
+            self.version = self.support.version + 1
+            self.support.version = self.version
+            return -1
+        if self.budget > 0 and n >= self.budget:
+            with nogil:
+                i = _remove_one(P, ldp, &self.X[0, 0], self.X.shape[1], &self.coef[0, 0], p,
+                                &self.sq[0], &self.kdiag[0], &self.ids[0], self.k, col,
+                                scratch, n, &pii)
+            if self.has_g and i != last:  # SupportSet.remove's _move_gram
+                for s in range(n):
+                    self.G[i, s] = self.G[last, s]
+                for s in range(n):
+                    self.G[s, i] = self.G[s, last]
+            delta = _project_without(dv, col, pii, i, n, self.k, kxx)
+            n -= 1
+        with nogil:
+            _grow_inverse(P, ldp, dv, col, n, delta)
+        return n
 
     # -- the SVR and novelty rules ----------------------------------------------------------------
     cdef object _predict_value(self, model, dict x):
@@ -1120,6 +1226,7 @@ cdef class EventPass:
         if self.rcode == R_NOVELTY:
             track_r = self._r_current(model, n) and not (self.budget > 0 and n >= self.budget)
         need_k = self.rcode == R_SVR or track_r or self.pcode == P_FORGETRON or self.has_g
+        need_k = need_k or self.pcode == P_PROJECTRON
         if need_k and not self._margins(d, &row_sq):
             return self._finish_value(model, d, yv) if folded else False
         if not need_k:  # novelty without r to carry: only the row's norm
@@ -1138,9 +1245,10 @@ cdef class EventPass:
             new_id = self.support.next_id
             self._insert(d, row_sq)
             if self.rcode == R_SVR:
-                model._pending_targets.append((new_id, yv))
+                if self.support.next_id != new_id:  # added (a Projectron may project it)
+                    model._pending_targets.append((new_id, yv))
                 model.n_updates += 1
-            elif track_r:  # the set grew by one (no eviction): r and cc carried forward
+            elif track_r and self.support.n == n + 1:  # grew by one: r and cc carried forward
                 for s in range(n):
                     self.r[s] = self.r[s] + self.k[s]
                 self.r[n] = f + kxx

@@ -5,9 +5,9 @@ the novelty detector, when it is built.
 ``predict_one`` — feature dict to row, kernel row, margins, mistake test, support-set
 write — in one call, where the NumPy path makes 17–20 calls. It applies to the RBF,
 Laplacian, polynomial and linear kernels (each possibly scaled) under no budget,
-remove-oldest, remove-random or the Forgetron; for everything else (other kernels or
-policies, new features or labels) it declines before changing anything and the learner
-runs its NumPy path, which is the reference the compiled one is tested against
+remove-oldest, remove-random, the Forgetron or the Projectron; for everything else (other
+kernels or policies, new features or labels) it declines before changing anything and the
+learner runs its NumPy path, which is the reference the compiled one is tested against
 (``tests/test_eventpass.py``).
 
 ``EventPass.learn_rows`` runs the same core over a run of rows ``learn_many`` has already
