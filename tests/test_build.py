@@ -146,6 +146,7 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
     needed = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "PKG-INFO"}
     needed |= {"streamk/_core.pyx", "streamk/_core.c", "streamk/_fastexp.h", "streamk/accel.py"}
     needed.add("streamk/_kcol.pxi")
+    needed.add("streamk/budget/_merge.pxi")
     needed |= {"streamk/solvers/_smo.pyx", "streamk/solvers/_smo.c"}
     needed |= {"streamk/kernels/_strings.pyx", "streamk/kernels/_strings.c"}
     needed |= {"streamk/budget/_policies.pyx", "streamk/budget/_policies.c"}

@@ -140,6 +140,8 @@ def test_compiled_learn_many_equals_numpy_learn_one(learner, kernel, policy, cla
         compiled = False  # its removal needs k(x_r, S): falls back
     if policy == "projectron" and learner != "ranker" and kernel.startswith("rbf"):
         compiled = True  # the Projectron's own run (streamk.budget.compiled.margin_run)
+    if policy == "merge" and learner != "ranker" and kernel.startswith("rbf"):
+        compiled = True  # Merge's own run (streamk.budget.compiled.merge_run)
     if policy == "merge" and not kernel.startswith("rbf"):
         pytest.skip("Merge takes an RBF kernel only (ConfigError otherwise)")
     if classes == 3 and policy in ("projectron", "merge", "smallest") and kernel in GRAM_KERNELS:
@@ -205,3 +207,29 @@ def test_compiled_learn_predict_many_is_prequential(kernel, policy, learner):
         accel.core = core
     assert got == want
     _same_model(fast, slow)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "rbf-auto"])
+@pytest.mark.parametrize("learner", [KernelPerceptron, MarginPerceptron])
+def test_compiled_merge_run_is_prequential_and_merges(learner, kernel, monkeypatch):
+    """Test-then-train on blocks under a Merge budget (its compiled run,
+    :func:`streamk.budget.compiled.merge_run`) says what ``predict_one`` said before each
+    row, and ends with the model of the NumPy path one event at a time with the NumPy merge
+    (``streamk.budget.compiled`` switched off too); the run made the merges."""
+    from streamk.budget import compiled
+
+    X, y = _stream(900, 3)
+    fast = learner(kernel=KERNELS[kernel](), budget=Merge(40))
+    fastpass.COUNTS.clear()
+    got = [p for a, b in ((0, 400), (400, 900)) for p in fast.learn_predict_many(X[a:b], y[a:b])]
+    assert fastpass.COUNTS["compiled"] > 0
+    slow = learner(kernel=KERNELS[kernel](), budget=Merge(40))
+    monkeypatch.setattr(compiled, "policies", None)
+    monkeypatch.setattr(accel, "core", None)
+    want = []
+    for x, label in zip(X.to_dict(orient="records"), y):
+        want.append(slow.predict_one(x))
+        slow.learn_one(x, label)
+    assert got == want
+    _same_model(fast, slow)
+    assert fast.n_support == 40 and fast.support_.next_id > 200  # merged over and over
