@@ -5,10 +5,10 @@ the novelty detector, when it is built.
 ``predict_one`` — feature dict to row, kernel row, margins, mistake test, support-set
 write — in one call, where the NumPy path makes 17–20 calls. It applies to the RBF,
 Laplacian, polynomial and linear kernels (each possibly scaled) under no budget,
-remove-oldest, remove-random or the Forgetron; for everything else (other kernels or
-policies, new features or labels) it declines before changing anything and the learner
-runs its NumPy path, which is the reference the compiled one is tested against
-(``tests/test_eventpass.py``).
+remove-oldest, remove-random or the Forgetron, and to the RBF kernel under Merge; for
+everything else (other kernels or policies, new features or labels) it declines before
+changing anything and the learner runs its NumPy path, which is the reference the
+compiled one is tested against (``tests/test_eventpass.py``).
 
 The extension is optional like the core: without it (no C compiler at install time), or
 with ``STREAMK_NO_ACCEL=1``, :func:`event_pass` returns ``None`` and learners take the
