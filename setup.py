@@ -73,7 +73,12 @@ extensions = [
     Extension(
         "streamk.budget._policies",
         ["streamk/budget/_policies.pyx"],
-        depends=["streamk/_fastexp.h", "streamk/budget/_projectron.pxi"],
+        depends=[
+            "streamk/_fastexp.h",
+            "streamk/budget/_projectron.pxi",
+            "streamk/budget/_merge.pxi",
+            "streamk/budget/_vec.pxi",
+        ],
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
     ),
@@ -81,7 +86,13 @@ extensions = [
         "streamk.learners._event",
         ["streamk/learners/_event.pyx"],
         include_dirs=["streamk"],
-        depends=["streamk/_fastexp.h", "streamk/_kcol.pxi", "streamk/budget/_projectron.pxi"],
+        depends=[
+            "streamk/_fastexp.h",
+            "streamk/_kcol.pxi",
+            "streamk/budget/_projectron.pxi",
+            "streamk/budget/_merge.pxi",
+            "streamk/budget/_vec.pxi",
+        ],
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
     ),

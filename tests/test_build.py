@@ -145,7 +145,12 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
         members = {m.split("/", 1)[1] for m in t.getnames() if "/" in m}
     needed = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "PKG-INFO"}
     needed |= {"streamk/_core.pyx", "streamk/_core.c", "streamk/_fastexp.h", "streamk/accel.py"}
-    needed |= {"streamk/_kcol.pxi", "streamk/budget/_projectron.pxi"}
+    needed |= {
+        "streamk/_kcol.pxi",
+        "streamk/budget/_projectron.pxi",
+        "streamk/budget/_merge.pxi",
+        "streamk/budget/_vec.pxi",
+    }
     needed |= {"streamk/solvers/_smo.pyx", "streamk/solvers/_smo.c"}
     needed |= {"streamk/kernels/_strings.pyx", "streamk/kernels/_strings.c"}
     needed |= {"streamk/budget/_policies.pyx", "streamk/budget/_policies.c"}

@@ -101,6 +101,7 @@ def no_block_pass(monkeypatch):
         monkeypatch.setattr(fastpass, name, _declined)
     monkeypatch.setattr(fastpass, "block_pass_applies", lambda *a, **k: False)
     monkeypatch.setattr(perceptron_module, "margin_run", _declined)
+    monkeypatch.setattr(perceptron_module, "merge_run", _declined)
 
 
 def _data(learner: str) -> tuple[pd.DataFrame, list]:

@@ -45,8 +45,8 @@ from streamk import (
     Scaled,
     Sum,
 )
-from streamk.budget import Projectron
-from streamk.errors import InvalidInput
+from streamk.budget import Projectron, compiled
+from streamk.errors import ConfigError, InvalidInput
 from streamk.kernels import RBF
 from streamk.learners import base, eventpass
 
@@ -308,7 +308,6 @@ DECLINED_KERNELS = {
     "normalized": lambda: Normalized(Polynomial(degree=3, scale=0.3)),
 }
 DECLINED_POLICIES = {
-    "merge": lambda: Merge(30),
     "smallest": lambda: RemoveSmallest(30),
 }
 DECLINED = [(k, "oldest") for k in sorted(DECLINED_KERNELS)] + [
@@ -838,3 +837,107 @@ def test_projectron_events_take_the_compiled_path(name, monkeypatch):
     else:
         updates = getattr(model, "n_updates", None) or model.n_mistakes
     assert_projected_and_turned_over(model, "rbf", updates)
+
+
+# -- Merge (RBF only), every rule ------------------------------------------------------------------
+#: learner -> (factory, labelled stream classes or None for the SVR/novelty's values)
+MERGE_LEARNERS = {
+    "perceptron": (lambda k, b: KernelPerceptron(kernel=k, budget=b), ("a", "b", "c")),
+    "perceptron, binary": (lambda k, b: KernelPerceptron(kernel=k, budget=b), (False, True)),
+    "margin": (lambda k, b: MarginPerceptron(kernel=k, budget=b, margin=0.5), ("a", "b", "c")),
+    "margin, binary": (lambda k, b: MarginPerceptron(kernel=k, budget=b), (False, True)),
+    "ranker": (lambda k, b: OnlineRanker(kernel=k, ranks=(0, 1, 2, 3), budget=b), (0, 1, 2, 3)),
+    "adatron": (lambda k, b: KernelAdatron(kernel=k, budget=b, resweeps=0), ("a", "b", "c")),
+    "adatron, 2-norm": (
+        lambda k, b: KernelAdatron(kernel=k, budget=b, C=0.5, norm=2, resweeps=0),
+        (False, True),
+    ),
+    "svr": (lambda k, b: OnlineSVR(kernel=k, budget=b), None),
+    "svr, fixed rule": (
+        lambda k, b: OnlineSVR(kernel=k, budget=b, epsilon=0.05, C=2.0, offset=0.0),
+        None,
+    ),
+    "novelty": (lambda k, b: KernelNovelty(kernel=k, budget=b), None),
+}
+MERGE_KERNELS = {"rbf": lambda: RBF(0.3), "rbf-auto": lambda: RBF("auto")}
+
+
+def assert_merge_same(fast, slow) -> None:
+    """The same support set to rounding (Merge builds rows from coefficients the two paths
+    sum in different orders), the same ids and counters, and the learner's own state."""
+    a, b = fast.support_, slow.support_
+    assert (a.n, a.next_id, a.width) == (b.n, b.next_id, b.width)
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_allclose(a.X, b.X, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.coef, b.coef, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.sqnorm, b.sqnorm, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(a.kdiag, b.kdiag)
+    np.testing.assert_allclose(a._sq_max, b._sq_max, rtol=1e-12)
+    assert (a._G is None) == (b._G is None)
+    if a._G is not None:
+        np.testing.assert_allclose(a.gram_matrix, b.gram_matrix, rtol=1e-9, atol=1e-12)
+    assert fast.n_learned == slow.n_learned
+    if isinstance(fast, OnlineSVR):
+        assert (fast._y_n, fast._y_mean, fast._y_m2) == (slow._y_n, slow._y_mean, slow._y_m2)
+        assert fast.n_updates == slow.n_updates
+        np.testing.assert_array_equal(fast._targets.align(a.ids), slow._targets.align(b.ids))
+    elif isinstance(fast, KernelNovelty):
+        assert (fast._r is None) == (slow._r is None)
+        np.testing.assert_allclose(fast.threshold_, slow.threshold_, rtol=1e-9)
+    elif isinstance(fast, KernelAdatron):
+        assert fast.n_updates == slow.n_updates
+        np.testing.assert_array_equal(fast._cls.align(a.ids), slow._cls.align(b.ids))
+    else:
+        assert fast.n_mistakes == slow.n_mistakes
+    if isinstance(fast, OnlineRanker):
+        np.testing.assert_array_equal(fast.thresholds_, slow.thresholds_)
+
+
+@pytest.mark.parametrize("kernel", sorted(MERGE_KERNELS))
+@pytest.mark.parametrize("learner", sorted(MERGE_LEARNERS))
+def test_merge_agrees_with_the_numpy_merge_for_every_rule(learner, kernel, monkeypatch):
+    """Event for event against the NumPy path with the NumPy merge (``merge_search`` and
+    ``merge_smallest``'s steps: ``streamk.budget.compiled`` switched off): the same
+    predictions or scores and the same support set, a budget of 40 merged hundreds of times,
+    every merge made by the compiled path (its counter)."""
+    make, classes = MERGE_LEARNERS[learner]
+    monkeypatch.setattr(compiled, "policies", None)  # the oracle's merge is NumPy's
+
+    def build():
+        return make(MERGE_KERNELS[kernel](), Merge(40))
+
+    if classes is None:
+        fast, slow, a_fast, a_slow = run_value_pair(build, value_stream(600, 4, 21))
+        np.testing.assert_allclose(a_fast, a_slow, rtol=1e-9, atol=1e-9)
+    else:
+        fast, slow, a_fast, a_slow = run_pair(build, stream(700, 4, 11, classes))
+        assert a_fast == a_slow
+    assert_merge_same(fast, slow)
+    S = fast.support_
+    assert S.n == 40 and S.next_id > 150  # merged over and over
+    if kernel == "rbf":  # (under gamma="auto" the warm-up's last events may run on NumPy)
+        assert fast._event.merges == S.next_id - S.n  # every merge was the compiled path's
+    else:
+        assert fast._event.merges > 100
+
+
+@pytest.mark.parametrize("kernel", [Scaled(RBF(0.3), 2.0), Laplacian(0.3)])
+@pytest.mark.parametrize("learner", ["perceptron", "svr", "novelty"])
+def test_merge_with_another_kernel_declines_and_the_numpy_path_refuses_it(learner, kernel):
+    """``Merge.insert`` takes an RBF kernel only (``isinstance``: not a scaled one): the
+    compiled path declines before changing anything, and the NumPy path raises. (The set
+    is filled under an RBF kernel first, then given the other one, as ``gamma="auto"``'s
+    re-estimation does: a learner that never learned is not bound to the compiled path.)"""
+    make, classes = MERGE_LEARNERS[learner]
+    model = make(RBF(0.3), Merge(30))
+    events = stream(200, 3, 5, classes) if classes else value_stream(200, 3, 5)
+    for x, y in events[:-1]:
+        _learn(model, x, y)
+    assert model._event.merges > 0
+    model._support.set_kernel(copy.deepcopy(kernel))
+    before = pickle.dumps(model.state())
+    assert not model._event.learn(model, *events[-1])
+    assert pickle.dumps(model.state()) == before
+    with pytest.raises(ConfigError, match="RBF"):
+        for x, y in events:  # (the first update raises)
+            _learn(model, x, y)

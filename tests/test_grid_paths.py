@@ -70,6 +70,15 @@ GRAM_KERNELS = {"sum", "product", "normalized-poly"}  # columns from the block's
 UNTRACKED_KERNELS = {"laplacian", "poly", "linear", "scaled-laplacian"}
 
 
+def event_core_takes(kernel: str, policy: str) -> bool:
+    """Whether ``learn_many``'s per-event core (``EventPass.learn_rows``) learns the rows no
+    block pass takes: every kernel computed in C (not one through a block's Gram matrix),
+    every policy but RemoveSmallest, Merge with a plain RBF kernel only."""
+    if kernel in GRAM_KERNELS or policy == "smallest":
+        return False
+    return policy != "merge" or kernel.startswith("rbf")
+
+
 def _stream(n: int, classes: int, seed: int = 0) -> tuple[pd.DataFrame, list]:
     """A noisy non-linear stream (many mistakes, so the budget fills and turns over);
     ``classes=5``: ranks 0-4, the score cut at its quintiles."""
@@ -138,8 +147,9 @@ def test_compiled_learn_many_equals_numpy_learn_one(learner, kernel, policy, cla
     make_policy, compiled = POLICIES[policy]
     if policy == "forgetron" and kernel in GRAM_KERNELS:
         compiled = False  # its removal needs k(x_r, S): falls back
-    if policy == "projectron" and learner != "ranker" and kernel.startswith("rbf"):
-        compiled = True  # the Projectron's own run (streamk.budget.compiled.margin_run)
+    # the Projectron's and Merge's own runs (streamk.budget.compiled.margin_run, merge_run)
+    # for the perceptrons, the per-event core for the rest
+    compiled = compiled or event_core_takes(kernel, policy)
     if policy == "merge" and not kernel.startswith("rbf"):
         pytest.skip("Merge takes an RBF kernel only (ConfigError otherwise)")
     if classes == 3 and policy in ("projectron", "merge", "smallest") and kernel in GRAM_KERNELS:
@@ -160,7 +170,9 @@ def test_compiled_learn_many_equals_numpy_learn_one(learner, kernel, policy, cla
     _same_model(fast, slow)
     if compiled:
         assert took > 0, "this combination has a compiled pass but did not take it"
-        if make_policy() is not None:
+        # (a Projectron under a low-rank kernel projects every row once it spans the space)
+        low_rank = policy == "projectron" and kernel in ("poly", "linear")
+        if make_policy() is not None and not low_rank:
             assert fast.n_support == 40  # the budget was reached and turned over
     else:
         assert took == 0, "this combination has no compiled pass: it must fall back"
@@ -205,3 +217,29 @@ def test_compiled_learn_predict_many_is_prequential(kernel, policy, learner):
         accel.core = core
     assert got == want
     _same_model(fast, slow)
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "rbf-auto"])
+@pytest.mark.parametrize("learner", [KernelPerceptron, MarginPerceptron])
+def test_compiled_merge_run_is_prequential_and_merges(learner, kernel, monkeypatch):
+    """Test-then-train on blocks under a Merge budget (its compiled run,
+    :func:`streamk.budget.compiled.merge_run`) says what ``predict_one`` said before each
+    row, and ends with the model of the NumPy path one event at a time with the NumPy merge
+    (``streamk.budget.compiled`` switched off too); the run made the merges."""
+    from streamk.budget import compiled
+
+    X, y = _stream(900, 3)
+    fast = learner(kernel=KERNELS[kernel](), budget=Merge(40))
+    fastpass.COUNTS.clear()
+    got = [p for a, b in ((0, 400), (400, 900)) for p in fast.learn_predict_many(X[a:b], y[a:b])]
+    assert fastpass.COUNTS["compiled"] > 0
+    slow = learner(kernel=KERNELS[kernel](), budget=Merge(40))
+    monkeypatch.setattr(compiled, "policies", None)
+    monkeypatch.setattr(accel, "core", None)
+    want = []
+    for x, label in zip(X.to_dict(orient="records"), y):
+        want.append(slow.predict_one(x))
+        slow.learn_one(x, label)
+    assert got == want
+    _same_model(fast, slow)
+    assert fast.n_support == 40 and fast.support_.next_id > 200  # merged over and over

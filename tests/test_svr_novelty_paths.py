@@ -20,7 +20,7 @@ import pytest
 from streamk import KernelNovelty, OnlineSVR, accel
 from streamk.budget import Forgetron
 from streamk.learners import fastpass
-from tests.test_grid_paths import GRAM_KERNELS, KERNELS, POLICIES, _stream
+from tests.test_grid_paths import GRAM_KERNELS, KERNELS, POLICIES, _stream, event_core_takes
 
 pytestmark = pytest.mark.skipif(accel.core is None, reason="the compiled core is not built")
 
@@ -126,20 +126,27 @@ def path(request, monkeypatch):
     return request.param
 
 
-def _check_path(kernel: str, compiled: bool, path: str) -> None:
-    if compiled:
+def _check_path(kernel: str, policy: str, took: int, path: str) -> None:
+    """A combination with a block pass took it (the tracked one for a Gram-matrix kernel,
+    else the fixture's); one without took the per-event core if it applies; others none."""
+    block = _expect_compiled(kernel, policy)
+    assert (took > 0) == (block or event_core_takes(kernel, policy)), (
+        "a compiled combination must take a compiled path, others not"
+    )
+    if block:
         expected = "tracked" if kernel in GRAM_KERNELS else path
         assert fastpass.COUNTS[expected] == fastpass.COUNTS["compiled"] > 0
+    elif took:
+        assert fastpass.COUNTS["event_rows"] == took
 
 
 @pytest.mark.parametrize(("kernel", "policy"), CASES)
 def test_svr_compiled_learn_many_equals_numpy_learn_one(kernel, policy, path):
     if path == "tracked" and kernel in GRAM_KERNELS:
         pytest.skip("Gram-matrix kernels always take the tracked pass")
-    compiled = _expect_compiled(kernel, policy)
+    _expect_compiled(kernel, policy)  # (skips Merge with another kernel than the RBF)
     took = _svr_case(kernel, policy, "auto")
-    assert (took > 0) == compiled, "a compiled combination must take the pass, others not"
-    _check_path(kernel, compiled, path)
+    _check_path(kernel, policy, took, path)
 
 
 @pytest.mark.parametrize("rule", ["fixed-inf", "fixed-box"])
@@ -172,7 +179,7 @@ def test_svr_with_resweeps_declines():
 def test_novelty_compiled_learn_many_equals_numpy_learn_one(kernel, policy, path):
     if path == "tracked" and kernel in GRAM_KERNELS:
         pytest.skip("Gram-matrix kernels always take the tracked pass")
-    compiled = _expect_compiled(kernel, policy)
+    _expect_compiled(kernel, policy)  # (skips Merge with another kernel than the RBF)
     X, _ = _stream(900, 2)
     probe = X.iloc[::37]
     one = probe.to_dict(orient="records")[3]
@@ -202,8 +209,7 @@ def test_novelty_compiled_learn_many_equals_numpy_learn_one(kernel, policy, path
     if fast._r is not None:
         np.testing.assert_allclose(fast._r, slow._r, rtol=1e-9)
         assert fast._cc == pytest.approx(slow._cc, rel=1e-9)
-    assert (took > 0) == compiled, "a compiled combination must take the pass, others not"
-    _check_path(kernel, compiled, path)
+    _check_path(kernel, policy, took, path)
 
 
 def test_novelty_keeps_its_centre_statistics_current():

@@ -106,26 +106,3 @@ cdef double _project_without(double *d, const double *col, double pii, Py_ssize_
         d[a] = d[a] - col[a] * di
     d[i] = d[last]
     return kxx - _dot(k, d, last)
-
-
-cdef inline double _dot(const double *x, const double *y, Py_ssize_t n) noexcept nogil:
-    """``x · y`` with four partial sums (vectorisable without reassociating flags)."""
-    cdef double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef Py_ssize_t a = 0
-    while a + 4 <= n:
-        s0 += x[a] * y[a]
-        s1 += x[a + 1] * y[a + 1]
-        s2 += x[a + 2] * y[a + 2]
-        s3 += x[a + 3] * y[a + 3]
-        a += 4
-    while a < n:
-        s0 += x[a] * y[a]
-        a += 1
-    return (s0 + s1) + (s2 + s3)
-
-
-cdef inline void _axpy(double alpha, const double *x, double *y, Py_ssize_t n) noexcept nogil:
-    """``y += alpha x``."""
-    cdef Py_ssize_t a
-    for a in range(n):
-        y[a] += alpha * x[a]

@@ -21,6 +21,7 @@ from ..kernels import RBF
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
     from ..learners.support import SupportSet
+    from .merge import Merge
     from .projectron import Projectron
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "support_gram",
     "compiled_merge_search",
     "merge_apply",
+    "merge_run",
 ]
 
 #: Most coefficient columns the compiled run takes (its scratch is sized for them).
@@ -222,3 +224,55 @@ def merge_apply(support: SupportSet, gamma: float) -> bool:
     )
     support.after_compiled_changes(n - 1, support.next_id, support.width, float(sq_z))
     return True
+
+
+def merge_run(
+    support: SupportSet,
+    policy: Merge,
+    rows: np.ndarray,
+    T: np.ndarray,
+    codes: np.ndarray,
+    margin: float,
+) -> tuple[int, int] | None:
+    """Learn ``rows`` (±1 targets ``T``) with the margin-perceptron rule and a
+    :class:`~streamk.budget.Merge` budget (the caller checks the type) in one compiled call
+    (:func:`_policies.merge_run`); ``(updates, merges)``, or ``None`` when the call does not
+    apply (then the caller takes the NumPy path, nothing changed).
+
+    The rule and ``codes`` are :func:`margin_run`'s; each update is ``Merge.insert``: the
+    row is appended, then, when the set was full, the smallest vector merged with its
+    partner. Applies to an RBF kernel (``Merge`` takes no other), a float support set
+    without a kept Gram matrix and no tracked block open.
+    """
+    if policies is None or type(support.kernel) is not RBF:
+        return None
+    if support._G is not None or support._trackers or getattr(support, "takes_objects", False):
+        return None
+    m, w = rows.shape
+    p = T.shape[1]
+    if m == 0 or w == 0 or p != support.n_outputs or p > MAX_OUTPUTS:
+        return None
+    n = support.n
+    most = min(max(n, policy.budget) + 1, n + m)  # the append comes before the merge
+    width = max(w, support.width)
+    support.reserve(most, width)
+    Q = np.zeros((m, width))
+    Q[:, :w] = rows
+    n, next_id, updates, merges, sq_max = policies.merge_run(
+        Q,
+        support._X,
+        support._sq,
+        support._coef,
+        support._kdiag,
+        support._ids,
+        np.ascontiguousarray(T, dtype=np.float64),
+        n,
+        policy.budget,
+        support.next_id,
+        float(support.kernel.gamma),
+        float(margin),
+        codes,
+    )
+    if updates:
+        support.after_compiled_changes(n, next_id, w, sq_max)
+    return int(updates), int(merges)

@@ -13,8 +13,9 @@ does all of it in one call, for the cases that dominate a stream once warmed up:
 
 * an RBF, Laplacian, polynomial or linear kernel (each possibly
   :class:`~streamk.kernels.Scaled`) with its parameters resolved; no budget,
-  remove-oldest, remove-random, the Forgetron or the Projectron; no Gram matrix kept (but
-  novelty's, which it writes as :class:`SupportSet` does), no block being tracked;
+  remove-oldest, remove-random, the Forgetron, the Projectron or (a plain RBF kernel)
+  Merge; no Gram matrix kept (but novelty's, which it writes as :class:`SupportSet` does),
+  no block being tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
 * a label already known (learn) — a new class or rank changes the learner's columns or
@@ -26,7 +27,9 @@ changes the support set exactly as the policy's ``insert`` does through
 :class:`SupportSet`'s methods (same slots, ids, norms, zero padding; remove-random draws
 from the policy's own generator as ``integers(n)`` does; the Forgetron keeps its ``Q`` and
 ``M``; the Projectron projects, removes and grows its ``P`` as its ``insert`` does, with the
-steps of ``streamk/budget/_projectron.pxi``) and computes the kernel row with the loops of
+steps of ``streamk/budget/_projectron.pxi``; Merge's search and merge are
+``streamk/budget/_merge.pxi``, the code of ``_policies.merge_apply``) and computes the kernel
+row with the loops of
 :mod:`streamk._core` (``_fastexp.h``).
 """
 
@@ -85,6 +88,7 @@ DEF P_OLDEST = 0  # remove-oldest, or none (budget 0)
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
 DEF P_PROJECTRON = 3
+DEF P_MERGE = 4  # Merge (RBF only): append, then merge two vectors into one when full
 # rule codes
 DEF R_PERCEPTRON = 0  # the kernel and margin perceptrons
 DEF R_RANKER = 1
@@ -94,7 +98,9 @@ DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
 
 include "../_kcol.pxi"
+include "../budget/_vec.pxi"
 include "../budget/_projectron.pxi"
+include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_policies.pyx)
 
 
 cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
@@ -243,6 +249,11 @@ cdef class EventPass:
     cdef double[::1] pj_work
     cdef bint pj_sync
     cdef double pj_eta, pj_min_rel
+    # Merge: its search's scratch (for the bound buffers' rows) and the merges made here
+    cdef object m_buf_obj, m_pick_obj
+    cdef double[::1] m_buf
+    cdef Py_ssize_t[::1] m_pick
+    cdef readonly Py_ssize_t merges
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
         if rule not in (None, "svr", "novelty", "adatron"):
@@ -399,6 +410,7 @@ cdef class EventPass:
         """The policy's code, budget and state holders; False for any other policy."""
         from streamk.budget.base import Unbounded
         from streamk.budget.projectron import Projectron
+        from streamk.budget.merge import Merge
         from streamk.budget.removal import Forgetron, RemoveOldest, RemoveRandom
         import numpy as np
 
@@ -418,6 +430,9 @@ cdef class EventPass:
                                                            "BitGenerator")
         elif kind is Projectron:
             self._bind_projectron(policy)
+        elif kind is Merge:
+            if not self._bind_merge(policy, support):
+                return False
         else:
             return False
         if self.budget < 0 or policy.needs_gram:
@@ -724,6 +739,8 @@ cdef class EventPass:
             return self._projectron_room(d)
         if d > self.X.shape[1]:
             return False
+        if self.pcode == P_MERGE:
+            return self._room_merge(n)
         if self.budget > 0 and n >= self.budget:
             if self.pcode == P_FORGETRON:
                 return n <= self.cap_k and self._expansion_exact(2.0 * self.support._sq_max)
@@ -820,6 +837,8 @@ cdef class EventPass:
         buffers (after :meth:`_room` said it can), with the set's counters."""
         cdef Py_ssize_t n, p = self.coef.shape[1], wx = self.X.shape[1], slot, c, s
         cdef double phi = 1.0
+        if self.pcode == P_MERGE:
+            return self._insert_merge(d, row_sq)
         support = self.support
         n = support.n
         slot = n
@@ -871,6 +890,79 @@ cdef class EventPass:
         support.version = self.version
         if self.pcode == P_PROJECTRON:
             self.policy.adopt(support)  # P inverts the set with the new row
+        return True
+
+    # -- Merge ------------------------------------------------------------------------------------
+    cdef bint _bind_merge(self, policy, support) except -1:
+        """Merge's code and budget, and its search's scratch for the rows the set's buffers
+        hold; False for any kernel but a plain RBF (``Merge.insert`` refuses the others, so
+        the NumPy path raises its error)."""
+        from streamk.kernels import RBF
+        import numpy as np
+
+        if type(support.kernel) is not RBF or self.kcode != K_RBF:
+            return False
+        rows = max(support._X.shape[0], 2)
+        if self.m_pick_obj is None or self.m_pick_obj.shape[0] < rows:
+            self.m_buf_obj = np.zeros(_merge_work(rows, MERGE_GRID))
+            self.m_pick_obj = np.zeros(rows, dtype=np.intp)
+            self.m_buf = self.m_buf_obj
+            self.m_pick = self.m_pick_obj
+        self.pcode, self.budget = P_MERGE, int(policy.budget)
+        return True
+
+    cdef bint _room_merge(self, Py_ssize_t n) noexcept:
+        """Whether :meth:`_insert_merge` can take the row: the append needs a free row in
+        the buffers (the merge then frees one) and the search its scratch."""
+        return n < self.X.shape[0] and n < self.m_pick.shape[0]
+
+    cdef bint _insert_merge(self, Py_ssize_t d, double row_sq) except -1:
+        """``Merge.insert`` of ``self.row`` with coefficients ``self.f`` on the buffers:
+        ``SupportSet.append`` (with the kept Gram row), then, when the set was full,
+        ``merge_smallest`` by ``_policies.merge_apply``'s code (``_merge.pxi``), with the
+        set's counters."""
+        cdef Py_ssize_t n, p = self.coef.shape[1], wx = self.X.shape[1], c
+        cdef Py_ssize_t m = 0, partner = 0, ldg = 0
+        cdef double h = 0.0, sqz = 0.0
+        cdef double *Gp = NULL
+        cdef bint full
+        support = self.support
+        n = support.n
+        full = n >= self.budget
+        for c in range(d):
+            self.X[n, c] = self.row[c]
+        for c in range(d, wx):
+            self.X[n, c] = 0.0
+        for c in range(p):
+            self.coef[n, c] = self.f[c]
+        self.sq[n] = row_sq
+        self.kdiag[n] = self._kdiag(row_sq)
+        if self.has_g:
+            self._gram(n, n)
+            Gp = &self.G[0, 0]
+            ldg = self.G.shape[1]
+        next_id = support.next_id
+        self.ids[n] = next_id
+        support.next_id = next_id + 1
+        n += 1
+        if full:
+            _merge_pick(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
+                        &self.ids[0], n, self.gamma, MERGE_GRID, MERGE_ITERS, MERGE_NEWTON,
+                        &self.m_buf[0], &self.m_pick[0], &m, &partner, &h)
+            sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
+                            &self.ids[0], Gp, ldg, n, self.gamma, m, partner, h)
+            n -= 1
+            self.merges += 1
+        support.n = n
+        if d > support.width:
+            support.width = d
+        if row_sq > support._sq_max:
+            support._sq_max = row_sq
+        if sqz > support._sq_max:
+            support._sq_max = sqz
+        support.rows_version += 1
+        self.version = support.version + 1
+        support.version = self.version
         return True
 
     def learn(self, model, x, y):

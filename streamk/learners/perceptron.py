@@ -9,7 +9,8 @@ from river import base
 
 from .. import accel
 from ..budget import BudgetPolicy
-from ..budget.compiled import margin_run
+from ..budget.compiled import margin_run, merge_run
+from ..budget.merge import Merge
 from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
 from ..budget.projectron import Projectron
 from ..errors import InvalidInput
@@ -224,6 +225,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             )
             if done is None:  # the Projectron's own run (margin 0: this perceptron)
                 done = self._projectron_run(rows, T, codes)
+            if done is None:  # Merge's
+                done = self._merge_run(rows, T, codes)
             if done is None:
                 done = self._untracked_run(rows, T, codes, q_sq)
             if done is not None:
@@ -273,6 +276,19 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             return None
         fastpass.COUNTS["compiled"] += rows.shape[0]
         return done, rows.shape[0]
+
+    def _merge_run(
+        self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray
+    ) -> tuple[int, int] | None:
+        """:func:`streamk.budget.compiled.merge_run` with this learner's margin: a whole run
+        under a Merge budget (RBF) in one call; ``(updates, rows)`` or ``None``."""
+        if type(self._policy) is not Merge:
+            return None
+        done = merge_run(self._support, self._policy, rows, T, codes, self._margin)
+        if done is None:
+            return None
+        fastpass.COUNTS["compiled"] += rows.shape[0]
+        return done[0], rows.shape[0]
 
     def _untracked_run(
         self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray, q_sq: np.ndarray | None
