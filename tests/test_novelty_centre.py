@@ -147,6 +147,28 @@ def test_compiled_paths_carry_the_numpy_paths_statistics(kernel, policy, path, m
 
 
 @pytest.mark.parametrize("path", PATHS)
+def test_the_forgetrons_shrink_scales_the_statistics(path, monkeypatch):
+    """Small vectors under a linear kernel: the leaving vector's margin is below 1/2, so
+    the Forgetron shrinks every weight (``phi < 1``) and ``r`` and ``cc`` must follow it."""
+    rng = np.random.default_rng(10)
+    X = pd.DataFrame(rng.normal(scale=0.1, size=(600, 3)), columns=["a", "b", "c"])
+    models = {
+        p: KernelNovelty(kernel=KERNELS["linear"](), budget=Forgetron(40)) for p in {path, "numpy"}
+    }
+    for p, m in models.items():
+        _learn(m, p, X.iloc[:40], monkeypatch)
+        m.score_one({})
+    for a in range(40, 600, 80):
+        for p, m in models.items():
+            _learn(m, p, X.iloc[a : a + 80], monkeypatch)
+        fast, slow = models[path], models["numpy"]
+        assert fast._r is not None and fast._r_updates == a + 40
+        _check_centre(fast)
+        np.testing.assert_allclose(fast._r, slow._r, rtol=1e-7, atol=1e-12)
+    assert models[path].support_.coef.min() < 0.5  # shrunk, more than once
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_r_is_dropped_for_an_exact_recomputation_every_so_many_removals(path, monkeypatch):
     """``_EXACT_EVERY`` bounds the rounding drift: the removal after that many followed
     ones leaves ``r`` stale, and the next read recomputes it and restarts the count."""
