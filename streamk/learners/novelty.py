@@ -62,9 +62,12 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     -----
     The weights are uniform (``w_i = 1``) as in the book; a policy that rescales
     coefficients (e.g. the Forgetron) turns the centre into a weighted one, which the
-    formulas above handle through ``W``. Before anything is learned the score is 0. All
-    stored points count (the book's detector has no sparsity); for a sparse description
-    use the minimal enclosing hypersphere of §7.1 (a batch solver).
+    formulas above handle through ``W``. Under a budget the centre's statistics follow each
+    eviction incrementally; each entry's rounding drift is bounded by its vector's time in
+    the set (a new entry is computed afresh), and after ``_EXACT_EVERY`` (65,536) followed
+    removals they are recomputed exactly at the next read. Before anything is learned the
+    score is 0. All stored points count (the book's detector has no sparsity); for a
+    sparse description use the minimal enclosing hypersphere of §7.1 (a batch solver).
 
     ``learn_one`` and ``learn_many`` run in compiled code when the core is built and the
     budget is none, remove-oldest, remove-random or the Forgetron
