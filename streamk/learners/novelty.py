@@ -102,6 +102,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     #: Removals ``r`` follows incrementally before it is dropped for an exact recomputation
     #: at the next read (bounds its rounding drift; the compiled paths count the same way).
     _EXACT_EVERY = 1 << 16
+    _r_updates = 0  # (an instance pickled before the count existed reads 0)
 
     def __init__(
         self,
