@@ -218,32 +218,39 @@ cdef inline void _drop_move(double[:, ::1] K, double[:, ::1] F, Py_ssize_t j, Py
         coef[last, c] = 0.0
 
 
-cdef inline void _gram_move(double[:, ::1] GS, Py_ssize_t slot, Py_ssize_t last,
-                            Py_ssize_t n) noexcept nogil:
-    """``SupportSet.remove``'s Gram step: row, then column ``last`` into ``slot``."""
-    cdef Py_ssize_t s
-    if slot == last:
-        return
+cdef void _novelty_swap(const double[:, ::1] K, Py_ssize_t j, const double[:, ::1] X,
+                        const double[::1] s_sq, const double[:, ::1] coef, int kcode,
+                        const double *kp, Py_ssize_t q, Py_ssize_t n, bint moved, double kxx,
+                        double phi, double *col, bint have_col, double *rv) noexcept nogil:
+    """The novelty detector's ``r = K(S, S) w`` through a swap, as
+    ``KernelNovelty._follow_swap`` does: vector ``q`` (weight ``w_q``) leaves for block row
+    ``j`` (weight 1, ``k(x, x) = kxx``), whose kernel values against the ``n`` vectors are
+    ``K[j, :n]``: ``r -= w_q k(S, x_q)`` (``col``, computed here unless ``have_col``) and
+    ``r += k(S, x)`` over the others, the new entry ``k(x, S) w + kxx``, placed as the policy
+    places the row (``moved``: ``remove(q)`` moved the last slot into ``q`` and the row is
+    appended; else it takes slot ``q``), then ``r *= phi`` (the Forgetron's shrink)."""
+    cdef Py_ssize_t s, last = n - 1
+    cdef double wq = coef[q, 0], f = 0.0, rnew
+    if not have_col:
+        _kcol(kcode, kp, &X[0, 0], X.shape[1], n, &s_sq[0], &X[q, 0], X.shape[1], s_sq[q],
+              col)
     for s in range(n):
-        GS[slot, s] = GS[last, s]
-    for s in range(n):
-        GS[s, slot] = GS[s, last]
+        if s != q:
+            f = f + K[j, s] * coef[s, 0]
+            rv[s] = (rv[s] - wq * col[s]) + K[j, s]
+    rnew = f + kxx
+    if moved:
+        if q != last:
+            rv[q] = rv[last]
+        rv[last] = rnew
+    else:
+        rv[q] = rnew
+    if phi != 1.0:
+        for s in range(n):
+            rv[s] = rv[s] * phi
 
 
-cdef inline void _gram_put(double[:, ::1] GS, const double[:, ::1] K, Py_ssize_t j,
-                           Py_ssize_t slot, Py_ssize_t n, double kxx) noexcept nogil:
-    """The new vector's Gram row and column: block row ``j``'s kernel values against the
-    other ``n - 1`` vectors (current in ``K``: removals moved its columns), ``kxx`` on the
-    diagonal, as ``append`` and ``replace`` write them."""
-    cdef Py_ssize_t s
-    for s in range(n):
-        if s != slot:
-            GS[slot, s] = K[j, s]
-            GS[s, slot] = K[j, s]
-    GS[slot, slot] = kxx
-
-
-#: No kept Gram matrix (the argument :func:`_insert` skips).
+#: No Gram matrix of the block (the ``G`` of a pass that computes its kernel in C).
 _NO_GRAM = np.zeros((0, 0))
 
 
@@ -262,11 +269,12 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                         int64_t[::1] ids, const double[:, ::1] G, const double[::1] qdiag,
                         const int64_t[::1] draws, const double[::1] kp, Py_ssize_t j,
                         Py_ssize_t start, Py_ssize_t n, const double *nc, double step,
-                        double *col, double *fr, double[:, ::1] GS) noexcept nogil:
+                        double *col, double *fr, double *rv) noexcept nogil:
     """Block row ``j`` joins the set with coefficients ``nc`` (largest magnitude ``step``)
     through the policy, as its ``insert`` does through the set's methods, mirrored into
-    ``K`` and ``F`` for the block's later rows, and into the set's kept Gram matrix ``GS``
-    unless it is empty (``(0, 0)``: none kept). Returns the new number of vectors."""
+    ``K`` and ``F`` for the block's later rows. ``rv``: the novelty detector's ``r`` to
+    carry through a removal (:func:`_novelty_swap`; ``NULL``: none). Returns the new
+    number of vectors."""
     cdef Py_ssize_t m = K.shape[0], p = F.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t r, c, s, slot
     cdef double kv, a, b, phi
@@ -277,6 +285,9 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
     if st.budget > 0 and n >= st.budget:
         if st.pcode == P_OLDEST:
             slot = _slot_for_new(&ids[0], n, st.budget)
+            if rv != NULL:
+                _novelty_swap(K, j, X, s_sq, coef, st.kcode, &kp[0], slot, n, False, qdiag[j],
+                              1.0, col, False, rv)
             for r in range(j + 1, m):  # the oldest leaves; the new one takes its slot
                 kv = K[r, slot]
                 for c in range(p):
@@ -302,15 +313,14 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                     b = b + 2.0 * fabs(coef[slot, c])
                 phi = _forgetron_phi(a, b, st.fq - 15.0 / 32.0 * st.fm) if b > 0.0 else 1.0
                 st.fq = st.fq + a * phi * phi + b * phi
+            if rv != NULL:  # the Forgetron's col is k(S, x_slot) already
+                _novelty_swap(K, j, X, s_sq, coef, st.kcode, &kp[0], slot, n, True, qdiag[j],
+                              phi, col, st.pcode == P_FORGETRON, rv)
             _drop_move(K, F, j, slot, n, X, s_sq, coef, kdiag, ids)
-            if GS.shape[0]:
-                _gram_move(GS, slot, n - 1, n)
             n -= 1
             slot = n
     if slot == n:
         n += 1
-    if GS.shape[0]:
-        _gram_put(GS, K, j, slot, n, qdiag[j])
     _store(&X[slot, 0], wx, &Q[j, 0], wq, &coef[slot, 0], &nc[0], p)
     s_sq[slot] = q_sq[j]
     if q_sq[j] > st.sq_max:
@@ -425,7 +435,6 @@ def perceptron_pass(
         raise ValueError("G must be the Gram matrix of block rows start:")
     if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
         raise ValueError("remove-random needs one draw per row")
-    cdef double[:, ::1] GS = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -458,7 +467,7 @@ def perceptron_pass(
             mistakes += 1
             st.coef_l1 = coef_l1
             n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &nc[0], step, &col[0], &fr[0], GS)
+                        start, n, &nc[0], step, &col[0], &fr[0], NULL)
             coef_l1 = st.coef_l1
     return n, st.next_id, mistakes, coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
@@ -524,7 +533,6 @@ def ranker_pass(
     for j in range(end - start):
         if not 0 <= ranks[j] <= nb:
             raise ValueError("a rank index beyond the thresholds")
-    cdef double[:, ::1] GS = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -547,7 +555,7 @@ def ranker_pass(
             mistakes += 1
             nc = <double>(k - pr)
             n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws, kp, j,
-                        start, n, &nc, fabs(nc), &col[0], &fr[0], GS)
+                        start, n, &nc, fabs(nc), &col[0], &fr[0], NULL)
             if pr < k:
                 for i in range(pr, k):
                     b[i] = b[i] - 1.0
@@ -638,7 +646,7 @@ def perceptron_rows(
     cdef double[:, ::1] Qc = np.zeros((1, wq))
     cdef double[::1] qc = np.zeros(1)
     cdef double[::1] dc = np.zeros(1)
-    cdef double[:, ::1] GS = _NO_GRAM
+    cdef double[:, ::1] G0 = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
@@ -660,8 +668,8 @@ def perceptron_rows(
                 continue
             mistakes += 1
             _row_join(Q, q_sq, qdiag, j, Qc, qc, dc)
-            n = _insert(&st, K, F1, Qc, qc, X, s_sq, coef, kdiag, ids, GS, dc, draws,
-                        kp, 0, 0, n, &nc[0], step, &col[0], &fr[0], GS)
+            n = _insert(&st, K, F1, Qc, qc, X, s_sq, coef, kdiag, ids, G0, dc, draws,
+                        kp, 0, 0, n, &nc[0], step, &col[0], &fr[0], NULL)
     return n, st.next_id, mistakes, st.sq_max, st.used, st.fq, st.fm
 
 
@@ -708,7 +716,7 @@ def ranker_rows(
     cdef double[:, ::1] Qc = np.zeros((1, wq))
     cdef double[::1] qc = np.zeros(1)
     cdef double[::1] dc = np.zeros(1)
-    cdef double[:, ::1] GS = _NO_GRAM
+    cdef double[:, ::1] G0 = _NO_GRAM
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
@@ -730,8 +738,8 @@ def ranker_rows(
             mistakes += 1
             nc = <double>(k - pr)
             _row_join(Q, q_sq, qdiag, j, Qc, qc, dc)
-            n = _insert(&st, K, F1, Qc, qc, X, s_sq, coef, kdiag, ids, GS, dc, draws,
-                        kp, 0, 0, n, &nc, fabs(nc), &col[0], &fr[0], GS)
+            n = _insert(&st, K, F1, Qc, qc, X, s_sq, coef, kdiag, ids, G0, dc, draws,
+                        kp, 0, 0, n, &nc, fabs(nc), &col[0], &fr[0], NULL)
             if pr < k:
                 for i in range(pr, k):
                     b[i] = b[i] - 1.0
@@ -745,7 +753,7 @@ cdef int _check_block(double[:, ::1] K, double[:, ::1] F, const double[:, ::1] Q
                       double[:, ::1] X, double[:, ::1] coef, Py_ssize_t start,
                       Py_ssize_t end, Py_ssize_t n, Py_ssize_t budget, const double[::1] kp,
                       const double[:, ::1] G, const double[::1] qdiag, int kcode, int pcode,
-                      const int64_t[::1] draws, double[:, ::1] GS) except -1:
+                      const int64_t[::1] draws) except -1:
     """The shape checks of a one-output tracked pass (:func:`svr_pass`,
     :func:`novelty_pass`); raises ``ValueError`` before anything changes."""
     cdef Py_ssize_t m = K.shape[0]
@@ -761,8 +769,6 @@ cdef int _check_block(double[:, ::1] K, double[:, ::1] F, const double[:, ::1] Q
         raise ValueError("G must be the Gram matrix of block rows start:")
     if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
         raise ValueError("remove-random needs one draw per row")
-    if GS.shape[0] and (GS.shape[0] < X.shape[0] or GS.shape[1] < X.shape[0]):
-        raise ValueError("the kept Gram matrix must have a row and column per support slot")
     return 0
 
 
@@ -776,6 +782,7 @@ cdef struct StepRule:
     # what step_pass carries from row to row besides PassState
     int rule
     double yn, mean, m2, eps, C, offset, cc
+    double updates, every  # novelty: removals r followed, and how many before it is dropped
     bint off_mean, track_r
 
 
@@ -822,7 +829,6 @@ def step_pass(
     double[:, ::1] coef,
     double[::1] kdiag,
     int64_t[::1] ids,
-    double[:, ::1] GS,
     int rule,
     const double[::1] Y,
     double[::1] stats,
@@ -861,9 +867,11 @@ def step_pass(
     three, the targets' running statistics, change in place (see :func:`_svr_alpha`);
     ``joined[j - start] = 1`` for a row that joined the set. Novelty: ``stats[6]`` is
     ``cc = w' K(S, S) w`` and ``r = K(S, S) @ w`` (one entry per slot), updated as the
-    Python path does while the set only grows, when ``stats[7]`` (``track_r``) is 1; the
-    first insertion that removes a vector sets it to 0 (they are stale, as the Python path
-    then drops them). ``GS`` is the set's kept Gram matrix (``(0, 0)``: none).
+    Python path does, when ``stats[7]`` (``track_r``) is 1: through growth, and through a
+    removal with the leaving vector's kernel column computed on the fly
+    (:func:`_novelty_swap`, then ``cc = w' r``), counted in ``stats[0]``; once that count
+    reaches ``stats[1]``, or under ``K_GRAM`` (no column of the set), a removal sets
+    ``track_r`` to 0 instead (stale: the Python path recomputes them exactly when read).
 
     The policy and other arguments as for :func:`perceptron_pass`. Returns ``(n,
     next_id, rows that joined, coef_l1, largest new squared norm, kmax, draws used, fq,
@@ -874,9 +882,11 @@ def step_pass(
     cdef double f, alpha
     cdef StepRule R
     cdef double fr = 0.0, unused = 0.0
-    cdef double *colp = &unused  # _insert writes a column only when tracked or Forgetron
+    cdef double *colp = &unused  # a column only when tracked, Forgetron or novelty's swap
     cdef double[::1] col
-    if tracked or pcode == P_FORGETRON:
+    cdef double *rv
+    cdef bint swap
+    if tracked or pcode == P_FORGETRON or (rule == R_NOVELTY and budget > 0):
         col = np.empty(max(K.shape[0], X.shape[0], 1))
         colp = &col[0]
     # untracked: row j alone as a one-row block (a copy unless Q has one row)
@@ -893,7 +903,7 @@ def step_pass(
         Q1, q1, d1 = Qc, qc, dc
     if tracked:
         _check_block(K, F, Q, X, coef, start, end, n, budget, kp, G, qdiag, kcode, pcode,
-                     draws, GS)
+                     draws)
     else:
         if K.shape[0] != 1 or K.shape[1] < X.shape[0] or F.shape[0] != 1 or kcode == K_GRAM:
             raise ValueError("untracked: a (1, capacity) scratch row and a kernel in C")
@@ -905,8 +915,6 @@ def step_pass(
             raise ValueError("one norm and one k(q, q) per row, and 4 kernel parameters")
         if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
             raise ValueError("remove-random needs one draw per row")
-        if GS.shape[0] and (GS.shape[0] < X.shape[0] or GS.shape[1] < X.shape[0]):
-            raise ValueError("the kept Gram matrix must have a row and column per slot")
     if stats.shape[0] != 8 or rule not in (R_SVR, R_NOVELTY):
         raise ValueError("stats = (count, mean, m2, eps, C, offset, cc, track_r)")
     if rule == R_SVR and (Y.shape[0] != end - start or joined.shape[0] != end - start):
@@ -918,9 +926,10 @@ def step_pass(
         stats[4], stats[5]
     R.off_mean = R.offset != R.offset
     R.cc, R.track_r = stats[6], rule == R_NOVELTY and stats[7] != 0.0
-    # untracked: the kernel values against the set are needed for f, r, the kept Gram
-    # matrix and the Forgetron's removal; a novelty row without these needs none
-    cdef bint need_krow = rule == R_SVR or R.track_r or GS.shape[0] or pcode == P_FORGETRON
+    R.updates, R.every = stats[0], stats[1]
+    # untracked: the kernel values against the set are needed for f, r and the
+    # Forgetron's removal; a novelty row without these needs none
+    cdef bint need_krow = rule == R_SVR or R.track_r or pcode == P_FORGETRON
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -938,8 +947,15 @@ def step_pass(
                 if need_krow:
                     _kcol(kcode, &kp[0], &X[0, 0], X.shape[1], n, &s_sq[0], &Q[j, 0], wq,
                           q_sq[j], &K[0, 0])
+            swap = False
+            if R.track_r and budget > 0 and n >= budget:  # a vector leaves
+                if kcode == K_GRAM or R.updates >= R.every:
+                    R.track_r = False  # stale: recomputed exactly when read
+                else:
+                    swap = True
+                    R.updates = R.updates + 1.0
             f = 0.0
-            if rule == R_SVR or R.track_r:
+            if rule == R_SVR or (R.track_r and not swap):
                 for s in range(n):
                     f = f + K[jj, s] * coef[s, 0]
             if rule == R_SVR:
@@ -949,21 +965,26 @@ def step_pass(
                     continue
             else:
                 alpha = 1.0
-                if R.track_r and budget > 0 and n >= budget:
-                    R.track_r = False  # a vector leaves: the Python path drops r
-                if R.track_r:
+                if R.track_r and not swap:
                     for s in range(n):
                         r[s] = r[s] + K[jj, s]
                     r[n] = f + qdiag[j]
                     R.cc = R.cc + (2.0 * f + qdiag[j])  # the Python path's order
             joins += 1
+            rv = &r[0] if swap else NULL
             if tracked:
                 n = _insert(&st, K, F, Q, q_sq, X, s_sq, coef, kdiag, ids, G, qdiag, draws,
-                            kp, j, start, n, &alpha, fabs(alpha), colp, &fr, GS)
+                            kp, j, start, n, &alpha, fabs(alpha), colp, &fr, rv)
             else:
                 n = _insert(&st, K, F, Q1, q1, X, s_sq, coef, kdiag, ids, G, d1, draws, kp,
-                            0, 0, n, &alpha, fabs(alpha), colp, &fr, GS)
+                            0, 0, n, &alpha, fabs(alpha), colp, &fr, rv)
+            if swap:  # cc = w' r, as the Python path takes it after a swap
+                R.cc = 0.0
+                for s in range(n):
+                    R.cc = R.cc + coef[s, 0] * r[s]
     stats[0], stats[1], stats[2], stats[6], stats[7] = R.yn, R.mean, R.m2, R.cc, R.track_r
+    if rule == R_NOVELTY:
+        stats[0] = R.updates
     return n, st.next_id, joins, st.coef_l1, st.sq_max, st.kmax, st.used, st.fq, st.fm
 
 

@@ -296,7 +296,9 @@ def test_implied_limits_are_checked_against_a_real_state():
     """Each documented count is checked, by hand-computed bounds on a known state."""
     from streamk.snapshot import Limits
 
-    novelty = dumps(_trained("novelty"))  # 20 support rows, 3 features, keep_gram
+    old = _trained("novelty")  # 20 support rows, 3 features
+    old._support.keep_gram = True  # as saved while the detector kept K(S, S) under a budget
+    novelty = dumps(old)
     snap = loads(novelty)
     assert snap.model.n_support == 20 and snap.state["support"]["keep_gram"]
     gram = 2 * 20 * 20 * 8  # the documented Gram accounting alone

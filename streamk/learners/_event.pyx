@@ -14,8 +14,7 @@ does all of it in one call, for the cases that dominate a stream once warmed up:
 * an RBF, Laplacian, polynomial or linear kernel (each possibly
   :class:`~streamk.kernels.Scaled`) with its parameters resolved; no budget,
   remove-oldest, remove-random, the Forgetron, the Projectron or (a plain RBF kernel)
-  Merge; no Gram matrix kept (but novelty's, which it writes as :class:`SupportSet` does),
-  no block being tracked;
+  Merge; no Gram matrix kept, no block being tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
 * a label already known (learn) — a new class or rank changes the learner's columns or
@@ -190,7 +189,7 @@ cdef class EventPass:
         ``"svr"``: :class:`~streamk.learners.OnlineSVR`'s step with ``resweeps=0`` (the
         target's running statistics, then the soft-threshold step from ``alpha = 0``);
         ``"novelty"``: :class:`~streamk.learners.KernelNovelty`'s insert with weight 1 (the
-        centre's statistics ``_r``/``_cc`` kept current while the set only grows).
+        centre's statistics ``_r``/``_cc`` kept current through growth and removals).
         ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
         ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
         ``None``: the perceptrons' or the ranker's rule.
@@ -209,10 +208,7 @@ cdef class EventPass:
     # it last handed to the learner (identity says whether model._r is still ours)
     cdef object r_obj, r_last
     cdef double[::1] r
-    # novelty under a budget keeps K(S, S): the kept Gram matrix, written as SupportSet does
-    cdef object G_obj
-    cdef double[:, ::1] G
-    cdef bint has_g
+    cdef bint swap_r  # novelty: _insert carries r through its removal (_novelty_swap)
     cdef double _margin
     cdef bint _use_margin
     # the binding: what the views below were taken from
@@ -271,8 +267,7 @@ cdef class EventPass:
             self.rcode = R_RANKER if self.ranker else R_PERCEPTRON
         self.valued = self.rcode == R_SVR or self.rcode == R_NOVELTY
         self.r_obj = self.r_last = None
-        self.G_obj = None
-        self.has_g = False
+        self.swap_r = False
         self._use_margin = margin is not None
         self._margin = 0.0 if margin is None else float(margin)
         self.bound = False
@@ -310,9 +305,6 @@ cdef class EventPass:
         self.kdiag = None
         self.ids = None
         self.b = None
-        self.G_obj = None
-        self.G = None
-        self.has_g = False
 
     cdef bint _reserve(self, Py_ssize_t d, Py_ssize_t n, Py_ssize_t p) except False:
         cdef void *mem
@@ -363,7 +355,7 @@ cdef class EventPass:
             and support.version == self.version
             and support._X is self.X_obj
             and support._coef is self.coef_obj
-            and support._G is self.G_obj
+            and support._G is None
             and model._features is self.features
             and model._policy is self.policy
             and (self.rng_obj is None or self.policy._rng is self.rng_obj)
@@ -491,14 +483,8 @@ cdef class EventPass:
         self.warming = scale is not None and scale.n < AUTO_WINDOW
         if getattr(model, "_objects", True) or support._trackers:
             return False
-        G_obj = support._G
-        if G_obj is not None:  # only novelty writes the kept Gram matrix
-            if self.rcode != R_NOVELTY or G_obj.dtype.char != "d":
-                return False
-            if not G_obj.flags.c_contiguous or G_obj.shape[0] < support._X.shape[0]:
-                return False
-            if G_obj.shape[1] < support._X.shape[0] or not G_obj.flags.writeable:
-                return False
+        if support._G is not None:  # no pass writes a kept Gram matrix
+            return False
         if not self._bind_kernel(support.kernel) or not self._bind_policy(model._policy, support):
             self._unbind()
             return False
@@ -516,8 +502,6 @@ cdef class EventPass:
             return False
         self.X = X_obj
         self.coef = coef_obj
-        if G_obj is not None:
-            self.G_obj, self.G, self.has_g = G_obj, G_obj, True
         self.sq = support._sq
         self.kdiag = support._kdiag
         self.ids = support._ids
@@ -768,12 +752,6 @@ cdef class EventPass:
             self.kdiag[slot] = self.kdiag[last]
             self.sq[slot] = self.sq[last]
             self.ids[slot] = self.ids[last]
-            if self.has_g:  # SupportSet.remove's G[slot, :] = G[last, :]; G[:, slot] = ...
-                for k in range(n):
-                    self.G[slot, k] = self.G[last, k]
-                for k in range(n):
-                    self.G[k, slot] = self.G[k, last]
-                self.k[slot] = self.k[last]  # without_slot: K(row, S) after the removal
         for k in range(wx):
             self.X[last, k] = 0.0
         for c in range(p):
@@ -811,26 +789,33 @@ cdef class EventPass:
             return self.kp[3] * row_sq
         return self.kp[3] * 1.0
 
-    cdef void _gram(self, Py_ssize_t slot, Py_ssize_t n) noexcept:
-        """The kept Gram matrix for the row just written into ``slot`` (``n`` rows before
-        it joins): ``SupportSet.append``'s ``K(row, S)`` and ``k(x, x)`` for a new slot,
-        ``replace``'s kernel row against the set with the row in place otherwise (its own
-        entry computed as the row's kernel value with itself, by the same loop)."""
-        cdef Py_ssize_t s, wx = self.X.shape[1]
-        cdef double kss
-        if slot == n:
-            for s in range(n):
-                self.G[slot, s] = self.k[s]
-                self.G[s, slot] = self.k[s]
-            self.G[slot, slot] = self.kdiag[slot]
-            return
-        _kcol(self.kcode, self.kp, &self.X[slot, 0], wx, 1, &self.sq[slot], &self.X[slot, 0],
-              wx, self.sq[slot], &kss)
+    cdef void _novelty_swap(self, Py_ssize_t q, Py_ssize_t n, bint moved, double kxx,
+                            double phi) noexcept:
+        """Novelty's ``r`` through the swap :meth:`_insert` is about to make (``_core``'s
+        ``_novelty_swap``, ``KernelNovelty._follow_swap``): ``r -= w_q k(S, x_q)`` (into
+        ``self.kr``, which the Forgetron's :meth:`_forgetron` has filled already) and
+        ``r += k(S, x)`` (``self.k``) over the others, the new entry ``k(x, S) w + kxx``
+        placed as the row will be (``moved``: slot ``q`` gets the last one, the row is
+        appended), then ``r *= phi``."""
+        cdef Py_ssize_t s, last = n - 1, wx = self.X.shape[1]
+        cdef double wq = self.coef[q, 0], f = 0.0, rnew
+        if self.pcode != P_FORGETRON:
+            _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[q, 0], wx,
+                  self.sq[q], self.kr)
         for s in range(n):
-            if s != slot:
-                self.G[slot, s] = self.k[s]
-                self.G[s, slot] = self.k[s]
-        self.G[slot, slot] = kss
+            if s != q:
+                f = f + self.k[s] * self.coef[s, 0]
+                self.r[s] = (self.r[s] - wq * self.kr[s]) + self.k[s]
+        rnew = f + kxx
+        if moved:
+            if q != last:
+                self.r[q] = self.r[last]
+            self.r[last] = rnew
+        else:
+            self.r[q] = rnew
+        if phi != 1.0:
+            for s in range(n):
+                self.r[s] = self.r[s] * phi
 
     cdef bint _insert(self, Py_ssize_t d, double row_sq) except -1:
         """The policy's ``insert`` of ``self.row`` with coefficients ``self.f`` on the
@@ -852,12 +837,16 @@ cdef class EventPass:
         elif self.budget > 0 and n >= self.budget:
             if self.pcode == P_OLDEST:
                 slot = self._oldest(n)  # RemoveOldest: the new vector takes its slot
+                if self.swap_r:
+                    self._novelty_swap(slot, n, False, self._kdiag(row_sq), 1.0)
             else:
                 if self.pcode == P_RANDOM:
                     slot = _draw(self.bitgen, n)
                 else:
                     slot = self._oldest(n)
                     phi = self._forgetron(slot, n)
+                if self.swap_r:
+                    self._novelty_swap(slot, n, True, self._kdiag(row_sq), phi)
                 self._remove(slot, n)
                 n -= 1
                 slot = n
@@ -869,8 +858,6 @@ cdef class EventPass:
             self.coef[slot, c] = self.f[c]
         self.sq[slot] = row_sq
         self.kdiag[slot] = self._kdiag(row_sq)
-        if self.has_g:
-            self._gram(slot, n)
         next_id = support.next_id
         self.ids[slot] = next_id
         support.next_id = next_id + 1
@@ -918,13 +905,12 @@ cdef class EventPass:
 
     cdef bint _insert_merge(self, Py_ssize_t d, double row_sq) except -1:
         """``Merge.insert`` of ``self.row`` with coefficients ``self.f`` on the buffers:
-        ``SupportSet.append`` (with the kept Gram row), then, when the set was full,
+        ``SupportSet.append``, then, when the set was full,
         ``merge_smallest`` by ``_policies.merge_apply``'s code (``_merge.pxi``), with the
         set's counters."""
         cdef Py_ssize_t n, p = self.coef.shape[1], wx = self.X.shape[1], c
-        cdef Py_ssize_t m = 0, partner = 0, ldg = 0
+        cdef Py_ssize_t m = 0, partner = 0
         cdef double h = 0.0, sqz = 0.0
-        cdef double *Gp = NULL
         cdef bint full
         support = self.support
         n = support.n
@@ -937,10 +923,6 @@ cdef class EventPass:
             self.coef[n, c] = self.f[c]
         self.sq[n] = row_sq
         self.kdiag[n] = self._kdiag(row_sq)
-        if self.has_g:
-            self._gram(n, n)
-            Gp = &self.G[0, 0]
-            ldg = self.G.shape[1]
         next_id = support.next_id
         self.ids[n] = next_id
         support.next_id = next_id + 1
@@ -950,7 +932,7 @@ cdef class EventPass:
                         &self.ids[0], n, self.gamma, MERGE_GRID, MERGE_ITERS, MERGE_NEWTON,
                         &self.m_buf[0], &self.m_pick[0], &m, &partner, &h)
             sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
-                            &self.ids[0], Gp, ldg, n, self.gamma, m, partner, h)
+                            &self.ids[0], NULL, 0, n, self.gamma, m, partner, h)
             n -= 1
             self.merges += 1
         support.n = n
@@ -1157,7 +1139,7 @@ cdef class EventPass:
         ``P``'s block-inverse growth. Returns the rows the new one joins; :meth:`_insert`
         writes it."""
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], ldp = self.pj_P.shape[0]
-        cdef Py_ssize_t s, c, i, last = n - 1, cap = self.pj_work.shape[0] // 3
+        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 3
         cdef double kxx = self._kdiag(row_sq), delta, pii
         cdef double *P = &self.pj_P[0, 0]
         cdef double *dv = &self.pj_work[0]
@@ -1177,11 +1159,6 @@ cdef class EventPass:
                 i = _remove_one(P, ldp, &self.X[0, 0], self.X.shape[1], &self.coef[0, 0], p,
                                 &self.sq[0], &self.kdiag[0], &self.ids[0], self.k, col,
                                 scratch, n, &pii)
-            if self.has_g and i != last:  # SupportSet.remove's _move_gram
-                for s in range(n):
-                    self.G[i, s] = self.G[last, s]
-                for s in range(n):
-                    self.G[s, i] = self.G[s, last]
             delta = _project_without(dv, col, pii, i, n, self.k, kxx)
             n -= 1
         with nogil:
@@ -1235,6 +1212,18 @@ cdef class EventPass:
         self.r = buf
         self.r_last = None
         return True
+
+    cdef object _novelty_cc(self, model, Py_ssize_t n):
+        """After a swap (:meth:`_novelty_swap`): ``cc = w' r`` and the count of removals
+        followed, as ``KernelNovelty._follow_swap`` leaves them; ``_r`` is this path's view."""
+        cdef Py_ssize_t s
+        cdef double cc = 0.0
+        for s in range(n):
+            cc = cc + self.coef[s, 0] * self.r[s]
+        model._cc = cc
+        model._r_updates = model._r_updates + 1
+        self.r_last = self.r_obj[:n]
+        model._r = self.r_last
 
     cdef object _finish_value(self, model, Py_ssize_t d, double y):
         """The rest of ``learn_one`` on the NumPy path for a row already folded into the
@@ -1313,11 +1302,16 @@ cdef class EventPass:
         cdef double row_sq, alpha = 1.0, kxx, f
         cdef double stats[3]
         cdef Py_ssize_t n, s
-        cdef bint track_r = False, need_k
+        cdef bint track_r = False, swap = False, need_k
         n = self.support.n
         if self.rcode == R_NOVELTY:
-            track_r = self._r_current(model, n) and not (self.budget > 0 and n >= self.budget)
-        need_k = self.rcode == R_SVR or track_r or self.pcode == P_FORGETRON or self.has_g
+            track_r = self._r_current(model, n)
+            if track_r and self.budget > 0 and n >= self.budget:  # a vector leaves
+                # (a removal policy's swap; the Projectron's and Merge's inserts leave r stale)
+                swap = self.pcode == P_OLDEST or self.pcode == P_RANDOM or self.pcode == P_FORGETRON
+                swap = swap and model._r_updates < model._EXACT_EVERY
+                track_r = swap  # else stale: recomputed exactly when read
+        need_k = self.rcode == R_SVR or track_r or self.pcode == P_FORGETRON
         need_k = need_k or self.pcode == P_PROJECTRON
         if need_k and not self._margins(d, &row_sq):
             return self._finish_value(model, d, yv) if folded else False
@@ -1330,16 +1324,26 @@ cdef class EventPass:
             stats[0], stats[1], stats[2] = <double>model._y_n, model._y_mean, model._y_m2
             alpha = self._svr_alpha(yv, kxx, stats)
         if alpha != 0.0:
-            if not self._room(d, row_sq) or (track_r and not self._take_r(model, n)):
+            if (
+                not self._room(d, row_sq)
+                or (track_r and not self._take_r(model, n))
+                or (swap and not self._expansion_exact(2.0 * self.support._sq_max))
+            ):
                 return self._finish_value(model, d, yv) if folded else False
             f = self.f[0]
             self.f[0] = alpha
             new_id = self.support.next_id
-            self._insert(d, row_sq)
+            self.swap_r = swap
+            try:
+                self._insert(d, row_sq)
+            finally:
+                self.swap_r = False
             if self.rcode == R_SVR:
                 if self.support.next_id != new_id:  # added (a Projectron may project it)
                     model._pending_targets.append((new_id, yv))
                 model.n_updates += 1
+            elif swap:  # a vector swapped for the row: r followed it, cc = w' r
+                self._novelty_cc(model, self.support.n)
             elif track_r and self.support.n == n + 1:  # grew by one: r and cc carried forward
                 for s in range(n):
                     self.r[s] = self.r[s] + self.k[s]

@@ -13,8 +13,8 @@ module checks that a case applies, reserves room beforehand and brings the set's
   remove-random or the Forgetron.
 * :func:`svr_pass` and :func:`novelty_pass` — the on-line SVR's step (no resweep) and the
   novelty detector's insertion of every row, over a tracked block with the same kernels
-  and policies as :func:`perceptron_pass` (the novelty detector's kept Gram matrix and
-  centre statistics included); :func:`svr_rows` and :func:`novelty_rows` the same
+  and policies as :func:`perceptron_pass` (the novelty detector's centre statistics
+  included); :func:`svr_rows` and :func:`novelty_rows` the same
   without a block (:func:`rows_plan`: kernels computed in C), each row's kernel values
   computed afresh, which is cheaper when nearly every row joins the set;
   :class:`OneRow` the same for ``learn_one``, one event per compiled call.
@@ -62,6 +62,7 @@ __all__ = [
     "block_pass_applies",
     "svr_pass",
     "svr_rows",
+    "Centre",
     "novelty_pass",
     "novelty_rows",
     "HINT_LIMIT",
@@ -83,6 +84,17 @@ _UNUSED_DRAW = np.zeros(1, dtype=np.int64)  # remove-random's draw on a set not 
 #: The float32 hints are used while a float32 kernel value's error bound (before its
 #: constant part) stays below this; the bound is linearised there (see the pass).
 HINT_LIMIT = 1e-3
+
+
+class Centre(NamedTuple):
+    """The novelty detector's centre statistics as a pass takes and returns them: ``r =
+    K(S, S) w`` (``None``: stale), ``cc = w' K(S, S) w``, the removals ``r`` followed since
+    it was computed exactly, and after how many it is dropped for an exact recomputation."""
+
+    r: np.ndarray | None
+    cc: float
+    updates: int
+    every: int
 
 
 class Plan(NamedTuple):
@@ -126,10 +138,10 @@ def _policy_plan(support: SupportSet, policy: BudgetPolicy) -> tuple[int, int] |
     return code, budget
 
 
-def _plan(support: SupportSet, policy: BudgetPolicy, q_max: float, gram_ok: bool) -> Plan | None:
+def _plan(support: SupportSet, policy: BudgetPolicy, q_max: float) -> Plan | None:
     """What :func:`plan` and :func:`rows_plan` share; ``q_max``: the rows' largest squared
-    norm."""
-    if accel.core is None or (support._G is not None and not gram_ok):
+    norm. None for a set that keeps a Gram matrix (no pass writes one)."""
+    if accel.core is None or support._G is not None:
         return None
     kernel = support.kernel
     kplan = _kernel_plan(kernel)
@@ -143,46 +155,36 @@ def _plan(support: SupportSet, policy: BudgetPolicy, q_max: float, gram_ok: bool
     return Plan(kplan[0], kplan[1], pplan[0], pplan[1], policy)
 
 
-def plan(
-    support: SupportSet, policy: BudgetPolicy, block: BlockTracker, gram_ok: bool = False
-) -> Plan | None:
-    """The plan of a compiled pass over ``block``, or ``None`` when none applies.
-
-    ``gram_ok``: the pass keeps the set's Gram matrix current (:func:`novelty_pass`); the
-    others decline a set that keeps one.
-    """
+def plan(support: SupportSet, policy: BudgetPolicy, block: BlockTracker) -> Plan | None:
+    """The plan of a compiled pass over ``block``, or ``None`` when none applies."""
     if len(support._trackers) != 1:
         return None
     if not (block.Q.flags.c_contiguous and block.K.flags.c_contiguous):
         return None
-    return _plan(support, policy, block.sq_max, gram_ok)
+    return _plan(support, policy, block.sq_max)
 
 
-def rows_plan(
-    support: SupportSet, policy: BudgetPolicy, q_sq: np.ndarray, gram_ok: bool = False
-) -> Plan | None:
+def rows_plan(support: SupportSet, policy: BudgetPolicy, q_sq: np.ndarray) -> Plan | None:
     """The plan of an untracked pass (:func:`svr_rows`, :func:`novelty_rows`,
     :func:`perceptron_rows`, :func:`ranker_rows`) over rows
     with squared norms ``q_sq``: a kernel computed in C (no Gram-matrix kernel), no block
     being tracked; ``None`` when none applies."""
     if support._trackers:
         return None
-    how = _plan(support, policy, float(q_sq.max(initial=0.0)), gram_ok)
+    how = _plan(support, policy, float(q_sq.max(initial=0.0)))
     if how is None or how.kcode == accel.core.KERNEL_CODES["gram"]:
         return None
     return how
 
 
-def block_pass_applies(
-    support: SupportSet, policy: BudgetPolicy, rows: np.ndarray, gram_ok: bool = False
-) -> bool:
+def block_pass_applies(support: SupportSet, policy: BudgetPolicy, rows: np.ndarray) -> bool:
     """Whether a compiled pass over a tracked block of ``rows`` would apply (:func:`plan`
     once the block is taken): ``learn_many`` hands a run to the compiled per-event core
     (``EventPass.learn_rows``) only where none does, before taking a block."""
     if accel.core is None:
         return False
     q_sq = accel.sqnorms(np.ascontiguousarray(rows, dtype=np.float64))
-    return _plan(support, policy, float(q_sq.max(initial=0.0)), gram_ok) is not None
+    return _plan(support, policy, float(q_sq.max(initial=0.0))) is not None
 
 
 def _hint_budget(support: SupportSet, policy: BudgetPolicy) -> int | None:
@@ -522,7 +524,6 @@ def _step(
         Q,
         q_sq,
         *_buffers(support),
-        _EMPTY if support._G is None else support._G,
         accel.core.RULE_CODES[rule],
         Y,
         stats,
@@ -599,23 +600,25 @@ def _novelty(
     Q: np.ndarray,
     q_sq: np.ndarray,
     block: BlockTracker | None,
-    r: np.ndarray | None,
-    cc: float,
-) -> tuple[np.ndarray | None, float]:
-    stats = np.array([0, 0, 0, 0, 0, 0, cc, r is not None], dtype=np.float64)
+    centre: Centre,
+) -> tuple[np.ndarray | None, float, int]:
+    r = centre.r
+    stats = np.array(
+        [centre.updates, centre.every, 0, 0, 0, 0, centre.cc, r is not None], dtype=np.float64
+    )
     r_out = _step(support, how, "novelty", stats, Q, q_sq, block, Q.shape[0], r_in=r)[1]
-    if stats[7]:
-        return r_out[: support.n].copy(), float(stats[6])
-    return None, float(stats[6])
+    r = r_out[: support.n].copy() if stats[7] else None
+    return r, float(stats[6]), int(stats[0])
 
 
 def novelty_pass(
-    support: SupportSet, block: BlockTracker, how: Plan, r: np.ndarray | None, cc: float
-) -> tuple[np.ndarray | None, float]:
-    """Insert every row of ``block`` with weight 1 (the novelty detector), the set's kept
-    Gram matrix included. ``r``/``cc``: the centre's statistics if current (``None``:
-    stale); returns them after the pass, or ``(None, cc)`` once they went stale."""
-    return _novelty(support, how, block.Q, block.sq, block, r, cc)
+    support: SupportSet, block: BlockTracker, how: Plan, centre: Centre
+) -> tuple[np.ndarray | None, float, int]:
+    """Insert every row of ``block`` with weight 1 (the novelty detector), its centre's
+    statistics carried through growth and removals (:class:`Centre`; a removal under a
+    Gram-matrix kernel, whose leaving column the pass cannot compute, leaves them stale).
+    Returns ``(r, cc, updates)`` after the pass, ``r = None`` once stale."""
+    return _novelty(support, how, block.Q, block.sq, block, centre)
 
 
 def novelty_rows(
@@ -623,11 +626,10 @@ def novelty_rows(
     Q: np.ndarray,
     q_sq: np.ndarray,
     how: Plan,
-    r: np.ndarray | None,
-    cc: float,
-) -> tuple[np.ndarray | None, float]:
+    centre: Centre,
+) -> tuple[np.ndarray | None, float, int]:
     """:func:`novelty_pass` without a block (see :func:`svr_rows`)."""
-    return _novelty(support, how, Q, q_sq, None, r, cc)
+    return _novelty(support, how, Q, q_sq, None, centre)
 
 
 class OneRow:
@@ -664,7 +666,7 @@ class OneRow:
             key[0] is support.kernel and key[1] is policy and key[2] == (support._G is None)
         ):
             key = (support.kernel, policy, support._G is None)
-            how = _plan(support, policy, 0.0, True)
+            how = _plan(support, policy, 0.0)
             if how is not None and how.kcode == accel.core.KERNEL_CODES["gram"]:
                 how = None
             self._key, self._how = key, how
@@ -688,7 +690,8 @@ class OneRow:
         head: Callable[[], tuple[float, ...]] | None = None,
     ) -> tuple[bool, np.ndarray] | None:
         """Learn ``row`` (the SVR: target ``y``, ``head()`` the first six ``stats``; novelty:
-        ``r`` the centre's statistics when current, with ``stats[6:8] = (cc, 1)``);
+        ``r`` the centre's statistics when current, with ``stats[6:8] = (cc, 1)`` and
+        ``stats[0:2]`` the removals followed and the limit, see :class:`Centre`);
         ``(joined, r)``, or ``None`` when the compiled path does not apply (nothing
         changed). The returned ``r`` is a buffer updated in place by later events: take
         ``r[:n]`` as the statistics."""
@@ -701,8 +704,11 @@ class OneRow:
         q_sq = accel.core.sqnorms(Q)
         kernel = support.kernel
         if type(kernel) is RBF:
-            q = float(q_sq[0])
-            if not kernel.expansion_exact(q + max(support._sq_max, q)):
+            q, sq_max = float(q_sq[0]), support._sq_max
+            bound = q + max(sq_max, q)
+            if how.budget and support.n >= how.budget:  # a leaving vector's column too
+                bound = max(bound, 2.0 * sq_max)
+            if not kernel.expansion_exact(bound):
                 return None
         if head is not None:
             self.stats[:6] = head()
@@ -732,7 +738,6 @@ class OneRow:
             Q,
             q_sq,
             *_buffers(support),
-            _EMPTY if support._G is None else support._G,
             accel.core.RULE_CODES[self.rule],
             self._Y,
             self.stats,

@@ -34,9 +34,9 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     CF 5.3's threshold: novel if the distance exceeds the largest distance of a stored point
     plus twice the estimation error of the centre, ``2 sqrt(2 R^2 / n) (sqrt 2 + sqrt
     ln(1/delta))`` with ``R^2 = max_i k(x_i, x_i)``. Scoring costs O(n_support · d). Learning
-    costs O(n_support · d) while the set only grows; when a budget policy evicts, the next
-    score pays once for ``K(S, S) @ w``, O(n_support²) with the Gram matrix the learner then
-    keeps.
+    costs O(n_support · d) too when a budget policy evicts: the centre's statistics follow
+    the removal through the leaving vector's kernel column, computed on the fly (no Gram
+    matrix is kept, so memory stays O(n_support · d)).
 
     Parameters
     ----------
@@ -62,14 +62,17 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     -----
     The weights are uniform (``w_i = 1``) as in the book; a policy that rescales
     coefficients (e.g. the Forgetron) turns the centre into a weighted one, which the
-    formulas above handle through ``W``. Before anything is learned the score is 0. All
-    stored points count (the book's detector has no sparsity); for a sparse description
-    use the minimal enclosing hypersphere of §7.1 (a batch solver).
+    formulas above handle through ``W``. Under a budget the centre's statistics follow each
+    eviction incrementally; each entry's rounding drift is bounded by its vector's time in
+    the set (a new entry is computed afresh), and after ``_EXACT_EVERY`` (65,536) followed
+    removals they are recomputed exactly at the next read. Before anything is learned the
+    score is 0. All stored points count (the book's detector has no sparsity); for a
+    sparse description use the minimal enclosing hypersphere of §7.1 (a batch solver).
 
     ``learn_one`` and ``learn_many`` run in compiled code when the core is built and the
     budget is none, remove-oldest, remove-random or the Forgetron
-    (:mod:`streamk.learners.fastpass`), keeping the Gram matrix and the centre's
-    statistics as the NumPy path keeps them; that path (``STREAMK_NO_ACCEL=1``, other
+    (:mod:`streamk.learners.fastpass`), keeping the centre's statistics as the NumPy path
+    keeps them; that path (``STREAMK_NO_ACCEL=1``, other
     policies) is the reference they are tested against. For the RBF, Laplacian,
     polynomial and linear kernels ``learn_one`` and ``score_one`` take the whole event
     in one compiled call (:mod:`streamk.learners.eventpass`).
@@ -96,6 +99,10 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     """
 
     _event: Any = None  # the compiled per-event path (eventpass), set by _reset
+    #: Removals ``r`` follows incrementally before it is dropped for an exact recomputation
+    #: at the next read (bounds its rounding drift; the compiled paths count the same way).
+    _EXACT_EVERY = 1 << 16
+    _r_updates = 0  # (an instance pickled before the count existed reads 0)
 
     def __init__(
         self,
@@ -110,14 +117,11 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
             raise ConfigError(f"delta must be a number in (0, 1), got {delta!r}")
         self._reset()
 
-    @property
-    def _keep_gram(self) -> bool:  # O(budget^2) memory; an unbounded set never needs it
-        return self.budget is not None
-
     def _reset(self, n_outputs: int = 1) -> None:
         super()._reset(n_outputs)
         self._r: np.ndarray | None = None  # K(S, S) @ w, aligned with the slots
         self._cc = 0.0  # w' K(S, S) w
+        self._r_updates = 0  # removals r followed since it was last computed exactly
         self._stats_kernel: Kernel | None = None
         self._compiled_one = fastpass.OneRow("novelty")
         self._event = eventpass.event_pass(rule="novelty")  # learn_one/score_one in one call
@@ -132,36 +136,77 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         S = self._support
         if self._r is None or self._stats_kernel is not S.kernel:
             w = S.coef[:, 0]
-            if S.keep_gram:
-                r = S.gram_matrix @ w
-            else:
-                X = S.X
-                r = np.concatenate(
-                    [S.kernel_block(X[s : s + _CHUNK]) @ w for s in range(0, S.n, _CHUNK)]
-                    or [np.zeros(0)]
-                )
+            X = S.X
+            r = np.concatenate(
+                [S.kernel_block(X[s : s + _CHUNK]) @ w for s in range(0, S.n, _CHUNK)]
+                or [np.zeros(0)]
+            )
             self._r, self._cc, self._stats_kernel = r, float(w @ r), S.kernel
+            self._r_updates = 0
         return self._r, self._cc
 
     def _insert(self, row: np.ndarray, k_row: np.ndarray) -> None:
-        """Add an event with weight 1; keep the statistics current if the set only grew."""
+        """Add an event with weight 1 through the policy, the statistics kept current when
+        the set grew by it or swapped one vector for it (:meth:`_follow_swap`); otherwise
+        (or every :attr:`_EXACT_EVERY` removals) they go stale for an exact recomputation."""
         S = self._support
         n0 = S.n
         fresh = self._r is not None and self._stats_kernel is S.kernel
         if fresh:
             ids0, w0 = S.ids.copy(), S.coef[:, 0].copy()
+            full = self._policy.budget is not None and n0 >= self._policy.budget
+            X0 = (S.X.copy() if isinstance(S.X, np.ndarray) else list(S.X)) if full else None
         self._policy.insert(S, row, np.ones(1), k_row)
-        if (
-            fresh
-            and S.n == n0 + 1
+        if not fresh:
+            self._r = None
+        elif (
+            S.n == n0 + 1
             and np.array_equal(S.ids[:n0], ids0)
             and np.array_equal(S.coef[:n0, 0], w0)
         ):
             c, kxx, kw = float(S.coef[n0, 0]), float(S.kdiag[n0]), float(k_row @ w0)
             self._r = np.concatenate([self._r + c * k_row, [kw + c * kxx]])
             self._cc += 2.0 * c * kw + c * c * kxx
-        else:
+        elif X0 is None or self._r_updates >= self._EXACT_EVERY:
             self._r = None
+        elif not self._follow_swap(ids0, w0, X0, k_row):
+            self._r = None
+
+    def _follow_swap(self, ids0: np.ndarray, w0: np.ndarray, X0: Any, k_row: np.ndarray) -> bool:
+        """``r`` and ``cc`` after the policy swapped one vector ``x_q`` (weight ``w_q``) for
+        the new one (weight 1), then scaled every weight by ``phi`` (the Forgetron; 1
+        otherwise): ``r -= w_q K(S, x_q)`` over the survivors (the column computed on the
+        fly), ``r += K(S, x)`` and ``r_new = K(x, S) w + k(x, x)``, ``r *= phi``, then
+        ``cc = w' r``. ``False`` (nothing changed) for any other change (Projectron, Merge)."""
+        S = self._support
+        n0, ids1 = ids0.shape[0], S.ids
+        new = np.flatnonzero(ids1 == S.next_id - 1)
+        if S.n != n0 or new.shape[0] != 1:
+            return False
+        t = int(new[0])
+        surv = np.ones(n0, dtype=bool)
+        surv[t] = False
+        order = np.argsort(ids0)  # the survivors' old slots, by id
+        perm = order[np.searchsorted(ids0, ids1[surv], sorter=order).clip(0, n0 - 1)]
+        if not np.array_equal(ids0[perm], ids1[surv]):
+            return False
+        gone = np.ones(n0, dtype=bool)
+        gone[perm] = False
+        q = int(np.flatnonzero(gone)[0])
+        phi = float(S.coef[t, 0])  # the new vector entered with weight 1
+        w1 = S.coef[:, 0]
+        if not np.array_equal(w1[surv], w0[perm] * phi if phi != 1.0 else w0[perm]):
+            return False
+        k_q = S.kernel_block(X0[q : q + 1])[0]  # K(x_q, S) over the new slots
+        k_new = k_row[perm]  # K(x, S) over the survivors, in their new slots
+        r = np.empty(n0)
+        r[surv] = (self._r[perm] - w0[q] * k_q[surv]) + k_new
+        r[t] = float(k_new @ w0[perm]) + float(S.kdiag[t])
+        if phi != 1.0:
+            r *= phi
+        self._r, self._cc = r, float(w1 @ r)
+        self._r_updates += 1
+        return True
 
     # -- learning ---------------------------------------------------------------------------------
     def learn_one(self, x: dict) -> None:
@@ -179,11 +224,12 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         where it does not apply."""
         one = self._compiled_one
         r = self._fresh_r()
+        one.stats[0], one.stats[1] = self._r_updates, self._EXACT_EVERY
         one.stats[6], one.stats[7] = self._cc, r is not None
         done = one.learn(self._support, self._policy, row, r=r)
         if done is None:
             return False
-        self._cc = float(one.stats[6])
+        self._cc, self._r_updates = float(one.stats[6]), int(one.stats[0])
         self._r = done[1][: self._support.n] if one.stats[7] else None
         self._n_learned += 1
         return True
@@ -200,7 +246,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
             if self._learn_compiled(rows[i:end]):
                 i = end
                 continue
-            if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end], True):
+            if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end]):
                 i += self._event_rows(rows[i:end], None, self._learn_block_row)
             if i < end:
                 with self._support.track(rows[i:end]) as block:
@@ -211,17 +257,21 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         """``r`` if current for the kernel in use (the compiled passes carry it forward)."""
         return self._r if self._stats_kernel is self._support.kernel else None
 
+    def _centre(self) -> fastpass.Centre:
+        """The centre's statistics as the compiled passes take them."""
+        return fastpass.Centre(self._fresh_r(), self._cc, self._r_updates, self._EXACT_EVERY)
+
     def _learn_compiled(self, rows: np.ndarray) -> bool:
         """Rows learned under one kernel in one untracked compiled pass
         (:func:`streamk.learners.fastpass.novelty_rows`); ``False`` (nothing changed) when
         it does not apply."""
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         q_sq = accel.sqnorms(Q)
-        how = fastpass.rows_plan(self._support, self._policy, q_sq, gram_ok=True)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq)
         if how is None:
             return False
-        self._r, self._cc = fastpass.novelty_rows(
-            self._support, Q, q_sq, how, self._fresh_r(), self._cc
+        self._r, self._cc, self._r_updates = fastpass.novelty_rows(
+            self._support, Q, q_sq, how, self._centre()
         )
         self._n_learned += Q.shape[0]
         return True
@@ -231,14 +281,14 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         applies (:func:`streamk.learners.fastpass.novelty_pass`, any vector kernel), else
         row by row."""
         S = self._support
-        how = fastpass.plan(S, self._policy, block, gram_ok=True)
+        how = fastpass.plan(S, self._policy, block)
         if how is None:
             for j in range(rows.shape[0]):
                 k_row = block.K[j, : S.n].copy()
                 block.start = j + 1
                 self._learn_block_row(rows[j], k_row, None)
             return
-        self._r, self._cc = fastpass.novelty_pass(S, block, how, self._fresh_r(), self._cc)
+        self._r, self._cc, self._r_updates = fastpass.novelty_pass(S, block, how, self._centre())
         self._n_learned += rows.shape[0]
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, _: Any) -> None:
@@ -298,4 +348,8 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     # -- plain data -------------------------------------------------------------------------------
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self._r = None
+        self._r_updates = 0
         self._stats_kernel = None
+        S = self._support
+        if S._G is not None:  # a snapshot from when the learner kept K(S, S): drop it
+            S._G, S.keep_gram = None, False
