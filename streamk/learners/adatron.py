@@ -76,7 +76,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     code where it is built (:mod:`streamk.learners.dualpass`), the NumPy loop otherwise.
     With ``resweeps=0``, ``learn_one`` and ``predict_one`` take the whole event in one
     compiled call (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial
-    and linear kernels under no budget, remove-oldest, remove-random or the Forgetron.
+    and linear kernels under no budget, remove-oldest, remove-random, the Forgetron or the
+    Projectron (and Merge with the RBF kernel), and ``learn_many`` loops the same core
+    over its rows in C (``EventPass.learn_rows``).
 
     Examples
     --------

@@ -75,7 +75,9 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     keeps them; that path (``STREAMK_NO_ACCEL=1``, other
     policies) is the reference they are tested against. For the RBF, Laplacian,
     polynomial and linear kernels ``learn_one`` and ``score_one`` take the whole event
-    in one compiled call (:mod:`streamk.learners.eventpass`).
+    in one compiled call (:mod:`streamk.learners.eventpass`), under those policies and the
+    Projectron (and Merge with the RBF kernel), and ``learn_many`` loops that core over
+    its rows where no block pass applies.
 
     Examples
     --------

@@ -107,7 +107,8 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     path runs on one tracked kernel block. ``learn_one`` and ``predict_one`` then take
     the whole event (dict to row, step, support-set write) in one compiled call
     (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial and linear
-    kernels.
+    kernels, under those policies and the Projectron (and Merge with the RBF kernel);
+    ``learn_many`` takes that core row by row in C where no block pass applies.
 
     Examples
     --------
