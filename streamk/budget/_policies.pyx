@@ -40,6 +40,38 @@ include "_merge.pxi"
 include "_projectron.pxi"
 
 
+cdef inline bint _margin_rule(const double *k, const double *C, Py_ssize_t n, Py_ssize_t p,
+                              const double *t, double margin, double *f, double *nc,
+                              int64_t *code) noexcept nogil:
+    """The margin perceptron's rule on a row whose kernel row is ``k``: ``f = k C``, the
+    prediction into ``code`` (the sign, sgn(0) = +1, or the best column), and the update
+    ``nc``: ``t`` in the columns whose sign is wrong or where ``t f < margin``, else 0.
+    Returns whether any column updates (what :func:`projectron_run` and :func:`merge_run`
+    share)."""
+    cdef Py_ssize_t s, c, best_c = 0
+    cdef double best
+    cdef bint wrong, any_wrong = False
+    for c in range(p):
+        f[c] = 0.0
+    for s in range(n):
+        for c in range(p):
+            f[c] += k[s] * C[s * p + c]
+    if p == 1:
+        code[0] = 1 if f[0] >= 0.0 else 0
+    else:
+        best = f[0]
+        for c in range(1, p):
+            if f[c] > best:
+                best = f[c]
+                best_c = c
+        code[0] = best_c
+    for c in range(p):
+        wrong = ((f[c] >= 0.0) != (t[c] > 0.0)) or (t[c] * f[c] < margin)
+        nc[c] = t[c] if wrong else 0.0
+        any_wrong = any_wrong or wrong
+    return any_wrong
+
+
 def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
     """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
     ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
@@ -188,7 +220,7 @@ def projectron_run(
     """
     cdef Py_ssize_t m = Q.shape[0], ldx = X.shape[1], p = coef.shape[1], ldp = P.shape[0]
     cdef Py_ssize_t w = Q.shape[1]
-    cdef Py_ssize_t j, s, c, best_c
+    cdef Py_ssize_t j, s, c
     cdef Py_ssize_t cap = min(X.shape[0], P.shape[0])
     if w > ldx or w < 1 or T.shape[0] != m or T.shape[1] != p or codes.shape[0] < m:
         raise ValueError("Q must be at most as wide as X, T one row per row of Q, codes long enough")
@@ -207,35 +239,13 @@ def projectron_run(
     cdef double *Pp = &P[0, 0]
     cdef double *Xp = &X[0, 0]
     cdef double *Cp = &coef[0, 0]
-    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, best, t, pii
-    cdef bint wrong, any_wrong
+    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii
     cdef int64_t updates = 0
     with nogil:
         for j in range(m):
             for s in range(n):
                 k[s] = exp(-gamma * _dist2(&Q[j, 0], &Xp[s * ldx], w))
-            for c in range(p):
-                f[c] = 0.0
-            for s in range(n):
-                for c in range(p):
-                    f[c] += k[s] * Cp[s * p + c]
-            if p == 1:
-                codes[j] = 1 if f[0] >= 0.0 else 0
-            else:
-                best_c = 0
-                best = f[0]
-                for c in range(1, p):
-                    if f[c] > best:
-                        best = f[c]
-                        best_c = c
-                codes[j] = best_c
-            any_wrong = False
-            for c in range(p):
-                t = T[j, c]
-                wrong = ((f[c] >= 0.0) != (t > 0.0)) or (t * f[c] < margin)
-                nc[c] = t if wrong else 0.0
-                any_wrong = any_wrong or wrong
-            if not any_wrong:
+            if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
             delta = _project(Pp, ldp, k, d, n, kxx)
@@ -352,9 +362,9 @@ def merge_run(
     ``(n, next_id, updates, merges, largest squared norm stored)``.
     """
     cdef Py_ssize_t m = Q.shape[0], ldx = X.shape[1], p = coef.shape[1], w = Q.shape[1]
-    cdef Py_ssize_t cap = X.shape[0], j, s, c, best_c, mi = 0, partner = 0
-    cdef double sq, sq_max = 0.0, best, t, h = 0.0, sqz
-    cdef bint wrong, any_wrong, full
+    cdef Py_ssize_t cap = X.shape[0], j, s, c, mi = 0, partner = 0
+    cdef double sq, sq_max = 0.0, h = 0.0, sqz
+    cdef bint full
     cdef int64_t updates = 0, merges = 0
     if w > ldx or w < 1 or T.shape[0] != m or T.shape[1] != p or codes.shape[0] < m:
         raise ValueError("Q must be at most as wide as X, T one row per row of Q, codes long enough")
@@ -379,28 +389,7 @@ def merge_run(
             for s in range(n):
                 k[s] = _dist2(&Q[j, 0], &Xp[s * ldx], w)
             sk_scaled_exp(k, n, -gamma)
-            for c in range(p):
-                f[c] = 0.0
-            for s in range(n):
-                for c in range(p):
-                    f[c] += k[s] * Cp[s * p + c]
-            if p == 1:
-                codes[j] = 1 if f[0] >= 0.0 else 0
-            else:
-                best_c = 0
-                best = f[0]
-                for c in range(1, p):
-                    if f[c] > best:
-                        best = f[c]
-                        best_c = c
-                codes[j] = best_c
-            any_wrong = False
-            for c in range(p):
-                t = T[j, c]
-                wrong = ((f[c] >= 0.0) != (t > 0.0)) or (t * f[c] < margin)
-                nc[c] = t if wrong else 0.0
-                any_wrong = any_wrong or wrong
-            if not any_wrong:
+            if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
             full = n >= budget

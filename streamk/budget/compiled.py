@@ -49,6 +49,19 @@ def available() -> bool:
     return policies is not None
 
 
+def _run_applies(support: SupportSet, rows: np.ndarray, T: np.ndarray) -> bool:
+    """What :func:`margin_run` and :func:`merge_run` need: the extension, an RBF float
+    support set without a kept Gram matrix or an open tracked block, rows and columns to
+    learn, one target column per output (at most :data:`MAX_OUTPUTS`)."""
+    if policies is None or type(support.kernel) is not RBF:
+        return False
+    if support._G is not None or support._trackers or getattr(support, "takes_objects", False):
+        return False
+    m, w = rows.shape
+    p = T.shape[1]
+    return bool(m and w) and p == support.n_outputs and p <= MAX_OUTPUTS
+
+
 def margin_run(
     support: SupportSet,
     policy: object,
@@ -70,14 +83,9 @@ def margin_run(
     :meth:`~streamk.learners.labels.LabelCoder.decode`). Applies to an RBF kernel, a float
     support set without a kept Gram matrix and no tracked block open.
     """
-    if policies is None or type(support.kernel) is not RBF:
-        return None
-    if support._G is not None or support._trackers or getattr(support, "takes_objects", False):
+    if not _run_applies(support, rows, T):
         return None
     m, w = rows.shape
-    p = T.shape[1]
-    if m == 0 or w == 0 or p != support.n_outputs or p > MAX_OUTPUTS:
-        return None
     budget = policy.budget or 0
     # room for the rows this run can add, not the whole budget: a warm-up run of a few rows
     # then grows P by doubling instead of allocating budget² at every kernel change
@@ -244,14 +252,9 @@ def merge_run(
     partner. Applies to an RBF kernel (``Merge`` takes no other), a float support set
     without a kept Gram matrix and no tracked block open.
     """
-    if policies is None or type(support.kernel) is not RBF:
-        return None
-    if support._G is not None or support._trackers or getattr(support, "takes_objects", False):
+    if not _run_applies(support, rows, T):
         return None
     m, w = rows.shape
-    p = T.shape[1]
-    if m == 0 or w == 0 or p != support.n_outputs or p > MAX_OUTPUTS:
-        return None
     n = support.n
     most = min(max(n, policy.budget) + 1, n + m)  # the append comes before the merge
     width = max(w, support.width)
