@@ -35,7 +35,7 @@ from tests.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.kafka
 
-DEADLINE_S = 90.0
+DEADLINE_S = 180.0  # room for a machine running other tests beside these
 CUT_S = 20.0
 
 
@@ -255,6 +255,39 @@ def test_a_network_cut_is_ridden_out(proxied, make_source, caplog):
     assert kinds and kinds == ["lost", "restored"] * (len(kinds) // 2), changes
     assert source.outages == source.reconnects == len(kinds) // 2 >= 1
     assert source.connected
+
+
+def test_confluent_close_during_a_cut_returns_within_its_bound(proxied):
+    """An operator stopping a worker mid-outage: with a commit left waiting on the cut link,
+    ``close()`` returns within its bound (``timeout_s`` for the waiting commit, then for the
+    close) and says so, where librdkafka's close alone waits as long as the coordinator is
+    unreachable. (Run on a thread here, so a hang fails the test instead of the suite.)"""
+    pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    from streamk.sources.kafka_confluent import ConfluentKafkaSource
+
+    proxy, broker = proxied
+    topic, group = f"close-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(broker.bootstrap_servers, topic, partitions=2)
+    _produce(broker.bootstrap_servers, topic, 100, 2)
+    source = ConfluentKafkaSource(
+        f"127.0.0.1:{proxy.port}",
+        topic,
+        group,
+        consumer_config=dict(QUICK_GROUP_CONFIG),
+        timeout_s=2.0,
+    )
+    got = _drain(source, 100)
+    proxy.cut()
+    with pytest.raises(CommitFailedError):  # the link is cut: no answer within timeout_s
+        source.commit({r.partition: r.offset + 1 for r in got})
+    closer = threading.Thread(target=source.close, daemon=True)
+    started = time.monotonic()
+    closer.start()
+    closer.join(30.0)
+    took = time.monotonic() - started
+    proxy.restore()  # (lets a close left behind finish before the fixture stops the broker)
+    assert not closer.is_alive(), "close() hung on the cut link"
+    assert took < 2 * source.timeout_s + 5.0, took
 
 
 # -- confluent transport: a clean exit ------------------------------------------------------

@@ -559,12 +559,31 @@ class ConfluentKafkaSource(Source):
         return total if known else None
 
     def close(self) -> None:
-        """Leave the group and close, calling no handler and committing nothing; idempotent."""
+        """Leave the group and close, calling no handler and committing nothing; idempotent.
+
+        Bounded by ``timeout_s`` twice at most: a commit still waiting, then the close.
+        librdkafka's close waits as long as the group coordinator is unreachable (a
+        synchronous commit pending across a network cut made it hang), so it runs on a
+        helper thread; one that does not return in time is left to finish in the
+        background (a daemon thread: it does not keep the process alive), with a warning.
+        """
         if self._closing:
             return
         self._closing = True
         if self._committing is not None:  # let a commit still waiting end first (bounded)
             self._committing.join(self.timeout_s)
+        closer = threading.Thread(target=self._close_consumer, name="streamk-close", daemon=True)
+        closer.start()
+        closer.join(self.timeout_s)
+        if closer.is_alive():
+            log.warning(
+                "closing the consumer of %s: no answer within %g s (broker unreachable?); "
+                "left to finish in the background. Nothing was committed by the close.",
+                self.topic,
+                self.timeout_s,
+            )
+
+    def _close_consumer(self) -> None:
         try:
             self.consumer.close()
         except (RuntimeError, self._ck.KafkaException) as exc:
