@@ -1194,6 +1194,79 @@ def perceptron_hint_pass(
     With ``margin > 0`` it is the perceptron with margin: a row also updates where
     ``t f < margin`` (per column); a hint within ``E_r`` of ``margin`` is decided afresh too.
     """
+    return _hint_pass(Q, q_sq, X, s_sq, coef, kdiag, ids, T, n, budget, next_id, gamma, codes,
+                      hint_limit, margin, pcode, draws, pstate)
+
+
+def perceptron_warm_pass(
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const double[:, ::1] T,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    const double[::1] gammas,
+    const int64_t[::1] bounds,
+    int64_t[::1] codes,
+    double hint_limit,
+    double margin=0.0,
+    int pcode=P_OLDEST,
+    const int64_t[::1] draws=None,
+    double[::1] pstate=None,
+):
+    """The runs of ``gamma="auto"``'s warm-up in one call: rows ``bounds[r]:bounds[r + 1]``
+    learned by :func:`perceptron_hint_pass` with ``gammas[r]``, the support set and
+    ``pstate`` carried from run to run (exactly the calls one run at a time would make).
+    Stops before a run the pass declines. Returns ``(runs learned, n, next_id, n_mistakes,
+    largest new squared norm, rows decided afresh)``."""
+    cdef Py_ssize_t r, a, b, runs = gammas.shape[0], done_runs = 0
+    cdef Py_ssize_t mistakes = 0, fresh = 0, run_mistakes, run_fresh
+    cdef double sq_max = 0.0, run_sq_max
+    if bounds.shape[0] != runs + 1 or (runs and bounds[runs] > Q.shape[0]):
+        raise ValueError("one gamma per run, and the runs' bounds within the rows")
+    for r in range(runs):
+        a, b = bounds[r], bounds[r + 1]
+        done = _hint_pass(Q[a:b], q_sq[a:b], X, s_sq, coef, kdiag, ids, T[a:b], n, budget,
+                          next_id, gammas[r], codes[a:b], hint_limit, margin, pcode, draws,
+                          pstate)
+        if done is None:
+            break
+        n, next_id, run_mistakes, run_sq_max, run_fresh = done
+        if run_mistakes:
+            mistakes += run_mistakes
+            sq_max = max(sq_max, run_sq_max)
+        fresh += run_fresh
+        done_runs += 1
+    return done_runs, n, next_id, mistakes, sq_max, fresh
+
+
+cdef object _hint_pass(
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const double[:, ::1] T,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double gamma,
+    int64_t[::1] codes,
+    double hint_limit,
+    double margin,
+    int pcode,
+    const int64_t[::1] draws,
+    double[::1] pstate,
+):
+    """The body of :func:`perceptron_hint_pass` (its docstring says what it does), callable
+    from C: :func:`perceptron_warm_pass` runs it once per run."""
     cdef Py_ssize_t m = Q.shape[0], p = T.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot
     cdef Py_ssize_t mistakes = 0, fresh = 0

@@ -14,7 +14,7 @@ from ..budget.merge import Merge
 from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
 from ..budget.projectron import Projectron
 from ..errors import InvalidInput
-from ..kernels import RBF, Kernel, Scaled
+from ..kernels import RBF, Kernel, Scaled, ScaleEstimator
 from . import eventpass, fastpass
 from .base import as_list
 from .classifier import KernelClassifier
@@ -153,8 +153,13 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         pre, tried, base = None, -1, 0
-        i = 0
+        i, warm = 0, preds is None
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
+            if warm and pre is not None and self._warming_up:  # the warm-up's runs at once
+                warm, start = False, i
+                i = self._warm_runs(rows, i, pre, i - base)
+                if i == len(labels) or (i > start and not self._warming_up):
+                    continue
             first = _UNSET
             if preds is not None and self._warming_up:  # scored before its row moves gamma
                 first = self._labels.decide(self._support.decision(rows[i]))[0]
@@ -172,6 +177,50 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             if first is not _UNSET:
                 preds[i] = first
             i = end
+
+    def _warm_runs(
+        self,
+        rows: np.ndarray,
+        start: int,
+        pre: tuple[np.ndarray, np.ndarray, np.ndarray],
+        offset: int,
+    ) -> int:
+        """The ``gamma="auto"`` warm-up's runs from row ``start`` to the block's end in one
+        :func:`streamk.learners.fastpass.perceptron_run` (no Python between the runs); the
+        row it got to (``start``: nothing changed).
+
+        The kernels come ahead from a copy of the estimator, which does not depend on
+        learning: the same numbers, to the bit, as folding the rows one run at a time.
+        """
+        scale = ScaleEstimator.from_state(self._scale.state())
+        bounds, moved = self._fold_runs(scale, rows, start)
+        kernels, kernel = [], self._support.kernel
+        for k in moved:
+            kernel = kernel if k is None else k
+            kernels.append(kernel)
+        T, q_sq, codes = pre
+        done = fastpass.perceptron_run(
+            self._support,
+            self._policy,
+            rows[start:],
+            T[offset:],
+            codes[offset:],
+            self._margin,
+            q_sq[offset:],
+            ([b - start for b in bounds], kernels),
+        )
+        if done is None:
+            return start
+        mistakes, runs = done
+        if runs == len(kernels):
+            self._scale.n, self._scale.mean, self._scale._m2 = scale.n, scale.mean, scale._m2
+        else:  # stopped before a run: the estimator as that run's first row finds it
+            for b in bounds[:runs]:
+                self._fold_run(self._scale, rows, b)
+        self._support.set_kernel(kernels[runs - 1])
+        self.n_mistakes += mistakes
+        self._n_learned += bounds[runs] - start
+        return bounds[runs]
 
     def _block_inputs(
         self, rows: np.ndarray, labels: list[Any]

@@ -1,0 +1,143 @@
+"""The perceptron's ``gamma="auto"`` warm-up in one call (``KernelPerceptron._warm_runs``,
+``streamk._core.perceptron_warm_pass``) against the same runs one at a time.
+
+The oracle is today's run-by-run loop of ``learn_many`` (``_warm_runs`` declined): the
+warm-up path must leave the same model to the bit, coefficients, policy state and all,
+and so the same predictions. ``tests/test_learn_many_warmup.py`` compares both with
+``learn_one``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from streamk import RBF, Forgetron, KernelPerceptron, RemoveOldest, RemoveRandom, accel
+from streamk.learners import fastpass
+from streamk.learners.perceptron import KernelPerceptron as _KP
+
+pytestmark = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
+
+POLICIES = {
+    "unbounded": lambda: None,
+    "oldest-30": lambda: RemoveOldest(30),
+    "oldest-200": lambda: RemoveOldest(200),
+    "random-30": lambda: RemoveRandom(30, seed=5),  # fills in the warm-up: stops early
+    "random-200": lambda: RemoveRandom(200, seed=5),
+    "forgetron-30": lambda: Forgetron(30),
+    "forgetron-200": lambda: Forgetron(200),
+}
+
+
+def _stream(n: int, width: int, seed: int) -> tuple[pd.DataFrame, pd.Series]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, width)) * rng.uniform(0.5, 3.0, size=width)
+    y = np.sin(2 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.standard_normal(n) > 0
+    return pd.DataFrame(X, columns=[f"f{j}" for j in range(width)]), pd.Series(
+        y.tolist(), dtype=object
+    )
+
+
+def _learn(model: KernelPerceptron, X: pd.DataFrame, y: pd.Series, size: int) -> None:
+    for i in range(0, len(y), size):
+        model.learn_many(X.iloc[i : i + size], y.iloc[i : i + size])
+
+
+def _state(model: KernelPerceptron) -> tuple:
+    """Everything the model is, as bytes and plain values (exact comparison)."""
+    s = model.support_
+    return (
+        model._scale.n,
+        model._scale.mean.tobytes(),
+        model._scale._m2.tobytes(),
+        model.kernel_.gamma,
+        s.n,
+        s.next_id,
+        s._sq_max,
+        s._ids[: s.n].tolist(),
+        s._X[: s.n].tobytes(),
+        s._coef[: s.n].tobytes(),
+        s._sq[: s.n].tobytes(),
+        s._kdiag[: s.n].tobytes(),
+        model.n_mistakes,
+        model.n_learned,
+        repr(model._policy.state()),
+    )
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("size", [500, 61, 3])
+def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
+    policy: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken = []
+    warm = _KP._warm_runs
+
+    def spy(self, rows, start, pre, offset):
+        end = warm(self, rows, start, pre, offset)
+        taken.append(end - start)
+        return end
+
+    for seed in range(12):
+        X, y = _stream(420, 1 + seed % 4, seed)
+        fast = KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]())
+        monkeypatch.setattr(_KP, "_warm_runs", spy)
+        _learn(fast, X, y, size)
+        slow = KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]())
+        monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, start, pre, offset: start)
+        _learn(slow, X, y, size)
+        assert _state(fast) == _state(slow)
+        probe = X.iloc[:50].to_dict("records")
+        assert [fast.predict_one(x) for x in probe] == [slow.predict_one(x) for x in probe]
+    assert sum(taken) > 0  # the warm-up path ran
+
+
+def _buffers(n_rows: int, width: int, cap: int, seed: int):
+    rng = np.random.default_rng(seed)
+    Q = rng.normal(size=(n_rows, width))
+    T = np.where(rng.random((n_rows, 1)) < 0.5, -1.0, 1.0)
+    support = (
+        np.zeros((cap, width)),
+        np.zeros(cap),
+        np.zeros((cap, 1)),
+        np.zeros(cap),
+        np.zeros(cap, dtype=np.int64),
+    )
+    return Q, accel.sqnorms(Q), T, support
+
+
+@pytest.mark.parametrize("pcode", ["RemoveOldest", "Forgetron", "Unbounded"])
+def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str) -> None:
+    """Including a stop: the last gamma is so large that the pass declines that run."""
+    Q, q_sq, T, support = _buffers(90, 3, 90, seed=3)
+    budget = 0 if pcode == "Unbounded" else 20
+    bounds = [0, 1, 2, 5, 13, 40, 70, 90]
+    gammas = [0.9, 0.7, 0.5, 0.45, 0.4, 0.41, 1e12]
+    code = accel.core.POLICY_CODES[pcode]
+    one = [b.copy() for b in support]
+    codes_one = np.full(90, -7, dtype=np.int64)
+    n, next_id, mistakes, fresh, runs = 0, 0, 0, 0, 0
+    pstate_one = np.array([0.0, 0.0, 0.0])
+    for r, gamma in enumerate(gammas):
+        a, b = bounds[r], bounds[r + 1]
+        done = accel.core.perceptron_hint_pass(
+            Q[a:b], q_sq[a:b], *one, T[a:b], n, budget, next_id, gamma,
+            codes_one[a:b], fastpass.HINT_LIMIT, 0.0, code, None, pstate_one,
+        )  # fmt: skip
+        if done is None:
+            break
+        n, next_id, m, _, f = done
+        mistakes, fresh, runs = mistakes + m, fresh + f, runs + 1
+    assert 0 < runs < len(gammas)
+    many = [b.copy() for b in support]
+    codes_many = np.full(90, -7, dtype=np.int64)
+    pstate_many = np.array([0.0, 0.0, 0.0])
+    got = accel.core.perceptron_warm_pass(
+        Q, q_sq, *many, T, 0, budget, 0, np.array(gammas), np.array(bounds),
+        codes_many, fastpass.HINT_LIMIT, 0.0, code, None, pstate_many,
+    )  # fmt: skip
+    assert got[:4] == (runs, n, next_id, mistakes) and got[5] == fresh
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(one, many))
+    assert codes_one.tolist() == codes_many.tolist()
+    assert pstate_one[1:].tolist() == pstate_many[1:].tolist()
