@@ -117,7 +117,7 @@ def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str) -> None:
     code = accel.core.POLICY_CODES[pcode]
     one = [b.copy() for b in support]
     codes_one = np.full(90, -7, dtype=np.int64)
-    n, next_id, mistakes, fresh, runs = 0, 0, 0, 0, 0
+    n, next_id, mistakes, fresh, runs, sq_max = 0, 0, 0, 0, 0, 0.0
     pstate_one = np.array([0.0, 0.0, 0.0])
     for r, gamma in enumerate(gammas):
         a, b = bounds[r], bounds[r + 1]
@@ -127,8 +127,9 @@ def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str) -> None:
         )  # fmt: skip
         if done is None:
             break
-        n, next_id, m, _, f = done
+        n, next_id, m, sq, f = done
         mistakes, fresh, runs = mistakes + m, fresh + f, runs + 1
+        sq_max = max(sq_max, sq) if m else sq_max
     assert 0 < runs < len(gammas)
     many = [b.copy() for b in support]
     codes_many = np.full(90, -7, dtype=np.int64)
@@ -137,7 +138,8 @@ def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str) -> None:
         Q, q_sq, *many, T, 0, budget, 0, np.array(gammas), np.array(bounds),
         codes_many, fastpass.HINT_LIMIT, 0.0, code, None, pstate_many,
     )  # fmt: skip
-    assert got[:4] == (runs, n, next_id, mistakes) and got[5] == fresh
+    assert got == (runs, n, next_id, mistakes, sq_max, fresh)
+    assert sq_max > 0.0
     assert all(x.tobytes() == y.tobytes() for x, y in zip(one, many))
     assert codes_one.tolist() == codes_many.tolist()
     assert pstate_one[1:].tolist() == pstate_many[1:].tolist()
