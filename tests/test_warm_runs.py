@@ -93,24 +93,29 @@ def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
     assert sum(taken) > 0  # the warm-up path ran
 
 
-def _buffers(n_rows: int, width: int, cap: int, seed: int):
+def _buffers(n_rows: int, width: int, cap: int, outputs: int, seed: int):
     rng = np.random.default_rng(seed)
     Q = rng.normal(size=(n_rows, width))
-    T = np.where(rng.random((n_rows, 1)) < 0.5, -1.0, 1.0)
+    if outputs == 1:
+        T = np.where(rng.random((n_rows, 1)) < 0.5, -1.0, 1.0)
+    else:  # one-vs-rest targets
+        T = np.where(np.eye(outputs)[rng.integers(outputs, size=n_rows)] > 0, 1.0, -1.0)
     support = (
         np.zeros((cap, width)),
         np.zeros(cap),
-        np.zeros((cap, 1)),
+        np.zeros((cap, outputs)),
         np.zeros(cap),
         np.zeros(cap, dtype=np.int64),
     )
     return Q, accel.sqnorms(Q), T, support
 
 
+@pytest.mark.parametrize("outputs", [1, 3])
 @pytest.mark.parametrize("pcode", ["RemoveOldest", "Forgetron", "Unbounded"])
-def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str) -> None:
-    """Including a stop: the last gamma is so large that the pass declines that run."""
-    Q, q_sq, T, support = _buffers(90, 3, 90, seed=3)
+def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str, outputs: int) -> None:
+    """Runs of many lengths sharing one set of buffers, and a stop: the last gamma is so
+    large that the pass declines that run."""
+    Q, q_sq, T, support = _buffers(90, 3, 90, outputs, seed=3)
     budget = 0 if pcode == "Unbounded" else 20
     bounds = [0, 1, 2, 5, 13, 40, 70, 90]
     gammas = [0.9, 0.7, 0.5, 0.45, 0.4, 0.41, 1e12]
