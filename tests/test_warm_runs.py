@@ -74,10 +74,10 @@ def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
     taken = []
     warm = _KP._warm_runs
 
-    def spy(self, rows, start, pre, offset):
-        end = warm(self, rows, start, pre, offset)
+    def spy(self, rows, labels, start, pre):
+        end, again = warm(self, rows, labels, start, pre)
         taken.append(end - start)
-        return end
+        return end, again
 
     for seed in range(12):
         X, y = _stream(420, 1 + seed % 4, seed)
@@ -85,7 +85,7 @@ def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
         monkeypatch.setattr(_KP, "_warm_runs", spy)
         _learn(fast, X, y, size)
         slow = KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]())
-        monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, start, pre, offset: start)
+        monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, pre: (i, False))
         _learn(slow, X, y, size)
         assert _state(fast) == _state(slow)
         probe = X.iloc[:50].to_dict("records")
@@ -148,3 +148,22 @@ def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str, outputs: int) -> N
     assert all(x.tobytes() == y.tobytes() for x, y in zip(one, many))
     assert codes_one.tolist() == codes_many.tolist()
     assert pstate_one[1:].tolist() == pstate_many[1:].tolist()
+
+
+@pytest.mark.parametrize("policy", ["oldest-30", "random-200", "forgetron-30"])
+def test_warm_runs_with_features_that_appear_later(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks narrower than the estimate at first: the general fold, then the compiled one."""
+    X, y = _stream(300, 4, seed=11)
+
+    def learn(model: KernelPerceptron) -> KernelPerceptron:
+        for i in range(0, len(y), 23):
+            cols = list(X.columns[:2]) if i < 60 else list(X.columns)
+            model.learn_many(X.iloc[i : i + 23][cols], y.iloc[i : i + 23])
+        return model
+
+    fast = learn(KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]()))
+    monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, pre: (i, False))
+    slow = learn(KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]()))
+    assert _state(fast) == _state(slow)

@@ -232,32 +232,38 @@ class KernelLearner:
         return end, kernel
 
     def _fold_runs(
-        self, scale: ScaleEstimator, rows: np.ndarray, start: int
+        self, scale: ScaleEstimator, rows: np.ndarray, start: int, stop: int
     ) -> tuple[list[int], list[Kernel | None]]:
-        """:meth:`_fold_run` from ``start`` to the block's end: the runs' bounds and the
-        kernel each run's first row moved ``scale`` to (``None``: unchanged), with one
-        compiled fold per run (Welford's step is row by row whatever the calls' sizes)."""
-        if not _folds_in_place(scale, rows):  # widths differ or no compiled core
-            bounds, kernels = [start], []
-            while bounds[-1] < rows.shape[0]:
-                end, kernel = self._fold_run(scale, rows, bounds[-1])
-                bounds.append(end)
-                kernels.append(kernel)
-            return bounds, kernels
-        m, fold = rows.shape[0], accel.core.welford_each
+        """:meth:`_fold_run` from ``start`` over the runs that end by ``stop``: their bounds
+        and the kernel each run's first row moved ``scale`` to (``None``: unchanged), with
+        one compiled fold per run (Welford's step is row by row whatever the calls' sizes).
+        A run's end depends on the count alone, so a run past ``stop`` is not folded."""
+        m, in_place = rows.shape[0], _folds_in_place(scale, rows)
         bounds, kernels, done = [start], [], start  # rows[:done] are in the estimate
         while bounds[-1] < m:
-            if scale.n >= AUTO_WINDOW:  # frozen: the rest under one kernel
-                bounds.append(m)
-                kernels.append(None)
-                break
             first = bounds[-1]
-            n = scale.n = fold(rows[done : first + 1], scale.n, scale.mean, scale._m2)
-            done = first + 1
-            kernels.append(self._auto_kernel.resolve(scale) if regamma_at(n) else None)
-            bounds.append(m if n >= AUTO_WINDOW else min(m, first + _next_regamma(n) - n))
-        if scale.n < AUTO_WINDOW and done < m:
-            scale.n = fold(rows[done:m], scale.n, scale.mean, scale._m2)
+            n = scale.n + first + 1 - done  # the count once the run's first row is in
+            if scale.n >= AUTO_WINDOW or n >= AUTO_WINDOW:
+                end = m  # frozen, or freezing: the rest under one kernel
+            else:
+                end = min(m, first + _next_regamma(n) - n)
+            if end > stop:
+                break
+            if scale.n >= AUTO_WINDOW:
+                kernel = None
+            elif not in_place:  # widths differ or no compiled core: the general fold
+                end, kernel = self._fold_run(scale, rows, first)
+                done, in_place = end, _folds_in_place(scale, rows)
+            else:
+                fold = accel.core.welford_each
+                scale.n = fold(rows[done : first + 1], scale.n, scale.mean, scale._m2)
+                done = first + 1
+                kernel = self._auto_kernel.resolve(scale) if regamma_at(n) else None
+            bounds.append(end)
+            kernels.append(kernel)
+        last = bounds[-1]
+        if in_place and scale.n < AUTO_WINDOW and done < last:
+            scale.n = accel.core.welford_each(rows[done:last], scale.n, scale.mean, scale._m2)
         return bounds, kernels
 
     def _learn_rows(self, rows: np.ndarray, items: list, step: Callable) -> None:

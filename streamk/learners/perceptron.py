@@ -153,12 +153,12 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         pre, tried, base = None, -1, 0
-        i, warm = 0, preds is None
+        i, warm = 0, preds is None and self._warming_up
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
-            if warm and pre is not None and self._warming_up:  # the warm-up's runs at once
-                warm, start = False, i
-                i = self._warm_runs(rows, i, pre, i - base)
-                if i == len(labels) or (i > start and not self._warming_up):
+            if warm and self._warming_up:  # the warm-up's runs at once, up to a new label
+                start = i
+                i, warm = self._warm_runs(rows, labels, i, None if pre is None else (pre, base))
+                if i > start:
                     continue
             first = _UNSET
             if preds is not None and self._warming_up:  # scored before its row moves gamma
@@ -181,36 +181,58 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     def _warm_runs(
         self,
         rows: np.ndarray,
+        labels: list[Any],
         start: int,
-        pre: tuple[np.ndarray, np.ndarray, np.ndarray],
-        offset: int,
-    ) -> int:
-        """The ``gamma="auto"`` warm-up's runs from row ``start`` to the block's end in one
-        :func:`streamk.learners.fastpass.perceptron_run` (no Python between the runs); the
-        row it got to (``start``: nothing changed).
+        pre: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int] | None,
+    ) -> tuple[int, bool]:
+        """The ``gamma="auto"`` warm-up's runs from row ``start`` in one
+        :func:`streamk.learners.fastpass.perceptron_run` (no Python between the runs), up
+        to the block's end or the run of the next new label; the row it got to (``start``:
+        nothing changed) and whether to try again after the next run (``False``: the pass
+        does not take this model). ``pre``: :meth:`_block_inputs` of rows ``base:``, and
+        ``base``.
 
         The kernels come ahead from a copy of the estimator, which does not depend on
         learning: the same numbers, to the bit, as folding the rows one run at a time.
         """
+        if type(self)._learn_run is not KernelPerceptron._learn_run or accel.core is None:
+            return start, False
+        if pre is None:
+            known = set(self._labels.classes)
+            stop = next((j for j in range(start, len(labels)) if labels[j] not in known), None)
+            stop = len(labels) if stop is None else stop
+            if stop == start:  # a new label: its run on the general path
+                return start, True
+        else:
+            stop = len(labels)
         scale = ScaleEstimator.from_state(self._scale.state())
-        bounds, moved = self._fold_runs(scale, rows, start)
+        bounds, moved = self._fold_runs(scale, rows, start, stop)
+        if len(bounds) == 1:  # the next run reaches a new label
+            return start, True
         kernels, kernel = [], self._support.kernel
         for k in moved:
             kernel = kernel if k is None else k
             kernels.append(kernel)
-        T, q_sq, codes = pre
+        end = bounds[-1]
+        if pre is None:
+            T = self._labels.target_matrix(labels[start:end])
+            q_sq = accel.sqnorms(np.ascontiguousarray(rows[start:end], dtype=np.float64))
+            codes = np.empty(end - start, dtype=np.int64)
+        else:
+            (T, q_sq, codes), base = pre
+            T, q_sq, codes = T[start - base :], q_sq[start - base :], codes[start - base :]
         done = fastpass.perceptron_run(
             self._support,
             self._policy,
-            rows[start:],
-            T[offset:],
-            codes[offset:],
+            rows[start:end],
+            T[: end - start],
+            codes[: end - start],
             self._margin,
-            q_sq[offset:],
+            q_sq[: end - start],
             ([b - start for b in bounds], kernels),
         )
         if done is None:
-            return start
+            return start, False
         mistakes, runs = done
         if runs == len(kernels):
             self._scale.n, self._scale.mean, self._scale._m2 = scale.n, scale.mean, scale._m2
@@ -220,7 +242,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self._support.set_kernel(kernels[runs - 1])
         self.n_mistakes += mistakes
         self._n_learned += bounds[runs] - start
-        return bounds[runs]
+        return bounds[runs], runs == len(kernels)
 
     def _block_inputs(
         self, rows: np.ndarray, labels: list[Any]
