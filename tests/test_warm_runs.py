@@ -15,6 +15,7 @@ import pytest
 
 from streamk import RBF, Forgetron, KernelPerceptron, RemoveOldest, RemoveRandom, accel
 from streamk.learners import fastpass
+from streamk.learners.budgeted import MarginPerceptron
 from streamk.learners.perceptron import KernelPerceptron as _KP
 
 pytestmark = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
@@ -30,13 +31,15 @@ POLICIES = {
 }
 
 
-def _stream(n: int, width: int, seed: int) -> tuple[pd.DataFrame, pd.Series]:
+def _stream(n: int, width: int, seed: int, classes: int = 2) -> tuple[pd.DataFrame, pd.Series]:
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, width)) * rng.uniform(0.5, 3.0, size=width)
-    y = np.sin(2 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.standard_normal(n) > 0
-    return pd.DataFrame(X, columns=[f"f{j}" for j in range(width)]), pd.Series(
-        y.tolist(), dtype=object
-    )
+    score = np.sin(2 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.standard_normal(n)
+    if classes == 2:
+        y = (score > 0).tolist()
+    else:  # a third class appears a few rows in, as a one-vs-rest model's columns grow
+        y = [f"c{c}" for c in np.digitize(score, np.quantile(score, [1 / 3, 2 / 3]))]
+    return pd.DataFrame(X, columns=[f"f{j}" for j in range(width)]), pd.Series(y, dtype=object)
 
 
 def _learn(model: KernelPerceptron, X: pd.DataFrame, y: pd.Series, size: int) -> None:
@@ -66,10 +69,18 @@ def _state(model: KernelPerceptron) -> tuple:
     )
 
 
+LEARNERS = {
+    "perceptron": lambda budget: KernelPerceptron(kernel=RBF(gamma="auto"), budget=budget),
+    "margin": lambda budget: MarginPerceptron(kernel=RBF(gamma="auto"), budget=budget),
+}
+
+
+@pytest.mark.parametrize("learner", ["perceptron", "margin"])
+@pytest.mark.parametrize("classes", [2, 3])
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("size", [500, 61, 3])
 def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
-    policy: str, size: int, monkeypatch: pytest.MonkeyPatch
+    policy: str, size: int, classes: int, learner: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     taken = []
     warm = _KP._warm_runs
@@ -79,12 +90,12 @@ def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
         taken.append(end - start)
         return end, again
 
-    for seed in range(12):
-        X, y = _stream(420, 1 + seed % 4, seed)
-        fast = KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]())
+    for seed in range(12 if classes == 2 and learner == "perceptron" else 4):
+        X, y = _stream(420, 1 + seed % 4, seed, classes)
+        fast = LEARNERS[learner](POLICIES[policy]())
         monkeypatch.setattr(_KP, "_warm_runs", spy)
         _learn(fast, X, y, size)
-        slow = KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]())
+        slow = LEARNERS[learner](POLICIES[policy]())
         monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, pre: (i, False))
         _learn(slow, X, y, size)
         assert _state(fast) == _state(slow)
