@@ -265,26 +265,40 @@ def perceptron_run(
         pstate = np.array([0.0, float(st["Q"]), float(st["M"])])
     support.reserve(_rows_after(support, m, budget), rows.shape[1])
     T = np.ascontiguousarray(T, dtype=np.float64)
-    gammas = np.array([float(k.gamma) for k in kernels])
-    done_runs, n, next_id, mistakes, sq_max, fresh = accel.core.perceptron_warm_pass(
-        rows,
-        q_sq,
-        *_buffers(support),
-        T,
-        support.n,
-        budget,
-        support.next_id,
-        gammas,
-        np.array(bounds, dtype=np.int64),
-        codes,
-        HINT_LIMIT,
-        margin,
-        pcode,
-        draws,
-        pstate,
-    )
-    if not done_runs:
-        return None
+    args = (*_buffers(support), T, support.n, budget, support.next_id)
+    if runs is None:
+        done = accel.core.perceptron_hint_pass(
+            rows,
+            q_sq,
+            *args,
+            float(support.kernel.gamma),
+            codes,
+            HINT_LIMIT,
+            margin,
+            pcode,
+            draws,
+            pstate,
+        )
+        if done is None:
+            return None
+        done_runs, (n, next_id, mistakes, sq_max, fresh) = 1, done
+    else:
+        gammas = np.array([float(k.gamma) for k in kernels])
+        done_runs, n, next_id, mistakes, sq_max, fresh = accel.core.perceptron_warm_pass(
+            rows,
+            q_sq,
+            *args,
+            gammas,
+            np.array(bounds, dtype=np.int64),
+            codes,
+            HINT_LIMIT,
+            margin,
+            pcode,
+            draws,
+            pstate,
+        )
+        if not done_runs:
+            return None
     if type(policy) is RemoveRandom:
         policy.skip_slots(int(pstate[0]))
     elif type(policy) is Forgetron:
@@ -464,9 +478,24 @@ def perceptron_rows(
 
     def call(K, Q, q_sq, qdiag, draws, fq, fm):
         return accel.core.perceptron_rows(
-            K, Q, q_sq, *_buffers(support), T, support.n, how.budget, support.next_id,
-            codes, how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm, float(margin),
-        )  # fmt: skip
+            K,
+            Q,
+            q_sq,
+            *_buffers(support),
+            T,
+            support.n,
+            how.budget,
+            support.next_id,
+            codes,
+            how.kcode,
+            how.kp,
+            qdiag,
+            how.pcode,
+            draws,
+            fq,
+            fm,
+            float(margin),
+        )
 
     return _rows_call(support, how, Q, q_sq, call)
 
@@ -485,9 +514,23 @@ def ranker_rows(
 
     def call(K, Q, q_sq, qdiag, draws, fq, fm):
         return accel.core.ranker_rows(
-            K, Q, q_sq, *_buffers(support), ranks, b, support.n, how.budget, support.next_id,
-            how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm,
-        )  # fmt: skip
+            K,
+            Q,
+            q_sq,
+            *_buffers(support),
+            ranks,
+            b,
+            support.n,
+            how.budget,
+            support.next_id,
+            how.kcode,
+            how.kp,
+            qdiag,
+            how.pcode,
+            draws,
+            fq,
+            fm,
+        )
 
     return _rows_call(support, how, Q, q_sq, call)
 

@@ -195,7 +195,10 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         The kernels come ahead from a copy of the estimator, which does not depend on
         learning: the same numbers, to the bit, as folding the rows one run at a time.
         """
-        if type(self)._learn_run is not KernelPerceptron._learn_run or accel.core is None:
+        core = accel.core  # an extension built before the warm pass existed: not taken
+        if type(self)._learn_run is not KernelPerceptron._learn_run or core is None:
+            return start, False
+        if not hasattr(core, "perceptron_warm_pass"):
             return start, False
         if pre is None:
             known = set(self._labels.classes)
