@@ -1255,6 +1255,18 @@ def perceptron_warm_pass(
         if not 0 <= bounds[r] <= bounds[r + 1]:
             raise ValueError("the runs' bounds must not decrease")
         longest = max(longest, bounds[r + 1] - bounds[r])
+    # what a run would refuse, refused before the first one changes anything
+    cdef Py_ssize_t rows = bounds[runs] - bounds[0] if runs else 0
+    if runs and (T.shape[0] < bounds[runs] or q_sq.shape[0] < bounds[runs]
+                 or codes.shape[0] < bounds[runs]):
+        raise ValueError("targets, squared norms and codes for every row of the runs")
+    if X.shape[0] < (n + rows if budget <= 0 else min(budget, n + rows)):
+        raise ValueError("the support buffers are too small: reserve the rows first")
+    if pcode != P_OLDEST and (pstate is None or pstate.shape[0] != 3):
+        raise ValueError("remove-random and the Forgetron carry pstate = (used, Q, M)")
+    if pcode == P_RANDOM and budget > 0 and (
+            draws is None or draws.shape[0] < <Py_ssize_t>pstate[0] + rows):
+        raise ValueError("remove-random needs one draw per row")
     # one set of buffers for every run: the hints' values do not depend on their room
     Qt, q_sq32, S32, s_sq32, center, H, work = _hint_buffers(
         Q.shape[1], longest, X.shape[0], T.shape[1])

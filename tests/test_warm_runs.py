@@ -178,3 +178,17 @@ def test_warm_runs_with_features_that_appear_later(
     monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, pre: (i, False))
     slow = learn(KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]()))
     assert _state(fast) == _state(slow)
+
+
+def test_warm_pass_refuses_before_any_run() -> None:
+    """Targets too short for the last run, or buffers without room: nothing is learned."""
+    Q, q_sq, T, support = _buffers(30, 2, 30, 1, seed=2)
+    bounds, gammas = np.array([0, 1, 2, 30]), np.array([0.5, 0.5, 0.5])
+    for T_, cap in ((T[:29], 30), (T, 29)):
+        bufs = [b[:cap].copy() for b in support]
+        with pytest.raises(ValueError):
+            accel.core.perceptron_warm_pass(
+                Q, q_sq, *bufs, T_, 0, 0, 0, gammas, bounds, np.zeros(30, dtype=np.int64),
+                fastpass.HINT_LIMIT,
+            )  # fmt: skip
+        assert all(not b.any() for b in bufs)
