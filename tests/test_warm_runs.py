@@ -192,3 +192,22 @@ def test_warm_pass_refuses_before_any_run() -> None:
                 fastpass.HINT_LIMIT,
             )  # fmt: skip
         assert all(not b.any() for b in bufs)
+
+
+@pytest.mark.parametrize("learner", ["perceptron", "margin"])
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("policy", ["unbounded", "oldest-30", "forgetron-30"])
+def test_a_new_class_into_an_empty_set_is_learn_one(
+    policy: str, classes: int, learner: str
+) -> None:
+    """``learn_many``'s first rows, one-row blocks (``_learn_first`` where the set is empty
+    and the class new) against ``learn_one``: the same model to the bit."""
+    for seed in range(6):
+        X, y = _stream(12, 2, seed, classes)
+        many = LEARNERS[learner](POLICIES[policy]())
+        one = LEARNERS[learner](POLICIES[policy]())
+        for i, x in enumerate(X.to_dict("records")):
+            many.learn_many(X.iloc[i : i + 1], y.iloc[i : i + 1])
+            one.learn_one(x, y.iloc[i])
+            assert _state(many) == _state(one)
+            assert many.classes_ == one.classes_

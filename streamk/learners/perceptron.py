@@ -309,6 +309,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 if out is not None:
                     out.put(0, self._labels.decode(codes.tolist(), labels))
                 return
+        if T is None and len(labels) == 1 and out is None and self._support.n == 0:
+            return self._learn_first(rows[0], labels[0])  # a new class into an empty set
         if not fastpass.block_pass_applies(self._support, self._policy, rows):
             done_rows = self._event_rows(
                 rows, labels, self._learn_event_row, out, self._predict_event_row
@@ -335,6 +337,13 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                     end += 1
                 self._learn_segment(block, rows, labels, j, end, out)
                 j = end
+
+    def _learn_first(self, row: np.ndarray, label: Any) -> None:
+        """A row of a new class into an empty set: what the tracked path below does
+        (``K(row, S)`` is empty, so ``f`` is 0 on every path), without taking a block."""
+        self._add_label(label)
+        k_row = np.zeros(0)
+        self._update(row, k_row @ self._support.coef, k_row, label)
 
     def _projectron_run(
         self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray
