@@ -18,7 +18,7 @@ from streamk.learners import fastpass
 from streamk.learners.budgeted import MarginPerceptron
 from streamk.learners.perceptron import KernelPerceptron as _KP
 
-pytestmark = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
+needs_core = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
 
 POLICIES = {
     "unbounded": lambda: None,
@@ -75,6 +75,7 @@ LEARNERS = {
 }
 
 
+@needs_core
 @pytest.mark.parametrize("learner", ["perceptron", "margin"])
 @pytest.mark.parametrize("classes", [2, 3])
 @pytest.mark.parametrize("policy", sorted(POLICIES))
@@ -121,6 +122,7 @@ def _buffers(n_rows: int, width: int, cap: int, outputs: int, seed: int):
     return Q, accel.sqnorms(Q), T, support
 
 
+@needs_core
 @pytest.mark.parametrize("outputs", [1, 3])
 @pytest.mark.parametrize("pcode", ["RemoveOldest", "Forgetron", "Unbounded"])
 def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str, outputs: int) -> None:
@@ -161,6 +163,7 @@ def test_warm_pass_is_the_hint_pass_run_after_run(pcode: str, outputs: int) -> N
     assert pstate_one[1:].tolist() == pstate_many[1:].tolist()
 
 
+@needs_core
 @pytest.mark.parametrize("policy", ["oldest-30", "random-200", "forgetron-30"])
 def test_warm_runs_with_features_that_appear_later(
     policy: str, monkeypatch: pytest.MonkeyPatch
@@ -180,6 +183,7 @@ def test_warm_runs_with_features_that_appear_later(
     assert _state(fast) == _state(slow)
 
 
+@needs_core
 def test_warm_pass_refuses_before_any_run() -> None:
     """Targets too short for the last run, or buffers without room: nothing is learned."""
     Q, q_sq, T, support = _buffers(30, 2, 30, 1, seed=2)
