@@ -1031,45 +1031,63 @@ def _hint_setup(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n):
     s_big)``: rows transposed ``(w, m)`` and their squared norms (taken in float64 before
     rounding, over all of a support row's features), room for every support slot, and
     the largest squared norms (the bound's inputs)."""
-    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], wx = X.shape[1], j, k
-    cdef double h, x, q_big = 0.0, s_big = 0.0
-    center_buf = np.zeros(w)
-    cdef double[::1] center = center_buf
-    Qt_buf = np.empty((w, m), dtype=np.float32)
-    cdef float[:, ::1] Qt = Qt_buf
-    q32_buf = np.empty(m, dtype=np.float32)
-    cdef float[::1] q_sq32 = q32_buf
-    S32_buf = np.empty((X.shape[0], w), dtype=np.float32)
-    cdef float[:, ::1] S32 = S32_buf
-    s32_buf = np.empty(X.shape[0], dtype=np.float32)
-    cdef float[::1] s_sq32 = s32_buf
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], wx = X.shape[1]
+    cdef double q_big = 0.0, s_big = 0.0
     if w > wx or n > X.shape[0]:
         raise ValueError("support rows narrower than the block, or n beyond them")
-    with nogil:
-        for j in range(m):
-            for k in range(w):
-                center[k] += Q[j, k]
-        for k in range(w):
-            center[k] /= max(m, 1)
-        for j in range(m):
-            h = 0.0
-            for k in range(w):
-                x = Q[j, k] - center[k]
-                Qt[k, j] = <float>x
-                h += x * x
-            q_sq32[j] = <float>h
-            q_big = max(q_big, h)
-        for j in range(n):
-            h = 0.0
-            for k in range(w):
-                x = X[j, k] - center[k]
-                S32[j, k] = <float>x
-                h += x * x
-            for k in range(w, wx):
-                h += X[j, k] * X[j, k]
-            s_sq32[j] = <float>h
-            s_big = max(s_big, h)
+    Qt_buf, q32_buf, S32_buf, s32_buf, center_buf, _, _ = _hint_buffers(w, m, X.shape[0], 0)
+    _hint_fill(Q, X, n, center_buf, Qt_buf, q32_buf, S32_buf, s32_buf, &q_big, &s_big)
     return Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big
+
+
+cdef tuple _hint_buffers(Py_ssize_t w, Py_ssize_t m, Py_ssize_t cap, Py_ssize_t p):
+    """Room for the hints of up to ``m`` rows of ``w`` features against ``cap`` support
+    slots with ``p`` outputs: ``(Qt, q_sq32, S32, s_sq32, center, H, work)``."""
+    return (
+        np.empty((w, m), dtype=np.float32),
+        np.empty(m, dtype=np.float32),
+        np.empty((cap, w), dtype=np.float32),
+        np.empty(cap, dtype=np.float32),
+        np.empty(w),
+        np.empty((p, m)),
+        np.empty(2 * p + cap),  # f, nc and a kernel row: one allocation
+    )
+
+
+cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n,
+                     double[::1] center, float[:, ::1] Qt, float[::1] q_sq32,
+                     float[:, ::1] S32, float[::1] s_sq32, double *q_big,
+                     double *s_big) noexcept nogil:
+    """:func:`_hint_setup` into given buffers (``Qt`` may have room for more rows)."""
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], wx = X.shape[1], j, k
+    cdef double h, x
+    q_big[0] = 0.0
+    s_big[0] = 0.0
+    for k in range(w):
+        center[k] = 0.0
+    for j in range(m):
+        for k in range(w):
+            center[k] += Q[j, k]
+    for k in range(w):
+        center[k] /= max(m, 1)
+    for j in range(m):
+        h = 0.0
+        for k in range(w):
+            x = Q[j, k] - center[k]
+            Qt[k, j] = <float>x
+            h += x * x
+        q_sq32[j] = <float>h
+        q_big[0] = max(q_big[0], h)
+    for j in range(n):
+        h = 0.0
+        for k in range(w):
+            x = X[j, k] - center[k]
+            S32[j, k] = <float>x
+            h += x * x
+        for k in range(w, wx):
+            h += X[j, k] * X[j, k]
+        s_sq32[j] = <float>h
+        s_big[0] = max(s_big[0], h)
 
 
 cdef bint _hint_applies(double gamma, Py_ssize_t w, double q_big, double s_big,
@@ -1194,15 +1212,119 @@ def perceptron_hint_pass(
     With ``margin > 0`` it is the perceptron with margin: a row also updates where
     ``t f < margin`` (per column); a hint within ``E_r`` of ``margin`` is decided afresh too.
     """
+    Qt, q_sq32, S32, s_sq32, center, H, work = _hint_buffers(
+        Q.shape[1], Q.shape[0], X.shape[0], T.shape[1])
+    return _hint_pass(Q, q_sq, X, s_sq, coef, kdiag, ids, T, n, budget, next_id, gamma, codes,
+                      hint_limit, margin, pcode, draws, pstate, Qt, q_sq32, S32, s_sq32,
+                      center, H, work)
+
+
+def perceptron_warm_pass(
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const double[:, ::1] T,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    const double[::1] gammas,
+    const int64_t[::1] bounds,
+    int64_t[::1] codes,
+    double hint_limit,
+    double margin=0.0,
+    int pcode=P_OLDEST,
+    const int64_t[::1] draws=None,
+    double[::1] pstate=None,
+):
+    """The runs of ``gamma="auto"``'s warm-up in one call: rows ``bounds[r]:bounds[r + 1]``
+    learned by :func:`perceptron_hint_pass` with ``gammas[r]``, the support set and
+    ``pstate`` carried from run to run (exactly the calls one run at a time would make).
+    Stops before a run the pass declines. Returns ``(runs learned, n, next_id, n_mistakes,
+    largest new squared norm, rows decided afresh)``."""
+    cdef Py_ssize_t r, a, b, runs = gammas.shape[0], done_runs = 0
+    cdef Py_ssize_t mistakes = 0, fresh = 0, run_mistakes, run_fresh
+    cdef double sq_max = 0.0, run_sq_max
+    cdef Py_ssize_t longest = 0
+    if bounds.shape[0] != runs + 1 or (runs and bounds[runs] > Q.shape[0]):
+        raise ValueError("one gamma per run, and the runs' bounds within the rows")
+    for r in range(runs):
+        if not 0 <= bounds[r] <= bounds[r + 1]:
+            raise ValueError("the runs' bounds must not decrease")
+        longest = max(longest, bounds[r + 1] - bounds[r])
+    # what a run would refuse, refused before the first one changes anything
+    cdef Py_ssize_t rows = bounds[runs] - bounds[0] if runs else 0
+    if runs and (T.shape[0] < bounds[runs] or q_sq.shape[0] < bounds[runs]
+                 or codes.shape[0] < bounds[runs]):
+        raise ValueError("targets, squared norms and codes for every row of the runs")
+    if X.shape[0] < (n + rows if budget <= 0 else min(budget, n + rows)):
+        raise ValueError("the support buffers are too small: reserve the rows first")
+    if pcode != P_OLDEST and (pstate is None or pstate.shape[0] != 3):
+        raise ValueError("remove-random and the Forgetron carry pstate = (used, Q, M)")
+    if pcode == P_RANDOM and budget > 0 and (
+            draws is None or draws.shape[0] < <Py_ssize_t>pstate[0] + rows):
+        raise ValueError("remove-random needs one draw per row")
+    # one set of buffers for every run: the hints' values do not depend on their room
+    Qt, q_sq32, S32, s_sq32, center, H, work = _hint_buffers(
+        Q.shape[1], longest, X.shape[0], T.shape[1])
+    for r in range(runs):
+        a, b = bounds[r], bounds[r + 1]
+        done = _hint_pass(Q[a:b], q_sq[a:b], X, s_sq, coef, kdiag, ids, T[a:b], n, budget,
+                          next_id, gammas[r], codes[a:b], hint_limit, margin, pcode, draws,
+                          pstate, Qt, q_sq32, S32, s_sq32, center, H, work)
+        if done is None:
+            break
+        n, next_id, run_mistakes, run_sq_max, run_fresh = done
+        if run_mistakes:
+            mistakes += run_mistakes
+            sq_max = max(sq_max, run_sq_max)
+        fresh += run_fresh
+        done_runs += 1
+    return done_runs, n, next_id, mistakes, sq_max, fresh
+
+
+cdef object _hint_pass(
+    const double[:, ::1] Q,
+    const double[::1] q_sq,
+    double[:, ::1] X,
+    double[::1] s_sq,
+    double[:, ::1] coef,
+    double[::1] kdiag,
+    int64_t[::1] ids,
+    const double[:, ::1] T,
+    Py_ssize_t n,
+    Py_ssize_t budget,
+    int64_t next_id,
+    double gamma,
+    int64_t[::1] codes,
+    double hint_limit,
+    double margin,
+    int pcode,
+    const int64_t[::1] draws,
+    double[::1] pstate,
+    float[:, ::1] Qt,
+    float[::1] q_sq32,
+    float[:, ::1] S32,
+    float[::1] s_sq32,
+    double[::1] center,
+    double[:, ::1] H,
+    double[::1] work,
+):
+    """The body of :func:`perceptron_hint_pass` (its docstring says what it does), callable
+    from C: :func:`perceptron_warm_pass` runs it once per run. The buffers (see
+    :func:`_hint_buffers`) may have room for more rows (``Qt``, ``q_sq32``, ``H``)."""
     cdef Py_ssize_t m = Q.shape[0], p = T.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot
     cdef Py_ssize_t mistakes = 0, fresh = 0
     cdef double step, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
     cdef float g32 = <float>gamma
     cdef bint certain, any_wrong, below
-    cdef Py_ssize_t used = 0, last
+    cdef Py_ssize_t used = 0, last, ldq = Qt.shape[1], ldh = H.shape[1]
     cdef int64_t fm = 0
-    cdef double fq = 0.0, phi, a, b, kx
+    cdef double fq = 0.0, phi, a, b, kx, q_big, s_big
     if pcode != P_OLDEST:
         if pstate is None or pstate.shape[0] != 3:
             raise ValueError("remove-random and the Forgetron carry pstate = (used, Q, M)")
@@ -1215,25 +1337,26 @@ def perceptron_hint_pass(
         raise ValueError("the support buffers are too small: reserve the rows first")
     if m == 0:
         return n, next_id, 0, 0.0, 0
-    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
+    if n > cap:
+        raise ValueError("support rows narrower than the block, or n beyond them")
+    if (Qt.shape[0] != wq or ldq < m or q_sq32.shape[0] < m or S32.shape[0] < cap
+            or S32.shape[1] != wq or s_sq32.shape[0] < cap or center.shape[0] < wq
+            or H.shape[0] != p or ldh < m or work.shape[0] < 2 * p + cap):
+        raise ValueError("the hint buffers are too small (see _hint_buffers)")
+    _hint_fill(Q, X, n, center, Qt, q_sq32, S32, s_sq32, &q_big, &s_big)
     if not _hint_applies(gamma, wq, q_big, s_big, hint_limit):
         return None
-    cdef float[:, ::1] Qt = Qt_buf
-    cdef float[::1] q_sq32 = q32_buf
-    cdef float[:, ::1] S32 = S32_buf
-    cdef float[::1] s_sq32 = s32_buf
-    H_buf = np.zeros((p, m))
-    cdef double[:, ::1] H = H_buf
-    work_buf = np.empty(2 * p + cap)  # f, nc and a kernel row: one allocation
-    cdef double[::1] work = work_buf
     cdef double *f = &work[0]
     cdef double *nc = &work[p]
     cdef double *krow = &work[2 * p]
     with nogil:
+        for c in range(p):
+            for j in range(m):
+                H[c, j] = 0.0
         _hint_sums(coef, s_sq32, n, &L, &M)
         if n and wq:  # the hints: one float32 kernel value per (support vector, row)
-            sk_hint_block(&H[0, 0], m, p, &coef[0, 0], n, &S32[0, 0], wq, &s_sq32[0],
-                          &Qt[0, 0], m, wq, m, &q_sq32[0], g32)
+            sk_hint_block(&H[0, 0], ldh, p, &coef[0, 0], n, &S32[0, 0], wq, &s_sq32[0],
+                          &Qt[0, 0], ldq, wq, m, &q_sq32[0], g32)
         for j in range(m):
             tol = _hint_tol(gamma, wq, q_sq32[j], L, M)
             certain = True
@@ -1305,7 +1428,7 @@ def perceptron_hint_pass(
                     f[c] = -coef[slot, c]
                     cmax = max(cmax, fabs(f[c]))
                 if j + 1 < m:
-                    sk_hint_column(&H[0, 0], m, p, &f[0], &Qt[0, 0], m, wq, j + 1, m,
+                    sk_hint_column(&H[0, 0], ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, m,
                                    &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
                 L = L + cmax
                 M = M + cmax * s_sq32[slot] * 1.01
@@ -1343,7 +1466,7 @@ def perceptron_hint_pass(
             L = L + step
             M = M + step * q_sq32[j] * 1.01
             if j + 1 < m:  # the new vector enters them
-                sk_hint_column(&H[0, 0], m, p, &nc[0], &Qt[0, 0], m, wq, j + 1, m,
+                sk_hint_column(&H[0, 0], ldh, p, &nc[0], &Qt[0, 0], ldq, wq, j + 1, m,
                                &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
             if phi != 1.0:  # the Forgetron's shrink: f and the hints scale alike (their
                 for s in range(n):  # error bound too, so L and M stay upper bounds)

@@ -294,7 +294,8 @@ class RBF(_Stationary):
         return not sq_bound * 1e-15 * self.gamma > 1e-10
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
-        total_var = math.fsum(scale.variance)  # exactly rounded: the same for any feature order
+        # exactly rounded: the same for any feature order (and for floats or NumPy scalars)
+        total_var = math.fsum(scale.variance.tolist())
         return 2.0 / total_var if total_var > 0 else 1.0
 
 
@@ -309,7 +310,7 @@ class Laplacian(_Stationary):
         return scaled_exp(cdist(A, B, "cityblock"), -self.gamma)
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
-        mean_l1 = math.fsum(2.0 * np.sqrt(scale.variance) / math.sqrt(math.pi))
+        mean_l1 = math.fsum((2.0 * np.sqrt(scale.variance) / math.sqrt(math.pi)).tolist())
         return 2.0 / mean_l1 if mean_l1 > 0 else 1.0
 
 

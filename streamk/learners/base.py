@@ -197,28 +197,74 @@ class KernelLearner:
         The run stops before the next row that moves the kernel (see :func:`regamma_at`);
         after the warm-up it is the whole block. Row ``start`` itself may have moved it.
         """
-        scale = self._scale
+        end, kernel = self._fold_run(self._scale, rows, start)
+        if kernel is not None:
+            self._support.set_kernel(kernel)
+        return end
+
+    def _fold_run(
+        self, scale: ScaleEstimator | None, rows: np.ndarray, start: int
+    ) -> tuple[int, Kernel | None]:
+        """:meth:`_fold_kernel_run` on ``scale`` without touching the support set: the run's
+        end and the kernel row ``start`` moved it to (``None``: unchanged). The estimator
+        does not depend on learning, so a copy of it gives a warm-up's kernels ahead."""
         if scale is None or scale.n >= AUTO_WINDOW:  # not warming up
-            return rows.shape[0]
+            return rows.shape[0], None
+        kernel = None
         in_place = _folds_in_place(scale, rows)
-        if not in_place:
-            self._refine_gamma(rows[start])
-        else:  # what _refine_gamma does, in one compiled call (the same numbers, to the bit)
+        if not in_place:  # what _refine_gamma does
+            scale.update(rows[start][None, :])
+        else:  # the same numbers, to the bit, in one compiled call
             accel.core.welford_each(rows[start : start + 1], scale.n, scale.mean, scale._m2)
             scale.n += 1
-            if regamma_at(scale.n):
-                self._support.set_kernel(self._auto_kernel.resolve(scale))
+        if regamma_at(scale.n):
+            kernel = self._auto_kernel.resolve(scale)
         n = scale.n
         if n >= AUTO_WINDOW:  # that row froze gamma
-            return rows.shape[0]
+            return rows.shape[0], kernel
         end = min(rows.shape[0], start + _next_regamma(n) - n)
         if end <= start + 1:
-            return end
+            return end, kernel
         if in_place or _folds_in_place(scale, rows):  # counts n + 1 .. change - 1
             scale.n = accel.core.welford_each(rows[start + 1 : end], n, scale.mean, scale._m2)
         else:
             scale.update_each(rows[start + 1 : end])
-        return end
+        return end, kernel
+
+    def _fold_runs(
+        self, scale: ScaleEstimator, rows: np.ndarray, start: int, stop: int
+    ) -> tuple[list[int], list[Kernel | None]]:
+        """:meth:`_fold_run` from ``start`` over the runs that end by ``stop``: their bounds
+        and the kernel each run's first row moved ``scale`` to (``None``: unchanged), with
+        one compiled fold per run (Welford's step is row by row whatever the calls' sizes).
+        A run's end depends on the count alone, so a run past ``stop`` is not folded."""
+        m, in_place = rows.shape[0], _folds_in_place(scale, rows)
+        bounds, kernels, done = [start], [], start  # rows[:done] are in the estimate
+        while bounds[-1] < m:
+            first = bounds[-1]
+            n = scale.n + first + 1 - done  # the count once the run's first row is in
+            if scale.n >= AUTO_WINDOW or n >= AUTO_WINDOW:
+                end = m  # frozen, or freezing: the rest under one kernel
+            else:
+                end = min(m, first + _next_regamma(n) - n)
+            if end > stop:
+                break
+            if scale.n >= AUTO_WINDOW:
+                kernel = None
+            elif not in_place:  # widths differ or no compiled core: the general fold
+                end, kernel = self._fold_run(scale, rows, first)
+                done, in_place = end, _folds_in_place(scale, rows)
+            else:
+                fold = accel.core.welford_each
+                scale.n = fold(rows[done : first + 1], scale.n, scale.mean, scale._m2)
+                done = first + 1
+                kernel = self._auto_kernel.resolve(scale) if regamma_at(n) else None
+            bounds.append(end)
+            kernels.append(kernel)
+        last = bounds[-1]
+        if in_place and scale.n < AUTO_WINDOW and done < last:
+            scale.n = accel.core.welford_each(rows[done:last], scale.n, scale.mean, scale._m2)
+        return bounds, kernels
 
     def _learn_rows(self, rows: np.ndarray, items: list, step: Callable) -> None:
         """``step(row, k_row, item)`` for each row in order, as ``learn_one`` would see it.

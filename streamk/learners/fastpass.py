@@ -217,6 +217,7 @@ def perceptron_run(
     codes: np.ndarray,
     margin: float = 0.0,
     q_sq: np.ndarray | None = None,
+    runs: tuple[list[int], list[Kernel]] | None = None,
 ) -> tuple[int, int] | None:
     """Learn ``rows`` (targets ``T``, every label known) in one compiled pass with float32
     hints; ``(mistakes, rows decided afresh)``, or ``None`` when the pass does not apply.
@@ -224,6 +225,12 @@ def perceptron_run(
     ``codes`` receives the predictions as for :func:`perceptron_pass`. ``q_sq``, the rows'
     squared norms as :func:`streamk.accel.sqnorms` gives them, saves recomputing them
     when a block's runs share one array.
+
+    ``runs = (bounds, kernels)``: the ``gamma="auto"`` warm-up, rows ``bounds[r]:bounds[r +
+    1]`` learned under ``kernels[r]`` (each RBF), one compiled pass each with nothing but
+    the width changing between them; then it returns ``(mistakes, runs learned)``. It stops
+    before a run the pass declines, and under remove-random before a run that may find the
+    set full (its draws would depend on the runs before).
     """
     budget = _hint_budget(support, policy)
     if budget is None or rows.shape[1] == 0:
@@ -231,15 +238,23 @@ def perceptron_run(
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     if q_sq is None:
         q_sq = accel.sqnorms(rows)
+    m = rows.shape[0]
+    bounds, kernels = ([0, m], [support.kernel]) if runs is None else runs
     # Python's max is the same number and a fraction of a reduction's cost on a short run
     q_max = float(max(q_sq.tolist(), default=0.0) if len(q_sq) <= 16 else q_sq.max())
-    if not support.kernel.expansion_exact(q_max + max(support._sq_max, q_max)):
+    bound = q_max + max(support._sq_max, q_max)  # over every run: each run's own is below
+    if any(type(k) is not RBF or not k.expansion_exact(bound) for k in kernels):
         return None
-    support.reserve(_rows_after(support, rows.shape[0], budget), rows.shape[1])
     pcode = accel.core.POLICY_CODES[type(policy).__name__]
     draws, pstate = _NO_DRAWS, None
+    if type(policy) is RemoveRandom and runs is not None and budget:
+        # the runs no insertion of which can find the set full: the draws of a later one
+        # would depend on how many the runs before it took
+        fit = sum(1 for b in bounds[1:] if support.n + b <= budget)
+        if not fit:
+            return None
+        bounds, kernels, m = bounds[: fit + 1], kernels[:fit], bounds[fit]
     if type(policy) is RemoveRandom:
-        m = rows.shape[0]
         if budget and support.n + m > budget:
             draws = policy.peek_slots(m)
         elif budget:  # no insertion can find the set full: the pass reads no draw
@@ -248,33 +263,50 @@ def perceptron_run(
     elif type(policy) is Forgetron:
         st = policy.state()
         pstate = np.array([0.0, float(st["Q"]), float(st["M"])])
-    done = accel.core.perceptron_hint_pass(
-        rows,
-        q_sq,
-        *_buffers(support),
-        np.ascontiguousarray(T, dtype=np.float64),
-        support.n,
-        budget,
-        support.next_id,
-        float(support.kernel.gamma),
-        codes,
-        HINT_LIMIT,
-        margin,
-        pcode,
-        draws,
-        pstate,
-    )
-    if done is None:
-        return None
+    support.reserve(_rows_after(support, m, budget), rows.shape[1])
+    T = np.ascontiguousarray(T, dtype=np.float64)
+    args = (*_buffers(support), T, support.n, budget, support.next_id)
+    if runs is None:
+        done = accel.core.perceptron_hint_pass(
+            rows,
+            q_sq,
+            *args,
+            float(support.kernel.gamma),
+            codes,
+            HINT_LIMIT,
+            margin,
+            pcode,
+            draws,
+            pstate,
+        )
+        if done is None:
+            return None
+        done_runs, (n, next_id, mistakes, sq_max, fresh) = 1, done
+    else:
+        gammas = np.array([float(k.gamma) for k in kernels])
+        done_runs, n, next_id, mistakes, sq_max, fresh = accel.core.perceptron_warm_pass(
+            rows,
+            q_sq,
+            *args,
+            gammas,
+            np.array(bounds, dtype=np.int64),
+            codes,
+            HINT_LIMIT,
+            margin,
+            pcode,
+            draws,
+            pstate,
+        )
+        if not done_runs:
+            return None
     if type(policy) is RemoveRandom:
         policy.skip_slots(int(pstate[0]))
     elif type(policy) is Forgetron:
         policy.load_state({"Q": float(pstate[1]), "M": int(pstate[2])})
-    n, next_id, mistakes, sq_max, fresh = done
     if mistakes:
         support.after_compiled_changes(n, next_id, rows.shape[1], sq_max)
-    COUNTS["compiled"] += rows.shape[0]
-    return mistakes, fresh
+    COUNTS["compiled"] += bounds[done_runs]
+    return (mistakes, fresh) if runs is None else (mistakes, done_runs)
 
 
 def _policy_args(
@@ -446,9 +478,24 @@ def perceptron_rows(
 
     def call(K, Q, q_sq, qdiag, draws, fq, fm):
         return accel.core.perceptron_rows(
-            K, Q, q_sq, *_buffers(support), T, support.n, how.budget, support.next_id,
-            codes, how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm, float(margin),
-        )  # fmt: skip
+            K,
+            Q,
+            q_sq,
+            *_buffers(support),
+            T,
+            support.n,
+            how.budget,
+            support.next_id,
+            codes,
+            how.kcode,
+            how.kp,
+            qdiag,
+            how.pcode,
+            draws,
+            fq,
+            fm,
+            float(margin),
+        )
 
     return _rows_call(support, how, Q, q_sq, call)
 
@@ -467,9 +514,23 @@ def ranker_rows(
 
     def call(K, Q, q_sq, qdiag, draws, fq, fm):
         return accel.core.ranker_rows(
-            K, Q, q_sq, *_buffers(support), ranks, b, support.n, how.budget, support.next_id,
-            how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm,
-        )  # fmt: skip
+            K,
+            Q,
+            q_sq,
+            *_buffers(support),
+            ranks,
+            b,
+            support.n,
+            how.budget,
+            support.next_id,
+            how.kcode,
+            how.kp,
+            qdiag,
+            how.pcode,
+            draws,
+            fq,
+            fm,
+        )
 
     return _rows_call(support, how, Q, q_sq, call)
 

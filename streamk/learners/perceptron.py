@@ -14,7 +14,7 @@ from ..budget.merge import Merge
 from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
 from ..budget.projectron import Projectron
 from ..errors import InvalidInput
-from ..kernels import RBF, Kernel, Scaled
+from ..kernels import RBF, Kernel, Scaled, ScaleEstimator
 from . import eventpass, fastpass
 from .base import as_list
 from .classifier import KernelClassifier
@@ -153,8 +153,13 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         pre, tried, base = None, -1, 0
-        i = 0
+        i, warm = 0, preds is None and self._warming_up
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
+            if warm and self._warming_up:  # the warm-up's runs at once, up to a new label
+                start = i
+                i, warm = self._warm_runs(rows, labels, i, None if pre is None else (pre, base))
+                if i > start:
+                    continue
             first = _UNSET
             if preds is not None and self._warming_up:  # scored before its row moves gamma
                 first = self._labels.decide(self._support.decision(rows[i]))[0]
@@ -172,6 +177,75 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             if first is not _UNSET:
                 preds[i] = first
             i = end
+
+    def _warm_runs(
+        self,
+        rows: np.ndarray,
+        labels: list[Any],
+        start: int,
+        pre: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int] | None,
+    ) -> tuple[int, bool]:
+        """The ``gamma="auto"`` warm-up's runs from row ``start`` in one
+        :func:`streamk.learners.fastpass.perceptron_run` (no Python between the runs), up
+        to the block's end or the run of the next new label; the row it got to (``start``:
+        nothing changed) and whether to try again after the next run (``False``: the pass
+        does not take this model). ``pre``: :meth:`_block_inputs` of rows ``base:``, and
+        ``base``.
+
+        The kernels come ahead from a copy of the estimator, which does not depend on
+        learning: the same numbers, to the bit, as folding the rows one run at a time.
+        """
+        core = accel.core  # an extension built before the warm pass existed: not taken
+        if type(self)._learn_run is not KernelPerceptron._learn_run or core is None:
+            return start, False
+        if not hasattr(core, "perceptron_warm_pass"):
+            return start, False
+        if pre is None:
+            known = set(self._labels.classes)
+            stop = next((j for j in range(start, len(labels)) if labels[j] not in known), None)
+            stop = len(labels) if stop is None else stop
+            if stop == start:  # a new label: its run on the general path
+                return start, True
+        else:
+            stop = len(labels)
+        scale = ScaleEstimator.from_state(self._scale.state())
+        bounds, moved = self._fold_runs(scale, rows, start, stop)
+        if len(bounds) == 1:  # the next run reaches a new label
+            return start, True
+        kernels, kernel = [], self._support.kernel
+        for k in moved:
+            kernel = kernel if k is None else k
+            kernels.append(kernel)
+        end = bounds[-1]
+        if pre is None:
+            T = self._labels.target_matrix(labels[start:end])
+            q_sq = accel.sqnorms(np.ascontiguousarray(rows[start:end], dtype=np.float64))
+            codes = np.empty(end - start, dtype=np.int64)
+        else:
+            (T, q_sq, codes), base = pre
+            T, q_sq, codes = T[start - base :], q_sq[start - base :], codes[start - base :]
+        done = fastpass.perceptron_run(
+            self._support,
+            self._policy,
+            rows[start:end],
+            T[: end - start],
+            codes[: end - start],
+            self._margin,
+            q_sq[: end - start],
+            ([b - start for b in bounds], kernels),
+        )
+        if done is None:
+            return start, False
+        mistakes, runs = done
+        if runs == len(kernels):
+            self._scale.n, self._scale.mean, self._scale._m2 = scale.n, scale.mean, scale._m2
+        else:  # stopped before a run: the estimator as that run's first row finds it
+            for b in bounds[:runs]:
+                self._fold_run(self._scale, rows, b)
+        self._support.set_kernel(kernels[runs - 1])
+        self.n_mistakes += mistakes
+        self._n_learned += bounds[runs] - start
+        return bounds[runs], runs == len(kernels)
 
     def _block_inputs(
         self, rows: np.ndarray, labels: list[Any]
@@ -235,6 +309,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 if out is not None:
                     out.put(0, self._labels.decode(codes.tolist(), labels))
                 return
+        if T is None and len(labels) == 1 and out is None and self._support.n == 0:
+            return self._learn_first(rows[0], labels[0])  # a new class into an empty set
         if not fastpass.block_pass_applies(self._support, self._policy, rows):
             done_rows = self._event_rows(
                 rows, labels, self._learn_event_row, out, self._predict_event_row
@@ -261,6 +337,13 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                     end += 1
                 self._learn_segment(block, rows, labels, j, end, out)
                 j = end
+
+    def _learn_first(self, row: np.ndarray, label: Any) -> None:
+        """A row of a new class into an empty set: what the tracked path below does
+        (``K(row, S)`` is empty, so ``f`` is 0 on every path), without taking a block."""
+        self._add_label(label)
+        k_row = np.zeros(0)
+        self._update(row, k_row @ self._support.coef, k_row, label)
 
     def _projectron_run(
         self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray
