@@ -200,8 +200,14 @@ def test_broker_dies_with_a_killed_parent() -> None:
 
 
 @pytest.mark.kafka
-def test_serve_runs_until_ctrl_c() -> None:
-    """``serve()`` prints the bootstrap address, serves, and stops its broker on SIGINT."""
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_serve_runs_until_ctrl_c(inherited: str) -> None:
+    """``serve()`` prints the bootstrap address, serves, and stops its broker on SIGINT,
+    also when its parent left SIGINT ignored (a non-interactive shell's background job)."""
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -210,6 +216,7 @@ def test_serve_runs_until_ctrl_c() -> None:
         ],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=ignore_sigint if inherited == "ignored" else None,
     )
     try:
         assert proc.stdout is not None

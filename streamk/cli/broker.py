@@ -23,6 +23,7 @@ import importlib.util
 import os
 import platform
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -410,6 +411,10 @@ def serve(port: int | None = None, *, log_path: str | None = None) -> int:
     except BrokerError as exc:
         print(f"streamk broker: {exc}", file=sys.stderr)
         return 1
+    # Ctrl-C stops it whatever the parent left: a SIGINT ignored or blocked is inherited
+    # through exec (a non-interactive shell's background job starts with it ignored)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(f"tansu broker ready: bootstrap_servers={broker.bootstrap_servers} (pid {broker.pid})")
     print(f"log: {broker.log_path}; press Ctrl-C to stop", flush=True)
     try:
