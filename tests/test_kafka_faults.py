@@ -210,7 +210,7 @@ class _Follower:
 @pytest.mark.timeout(300)  # it takes 25-30 s; a poll blocked past the deadline fails sooner
 def test_a_network_cut_is_ridden_out(proxied, make_source, caplog, request):
     if make_source.__name__ == "ConfluentKafkaSource":
-        # Seen twice in session 7's four full runs (not in a run of this test alone): a poll
+        # Seen twice in session 7's five full runs (not in a run of this test alone): a poll
         # blocked for over ten minutes after the cut, past the loop's deadline. Quarantined
         # (it still runs and is reported) until the blocking call is found.
         request.applymarker(
