@@ -72,6 +72,28 @@ cdef inline bint _margin_rule(const double *k, const double *C, Py_ssize_t n, Py
     return any_wrong
 
 
+cdef inline double _append(const double *q, Py_ssize_t w, double *X, Py_ssize_t ldx,
+                           double *s_sq, double *C, Py_ssize_t p, const double *nc,
+                           double *kdiag, double kxx, int64_t *ids, int64_t new_id,
+                           Py_ssize_t n) noexcept nogil:
+    """``SupportSet.append`` of row ``q`` (``w`` wide) into slot ``n`` of the buffers, with
+    coefficients ``nc``, ``k(x, x) = kxx`` and id ``new_id``; returns its squared norm
+    (what :func:`projectron_run` and :func:`merge_run` share)."""
+    cdef Py_ssize_t s, c
+    cdef double sq = 0.0
+    for s in range(w):
+        X[n * ldx + s] = q[s]
+        sq += q[s] * q[s]
+    for s in range(w, ldx):
+        X[n * ldx + s] = 0.0
+    s_sq[n] = sq
+    for c in range(p):
+        C[n * p + c] = nc[c]
+    kdiag[n] = kxx
+    ids[n] = new_id
+    return sq
+
+
 def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
     """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
     ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
@@ -260,19 +282,10 @@ def projectron_run(
                 delta = _project_without(d, col, pii, s, n, k, kxx)
                 n -= 1
             _grow_inverse(Pp, ldp, d, col, n, delta)
-            sq = 0.0
-            for s in range(w):
-                Xp[n * ldx + s] = Q[j, s]
-                sq += Q[j, s] * Q[j, s]
-            for s in range(w, ldx):
-                Xp[n * ldx + s] = 0.0
-            s_sq[n] = sq
+            sq = _append(&Q[j, 0], w, Xp, ldx, &s_sq[0], Cp, p, nc, &kdiag[0], kxx, &ids[0],
+                         next_id, n)
             if sq > sq_max:
                 sq_max = sq
-            for c in range(p):
-                Cp[n * p + c] = nc[c]
-            kdiag[n] = kxx
-            ids[n] = next_id
             next_id += 1
             n += 1
     return n, next_id, updates, sq_max
@@ -393,19 +406,10 @@ def merge_run(
                 continue
             updates += 1
             full = n >= budget
-            sq = 0.0
-            for s in range(w):
-                Xp[n * ldx + s] = Q[j, s]
-                sq += Q[j, s] * Q[j, s]
-            for s in range(w, ldx):
-                Xp[n * ldx + s] = 0.0
-            s_sq[n] = sq
+            sq = _append(&Q[j, 0], w, Xp, ldx, &s_sq[0], Cp, p, nc, &kdiag[0], 1.0, &ids[0],
+                         next_id, n)
             if sq > sq_max:
                 sq_max = sq
-            for c in range(p):
-                Cp[n * p + c] = nc[c]
-            kdiag[n] = 1.0
-            ids[n] = next_id
             next_id += 1
             n += 1
             if full:
