@@ -111,11 +111,12 @@ ADATRON_GRID = [
 
 @pytest.mark.parametrize(("kernel", "policy", "classes"), ADATRON_GRID)
 def test_adatron_compiled_equals_numpy_over_policies_and_kernels(kernel, policy, classes):
-    """Every policy × kernel, binary and with a third class arriving mid-stream, learn_many."""
+    """Every policy × kernel, binary and with a third class arriving mid-stream, learn_many,
+    with one resweep per event (the compiled resweep under test)."""
     X, y = _stream(N, classes)
 
     def make():
-        return KernelAdatron(KERNELS[kernel](), C=1.0, budget=POLICIES[policy][0]())
+        return KernelAdatron(KERNELS[kernel](), C=1.0, resweeps=1, budget=POLICIES[policy][0]())
 
     _check(make, X, y, "many")
 

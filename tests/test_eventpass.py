@@ -792,7 +792,7 @@ def test_adatron_agrees_with_numpy_for_every_policy_and_kernel(norm, kernel, pol
 
 
 def test_adatron_with_resweeps_or_a_new_class_declines():
-    model = KernelAdatron(kernel=RBF(0.4), budget=20)  # resweeps=1
+    model = KernelAdatron(kernel=RBF(0.4), budget=20, resweeps=1)
     events = stream(100, 3, 30)
     for x, y in events:
         model.learn_one(x, y)

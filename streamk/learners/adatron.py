@@ -102,7 +102,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         kernel: Kernel | None = None,
         C: float = math.inf,
         norm: int = 1,
-        resweeps: int = 1,
+        resweeps: int = 0,
         budget: int | BudgetPolicy | None = None,
     ):
         self.kernel = kernel
