@@ -14,6 +14,8 @@ the stream).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 __all__ = ["SlotData"]
@@ -36,18 +38,61 @@ class SlotData:
     """
 
     def __init__(self, width: int = 1) -> None:
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.values = np.zeros((0, width))
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._values = np.zeros((0, width))
+        #: ``(id, value)`` recorded by :meth:`add` and not yet folded into the arrays
+        self.pending: list[tuple[int, np.ndarray | float]] = []
+
+    @property
+    def ids(self) -> np.ndarray:
+        """The stored ids, in insertion order (pending entries folded in first)."""
+        self.fold()
+        return self._ids
+
+    @ids.setter
+    def ids(self, ids: np.ndarray) -> None:
+        self._ids = ids
+
+    @property
+    def values(self) -> np.ndarray:
+        """The stored values, ``(len(ids), width)``, row for row with :attr:`ids`."""
+        self.fold()
+        return self._values
+
+    @values.setter
+    def values(self, values: np.ndarray) -> None:
+        self._values = values
 
     def add(self, id_: int, value: np.ndarray | float) -> None:
-        """Record ``value`` for the row with insertion id ``id_``."""
-        self.extend(np.array([id_], dtype=np.int64), value)
+        """Record ``value`` for the row with insertion id ``id_``: amortised O(1) (a list
+        append, folded into the arrays by the next reader), since the compiled
+        ``learn_one`` records one value per update."""
+        self.pending.append((id_, value))
+
+    def fold(self) -> None:
+        """Move the entries :meth:`add` recorded into the arrays, in insertion order."""
+        if self.pending:
+            ids, values = zip(*self.pending)
+            self.pending = []
+            self._append(np.array(ids, dtype=np.int64), values)
+
+    def settle(self, support: Any, slack: int = 64) -> None:
+        """Keep memory bounded for a learner that records but seldom reads: once more than
+        ``slack`` entries beyond the rows of ``support`` (a support set) are pending, fold
+        and :meth:`prune` against its ids. One comparison otherwise (it runs every event)."""
+        if len(self.pending) > support.n + slack:
+            self.fold()
+            self.prune(support.ids)
 
     def extend(self, ids: np.ndarray, values: np.ndarray) -> None:
         """Record ``values[i]`` for the row with id ``ids[i]``, for all rows at once."""
-        values = np.asarray(values, dtype=np.float64).reshape(len(ids), self.values.shape[1])
-        self.ids = np.concatenate([self.ids, np.asarray(ids, dtype=np.int64)])
-        self.values = np.concatenate([self.values, values])
+        self.fold()
+        self._append(ids, values)
+
+    def _append(self, ids: np.ndarray, values: Any) -> None:
+        values = np.asarray(values, dtype=np.float64).reshape(len(ids), self._values.shape[1])
+        self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
+        self._values = np.concatenate([self._values, values])
 
     def prune(self, ids: np.ndarray) -> None:
         """Drop the entries of rows not in ``ids`` once more than twice as many are stored.

@@ -47,7 +47,10 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         ``1``: 1-norm soft margin, ``0 <= alpha <= C`` (the box). ``2``: 2-norm soft margin,
         ``1/C`` added to the kernel's diagonal during training only (no box).
     resweeps
-        Passes over the support set after each event (``0``: only the new example moves).
+        Passes over the support set after each event. ``0`` (the default): only the new
+        example moves, one compiled call per event; the batch solver of a consolidation
+        (:mod:`streamk.consolidation`) moves the earlier coefficients to the optimum.
+        ``1`` or more: the on-line passes do it too, at O(resweeps · n_support²) per event.
     budget
         ``None`` (unbounded), an ``int`` (``RemoveOldest``) or a :mod:`streamk.budget` policy.
 
@@ -157,12 +160,12 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     # -- on-line learning -------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
         event = self._event  # resweeps=0: the whole event in one call (see eventpass)
-        if event is not None and not self.resweeps and event.learn(self, x, y):
-            return
-        self._add_label(y)
-        row = self._learn_row(x)
-        k_row = self._kernel_row(row)
-        self._update(row, k_row @ self._support.coef, k_row, y)
+        if event is None or self.resweeps or not event.learn(self, x, y):
+            self._add_label(y)
+            row = self._learn_row(x)
+            k_row = self._kernel_row(row)
+            self._update(row, k_row @ self._support.coef, k_row, y)
+        self._cls.settle(self._support)  # bounded: evicted rows' classes are dropped
 
     def learn_many(self, X: Any, y: Any) -> None:
         """Learn the rows in order, each exactly as :meth:`learn_one` would.
@@ -177,17 +180,17 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         if self._objects:
             self._learn_rows(rows, labels, self._learn_block_row)
-            return
-        if not self.resweeps and self._event is not None:
+        elif not self.resweeps and self._event is not None:
             self._learn_runs(rows, labels)
-            return
-        S = self._support
-        for row, label in zip(rows, labels):
-            self._add_label(label)
-            if self._warming_up:
-                self._refine_gamma(row)
-            k_row = S.kernel_row(row)
-            self._update(row, k_row @ S.coef, k_row, label)
+        else:
+            S = self._support
+            for row, label in zip(rows, labels):
+                self._add_label(label)
+                if self._warming_up:
+                    self._refine_gamma(row)
+                k_row = S.kernel_row(row)
+                self._update(row, k_row @ S.coef, k_row, label)
+        self._cls.settle(self._support)
 
     def _learn_runs(self, rows: np.ndarray, labels: list[Any]) -> None:
         """``resweeps=0``: each run under one kernel through the compiled per-event core

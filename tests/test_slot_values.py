@@ -1,5 +1,6 @@
-"""OnlineSVR's per-support-vector targets: bounded by the budget, and each the target of the
-event that put its row in the set (on every path: NumPy, compiled learn_one, learn_many)."""
+"""Per-support-vector values: OnlineSVR's targets and KernelAdatron's class indices, bounded
+by the budget, and each the value of the event that put its row in the set (on every path:
+NumPy, compiled learn_one, learn_many)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from streamk import OnlineSVR, Projectron, RemoveOldest, RemoveRandom, accel
+from streamk import KernelAdatron, OnlineSVR, Projectron, RemoveOldest, RemoveRandom, accel
 
 
 def _stream(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -16,13 +17,13 @@ def _stream(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=n)
 
 
-def _learn(model: OnlineSVR, X: np.ndarray, y: np.ndarray, how: str) -> None:
+def _learn(model, X: np.ndarray, y: np.ndarray, how: str) -> None:
     if how == "many":
         for s in range(0, len(y), 250):
             model.learn_many(pd.DataFrame(X[s : s + 250]), pd.Series(y[s : s + 250]))
     else:
         for row, t in zip(X, y):
-            model.learn_one(dict(enumerate(row.tolist())), float(t))
+            model.learn_one(dict(enumerate(row.tolist())), t.item())
 
 
 @pytest.fixture(params=["numpy", "compiled"])
@@ -72,3 +73,54 @@ def test_pruning_between_a_rows_insertion_and_its_record_leaves_one_entry_for_it
     data.prune(live)
     data.extend(np.array([30]), np.array([30.0]))
     np.testing.assert_array_equal(data.align(live)[:, 0], [27.0, 28.0, 29.0, 30.0])
+
+
+# -- the adatron's class per support vector ----------------------------------------------------
+def _classes(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Three classes, overlapping: most events violate the margin and join the set."""
+    X, y = _stream(n, seed)
+    return X, np.digitize(y, [-0.5, 0.5]).astype(np.int64)
+
+
+@pytest.mark.parametrize("how", ["one", "many"])
+@pytest.mark.parametrize("policy", [lambda: RemoveOldest(20), lambda: RemoveRandom(20, seed=1)])
+def test_the_adatron_class_store_stays_within_the_budget(path, how, policy):
+    """resweeps=0 never aligns the store: before it settled it, one entry per update."""
+    X, y = _classes(3_000)
+    model = KernelAdatron(budget=policy())
+    _learn(model, X, y, how)
+    assert model.n_updates > 1_000
+    data, n = model._cls, model.n_support
+    assert len(data.pending) <= n + 64, len(data.pending)
+    assert data.ids.shape[0] <= (2 * n + 8) + (n + 64), data.ids.shape[0]  # stored + pending
+
+
+@pytest.mark.parametrize("how", ["one", "many"])
+@pytest.mark.parametrize("policy", [lambda: Projectron(30), lambda: RemoveOldest(30)])
+def test_each_adatron_support_vector_keeps_the_class_of_the_event_that_added_it(path, how, policy):
+    X, y = _classes(1_500, seed=2)
+    model = KernelAdatron(budget=policy())
+    _learn(model, X, y, how)
+    by_row = {row.tobytes(): t for row, t in zip(X, y)}
+    S = model.support_
+    stored = model._cls.align(S.ids)[:, 0]
+    expected = [
+        model.classes_.index(by_row[np.ascontiguousarray(S.X[i]).tobytes()]) for i in range(S.n)
+    ]
+    np.testing.assert_array_equal(stored, expected)
+
+
+def test_added_values_fold_in_order_before_any_read():
+    """``add`` only appends to ``pending``; every reader folds first, in insertion order."""
+    from streamk.learners._slotdata import SlotData
+
+    data = SlotData(1)
+    data.extend(np.arange(3), np.arange(3.0))
+    data.add(3, 30.0)
+    data.add(4, 40.0)
+    data.extend(np.array([5]), np.array([50.0]))
+    np.testing.assert_array_equal(data.ids, [0, 1, 2, 3, 4, 5])
+    data.add(6, 60.0)
+    np.testing.assert_array_equal(data.align(np.array([2, 6]))[:, 0], [2.0, 60.0])
+    data.add(7, 70.0)
+    assert data.state() == [[2.0], [60.0], [70.0]]
