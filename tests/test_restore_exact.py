@@ -43,8 +43,11 @@ _LEARNERS: dict[str, Callable[[Any, Any], Any]] = {
     "svr-auto": lambda k, b: OnlineSVR(kernel=k, budget=b),
     "novelty": lambda k, b: KernelNovelty(kernel=k, budget=b),
     "adatron": lambda k, b: KernelAdatron(kernel=k, resweeps=0, budget=b),
+    # resweeps keep K(S, S): the set's kept kernel values must come back as they were
+    "svr-resweep": lambda k, b: OnlineSVR(kernel=k, C=1.0, resweeps=1, budget=b),
+    "adatron-resweep": lambda k, b: KernelAdatron(kernel=k, resweeps=1, budget=b),
 }
-_CLASSES = {"ranker": 5, "perceptron": 3, "margin": 2, "adatron": 2}
+_CLASSES = {"ranker": 5, "perceptron": 3, "margin": 2}
 #: vector kernels the compiled per-event core computes, and one through a Gram fallback
 _KERNELS = ("rbf", "rbf-auto", "laplacian", "poly", "linear", "scaled-laplacian", "sum")
 
@@ -111,6 +114,8 @@ def test_restored_anywhere_continues_bit_for_bit(learner, kernel, policy):
     S, W = restored.support_, whole.support_
     np.testing.assert_array_equal(S.ids, W.ids)
     np.testing.assert_array_equal(S.coef, W.coef)
+    np.testing.assert_array_equal(S.sqnorm, W.sqnorm)  # recomputed on load, kept in the run
+    np.testing.assert_array_equal(S.kdiag, W.kdiag)
     assert snapshot.dumps(restored, created_at=0.0) == snapshot.dumps(whole, created_at=0.0)
 
 

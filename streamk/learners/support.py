@@ -446,7 +446,20 @@ class SupportSet:
                 "cols": int(self._X.shape[1]),
                 "sq_max": float(self._sq_max),
             },
+            "cache": self._cache_state(),
         }
+
+    def _cache_state(self) -> dict[str, Any]:
+        """The kernel values the set keeps, with the ids of the rows they belong to.
+
+        ``k(x_i, x_i)`` and the kept ``K(S, S)`` were computed as the rows arrived, by
+        whichever path took each event; ``from_state`` computing them afresh in one call
+        rounds some differently in the last bit, and a resweep or a threshold then moves.
+        """
+        cache: dict[str, Any] = {"ids": self.ids.copy(), "kdiag": self.kdiag.copy()}
+        if self._G is not None:
+            cache["gram"] = self.gram_matrix.copy()
+        return cache
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SupportSet:
@@ -474,12 +487,14 @@ class SupportSet:
         s._coef[:n] = coef
         s._sq[:n] = [_row_sqnorm(r) for r in s._X[:n]]
         s._sq_max = max(sq_max, float(s._sq[:n].max(initial=0.0)))  # never below the rows
-        s._kdiag[:n] = s._kernel.diag(X) if n else 0.0
-        s._ids[:n] = np.asarray(state["ids"], dtype=np.int64)
+        ids = np.asarray(state["ids"], dtype=np.int64)
+        kdiag, gram = _cache(state.get("cache"), ids, s._G is not None)
+        s._kdiag[:n] = kdiag if kdiag is not None else (s._kernel.diag(X) if n else 0.0)
+        s._ids[:n] = ids
         s.n = n
         s.next_id = int(state["next_id"])
         if s._G is not None and n:
-            s._G[:n, :n] = s._kernel.gram(X, X)
+            s._G[:n, :n] = gram if gram is not None else s._kernel.gram(X, X)
         return s
 
     def __getstate__(self) -> dict[str, Any]:
@@ -508,6 +523,36 @@ def _buffers(spec: Any, n: int, width: int) -> tuple[int, int, float]:
     if not (math.isfinite(sq_max) and sq_max >= 0.0):
         raise ValueError(f"support-set buffers.sq_max must be finite and >= 0, got {sq_max!r}")
     return max(rows, n), max(cols, width), float(sq_max)
+
+
+def _cache(
+    spec: Any, ids: np.ndarray, keep_gram: bool
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(kdiag, gram)`` for :meth:`SupportSet.from_state` from the state's optional
+    ``cache`` map, or ``None`` for what must be computed afresh: snapshots written before
+    the map existed, and states whose rows were edited since (consolidation, merging and
+    adoption rebuild a set from other rows: the cached ids no longer match)."""
+    if spec is None:
+        return None, None
+    if not isinstance(spec, dict) or not {"ids", "kdiag"} <= spec.keys():
+        raise ValueError("support-set cache must be a map with ids and kdiag")
+    n = len(ids)
+    cached = np.asarray(spec["ids"])
+    if cached.shape != (n,) or not np.array_equal(cached, ids):
+        return None, None
+    kdiag = _finite(spec["kdiag"], (n,), "kdiag")
+    gram = spec.get("gram")
+    if not keep_gram:
+        return kdiag, None
+    return kdiag, None if gram is None else _finite(gram, (n, n), "gram")
+
+
+def _finite(value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``value`` as a float64 array of ``shape`` with finite entries (else ``ValueError``)."""
+    a = np.asarray(value)
+    if a.shape != shape or a.dtype != np.float64 or not np.isfinite(a).all():
+        raise ValueError(f"support-set cache.{name} must be finite float64 of shape {shape}")
+    return a
 
 
 def _grow(a: np.ndarray, rows: int) -> np.ndarray:
