@@ -27,6 +27,7 @@ from streamk import RBF, KernelAdatron, KernelNovelty, OnlineSVR, RemoveOldest, 
 from streamk.errors import SnapshotError
 from streamk.learners import eventpass
 from streamk.snapshot import CorruptSnapshot
+from streamk.snapshot.codec import to_plain
 from tests.test_grid_paths import GRAM_KERNELS, KERNELS, LEARNERS, POLICIES, _stream
 
 pytestmark = pytest.mark.skipif(
@@ -153,8 +154,8 @@ def _trained(resweeps: int = 0) -> OnlineSVR:
     return model
 
 
-def _with_buffers(model: Any, edit: Callable[[dict], None]) -> bytes:
-    """``model``'s snapshot with its support state's ``buffers`` edited, sealed again."""
+def _edited(model: Any, edit: Callable[[dict], None]) -> bytes:
+    """``model``'s snapshot with its support state edited, sealed again."""
     outer = msgpack.unpackb(snapshot.dumps(model), raw=False)
     body = msgpack.unpackb(outer["body"], raw=False, strict_map_key=False)
     edit(body["model"]["state"]["support"])
@@ -181,7 +182,7 @@ def test_a_snapshot_without_buffers_loads_with_the_tightest_ones():
     """Snapshots written before the map existed: the buffers of that time (the rows held)."""
     model = _trained()
     S = model.support_
-    R = snapshot.loads(_with_buffers(model, lambda s: s.pop("buffers"))).model.support_
+    R = snapshot.loads(_edited(model, lambda s: s.pop("buffers"))).model.support_
     assert (R.capacity, R._X.shape[1]) == (S.n, S.width)
     assert R._sq_max == S.sqnorm.max()
     np.testing.assert_array_equal(R.coef, S.coef)
@@ -190,7 +191,7 @@ def test_a_snapshot_without_buffers_loads_with_the_tightest_ones():
 def test_buffers_smaller_than_the_rows_are_raised_to_them():
     model = _trained()
     S = model.support_
-    R = snapshot.loads(_with_buffers(model, _set(rows=1, cols=0, sq_max=0.0))).model.support_
+    R = snapshot.loads(_edited(model, _set(rows=1, cols=0, sq_max=0.0))).model.support_
     assert (R.capacity, R._X.shape[1]) == (S.n, S.width)
     assert R._sq_max == S.sqnorm.max()  # a bound never below the rows held
 
@@ -212,7 +213,7 @@ HOSTILE_BUFFERS = {
 @pytest.mark.parametrize("name", sorted(HOSTILE_BUFFERS))
 def test_hostile_buffers_are_refused_before_allocating(name):
     edit, match = HOSTILE_BUFFERS[name]
-    data = _with_buffers(_trained(), edit)
+    data = _edited(_trained(), edit)
     tracemalloc.start()
     try:
         with pytest.raises(SnapshotError, match=match):
@@ -229,4 +230,42 @@ def test_a_kept_gram_matrix_counts_the_declared_capacity():
     model = _trained(resweeps=1)
     assert model.support_.keep_gram
     with pytest.raises(CorruptSnapshot, match="max_implied_bytes"):
-        snapshot.loads(_with_buffers(model, _set(rows=1 << 16)))
+        snapshot.loads(_edited(model, _set(rows=1 << 16)))
+
+
+def _cache(**values: Any) -> Callable[[dict], None]:
+    def edit(support: dict) -> None:
+        support["cache"].update({k: to_plain(v) for k, v in values.items()})
+
+    return edit
+
+
+HOSTILE_CACHE = {
+    "gram not finite": (_cache(gram=np.full((40, 40), np.nan)), "gram"),
+    "gram of another shape": (_cache(gram=np.zeros((39, 40))), "gram"),
+    "kdiag of another shape": (_cache(kdiag=np.ones(41)), "kdiag"),
+    "kdiag not float64": (_cache(kdiag=np.ones(40, dtype=np.float32)), "kdiag"),
+    "not a map": (lambda s: s.update(cache=[1, 2]), "cache"),
+    "no kdiag": (lambda s: s["cache"].pop("kdiag"), "cache"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_CACHE))
+def test_a_hostile_cache_is_refused(name):
+    edit, match = HOSTILE_CACHE[name]
+    model = _trained(resweeps=1)
+    assert model.support_.n == 40
+    with pytest.raises(SnapshotError, match=match):
+        snapshot.loads(_edited(model, edit))
+
+
+def test_a_cache_of_other_rows_is_computed_afresh():
+    """Consolidation, merging and adoption rebuild a set from other rows out of a state:
+    a cache whose ids are not the rows' is not used."""
+    model = _trained(resweeps=1)
+    S = model.support_
+    ids = S.ids[::-1].copy()
+    edit = _cache(ids=ids, kdiag=np.full(S.n, 7.0), gram=np.full((S.n, S.n), 7.0))
+    R = snapshot.loads(_edited(model, edit)).model.support_
+    np.testing.assert_array_equal(R.kdiag, S.kernel.diag(S.X))
+    np.testing.assert_array_equal(R.gram_matrix, S.kernel.gram(S.X, S.X))
