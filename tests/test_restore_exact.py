@@ -21,6 +21,7 @@ from typing import Any
 
 import msgpack
 import numpy as np
+import pandas as pd
 import pytest
 
 from streamk import RBF, KernelAdatron, KernelNovelty, OnlineSVR, RemoveOldest, accel, snapshot
@@ -117,6 +118,32 @@ def test_restored_anywhere_continues_bit_for_bit(learner, kernel, policy):
     np.testing.assert_array_equal(S.coef, W.coef)
     np.testing.assert_array_equal(S.sqnorm, W.sqnorm)  # recomputed on load, kept in the run
     np.testing.assert_array_equal(S.kdiag, W.kdiag)
+    assert snapshot.dumps(restored, created_at=0.0) == snapshot.dumps(whole, created_at=0.0)
+
+
+@pytest.mark.parametrize(("learner", "kernel", "policy"), CASES)
+def test_restored_between_blocks_learn_many_continues_bit_for_bit(learner, kernel, policy):
+    """The same with ``learn_many`` in blocks of 97 rows, restored before every block (the
+    block passes keep and read the same state)."""
+
+    def run(restore: bool) -> Any:
+        model = _LEARNERS[learner](KERNELS[kernel](), POLICIES[policy][0]())
+        for a in range(0, N, 97):
+            if restore and a:
+                model = snapshot.loads(snapshot.dumps(model)).model
+            if isinstance(model, KernelNovelty):
+                model.learn_many(X.iloc[a : a + 97])
+            else:
+                model.learn_many(X.iloc[a : a + 97], y.iloc[a : a + 97])
+        return model
+
+    xs, ys = _events(learner)
+    X, y = pd.DataFrame(xs), pd.Series(ys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole, restored = run(False), run(True)
+    probe = xs[::23]
+    assert _outputs(restored, probe) == _outputs(whole, probe)
     assert snapshot.dumps(restored, created_at=0.0) == snapshot.dumps(whole, created_at=0.0)
 
 
