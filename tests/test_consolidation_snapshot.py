@@ -16,7 +16,7 @@ import warnings
 import msgpack
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from river import datasets
 
@@ -118,6 +118,7 @@ def test_classifier_dumped_and_loaded_anywhere_predicts_like_the_uninterrupted_o
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stops=st.lists(st.integers(1, 899), min_size=1, max_size=3, unique=True))
+@example(stops=[892])  # restored with a full buffer, the compiled path once declined: 1 ulp off
 def test_regressor_dumped_and_loaded_anywhere_predicts_like_the_uninterrupted_one(stops):
     oracle = _oracle("svr", regressor, REGRESSION)
     model = restarted(regressor, REGRESSION, set(stops))

@@ -301,7 +301,9 @@ def test_implied_limits_are_checked_against_a_real_state():
     novelty = dumps(old)
     snap = loads(novelty)
     assert snap.model.n_support == 20 and snap.state["support"]["keep_gram"]
-    gram = 2 * 20 * 20 * 8  # the documented Gram accounting alone
+    rows = snap.state["support"]["buffers"]["rows"]  # from_state allocates the saved capacity
+    assert rows >= 20
+    gram = 2 * rows * rows * 8  # the documented Gram accounting alone
     with pytest.raises(CorruptSnapshot, match="max_implied_bytes"):
         loads(novelty, Limits(max_implied_bytes=gram - 1))
     loads(novelty, Limits(max_implied_bytes=gram + 10_000))  # buffers and arrays: a few kB

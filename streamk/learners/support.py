@@ -16,6 +16,7 @@ policies that need ``K(S, S)``.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -426,7 +427,13 @@ class SupportSet:
 
     # -- plain data ---------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """Plain data: kernel spec, rows, coefficients, ids."""
+        """Plain data: kernel spec, rows, coefficients, ids, and the buffers' geometry.
+
+        ``buffers`` (row and column capacity, the largest squared norm ever stored) is not
+        part of ``f``, but the compiled paths decide on it (an append into a full buffer,
+        an expansion that may not be exact, falls back to the NumPy path, which rounds
+        differently): restored with it, a set continues bit for bit as the original.
+        """
         return {
             "kernel": self._kernel.to_spec(),
             "X": self.X.copy(),
@@ -434,7 +441,25 @@ class SupportSet:
             "ids": self.ids.copy(),
             "next_id": self.next_id,
             "keep_gram": self.keep_gram,
+            "buffers": {
+                "rows": self.capacity,
+                "cols": int(self._X.shape[1]),
+                "sq_max": float(self._sq_max),
+            },
+            "cache": self._cache_state(),
         }
+
+    def _cache_state(self) -> dict[str, Any]:
+        """The kernel values the set keeps, with the ids of the rows they belong to.
+
+        ``k(x_i, x_i)`` and the kept ``K(S, S)`` were computed as the rows arrived, by
+        whichever path took each event; ``from_state`` computing them afresh in one call
+        rounds some differently in the last bit, and a resweep or a threshold then moves.
+        """
+        cache: dict[str, Any] = {"ids": self.ids.copy(), "kdiag": self.kdiag.copy()}
+        if self._G is not None:
+            cache["gram"] = self.gram_matrix.copy()
+        return cache
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SupportSet:
@@ -454,24 +479,80 @@ class SupportSet:
                 f"support-set state has inconsistent shapes: X {X.shape}, coef {coef.shape}, "
                 f"{len(state['ids'])} ids"
             )
-        s = cls(kernel_from_spec(state["kernel"]), coef.shape[1], bool(state["keep_gram"]), n)
+        rows, cols, sq_max = _buffers(state.get("buffers"), n, X.shape[1])
+        s = cls(kernel_from_spec(state["kernel"]), coef.shape[1], bool(state["keep_gram"]), rows)
+        s._grow_cols(cols)
         s._grow_width(X.shape[1])
         s._X[:n, : X.shape[1]] = X
         s._coef[:n] = coef
         s._sq[:n] = [_row_sqnorm(r) for r in s._X[:n]]
-        s._sq_max = float(s._sq[:n].max(initial=0.0))
-        s._kdiag[:n] = s._kernel.diag(X) if n else 0.0
-        s._ids[:n] = np.asarray(state["ids"], dtype=np.int64)
+        s._sq_max = max(sq_max, float(s._sq[:n].max(initial=0.0)))  # never below the rows
+        ids = np.asarray(state["ids"], dtype=np.int64)
+        kdiag, gram = _cache(state.get("cache"), ids, s._G is not None)
+        s._kdiag[:n] = kdiag if kdiag is not None else (s._kernel.diag(X) if n else 0.0)
+        s._ids[:n] = ids
         s.n = n
         s.next_id = int(state["next_id"])
         if s._G is not None and n:
-            s._G[:n, :n] = s._kernel.gram(X, X)
+            s._G[:n, :n] = gram if gram is not None else s._kernel.gram(X, X)
         return s
 
     def __getstate__(self) -> dict[str, Any]:
         if self._trackers:
             raise RuntimeError("cannot pickle a SupportSet while a block is being tracked")
         return self.__dict__.copy()
+
+
+def _buffers(spec: Any, n: int, width: int) -> tuple[int, int, float]:
+    """``(rows, cols, sq_max)`` for :meth:`SupportSet.from_state` from the state's optional
+    ``buffers`` map (none in snapshots written before it existed: the tightest buffers, as
+    then), checked; capacities never below what the rows need.
+
+    Snapshot loading has already bounded the capacities (``streamk.snapshot.implied``).
+    """
+    if spec is None:
+        return n, width, 0.0
+    if not isinstance(spec, dict) or set(spec) != {"rows", "cols", "sq_max"}:
+        raise ValueError("support-set buffers must be a map of rows, cols and sq_max")
+    rows, cols, sq_max = spec["rows"], spec["cols"], spec["sq_max"]
+    for name, value in (("rows", rows), ("cols", cols)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"support-set buffers.{name} must be an int >= 0, got {value!r}")
+    if isinstance(sq_max, bool) or not isinstance(sq_max, (int, float)):
+        raise ValueError(f"support-set buffers.sq_max must be a number, got {sq_max!r}")
+    if not (math.isfinite(sq_max) and sq_max >= 0.0):
+        raise ValueError(f"support-set buffers.sq_max must be finite and >= 0, got {sq_max!r}")
+    return max(rows, n), max(cols, width), float(sq_max)
+
+
+def _cache(
+    spec: Any, ids: np.ndarray, keep_gram: bool
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(kdiag, gram)`` for :meth:`SupportSet.from_state` from the state's optional
+    ``cache`` map, or ``None`` for what must be computed afresh: snapshots written before
+    the map existed, and states whose rows were edited since (consolidation, merging and
+    adoption rebuild a set from other rows: the cached ids no longer match)."""
+    if spec is None:
+        return None, None
+    if not isinstance(spec, dict) or not {"ids", "kdiag"} <= spec.keys():
+        raise ValueError("support-set cache must be a map with ids and kdiag")
+    n = len(ids)
+    cached = np.asarray(spec["ids"])
+    if cached.shape != (n,) or not np.array_equal(cached, ids):
+        return None, None
+    kdiag = _finite(spec["kdiag"], (n,), "kdiag")
+    gram = spec.get("gram")
+    if not keep_gram:
+        return kdiag, None
+    return kdiag, None if gram is None else _finite(gram, (n, n), "gram")
+
+
+def _finite(value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``value`` as a float64 array of ``shape`` with finite entries (else ``ValueError``)."""
+    a = np.asarray(value)
+    if a.shape != shape or a.dtype != np.float64 or not np.isfinite(a).all():
+        raise ValueError(f"support-set cache.{name} must be finite float64 of shape {shape}")
+    return a
 
 
 def _grow(a: np.ndarray, rows: int) -> np.ndarray:

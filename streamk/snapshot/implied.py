@@ -10,9 +10,9 @@ from the shapes alone, so a hostile snapshot fails with ``SnapshotOverLimit``
 before any allocation.
 
 The structures recognised are the ones documented in docs/snapshot-format.md:
-a support set (``kernel, X, coef, ids, next_id, keep_gram``; with ``objects`` true,
-``X`` is a list of strings or trees, see :mod:`.objects`), a policy's inverse
-Gram (``P, ids``), the feature names (``features``), the label coder
+a support set (``kernel, X, coef, ids, next_id, keep_gram``, optional ``buffers``;
+with ``objects`` true, ``X`` is a list of strings or trees, see :mod:`.objects`), a
+policy's inverse Gram (``P, ids``), the feature names (``features``), the label coder
 (``labels.classes``) and the scaler (``scale.mean``, ``scale.m2``). Any other
 array counts its own bytes, since ``from_state`` may copy it.
 """
@@ -147,11 +147,35 @@ def _support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
         )
     if n and outputs < 1:
         raise CorruptSnapshot(f"{path}: {n:,} support vectors with no coefficient column")
-    cap = max(n, 1)
+    rows, cols = _buffer_counts(s.get("buffers"), limits, path)
+    cap, width = max(n, rows, 1), max(width, cols)
     total = cap * (width + outputs + 4) * _F8  # rows, coef, kdiag, sqnorm, ids, temporaries
     if bool(s["keep_gram"]):
         total += 2 * cap * cap * _F8  # the kept Gram matrix and the block that fills it
     return total
+
+
+def _buffer_counts(buffers: Any, limits: Limits, path: str) -> tuple[int, int]:
+    """The row and column capacity a support set's optional ``buffers`` map declares
+    (``from_state`` allocates them), against ``max_support`` and ``max_features``."""
+    if buffers is None:
+        return 0, 0
+    if not isinstance(buffers, dict):
+        raise CorruptSnapshot(f"{path}.buffers: must be a map")
+    counts = []
+    for key, limit, name in (
+        ("rows", limits.max_support, "max_support"),
+        ("cols", limits.max_features, "max_features"),
+    ):
+        value = buffers.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise CorruptSnapshot(f"{path}.buffers.{key}: must be an int >= 0, got {value!r:.40}")
+        if value > limit:
+            raise SnapshotOverLimit(
+                f"{path}.buffers.{key}: {value:,} buffer {key} exceed {name}={limit:,}"
+            )
+        counts.append(value)
+    return counts[0], counts[1]
 
 
 def _object_support_bytes(s: dict[str, Any], limits: Limits, path: str) -> int:
