@@ -107,7 +107,8 @@ def test_readme_lists_every_command():
 
 
 def test_the_user_guides_adatron_figure_matches_the_committed_grid():
-    """docs/user-guide.md quotes the adatron's range from ``benchmarks.online_throughput``:
+    """docs/user-guide.md quotes the resweeping adatron's range from
+    ``benchmarks.online_throughput`` (learner ``adatron-resweep``):
     its events/s (to the thousand) and its ratio to river's linear model (two decimals)."""
     guide = " ".join((ROOT / "docs" / "user-guide.md").read_text().split())
     claim = re.search(
@@ -119,7 +120,7 @@ def test_the_user_guides_adatron_figure_matches_the_committed_grid():
     assert claim, "the user guide's adatron figure moved: update this test"
     doc = json.loads((RESULTS / "online_grid.json").read_text())
     assert doc["command"] == "python -m benchmarks.online_throughput"
-    rows = [r for r in doc["rows"] if r.get("learner") == "adatron" and "policy" in r]
+    rows = [r for r in doc["rows"] if r.get("learner") == "adatron-resweep" and "policy" in r]
     assert rows and {r["events"] for r in rows} == {int(claim["events"].replace(",", ""))}
     speeds = [r["learn_many_ev_s"] for r in rows]
     ratios = [r["many_vs_river"] for r in rows]
@@ -130,3 +131,22 @@ def test_the_user_guides_adatron_figure_matches_the_committed_grid():
     assert thousands(claim["lo"]) == round(min(speeds), -3), min(speeds)
     assert thousands(claim["hi"]) == round(max(speeds), -3), max(speeds)
     assert claim["rlo"] == f"{min(ratios):.2f}" and claim["rhi"] == f"{max(ratios):.2f}"
+
+
+def test_the_user_guides_adatron_default_figure_matches_its_benchmark():
+    """docs/user-guide.md's case for ``resweeps=0``: the accuracy gap to one resweep (points,
+    one decimal) and the speed-up (whole numbers) over ``benchmarks.adatron_default``'s rows."""
+    guide = " ".join((ROOT / "docs" / "user-guide.md").read_text().split())
+    claim = re.search(
+        r"was (?P<lo>[-+]?\d+\.\d) to (?P<hi>[-+]?\d+\.\d) points from the resweeping model's, "
+        r"at (?P<slo>\d+)–(?P<shi>\d+)× its speed \(`python -m benchmarks\.adatron_default`\)",
+        guide,
+    )
+    assert claim, "the user guide's adatron default figure moved: update this test"
+    doc = json.loads((RESULTS / "adatron_default.json").read_text())
+    assert doc["command"] == "python -m benchmarks.adatron_default"
+    gains = [100 * r["accuracy_gain"] for r in doc["rows"]]
+    speedups = [r["speedup"] for r in doc["rows"]]
+    assert len(gains) == 6
+    assert float(claim["lo"]) == round(min(gains), 1) and float(claim["hi"]) == round(max(gains), 1)
+    assert int(claim["slo"]) == round(min(speedups)) and int(claim["shi"]) == round(max(speedups))
