@@ -1366,6 +1366,12 @@ cdef class EventPass:
         cdef bint track_r = False, swap = False, need_k, full, one_k = False
         n = self.support.n
         full = self.budget > 0 and n >= self.budget
+        if self.pcode == P_PROJECTRON and not full and n >= self.X.shape[0]:
+            # room for the row it may append (a Projectron that mostly projects would leave
+            # every later row to the NumPy path, which grows the buffers only on an append)
+            self.support.reserve(n + 1, self.X.shape[1])
+            if not self._current(model):
+                return self._finish_value(model, d, yv) if folded else False
         if self.rcode == R_NOVELTY:
             track_r = self._r_current(model, n)
             if track_r and full and self.pcode != P_PROJECTRON:  # a vector leaves
