@@ -189,7 +189,8 @@ cdef class EventPass:
         ``"svr"``: :class:`~streamk.learners.OnlineSVR`'s step with ``resweeps=0`` (the
         target's running statistics, then the soft-threshold step from ``alpha = 0``);
         ``"novelty"``: :class:`~streamk.learners.KernelNovelty`'s insert with weight 1 (the
-        centre's statistics ``_r``/``_cc`` kept current through growth and removals).
+        centre's statistics ``_r``/``_cc`` kept current through growth, removals, the
+        Projectron's projections and Merge's merges).
         ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
         ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
         ``None``: the perceptrons' or the ranker's rule.

@@ -105,8 +105,9 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     """
 
     _event: Any = None  # the compiled per-event path (eventpass), set by _reset
-    #: Removals ``r`` follows incrementally before it is dropped for an exact recomputation
-    #: at the next read (bounds its rounding drift; the compiled paths count the same way).
+    #: Removals (the Projectron's projections, Merge's merges) ``r`` follows incrementally
+    #: before it is dropped for an exact recomputation at the next read (bounds its
+    #: rounding drift; the compiled paths count the same way).
     _EXACT_EVERY = 1 << 16
     _r_updates = 0  # (an instance pickled before the count existed reads 0)
 
