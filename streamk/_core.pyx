@@ -927,9 +927,10 @@ def step_pass(
     R.off_mean = R.offset != R.offset
     R.cc, R.track_r = stats[6], rule == R_NOVELTY and stats[7] != 0.0
     R.updates, R.every = stats[0], stats[1]
-    # untracked: the kernel values against the set are needed for f, r and the
-    # Forgetron's removal; a novelty row without these needs none
-    cdef bint need_krow = rule == R_SVR or R.track_r or pcode == P_FORGETRON
+    # untracked: the kernel values against the set are needed for f and r; the
+    # Forgetron's removal (a full set) reads one, k(x, x_oldest); a novelty row without
+    # these needs none
+    cdef Py_ssize_t oldest
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
@@ -944,9 +945,13 @@ def step_pass(
                         Qc[0, k] = Q[j, k]
                     qc[0] = q_sq[j]
                     dc[0] = qdiag[j]
-                if need_krow:
+                if rule == R_SVR or R.track_r:
                     _kcol(kcode, &kp[0], &X[0, 0], X.shape[1], n, &s_sq[0], &Q[j, 0], wq,
                           q_sq[j], &K[0, 0])
+                elif pcode == P_FORGETRON and budget > 0 and n >= budget:
+                    oldest = _slot_for_new(&ids[0], n, budget)
+                    _kcol(kcode, &kp[0], &X[oldest, 0], X.shape[1], 1, &s_sq[oldest],
+                          &Q[j, 0], wq, q_sq[j], &K[0, oldest])
             swap = False
             if R.track_r and budget > 0 and n >= budget:  # a vector leaves
                 if kcode == K_GRAM or R.updates >= R.every:

@@ -189,7 +189,8 @@ cdef class EventPass:
         ``"svr"``: :class:`~streamk.learners.OnlineSVR`'s step with ``resweeps=0`` (the
         target's running statistics, then the soft-threshold step from ``alpha = 0``);
         ``"novelty"``: :class:`~streamk.learners.KernelNovelty`'s insert with weight 1 (the
-        centre's statistics ``_r``/``_cc`` kept current through growth and removals).
+        centre's statistics ``_r``/``_cc`` kept current through growth, removals, the
+        Projectron's projections and Merge's merges).
         ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
         ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
         ``None``: the perceptrons' or the ranker's rule.
@@ -245,6 +246,7 @@ cdef class EventPass:
     cdef double[::1] pj_work
     cdef bint pj_sync
     cdef double pj_eta, pj_min_rel
+    cdef Py_ssize_t pj_left  # the slot the last _projectron removed (-1: none)
     # Merge: its search's scratch (for the bound buffers' rows) and the merges made here
     cdef object m_buf_obj, m_pick_obj
     cdef double[::1] m_buf
@@ -817,6 +819,54 @@ cdef class EventPass:
             for s in range(n):
                 self.r[s] = self.r[s] * phi
 
+    cdef void _novelty_grow(self, Py_ssize_t n, double kxx) noexcept:
+        """Novelty's ``r`` as the row (weight 1, kernel row ``self.k`` against the ``n``
+        vectors) joins: ``r += k``, the new entry ``k·w + kxx`` (``_follow_merge``'s first
+        step)."""
+        cdef Py_ssize_t s
+        cdef double f = 0.0
+        for s in range(n):
+            f = f + self.k[s] * self.coef[s, 0]
+            self.r[s] = self.r[s] + self.k[s]
+        self.r[n] = f + kxx
+
+    cdef void _novelty_merge(self, Py_ssize_t n, Py_ssize_t m, Py_ssize_t partner, double wm,
+                             double wp) noexcept:
+        """Novelty's ``r`` through Merge's merge of the ``n + 1`` vectors (``r`` grown by
+        :meth:`_novelty_grow`) into ``n`` (``KernelNovelty._follow_merge``): ``m`` (weight
+        ``wm``, column in ``self.kr``) and ``partner`` (``wp``, column in ``m_buf``) became
+        ``z`` (``alpha_z``) in ``m``'s slot, or in ``partner``'s when ``m`` was the last one
+        (``_merge_at`` moves the last slot into ``partner``'s). ``r_s += alpha_z k(x_s, z) -
+        wm k(x_s, x_m) - wp k(x_s, x_p)`` over the others (``z``'s column into ``self.k``),
+        ``r_z = K(z, S) w``."""
+        cdef Py_ssize_t s, o, zs = m if m != n else partner, wx = self.X.shape[1]
+        cdef double az = self.coef[zs, 0], f = 0.0
+        cdef double *colp = &self.m_buf[0]
+        _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[zs, 0], wx,
+              self.sq[zs], self.k)
+        for s in range(n):
+            if s != zs:
+                o = n if s == partner else s  # its slot before the merge
+                self.r[s] = ((self.r[o] - wm * self.kr[o]) - wp * colp[o]) + az * self.k[s]
+        for s in range(n):
+            f = f + self.k[s] * self.coef[s, 0]
+        self.r[zs] = f
+
+    cdef void _novelty_projectron(self, Py_ssize_t n, bint projected, double kxx) noexcept:
+        """Novelty's ``r`` through a Projectron step on ``n`` vectors
+        (``KernelNovelty._follow_projectron``: ``K P k = k``): projected, ``r += k``;
+        else slot ``pj_left`` left (the others' entries unchanged, the last slot moved into
+        it; ``self.k`` is ``without_slot``'s) and the row was appended: ``r += k``, the new
+        entry ``k·w + kxx`` over the new weights."""
+        cdef Py_ssize_t s, i = self.pj_left, last = n - 1
+        if projected:
+            for s in range(n):
+                self.r[s] = self.r[s] + self.k[s]
+            return
+        if i != last:
+            self.r[i] = self.r[last]
+        self._novelty_grow(last, kxx)
+
     cdef bint _insert(self, Py_ssize_t d, double row_sq) except -1:
         """The policy's ``insert`` of ``self.row`` with coefficients ``self.f`` on the
         buffers (after :meth:`_room` said it can), with the set's counters."""
@@ -910,11 +960,13 @@ cdef class EventPass:
         set's counters."""
         cdef Py_ssize_t n, p = self.coef.shape[1], wx = self.X.shape[1], c
         cdef Py_ssize_t m = 0, partner = 0
-        cdef double h = 0.0, sqz = 0.0
+        cdef double h = 0.0, sqz = 0.0, wm = 0.0, wp = 0.0
         cdef bint full
         support = self.support
         n = support.n
         full = n >= self.budget
+        if self.swap_r:  # novelty: r through the append (the merge below follows it)
+            self._novelty_grow(n, self._kdiag(row_sq))
         for c in range(d):
             self.X[n, c] = self.row[c]
         for c in range(d, wx):
@@ -931,10 +983,18 @@ cdef class EventPass:
             _merge_pick(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
                         &self.ids[0], n, self.gamma, MERGE_GRID, MERGE_ITERS, MERGE_NEWTON,
                         &self.m_buf[0], &self.m_pick[0], &m, &partner, &h)
+            if self.swap_r:  # the two leaving vectors' columns (the search's scratch is free)
+                wm, wp = self.coef[m, 0], self.coef[partner, 0]
+                _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[m, 0],
+                      wx, self.sq[m], self.kr)
+                _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0],
+                      &self.X[partner, 0], wx, self.sq[partner], &self.m_buf[0])
             sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
                             &self.ids[0], NULL, 0, n, self.gamma, m, partner, h)
             n -= 1
             self.merges += 1
+            if self.swap_r:
+                self._novelty_merge(n, m, partner, wm, wp)
         support.n = n
         if d > support.width:
             support.width = d
@@ -1147,6 +1207,7 @@ cdef class EventPass:
         cdef double *scratch = col + cap
         with nogil:
             delta = _project(P, ldp, self.k, dv, n, kxx)
+        self.pj_left = -1
         if n and (delta <= self.pj_eta or delta <= self.pj_min_rel * kxx):
             for s in range(n):  # SupportSet.add_coefs(d fᵀ)
                 for c in range(p):
@@ -1160,6 +1221,7 @@ cdef class EventPass:
                                 &self.sq[0], &self.kdiag[0], &self.ids[0], self.k, col,
                                 scratch, n, &pii)
             delta = _project_without(dv, col, pii, i, n, self.k, kxx)
+            self.pj_left = i
             n -= 1
         with nogil:
             _grow_inverse(P, ldp, dv, col, n, delta)
@@ -1301,24 +1363,42 @@ cdef class EventPass:
         :meth:`learn_rows`; ``folded`` as for :meth:`_learn_label`."""
         cdef double row_sq, alpha = 1.0, kxx, f
         cdef double stats[3]
-        cdef Py_ssize_t n, s
-        cdef bint track_r = False, swap = False, need_k
+        cdef Py_ssize_t n, s, slot
+        cdef bint track_r = False, swap = False, need_k, full, one_k = False
         n = self.support.n
+        full = self.budget > 0 and n >= self.budget
+        if self.pcode == P_PROJECTRON and not full and n >= self.X.shape[0]:
+            # room for the row it may append (a Projectron that mostly projects would leave
+            # every later row to the NumPy path, which grows the buffers only on an append)
+            self.support.reserve(n + 1, self.X.shape[1])
+            if not self._current(model):
+                return self._finish_value(model, d, yv) if folded else False
         if self.rcode == R_NOVELTY:
             track_r = self._r_current(model, n)
-            if track_r and self.budget > 0 and n >= self.budget:  # a vector leaves
-                # (a removal policy's swap; the Projectron's and Merge's inserts leave r stale)
-                swap = self.pcode == P_OLDEST or self.pcode == P_RANDOM or self.pcode == P_FORGETRON
-                swap = swap and model._r_updates < model._EXACT_EVERY
+            if track_r and full and self.pcode != P_PROJECTRON:  # a vector leaves
+                # (a removal policy's swap or Merge's merge; the Projectron's step is
+                # followed after it, see below)
+                swap = model._r_updates < model._EXACT_EVERY
                 track_r = swap  # else stale: recomputed exactly when read
-        need_k = self.rcode == R_SVR or track_r or self.pcode == P_FORGETRON
-        need_k = need_k or self.pcode == P_PROJECTRON
+        need_k = self.rcode == R_SVR or track_r or self.pcode == P_PROJECTRON
+        if self.pcode == P_FORGETRON and full and not need_k:
+            one_k = True  # its removal reads k(x, x_r) alone: one kernel value
+        elif self.pcode == P_FORGETRON and full:
+            need_k = True
         if need_k and not self._margins(d, &row_sq):
             return self._finish_value(model, d, yv) if folded else False
         if not need_k:  # novelty without r to carry: only the row's norm
             row_sq = 0.0
             for s in range(d):
                 row_sq = row_sq + self.row[s] * self.row[s]
+        if one_k:
+            if d > self.X.shape[1] or n > self.cap_k:
+                return self._finish_value(model, d, yv) if folded else False
+            if not self._expansion_exact(self.support._sq_max + row_sq):
+                return self._finish_value(model, d, yv) if folded else False
+            slot = self._oldest(n)
+            _kcol(self.kcode, self.kp, &self.X[slot, 0], self.X.shape[1], 1, &self.sq[slot],
+                  self.row, d, row_sq, &self.k[slot])
         kxx = self._kdiag(row_sq)
         if self.rcode == R_SVR:
             stats[0], stats[1], stats[2] = <double>model._y_n, model._y_mean, model._y_m2
@@ -1327,7 +1407,7 @@ cdef class EventPass:
             if (
                 not self._room(d, row_sq)
                 or (track_r and not self._take_r(model, n))
-                or (swap and not self._expansion_exact(2.0 * self.support._sq_max))
+                or (swap and not self._expansion_exact(2.0 * max(self.support._sq_max, row_sq)))
             ):
                 return self._finish_value(model, d, yv) if folded else False
             f = self.f[0]
@@ -1342,8 +1422,16 @@ cdef class EventPass:
                 if self.support.next_id != new_id:  # added (a Projectron may project it)
                     model._pending_targets.append((new_id, yv))
                 model.n_updates += 1
-            elif swap:  # a vector swapped for the row: r followed it, cc = w' r
+            elif swap:  # a vector swapped for the row (or merged): r followed it, cc = w' r
                 self._novelty_cc(model, self.support.n)
+            elif (
+                track_r
+                and self.pcode == P_PROJECTRON
+                and self.support.n == n
+                and model._r_updates < model._EXACT_EVERY
+            ):  # projected, or a vector left for the row: r follows, cc = w' r
+                self._novelty_projectron(n, self.support.next_id == new_id, kxx)
+                self._novelty_cc(model, n)
             elif track_r and self.support.n == n + 1:  # grew by one: r and cc carried forward
                 for s in range(n):
                     self.r[s] = self.r[s] + self.k[s]

@@ -89,7 +89,8 @@ HINT_LIMIT = 1e-3
 class Centre(NamedTuple):
     """The novelty detector's centre statistics as a pass takes and returns them: ``r =
     K(S, S) w`` (``None``: stale), ``cc = w' K(S, S) w``, the removals ``r`` followed since
-    it was computed exactly, and after how many it is dropped for an exact recomputation."""
+    it was computed exactly (with the Projectron's projections and Merge's merges, which the
+    per-event path follows), and after how many it is dropped for an exact recomputation."""
 
     r: np.ndarray | None
     cc: float
