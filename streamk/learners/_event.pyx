@@ -1420,7 +1420,7 @@ cdef class EventPass:
                 self.swap_r = False
             if self.rcode == R_SVR:
                 if self.support.next_id != new_id:  # added (a Projectron may project it)
-                    model._pending_targets.append((new_id, yv))
+                    model._targets.add(new_id, yv)  # folded when next read
                 model.n_updates += 1
             elif swap:  # a vector swapped for the row (or merged): r followed it, cc = w' r
                 self._novelty_cc(model, self.support.n)

@@ -182,33 +182,12 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         yield {"kernel": Laplacian(), "C": 1.0, "budget": 50}
         yield {"kernel": RBF(gamma=1e-3), "C": 5.0, "epsilon": 0.5, "resweeps": 1, "budget": 30}
 
-    @property
-    def _targets(self) -> SlotData:
-        """The target ``y`` of each support vector, keyed by id (the compiled ``learn_one``'s
-        pending entries folded in first, so every reader sees them in step)."""
-        self._fold_pending()
-        return self._target_data
-
-    def _fold_pending(self) -> None:
-        """Move the compiled ``learn_one``'s pending targets into the store."""
-        pending = self._pending_targets
-        if pending:
-            ids, ys = zip(*pending)
-            pending.clear()
-            self._record_targets(np.array(ids, dtype=np.int64), np.array(ys, dtype=np.float64))
-
     def _record_targets(self, ids: np.ndarray, ys: np.ndarray) -> None:
         """Record the targets of new support vectors, then drop those of evicted ones once
         they outnumber the live rows: with ``resweeps=0`` nothing else aligns the store, and
         without this it grew by one entry per update however small the budget."""
-        data = self._target_data
-        data.extend(ids, ys)
-        data.prune(self._support.ids)
-
-    @_targets.setter
-    def _targets(self, data: SlotData) -> None:
-        self._target_data = data
-        self._pending_targets: list[tuple[int, float]] = []
+        self._targets.extend(ids, ys)
+        self._targets.prune(self._support.ids)
 
     # -- the rule -------------------------------------------------------------------------------
     def _new_alpha(self, r: float, kxx: float) -> float:
@@ -256,8 +235,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         y = _target(y)
         event = self._event  # resweeps=0: one compiled call when it applies (see eventpass)
         if event is not None and not self.resweeps and event.learn(self, x, y):
-            if len(self._pending_targets) > self._support.n + 64:  # keep the store bounded
-                self._fold_pending()
+            self._targets.settle(self._support)  # bounded: evicted rows' targets are dropped
             return
         row = self._learn_row(x)
         if not (self.resweeps or self._objects) and self._learn_one_compiled(row, y):
@@ -274,11 +252,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             return False
         stats = one.stats
         self._y_n, self._y_mean, self._y_m2 = int(stats[0]), float(stats[1]), float(stats[2])
-        if done[0]:  # folded into _targets when next read (one concatenation for many)
-            pending = self._pending_targets
-            pending.append((self._support.next_id - 1, y))
-            if len(pending) > self._support.n + 64:  # keep the store bounded
-                self._fold_pending()
+        if done[0]:  # folded into the store when next read (one concatenation for many)
+            self._targets.add(self._support.next_id - 1, y)
+            self._targets.settle(self._support)
             self.n_updates += 1
         self._n_learned += 1
         return True
@@ -299,8 +275,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
                 continue
             if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end]):
                 i += self._event_rows(rows[i:end], targets[i:end], self._learn_block_row)
-                if len(self._pending_targets) > self._support.n + 64:  # keep the store bounded
-                    self._fold_pending()
+                self._targets.settle(self._support)
             if i < end:
                 with self._support.track(rows[i:end]) as block:
                     self._learn_tracked(block, rows[i:end], targets[i:end])
@@ -358,7 +333,6 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         count = int(joined.sum())
         if count:  # their ids are consecutive, in row order: SlotData.add for each
             first = self._support.next_id - count
-            self._fold_pending()  # first, so the ids stay in insertion order
             Y = np.asarray(targets, dtype=np.float64)[joined]
             self._record_targets(np.arange(first, first + count, dtype=np.int64), Y)
         self.n_updates += count
@@ -375,7 +349,6 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             new_id = self._support.next_id
             self._policy.insert(self._support, row, np.array([alpha]), k_row)
             if self._support.next_id > new_id:  # added (a Projectron may project it instead)
-                self._fold_pending()  # first, so the ids stay in insertion order
                 self._record_targets(np.array([new_id], dtype=np.int64), np.array([y]))
             self.n_updates += 1
         self._n_learned += 1
