@@ -1,0 +1,66 @@
+"""The dot products under every compiled kernel row (``sk_dots`` in ``streamk/_fastexp.h``).
+
+The compiled passes take a kernel row against the support set as one dot per support row
+(RBF, polynomial and linear kernels). The routine sums in four lanes
+along the features (lane ``j`` over the features ``k = j (mod 4)``, left to right), then
+``(lane0 + lane1) + (lane2 + lane3)``; these tests pin that order to the bit, check it
+against NumPy to rounding, and check what the fixed order buys: a dot has the same bits
+wherever its row sits, whichever operand is the row, with trailing zero features or
+without (on every machine of a build: neither clone fuses a multiply-add).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamk import accel
+
+pytestmark = pytest.mark.skipif(not accel.available(), reason="compiled core not built")
+
+EPS = np.finfo(np.float64).eps
+
+
+def lane_dot(x: np.ndarray, row: np.ndarray) -> float:
+    """The documented order of ``sk_dots``, in Python floats (IEEE doubles, no FMA)."""
+    lanes = [0.0, 0.0, 0.0, 0.0]
+    for k, (a, b) in enumerate(zip(x.tolist(), row.tolist())):
+        lanes[k % 4] = lanes[k % 4] + a * b
+    return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 8, 9, 50, 64, 65])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 1000])
+def test_compiled_dots_match_numpy_and_their_documented_order(d, n):
+    rng = np.random.default_rng(100 * d + n)
+    ldx = d + 3  # rows wider than the dotted row: the features past d must not be read
+    X = np.full((n + 2, ldx), np.nan)  # nor the rows past n
+    X[:n, :d] = rng.normal(size=(n, d)) * 10.0 ** rng.integers(-3, 4, size=(n, 1))
+    row = rng.normal(size=d)
+    got = accel.core.dots(X, n, row)
+    assert got.shape == (n,)
+    A = X[:n, :d]
+    bound = 2 * d * EPS * (np.abs(A) @ np.abs(row))  # both sums are within d u of exact
+    assert np.all(np.abs(got - A @ row) <= bound)
+    assert got.tolist() == [lane_dot(x, row) for x in A]
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 9, 50, 65])
+def test_a_compiled_dot_has_the_same_bits_wherever_it_is_taken(d):
+    rng = np.random.default_rng(d)
+    n = 37  # not a multiple of the four rows at a time
+    X = rng.normal(size=(n, d)) * 10.0 ** rng.integers(-2, 3, size=(n, 1))
+    col = accel.core.dots(X, n, X[5])
+    for i in range(n):
+        assert accel.core.dots(X[i : i + 1], 1, X[5])[0] == col[i]  # alone
+        assert accel.core.dots(X, n, X[i])[5] == col[i]  # the operands swapped
+    padded = np.hstack([X, np.zeros((n, 6))])
+    assert accel.core.dots(padded, n, padded[5]).tolist() == col.tolist()
+    assert accel.core.dots(padded, n, X[5]).tolist() == col.tolist()  # a narrower row
+
+
+def test_dots_refuse_a_row_wider_than_the_rows():
+    with pytest.raises(ValueError):
+        accel.core.dots(np.zeros((3, 2)), 3, np.zeros(3))
+    with pytest.raises(ValueError):
+        accel.core.dots(np.zeros((3, 2)), 4, np.zeros(2))
