@@ -1,7 +1,7 @@
-"""The dot products under every compiled kernel row (``sk_dots`` in ``streamk/_fastexp.h``).
+"""The sums under every compiled kernel row (``sk_dots``, ``sk_l1dists`` in ``_fastexp.h``).
 
 The compiled passes take a kernel row against the support set as one dot per support row
-(RBF, polynomial and linear kernels). The routine sums in four lanes
+(RBF, polynomial and linear kernels) or one L1 distance (Laplacian). Both sum in four lanes
 along the features (lane ``j`` over the features ``k = j (mod 4)``, left to right), then
 ``(lane0 + lane1) + (lane2 + lane3)``; these tests pin that order to the bit, check it
 against NumPy to rounding, and check what the fixed order buys: a dot has the same bits
@@ -21,12 +21,23 @@ pytestmark = pytest.mark.skipif(not accel.available(), reason="compiled core not
 EPS = np.finfo(np.float64).eps
 
 
-def lane_dot(x: np.ndarray, row: np.ndarray) -> float:
-    """The documented order of ``sk_dots``, in Python floats (IEEE doubles, no FMA)."""
+def lane_sum(terms: list[float]) -> float:
+    """The documented order: lane ``k mod 4`` left to right, then the lanes paired."""
     lanes = [0.0, 0.0, 0.0, 0.0]
-    for k, (a, b) in enumerate(zip(x.tolist(), row.tolist())):
-        lanes[k % 4] = lanes[k % 4] + a * b
+    for k, t in enumerate(terms):
+        lanes[k % 4] = lanes[k % 4] + t
     return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3])
+
+
+def lane_dot(x: np.ndarray, row: np.ndarray) -> float:
+    """``sk_dots``'s dot in Python floats (IEEE doubles, no FMA)."""
+    return lane_sum([a * b for a, b in zip(x.tolist(), row.tolist())])
+
+
+def lane_l1(x: np.ndarray, row: np.ndarray) -> float:
+    """``sk_l1dists``'s distance over all of ``x``, ``row``'s absent features read as 0."""
+    padded = row.tolist() + [0.0] * (len(x) - len(row))
+    return lane_sum([abs(a - b) for a, b in zip(x.tolist(), padded)])
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 7, 8, 9, 50, 64, 65])
@@ -59,8 +70,29 @@ def test_a_compiled_dot_has_the_same_bits_wherever_it_is_taken(d):
     assert accel.core.dots(padded, n, X[5]).tolist() == col.tolist()  # a narrower row
 
 
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 8, 9, 50, 64, 65])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 1000])
+def test_compiled_l1_distances_match_numpy_and_their_documented_order(d, n):
+    rng = np.random.default_rng(7 * d + n)
+    ldx = d + 3  # the row is d wide: the three features past it count as |x - 0|
+    X = np.full((n + 2, ldx), np.nan)  # the rows past n must not be read
+    X[:n] = rng.normal(size=(n, ldx)) * 10.0 ** rng.integers(-3, 4, size=(n, 1))
+    row = rng.normal(size=d)
+    got = accel.core.l1dists(X, n, row)
+    assert got.shape == (n,)
+    dist = np.abs(X[:n] - np.concatenate([row, np.zeros(ldx - d)])).sum(axis=1)
+    assert np.all(np.abs(got - dist) <= 2 * ldx * EPS * dist)
+    assert got.tolist() == [lane_l1(x, row) for x in X[:n]]
+    padded = np.hstack([X[:n], np.zeros((n, 5))])
+    assert accel.core.l1dists(padded, n, row).tolist() == got.tolist()
+    if n:
+        assert accel.core.l1dists(X[n - 1 : n], 1, row)[0] == got[-1]  # alone
+
+
 def test_dots_refuse_a_row_wider_than_the_rows():
     with pytest.raises(ValueError):
         accel.core.dots(np.zeros((3, 2)), 3, np.zeros(3))
     with pytest.raises(ValueError):
         accel.core.dots(np.zeros((3, 2)), 4, np.zeros(2))
+    with pytest.raises(ValueError):
+        accel.core.l1dists(np.zeros((3, 2)), 3, np.zeros(3))
