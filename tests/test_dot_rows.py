@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from streamk import accel
+from streamk.learners import eventpass
+from tests.test_eventpass import KERNELS, LEARNERS, POLICIES, assert_same_model, run_pair, stream
 
 pytestmark = pytest.mark.skipif(not accel.available(), reason="compiled core not built")
 
@@ -96,3 +98,33 @@ def test_dots_refuse_a_row_wider_than_the_rows():
         accel.core.dots(np.zeros((3, 2)), 4, np.zeros(2))
     with pytest.raises(ValueError):
         accel.core.l1dists(np.zeros((3, 2)), 3, np.zeros(3))
+
+
+# -- the learners on wide rows: compiled against NumPy, event for event ----------------------
+WIDE_KERNELS = ["rbf-auto", "laplacian-auto", "poly", "linear", "scaled-laplacian"]
+WIDE_GRID = [
+    (learner, kernel, policy, d)
+    for learner in ("perceptron", "ranker")
+    for kernel in WIDE_KERNELS
+    for policy in sorted(POLICIES)
+    for d in (9, 50)  # a tail of one feature after two lanes' chunks; twelve chunks and two
+]
+
+
+@pytest.mark.skipif(not eventpass.available(), reason="the compiled per-event path is not built")
+@pytest.mark.parametrize(("learner", "kernel", "policy", "d"), WIDE_GRID)
+def test_wide_rows_agree_with_numpy_on_every_policy_and_kernel(learner, kernel, policy, d):
+    """``tests/test_eventpass.py``'s grid on rows wider than its four features: the lane
+    order's tails and many chunks, against the NumPy path (the RBF's NumPy row is the same
+    C loop, so it agrees to the bit)."""
+    make_kernel, exact = KERNELS[kernel]
+    classes = (0, 1, 2, 3) if learner == "ranker" else (False, True)
+    events = stream(400, d, 5, classes)
+
+    def make():
+        return LEARNERS[learner](make_kernel(), POLICIES[policy]())
+
+    fast, slow, p_fast, p_slow = run_pair(make, events)
+    assert p_fast == p_slow
+    assert_same_model(fast, slow, exact=exact and policy != "forgetron")
+    assert fast.n_mistakes > 40
