@@ -1492,6 +1492,35 @@ def expf32(float[::1] a):
             sk_expf_array(&a[0], a.shape[0])
 
 
+def dots(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):
+    """``X[s, :w] . row`` for ``s < n`` (``w = len(row) <= X.shape[1]``): the compiled
+    kernel rows' dot products (``sk_dots``), for tests."""
+    cdef Py_ssize_t w = row.shape[0]
+    if w > X.shape[1] or n > X.shape[0] or n < 0:
+        raise ValueError("row wider than the rows of X, or n beyond their count")
+    out = np.zeros(n)
+    cdef double[::1] o = out
+    if n and w:
+        with nogil:
+            sk_dots(&o[0], &X[0, 0], X.shape[1], n, &row[0], w)
+    return out
+
+
+def l1dists(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):
+    """``sum_k |X[s, k] - row[k]|`` over all of ``X``'s features for ``s < n`` (``row``'s
+    absent features read as 0): the compiled Laplacian rows' distances (``sk_l1dists``),
+    for tests."""
+    cdef Py_ssize_t w = row.shape[0]
+    if w > X.shape[1] or n > X.shape[0] or n < 0:
+        raise ValueError("row wider than the rows of X, or n beyond their count")
+    out = np.zeros(n)
+    cdef double[::1] o = out
+    if n and X.shape[1]:
+        with nogil:
+            sk_l1dists(&o[0], &X[0, 0], X.shape[1], n, &row[0] if w else NULL, w)
+    return out
+
+
 def welford_each(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, double[::1] m2):
     """Fold ``rows`` one at a time into a running mean and sum of squared deviations
     (Welford), with exactly the operations of :meth:`streamk.scale.ScaleEstimator.update`

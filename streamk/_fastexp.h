@@ -9,7 +9,8 @@
  *
  * Every loop of the core uses this one function, so a kernel value is the same whichever
  * path computed it. With GCC on x86-64 the passes are compiled twice (AVX2+FMA and the
- * baseline) and the loader picks one per machine.
+ * baseline) and the loader picks one per machine. The sums under a kernel row (sk_dots,
+ * sk_l1dists) are cloned for AVX2 without FMA instead: the same bits on every machine.
  */
 #ifndef STREAMK_FASTEXP_H
 #define STREAMK_FASTEXP_H
@@ -80,30 +81,186 @@ SK_CLONES static void sk_rbf_from_dots(double *out, const double *dot, const dou
     }
 }
 
-/* out[s] = X[s] . row for s < n (X row-major with leading dimension ldx), each dot summed
- * left to right; eight rows at a time so the additions of different rows overlap. Not
- * cloned: a dot has the same bits wherever its row sits and on every machine of a build. */
-static void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
-                    const double *row, Py_ssize_t w)
+/* The dot-product clones: AVX2 without FMA, so that both clones do the same roundings (GCC
+ * contracts a * b + c into an FMA only when the target has one) and a dot has the same bits
+ * on every machine of a build. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SK_DOT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SK_DOT_CLONES
+#endif
+
+/* Four lanes of float64 (GCC's vector extension, which clang has too): one AVX instruction
+ * per operation in the AVX2 clone, two SSE2 ones in the baseline; the same roundings. */
+typedef double sk_v4d __attribute__((vector_size(32)));
+typedef int64_t sk_v4l __attribute__((vector_size(32)));
+#if defined(__clang__)
+#define SK_SHUF4(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define SK_SHUF4(a, b, i, j, k, l) __builtin_shuffle(a, b, (sk_v4l){i, j, k, l})
+#endif
+
+/* The last, partial group of t < 4 features x[0 .. t - 1] of a row, padded with 0 (t is a
+ * constant wherever it matters: the switch then folds away). */
+static inline sk_v4d sk_tail4(const double *x, int t)
+{
+    switch (t) {
+    case 1:
+        return (sk_v4d){x[0], 0.0, 0.0, 0.0};
+    case 2:
+        return (sk_v4d){x[0], x[1], 0.0, 0.0};
+    default:
+        return (sk_v4d){x[0], x[1], x[2], 0.0};
+    }
+}
+
+/* The lane sums of one row: lane j holds sum_{k = j mod 4} x[k] row[k], left to right. */
+static inline sk_v4d sk_lanes1(const double *x, const double *row, Py_ssize_t w)
+{
+    sk_v4d a = {0.0, 0.0, 0.0, 0.0}, q, r;
+    Py_ssize_t k = 0;
+    for (; k + 4 <= w; k += 4) {
+        memcpy(&q, x + k, sizeof q);
+        memcpy(&r, row + k, sizeof r);
+        a = a + q * r;
+    }
+    if (k < w)
+        a = a + sk_tail4(x + k, (int)(w - k)) * sk_tail4(row + k, (int)(w - k));
+    return a;
+}
+
+/* sk_dots's rows four at a time, for w >= 4 with t = w mod 4 (inlined with t constant);
+ * returns how many rows it did. */
+static inline __attribute__((always_inline)) Py_ssize_t
+sk_dots4(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n, const double *row,
+         Py_ssize_t w, const int t)
+{
+    Py_ssize_t s = 0, k;
+    for (; s + 4 <= n; s += 4) {
+        const double *x = X + s * ldx;
+        sk_v4d a0 = {0.0, 0.0, 0.0, 0.0}, a1 = a0, a2 = a0, a3 = a0, q, r;
+        for (k = 0; k + 4 <= w; k += 4) {
+            memcpy(&r, row + k, sizeof r);
+            memcpy(&q, x + k, sizeof q);
+            a0 = a0 + q * r;
+            memcpy(&q, x + ldx + k, sizeof q);
+            a1 = a1 + q * r;
+            memcpy(&q, x + 2 * ldx + k, sizeof q);
+            a2 = a2 + q * r;
+            memcpy(&q, x + 3 * ldx + k, sizeof q);
+            a3 = a3 + q * r;
+        }
+        if (t) {
+            r = sk_tail4(row + k, t);
+            a0 = a0 + sk_tail4(x + k, t) * r;
+            a1 = a1 + sk_tail4(x + ldx + k, t) * r;
+            a2 = a2 + sk_tail4(x + 2 * ldx + k, t) * r;
+            a3 = a3 + sk_tail4(x + 3 * ldx + k, t) * r;
+        }
+        /* transpose: c_j holds lane j of the four rows, then the same pairing per row */
+        sk_v4d t0 = SK_SHUF4(a0, a1, 0, 4, 2, 6);
+        sk_v4d t1 = SK_SHUF4(a0, a1, 1, 5, 3, 7);
+        sk_v4d t2 = SK_SHUF4(a2, a3, 0, 4, 2, 6);
+        sk_v4d t3 = SK_SHUF4(a2, a3, 1, 5, 3, 7);
+        sk_v4d c0 = SK_SHUF4(t0, t2, 0, 1, 4, 5);
+        sk_v4d c1 = SK_SHUF4(t1, t3, 0, 1, 4, 5);
+        sk_v4d c2 = SK_SHUF4(t0, t2, 2, 3, 6, 7);
+        sk_v4d c3 = SK_SHUF4(t1, t3, 2, 3, 6, 7);
+        sk_v4d d = (c0 + c1) + (c2 + c3);
+        memcpy(out + s, &d, sizeof d);
+    }
+    return s;
+}
+
+/* out[s] = X[s] . row for s < n (X row-major with leading dimension ldx, row w wide).
+ *
+ * The summation order is fixed by the feature index alone: four lane sums, lane j over the
+ * features k = j (mod 4) left to right, then (lane0 + lane1) + (lane2 + lane3). So a dot has
+ * the same bits wherever its row sits (four rows at a time or alone), whichever operand is
+ * the row (products commute), on every machine of a build (no FMA in either clone), and
+ * with trailing zero features or without (a lane plus a +-0 product is the lane: the lanes
+ * start at +0 and never become -0). For w <= 3 that order is the plain left-to-right sum,
+ * which the loop over eight rows at a time computes faster. The four lanes use the SIMD
+ * width along the features; the four rows at a time share each load of the row. */
+SK_DOT_CLONES static void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                                  const double *row, Py_ssize_t w)
 {
     Py_ssize_t s = 0, k, i;
-    for (; s + 8 <= n; s += 8) {
-        const double *x = X + s * ldx;
-        double a[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-        for (k = 0; k < w; k++) {
-            double r = row[k];
+    if (w <= 3) {
+        for (; s + 8 <= n; s += 8) {
+            const double *x = X + s * ldx;
+            double a[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+            for (k = 0; k < w; k++) {
+                double r = row[k];
+                for (i = 0; i < 8; i++)
+                    a[i] = a[i] + x[i * ldx + k] * r;
+            }
             for (i = 0; i < 8; i++)
-                a[i] = a[i] + x[i * ldx + k] * r;
+                out[s + i] = a[i];
         }
-        for (i = 0; i < 8; i++)
-            out[s + i] = a[i];
+        for (; s < n; s++) {
+            const double *x0 = X + s * ldx;
+            double a0 = 0.0;
+            for (k = 0; k < w; k++)
+                a0 = a0 + x0[k] * row[k];
+            out[s] = a0;
+        }
+        return;
+    }
+    switch (w & 3) { /* the tail's length a constant in each copy of the loop */
+    case 0:
+        s = sk_dots4(out, X, ldx, n, row, w, 0);
+        break;
+    case 1:
+        s = sk_dots4(out, X, ldx, n, row, w, 1);
+        break;
+    case 2:
+        s = sk_dots4(out, X, ldx, n, row, w, 2);
+        break;
+    default:
+        s = sk_dots4(out, X, ldx, n, row, w, 3);
     }
     for (; s < n; s++) {
-        const double *x0 = X + s * ldx;
-        double a0 = 0.0;
-        for (k = 0; k < w; k++)
-            a0 = a0 + x0[k] * row[k];
-        out[s] = a0;
+        sk_v4d a = sk_lanes1(X + s * ldx, row, w);
+        out[s] = (a[0] + a[1]) + (a[2] + a[3]);
+    }
+}
+
+/* |v| on four lanes: the sign bits cleared (never -0). */
+static inline sk_v4d sk_abs4(sk_v4d v)
+{
+    const sk_v4l m = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    return (sk_v4d)((sk_v4l)v & m);
+}
+
+/* out[s] = sum_k |X[s, k] - row[k]| over k < ldx, the row's absent features k >= w read as
+ * 0 (the Laplacian kernel's distances), summed in the lane order of sk_dots: lane j over
+ * the features k = j (mod 4) left to right, then (lane0 + lane1) + (lane2 + lane3). The
+ * order depends on the feature index alone, so trailing zero features change nothing
+ * (|0 - 0| = +0) and a distance has the same bits wherever its row sits. */
+SK_DOT_CLONES static void sk_l1dists(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                                     const double *row, Py_ssize_t w)
+{
+    const Py_ssize_t w4 = w & ~(Py_ssize_t)3;
+    sk_v4d zero = {0.0, 0.0, 0.0, 0.0}, r, q;
+    sk_v4d rt = w4 < w ? sk_tail4(row + w4, (int)(w - w4)) : zero; /* last chunk, 0-padded */
+    for (Py_ssize_t s = 0; s < n; s++) {
+        const double *x = X + s * ldx;
+        sk_v4d a = zero;
+        Py_ssize_t k = 0;
+        for (; k < w4; k += 4) {
+            memcpy(&q, x + k, sizeof q);
+            memcpy(&r, row + k, sizeof r);
+            a = a + sk_abs4(q - r);
+        }
+        for (; k < ldx; k += 4) { /* the row's partial chunk (if any), then its absent zeros */
+            if (k + 4 <= ldx)
+                memcpy(&q, x + k, sizeof q);
+            else
+                q = sk_tail4(x + k, (int)(ldx - k));
+            a = a + sk_abs4(k == w4 ? q - rt : q);
+        }
+        out[s] = (a[0] + a[1]) + (a[2] + a[3]);
     }
 }
 
@@ -156,7 +313,6 @@ SK_CLONES static void sk_expf_array(float *a, Py_ssize_t n)
 typedef float sk_v8f __attribute__((vector_size(32)));
 typedef int32_t sk_v8i __attribute__((vector_size(32)));
 typedef float sk_v4f __attribute__((vector_size(16)));
-typedef double sk_v4d __attribute__((vector_size(32)));
 
 /* sk_expf on eight lanes of x <= 0, operation for operation, except that x < -87 gives
  * exp(-87) (< 1.7e-38) instead of 0: the same absolute error bound, two operations fewer.

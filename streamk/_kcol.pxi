@@ -1,7 +1,13 @@
 # The kernel column of the compiled passes, shared by streamk/_core.pyx and
 # streamk/learners/_event.pyx through Cython's ``include`` (textual: each module gets its own
 # copy of the C, so neither imports the other). The including module defines the K_* codes
-# and declares fabs, pow, sk_dots, sk_rbf_from_dots and sk_scaled_exp.
+# and declares pow, sk_dots, sk_rbf_from_dots and sk_scaled_exp; sk_l1dists is declared here.
+# The dots and L1 distances are summed in _fastexp.h's lane order (four lanes along the
+# features), the same bits on every machine and under trailing zero padding.
+
+cdef extern from "_fastexp.h" nogil:
+    void sk_l1dists(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                    const double *row, Py_ssize_t w)
 
 
 cdef inline double _power(double x, double degree) noexcept nogil:
@@ -21,18 +27,11 @@ cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_
     wide: its absent features are 0). ``kp``: ``(gamma or scale, offset, degree, c)``, the
     kernel's parameters and the factor of a :class:`~streamk.kernels.Scaled` around it;
     polynomial powers as NumPy takes them (:func:`_power`)."""
-    cdef Py_ssize_t s, k
-    cdef double d
+    cdef Py_ssize_t s
     if n <= 0:
         return
     if code == K_LAPLACIAN:
-        for s in range(n):
-            d = 0.0
-            for k in range(w):
-                d = d + fabs(X[s * ldx + k] - row[k])
-            for k in range(w, ldx):
-                d = d + fabs(X[s * ldx + k])
-            out[s] = d
+        sk_l1dists(out, X, ldx, n, row, w)
         sk_scaled_exp(out, n, -kp[0])
     else:
         sk_dots(out, X, ldx, n, row, w)
