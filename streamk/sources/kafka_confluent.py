@@ -350,20 +350,18 @@ class ConfluentKafkaSource(Source):
         if self._closing:
             return []
         n = max(1, int(max_records))
-        if self._held:  # taken from the queue while a commit waited: they come first
+        if not self.health.up:
+            self._check_link(timeout)
+        if self._held:
+            # Records a commit took from the queue come first. consume() still runs (not
+            # waiting), so librdkafka sees the application poll (max.poll.interval.ms)
+            # and serves its events (a rebalance drops the held records it ends).
+            more = self._consume(n, 0.0)
+            self._held.extend(more)
             held = self._held
             msgs = [held.popleft() for _ in range(min(n, len(held)))]
         else:
-            if not self.health.up:
-                self._check_link(timeout)
-            try:
-                msgs = self.consumer.consume(num_messages=n, timeout=timeout)
-            except self._ck.KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                if err is None or not self._is_connection_error(err):
-                    raise BrokerError(f"consuming {self.topic!r} failed: {exc}") from exc
-                time.sleep(min(self.health.failed(err), max(0.0, timeout)))
-                return []
+            msgs = self._consume(n, timeout)
         if not msgs:
             return []
         # Columns, not one Record per message: the engine decodes the payloads in one pass
@@ -388,6 +386,18 @@ class ConfluentKafkaSource(Source):
         # records may come from librdkafka's prefetch queue, so they prove nothing about
         # the link: only _check_link's metadata request ends an outage
         return RecordColumns(payloads, partitions, offsets, _Stamps(msgs, self._ck))
+
+    def _consume(self, n: int, timeout: float) -> list[Any]:
+        """``consume()``; a connection error marks the link down and pauses (within
+        ``timeout``) instead of escaping, any other error is a :class:`BrokerError`."""
+        try:
+            return self.consumer.consume(num_messages=n, timeout=timeout)
+        except self._ck.KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if err is None or not self._is_connection_error(err):
+                raise BrokerError(f"consuming {self.topic!r} failed: {exc}") from exc
+            time.sleep(min(self.health.failed(err), max(0.0, timeout)))
+            return []
 
     def _check_link(self, timeout: float) -> None:
         """While down: one metadata request per backoff step (bounded by ``timeout``)."""
@@ -511,9 +521,11 @@ class ConfluentKafkaSource(Source):
         if self._in_callback:
             pending.given_up = True
             return
-        self._await_answer(pending)
+        try:
+            self._await_answer(pending)
+        finally:
+            pending.given_up = not pending.answered
         if not pending.answered:
-            pending.given_up = True
             if self.health.up:
                 self.health.failed(f"offset commit unanswered for {self.timeout_s:g} s")
             raise CommitFailedError(
