@@ -208,14 +208,10 @@ class _Follower:
 
 
 @pytest.mark.timeout(300)  # it takes 25-30 s; a poll blocked past the deadline fails sooner
-def test_a_network_cut_is_ridden_out(proxied, make_source, caplog, request):
-    if make_source.__name__ == "ConfluentKafkaSource":
-        # Seen twice in session 7's five full runs (not in a run of this test alone): a poll
-        # blocked for over ten minutes after the cut, past the loop's deadline. Quarantined
-        # (it still runs and is reported) until the blocking call is found.
-        request.applymarker(
-            pytest.mark.xfail(reason="confluent: a poll can block after a cut (intermittent)")
-        )
+def test_a_network_cut_is_ridden_out(proxied, make_source, caplog):
+    # confluent: a commit left waiting on the cut link once blocked every later poll (the
+    # client lets one call at a time in), so the link was never restored; pinned by
+    # tests/test_confluent_commit_cut.py
     proxy, broker = proxied
     topic, group = f"cut-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     n = 4000

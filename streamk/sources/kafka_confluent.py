@@ -18,21 +18,33 @@ timing keys (``max_poll_interval_ms``, ``session_timeout_ms``,
 ``heartbeat_interval_ms``) and ``auto_offset_reset`` are translated, so
 ``streamk.cli.broker.QUICK_GROUP_CONFIG`` works with both transports.
 
-Call every method from the polling thread (or from a handler): a ``committed`` call
-from another thread while ``consume`` runs was seen to hang past its timeout.
-``commit`` and ``committed`` block up to librdkafka's own request timeouts (commit has
-no timeout argument in confluent-kafka). Lag uses cached watermarks (no network call)
-and is approximate on tansu 0.6, whose end offsets are wrong; :meth:`beyond_end`
-follows the reasoning of :meth:`streamk.sources.kafka.KafkaSource.beyond_end`.
+Call every method from the polling thread (or from a handler): confluent-kafka lets
+one call at a time into a consumer, so a call from another thread waits for the one
+in progress (a ``committed`` call from another thread while ``consume`` runs was seen
+to hang past its timeout). ``committed`` is bounded by ``timeout_s``; lag uses cached
+watermarks (no network call) and is approximate on tansu 0.6, whose end offsets are
+wrong; :meth:`beyond_end` follows the reasoning of
+:meth:`streamk.sources.kafka.KafkaSource.beyond_end`.
+
+Commits are asynchronous. librdkafka's synchronous commit has no timeout and waits as
+long as the group coordinator is unreachable; run on a helper thread it still held the
+consumer, so the polling thread's next ``consume`` waited behind it for the whole
+outage (and for ever in a test whose polling thread restores the link).
+:meth:`~ConfluentKafkaSource.commit` hands the offsets to librdkafka without waiting
+and then serves the consumer's queue itself until the answer (``on_commit``) arrives,
+at most ``timeout_s``; records that come out of the queue meanwhile are held, in
+order, for the next :meth:`~ConfluentKafkaSource.poll`. A commit not answered in time
+stays queued in librdkafka (commits are sent in order) and its answer is taken in,
+and logged, by a later poll; until then later commits fail at once. The snapshot holds
+the offsets either way: a commit is the group's bookmark, never the only copy.
 
 Outages: librdkafka reconnects by itself, but reports transport errors to the
-application, and a synchronous commit waits for the coordinator for as long as it is
-gone. Here connection errors never escape :meth:`~ConfluentKafkaSource.poll` (they
-mark the link down, one WARNING line; a cheap metadata request per backoff step tells
-when it is back, one more line), :meth:`~ConfluentKafkaSource.commit` fails with
+application. Here connection errors never escape :meth:`~ConfluentKafkaSource.poll`
+(they mark the link down, one WARNING line; a cheap metadata request per backoff step
+tells when it is back, one more line), :meth:`~ConfluentKafkaSource.commit` fails with
 :class:`~streamk.sources.kafka.CommitFailedError` at once while the link is down and
-after ``timeout_s`` otherwise, and :meth:`~ConfluentKafkaSource.committed` retries
-within ``timeout_s``. After :meth:`~ConfluentKafkaSource.close`, ``assignment``,
+after ``timeout_s`` at most otherwise, and :meth:`~ConfluentKafkaSource.committed`
+retries within ``timeout_s``. After :meth:`~ConfluentKafkaSource.close`, ``assignment``,
 ``lag``, ``committed`` and ``beyond_end`` answer empty instead of raising.
 """
 
@@ -42,6 +54,7 @@ import logging
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterable
 from operator import methodcaller
 from typing import Any
@@ -55,6 +68,19 @@ __all__ = ["ConfluentKafkaSource"]
 
 log = logging.getLogger(__name__)
 _PARTITION_OF = methodcaller("partition")
+_HOLD_BATCH = 1000  # records taken per consume() while a commit waits for its answer
+
+
+class _Commit:
+    """One asynchronous commit: what it was for, and librdkafka's answer once it came."""
+
+    __slots__ = ("what", "answered", "error", "given_up")
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.answered = False
+        self.error: str | None = None  # the refusal, once answered
+        self.given_up = False  # commit() stopped waiting: a later poll takes the answer
 
 
 class _Stamps:
@@ -176,10 +202,13 @@ class ConfluentKafkaSource(Source):
             and not k.startswith(("session.", "heartbeat.", "partition.assignment"))
         }
         self.health = ConnectionHealth(f"Kafka at {bootstrap_servers} (topic {topic!r})", log)
-        self._committing: threading.Thread | None = None
+        self._pending: _Commit | None = None  # the commit librdkafka has not answered yet
+        self._held: deque[Any] = deque()  # messages consumed while a commit waited
         self._in_callback = 0  # > 0 while a rebalance callback runs (inside consume())
         self._next_check = 0.0  # while down: when to ask the broker again
         config.setdefault("error_cb", self._error_cb)
+        self._user_on_commit = config.pop("on_commit", None)
+        config["on_commit"] = self._commit_answered
         self.rebalances: list[tuple[str, list[int]]] = []
         self._on_lost: RebalanceHandler | None = None
         self._closing = False
@@ -264,6 +293,7 @@ class ConfluentKafkaSource(Source):
 
     def _revoke_cb(self, consumer: Any, tps: list[Any]) -> None:
         parts = self._parts(tps)
+        self._held.clear()  # fetched for the assignment that ends; refetched if reassigned
         self._in_callback += 1
         try:
             if parts and not self._closing:
@@ -277,13 +307,37 @@ class ConfluentKafkaSource(Source):
     def _lost_cb(self, consumer: Any, tps: list[Any]) -> None:
         parts = self._parts(tps)
         log.warning("partitions %s of %s lost (member evicted): not committing", parts, self.topic)
+        self._held.clear()
         for p in parts:
             self._next.pop(p, None)
-        if not self._closing:
-            self.rebalances.append(("lost", parts))
-            if self._on_lost is not None:
-                self._on_lost(list(parts))
+        self._in_callback += 1
+        try:
+            if not self._closing:
+                self.rebalances.append(("lost", parts))
+                if self._on_lost is not None:
+                    self._on_lost(list(parts))
+        finally:
+            self._in_callback -= 1
         consumer.unassign()
+
+    def _commit_answered(self, err: Any, tps: list[Any] | None) -> None:
+        """librdkafka's answer to the pending commit (``on_commit``, served inside consume())."""
+        pending, self._pending = self._pending, None
+        if self._user_on_commit is not None:
+            self._user_on_commit(err, tps)
+        if pending is None:  # not one of ours (commits are only made by commit())
+            return
+        failed = [(tp.partition, str(tp.error)) for tp in tps or () if tp.error is not None]
+        pending.answered = True
+        if err is not None:
+            pending.error = str(err)
+        elif failed:
+            pending.error = f"failed for partitions {failed}"
+        if pending.given_up:  # commit() returned without the answer: it is logged here
+            if pending.error is None:
+                log.info("%s: answered after the call returned: committed", pending.what)
+            else:
+                log.warning("%s: answered after the call returned: %s", pending.what, pending.error)
 
     # -- Source ---------------------------------------------------------------------------
     def poll(self, max_records: int, timeout: float) -> list[Record] | RecordColumns:
@@ -295,16 +349,19 @@ class ConfluentKafkaSource(Source):
             self._assign_cb(self.consumer, tps)
         if self._closing:
             return []
+        n = max(1, int(max_records))
         if not self.health.up:
             self._check_link(timeout)
-        try:
-            msgs = self.consumer.consume(num_messages=max(1, int(max_records)), timeout=timeout)
-        except self._ck.KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            if err is None or not self._is_connection_error(err):
-                raise BrokerError(f"consuming {self.topic!r} failed: {exc}") from exc
-            time.sleep(min(self.health.failed(err), max(0.0, timeout)))
-            return []
+        if self._held:
+            # Records a commit took from the queue come first. consume() still runs (not
+            # waiting), so librdkafka sees the application poll (max.poll.interval.ms)
+            # and serves its events (a rebalance drops the held records it ends).
+            more = self._consume(n, 0.0)
+            self._held.extend(more)
+            held = self._held
+            msgs = [held.popleft() for _ in range(min(n, len(held)))]
+        else:
+            msgs = self._consume(n, timeout)
         if not msgs:
             return []
         # Columns, not one Record per message: the engine decodes the payloads in one pass
@@ -329,6 +386,18 @@ class ConfluentKafkaSource(Source):
         # records may come from librdkafka's prefetch queue, so they prove nothing about
         # the link: only _check_link's metadata request ends an outage
         return RecordColumns(payloads, partitions, offsets, _Stamps(msgs, self._ck))
+
+    def _consume(self, n: int, timeout: float) -> list[Any]:
+        """``consume()``; a connection error marks the link down and pauses (within
+        ``timeout``) instead of escaping, any other error is a :class:`BrokerError`."""
+        try:
+            return self.consumer.consume(num_messages=n, timeout=timeout)
+        except self._ck.KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            if err is None or not self._is_connection_error(err):
+                raise BrokerError(f"consuming {self.topic!r} failed: {exc}") from exc
+            time.sleep(min(self.health.failed(err), max(0.0, timeout)))
+            return []
 
     def _check_link(self, timeout: float) -> None:
         """While down: one metadata request per backoff step (bounded by ``timeout``)."""
@@ -356,6 +425,8 @@ class ConfluentKafkaSource(Source):
         if self._in_assign is not None:  # inside the assigned handler: start offset
             self._in_assign[p] = off
             return
+        if self._held:  # held records of p precede the new position: they go
+            self._held = deque(m for m in self._held if m.partition() != p)
         if p not in self.assignment():
             raise ValueError(
                 f"cannot seek {self.topic}[{p}] to {off}: not assigned "
@@ -410,17 +481,18 @@ class ConfluentKafkaSource(Source):
         """Commit ``positions`` (partition -> next offset), waiting at most ``timeout_s``.
 
         ``metadata`` (default: ``commit_metadata``) is stored with each partition's offset.
-        librdkafka's synchronous commit has no timeout of its own and waits as long as
-        the coordinator is unreachable, so it runs on a helper thread; a commit still
-        pending makes later ones fail at once (so commits are never reordered). Inside
-        a rebalance callback it runs inline: a commit from another thread while the
-        polling thread sits in the callback waits for the callback to end.
+        The commit is asynchronous (see the module docstring): this call serves the
+        consumer's queue until librdkafka answers, holding any records for the next
+        :meth:`poll`, so no other call ever waits behind it. Inside a rebalance callback
+        it does not wait (the answer can only come with a later poll) and fails only if
+        librdkafka refuses the request at once.
 
         Raises
         ------
         CommitFailedError
-            If the broker refused the commit, it did not finish within ``timeout_s``,
-            the link to the broker is known to be down, or the source is closed.
+            If the broker refused the commit, it was not answered within ``timeout_s``,
+            the link to the broker was known to be down when called, an earlier commit
+            is still unanswered, or the source is closed.
         """
         if not positions:
             return
@@ -433,47 +505,58 @@ class ConfluentKafkaSource(Source):
         if self._closing or not self.health.up:
             why = "the source is closed" if self._closing else "the broker is unreachable"
             raise CommitFailedError(f"{what}: not attempted, {why}. {keep}")
-        if self._committing is not None and self._committing.is_alive():
-            raise CommitFailedError(f"{what}: an earlier commit is still waiting. {keep}")
+        if self._pending is not None:  # never two in flight: answers stay attributable
+            raise CommitFailedError(f"{what}: an earlier commit is still unanswered. {keep}")
         meta = self.commit_metadata if metadata is None else metadata
         tps = [
             self._ck.TopicPartition(self.topic, int(p), int(o), metadata=meta)
             for p, o in positions.items()
         ]
-        outcome: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                outcome["result"] = self.consumer.commit(offsets=tps, asynchronous=False)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                outcome["error"] = exc
-
+        pending = self._pending = _Commit(f"{what} for group {self.group_id!r}")
+        try:
+            self.consumer.commit(offsets=tps, asynchronous=True)
+        except self._ck.KafkaException as exc:
+            self._pending = None
+            raise CommitFailedError(f"{pending.what} failed: {exc}. {keep}") from exc
         if self._in_callback:
-            run()
-            worker = None
-        else:
-            worker = threading.Thread(target=run, name="streamk-commit", daemon=True)
-            worker.start()
-            worker.join(self.timeout_s)
-        if worker is not None and worker.is_alive():
-            self._committing = worker
-            self.health.failed(f"offset commit unanswered for {self.timeout_s:g} s")
+            pending.given_up = True
+            return
+        try:
+            self._await_answer(pending)
+        finally:
+            pending.given_up = not pending.answered
+        if not pending.answered:
+            if self.health.up:
+                self.health.failed(f"offset commit unanswered for {self.timeout_s:g} s")
             raise CommitFailedError(
-                f"{what} for group {self.group_id!r}: no answer within {self.timeout_s:g} s "
-                f"(broker unreachable?). {keep}"
+                f"{pending.what}: no answer within {self.timeout_s:g} s (broker unreachable?); "
+                f"it stays queued in the client. {keep}"
             )
-        if "error" in outcome:
-            exc = outcome["error"]
-            raise CommitFailedError(
-                f"{what} for group {self.group_id!r} failed: {exc}. {keep}"
-            ) from exc
-        result = outcome.get("result")
-        failed = [tp for tp in result or () if tp.error is not None]
-        if failed:
-            raise CommitFailedError(
-                f"committing on {self.topic!r} failed for partitions "
-                f"{[(tp.partition, str(tp.error)) for tp in failed]}"
-            )
+        if pending.error is not None:
+            raise CommitFailedError(f"{pending.what} failed: {pending.error}. {keep}")
+
+    def _await_answer(self, pending: _Commit) -> None:
+        """Serve the consumer's queue until ``pending`` is answered or ``timeout_s`` passes;
+        records taken meanwhile are held for poll().
+
+        A link reported down meanwhile does not end the wait: the coordinator may be back
+        within ``timeout_s``, and rebalance events (partitions lost to a session timeout,
+        which drop the held records of that assignment) are served here as in poll().
+        """
+        deadline = time.monotonic() + self.timeout_s
+        while not pending.answered and not self._closing:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                msgs = self.consumer.consume(num_messages=_HOLD_BATCH, timeout=min(left, 0.1))
+            except self._ck.KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if err is None or not self._is_connection_error(err):
+                    raise CommitFailedError(f"{pending.what}: {exc}") from exc
+                time.sleep(min(self.health.failed(err), max(0.0, deadline - time.monotonic())))
+                continue
+            self._held.extend(msgs)
 
     def assignment(self) -> list[int]:
         """Partitions owned now; ``[]`` once closed."""
@@ -522,6 +605,7 @@ class ConfluentKafkaSource(Source):
             "enable.auto.commit": False,
         }
         conf.pop("error_cb", None)
+        conf.pop("on_commit", None)
         probe = ck.Consumer(conf)
         first: dict[int, int] = {}
         try:
@@ -561,17 +645,16 @@ class ConfluentKafkaSource(Source):
     def close(self) -> None:
         """Leave the group and close, calling no handler and committing nothing; idempotent.
 
-        Bounded by ``timeout_s`` twice at most: a commit still waiting, then the close.
-        librdkafka's close waits as long as the group coordinator is unreachable (a
-        synchronous commit pending across a network cut made it hang), so it runs on a
-        helper thread; one that does not return in time is left to finish in the
-        background (a daemon thread: it does not keep the process alive), with a warning.
+        Bounded by ``timeout_s``: librdkafka's close waits as long as the group
+        coordinator is unreachable (with a commit still queued across a network cut it
+        hung), so it runs on a helper thread; one that does not return in time is left
+        to finish in the background (a daemon thread: it does not keep the process
+        alive), with a warning.
         """
         if self._closing:
             return
         self._closing = True
-        if self._committing is not None:  # let a commit still waiting end first (bounded)
-            self._committing.join(self.timeout_s)
+        self._held.clear()
         closer = threading.Thread(target=self._close_consumer, name="streamk-close", daemon=True)
         closer.start()
         closer.join(self.timeout_s)
