@@ -358,7 +358,7 @@ def _drained(consumer: Any, tps: list[Any], ends: dict[Any, int]) -> bool:
 
     The high watermark comes back with each fetch response, so it is known only once a
     fetch for the partition returned (``None`` before): the listed end offset alone is a
-    stale lower bound (tansu: the start of the last batch), not proof of the end.
+    stale lower bound (tansu: the start of the last batch plus one), not proof of the end.
     """
     for tp in tps:
         high = consumer.highwater(tp)
@@ -373,10 +373,10 @@ class SnapshotReader:
     Partitions are assigned manually and read from the beginning (no group join, no
     committed offsets). A scan ends when every partition's position reached both the end
     offset listed at the start and the high watermark of a fetch response the consumer
-    received for it. An empty poll alone never ends it: on a loaded machine a poll comes
-    back empty before the fetch does, and tansu lists the start of the last batch as the
-    end offset, so "at the listed end and nothing arrived" missed the last record (design
-    §8). ``idle_timeout`` is how long one poll waits.
+    received for it. An empty poll alone never ends it (a poll can come back before its
+    fetch does, and the listed end is only a lower bound: tansu lists the start of the last
+    batch plus one, design §8), and none is waited for at the end, so reading a small topic
+    takes a few round trips rather than a whole ``idle_timeout`` (how long one poll waits).
 
     Parameters
     ----------
