@@ -1,28 +1,30 @@
 """A snapshot-topic scan reads to the real end, and an adopter never misses a merge silently.
 
-The flake this guards against (``test_merge_adopt`` under parallel load): a scan ended at
-the first empty poll once the position reached the end offset the broker listed. tansu
-lists the start of the last batch as the end (design §8), and on a loaded machine a poll
-comes back empty before the fetch does, so the last record (the merged snapshot) was never
-read and the adopter carried on without a word. ``idle_timeout=0`` makes every poll return
-only what already arrived: the same race on the real broker, every time instead of one run
-in three. The adopter's tests need no broker: its snapshot source is a plain callable.
+The scan ends once each partition's position reaches the high watermark of a fetch (the
+end offset listed at the start is only a lower bound: tansu lists the first offset of the
+last batch plus one) and never on an empty poll alone, so it waits for no idle poll at the
+end. ``idle_timeout=0`` makes every poll return only what already arrived, as on a loaded
+machine where a poll comes back before its fetch. The adopter's tests need no broker: its
+snapshot source is a plain callable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
+import uuid
 
 import pytest
+from kafka import KafkaProducer
 from river import datasets
 
 import streamk
 from streamk.merge import adopt
 from streamk.merge.adopt import Adopter
-from streamk.snapshot import SnapshotStore, dumps
+from streamk.snapshot import SnapshotStore, dumps, loads
 from streamk.snapshot.kafka import SnapshotPublisher, SnapshotReader
-from streamk.snapshot.kafka_scheme import Assembler
+from streamk.snapshot.kafka_scheme import H_KIND, Assembler, encode_manifest, headers
 
 ROWS = list(itertools.islice(datasets.Phishing(), 60))
 
@@ -53,6 +55,36 @@ def test_a_scan_reads_the_last_record_though_its_first_polls_come_back_empty(
     assert merged is not None and merged.seq == 7
     infos = _hasty(servers, topic_name).list(timeout=30)
     assert [i.name for i in infos] == [*(f"w{i}" for i in range(others)), "merged"]
+
+
+def _one_batch(servers: str, topic: str, names: list[str]) -> None:
+    """Inline manifests of `names` sent together, so the broker keeps them as one batch."""
+    producer = KafkaProducer(bootstrap_servers=servers, linger_ms=500, acks="all")
+    try:
+        for seq, name in enumerate(names):
+            data = _snapshot(seq)
+            sid, sha = uuid.uuid4().hex, hashlib.sha256(data).hexdigest()
+            value = encode_manifest(name, sid, 0, data, sha, loads(data, build=False))
+            hdrs = [(H_KIND, b"manifest"), *headers(sid, 0, len(data), sha)]
+            producer.send(topic, key=name.encode(), value=value, headers=hdrs, partition=0)
+        producer.flush(timeout=30)
+    finally:
+        producer.close()
+
+
+@pytest.mark.kafka
+def test_a_scan_reads_past_the_listed_end_inside_the_last_batch(kafka_broker, topic_name):
+    # tansu lists the first offset of the last batch plus one as the end: one record in
+    # here. A reader handed one record per poll sits at that listed end after the first
+    # record, with the rest still to come; it must read on to the fetched high watermark.
+    servers = kafka_broker.bootstrap_servers
+    _one_batch(servers, topic_name, ["w0", "w1", "merged"])
+    reader = SnapshotReader(
+        servers, topic_name, idle_timeout=0.0, consumer_config={"max_poll_records": 1}
+    )
+    merged = reader.latest("merged", timeout=30, build=False)
+    assert merged is not None and merged.seq == 2
+    assert [i.name for i in reader.list(timeout=30)] == ["w0", "w1", "merged"]
 
 
 @pytest.mark.kafka
