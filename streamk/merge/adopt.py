@@ -39,6 +39,12 @@ log = logging.getLogger("streamk.merge")
 #: snapshot metadata key: which merged model the worker's model was mixed with
 ADOPTED = "adopted"
 
+#: a run of checkpoints without a merged snapshot repeats its WARNING every this many
+WARN_EVERY = 10
+
+#: what one checkpoint's adoption came to (the keys of :attr:`Adopter.counts`)
+OUTCOMES = ("adopted", "no_merged", "not_newer", "no_base", "failed")
+
 
 def learned_since(model: Any, base_next_id: int) -> Any:
     """A learner holding only the support vectors ``model`` added at or after id
@@ -132,6 +138,9 @@ class Adopter:
         self.compress = compress
         self.last: dict[str, Any] | None = None  # what was adopted last (snapshot metadata)
         self._loaded = False
+        #: checkpoints by outcome (:data:`OUTCOMES`), for an operator or a metrics exporter
+        self.counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+        self._missing = 0  # consecutive checkpoints that found no merged snapshot
 
     def _load_last(self) -> None:
         """What our newest snapshot says we adopted (a restarted worker adopts nothing twice)."""
@@ -170,11 +179,15 @@ class Adopter:
             self._load_last()
         try:
             merged = self._merged()
-            if merged is None or (self.last is not None and merged.seq <= self.last["seq"]):
-                return model, self._meta()
+            if merged is None:
+                return self._no_merged(model)
+            self._missing = 0
+            if self.last is not None and merged.seq <= self.last["seq"]:
+                log.debug("adopt_merged: %r seq %d adopted already", self.merge_name, merged.seq)
+                return self._keep(model, "not_newer")
             base = self._base_next_id(merged)
             if base is None:
-                return model, self._meta()
+                return self._keep(model, "no_base")
             if merged.model is None:
                 from ..snapshot.kafka_scheme import build_model
 
@@ -182,7 +195,8 @@ class Adopter:
             adopted, added = adopt_merged(model, merged.model, base, compress=self.compress)
         except (StreamkError, OSError, ValueError) as exc:
             log.warning("adopt_merged: keeping our own model this checkpoint: %s", exc)
-            return model, self._meta()
+            return self._keep(model, "failed")
+        self.counts["adopted"] += 1
         self.last = {"name": self.merge_name, "seq": int(merged.seq), "base_next_id": base}
         log.info(
             "adopted %r seq %d plus %d support vectors learned since (support %d)",
@@ -192,6 +206,26 @@ class Adopter:
             adopted.n_support,
         )
         return adopted, self._meta()
+
+    def _keep(self, model: Any, outcome: str) -> tuple[Any, dict[str, Any]]:
+        """Count `outcome` and continue with our own model."""
+        self.counts[outcome] += 1
+        return model, self._meta()
+
+    def _no_merged(self, model: Any) -> tuple[Any, dict[str, Any]]:
+        """No merged snapshot to read: say so (WARNING at the first checkpoint of a run of
+        them and every :data:`WARN_EVERY` after), never a silent no-op."""
+        self._missing += 1
+        level = logging.WARNING if self._missing % WARN_EVERY == 1 else logging.INFO
+        log.log(
+            level,
+            "adopt_merged: found no merged snapshot %r (checkpoint %d in a row): none was "
+            "published yet, or the snapshot source could not be read to its end (see any "
+            "warning above); keeping our own model",
+            self.merge_name,
+            self._missing,
+        )
+        return self._keep(model, "no_merged")
 
     def _meta(self) -> dict[str, Any]:
         return {} if self.last is None else {ADOPTED: dict(self.last)}

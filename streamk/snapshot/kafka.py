@@ -353,13 +353,30 @@ class SnapshotPublisher:
         self.close()
 
 
+def _drained(consumer: Any, tps: list[Any], ends: dict[Any, int]) -> bool:
+    """Whether every partition's position reached its end as a fetch response reported it.
+
+    The high watermark comes back with each fetch response, so it is known only once a
+    fetch for the partition returned (``None`` before): the listed end offset alone is a
+    stale lower bound (tansu: the start of the last batch plus one), not proof of the end.
+    """
+    for tp in tps:
+        high = consumer.highwater(tp)
+        if high is None or consumer.position(tp) < max(high, ends[tp]):
+            return False
+    return True
+
+
 class SnapshotReader:
     """Read snapshots back from a topic: the newest complete one, or follow new ones.
 
     Partitions are assigned manually and read from the beginning (no group join, no
-    committed offsets). A scan ends when every partition reached the end offset the
-    broker reports *and* then nothing arrived for ``idle_timeout`` seconds (tansu
-    under-reports end offsets, so they only serve as a lower bound).
+    committed offsets). A scan ends when every partition's position reached both the end
+    offset listed at the start and the high watermark of a fetch response the consumer
+    received for it. An empty poll alone never ends it (a poll can come back before its
+    fetch does, and the listed end is only a lower bound: tansu lists the start of the last
+    batch plus one, design §8), and none is waited for at the end, so reading a small topic
+    takes a few round trips rather than a whole ``idle_timeout`` (how long one poll waits).
 
     Parameters
     ----------
@@ -405,8 +422,12 @@ class SnapshotReader:
             consumer.seek_to_beginning(*tps)
         return tps
 
-    def scan(self, asm: Assembler, timeout: float) -> None:
-        """Feed every record from the beginning until drained (see class doc) or `timeout`."""
+    def scan(self, asm: Assembler, timeout: float) -> bool:
+        """Feed every record from the beginning until drained (see class doc) or `timeout`.
+
+        Returns True when the topic was read to its end, False when it does not exist or
+        the deadline cut the read short (logged as a WARNING: the caller saw part of it).
+        """
         kafka = _kafka()
         deadline = time.monotonic() + timeout
         consumer = self._consumer(timeout)
@@ -414,16 +435,27 @@ class SnapshotReader:
             tps = self._assign(consumer)
             if not tps:
                 log.info("snapshot topic %r does not exist (yet)", self.topic)
-                return
+                return False
             ends = consumer.end_offsets(tps, timeout_ms=int(timeout * 1000))
             while (remaining := deadline - time.monotonic()) > 0:
-                got = consumer.poll(timeout_ms=int(min(self.idle_timeout, remaining) * 1000))
+                got = consumer.poll(
+                    timeout_ms=max(1, int(min(self.idle_timeout, remaining) * 1000))
+                )
                 for records in got.values():
                     for record in records:
                         asm.feed(record)
-                if not got and all(consumer.position(tp) >= ends[tp] for tp in tps):
-                    return
-            log.warning("reading topic %r took over %g s; using what was read", self.topic, timeout)
+                if _drained(consumer, tps, ends):
+                    return True
+            log.warning(
+                "reading topic %r took over %g s; using what was read (positions %s, listed "
+                "ends %s, fetched high watermarks %s)",
+                self.topic,
+                timeout,
+                [consumer.position(tp) for tp in tps],
+                [ends[tp] for tp in tps],
+                [consumer.highwater(tp) for tp in tps],
+            )
+            return False
         except kafka.errors.KafkaError as exc:
             raise SnapshotError(f"reading snapshot topic {self.topic!r} failed: {exc}") from exc
         finally:
