@@ -203,6 +203,7 @@ class Engine:
         #: what :meth:`restore` found: ``None`` (fresh model) or seq, class and offsets
         self.restored: dict[str, Any] | None = None
         self._active_since: float | None = None  # idle time counts from here
+        self._ever_assigned = False  # whether any partition was ever ours (see run)
         self._durable: dict[int, int] = {}  # positions covered by our newest durable snapshot
         self._writer: str | None = None  # see _store_id
         self._commits: CommitJournal | None = None  # see _journal
@@ -263,6 +264,7 @@ class Engine:
     def _on_assigned(self, partitions: list[int]) -> None:
         # A group join can take as long as the rebalance timeout; idle time starts now.
         self._active_since = time.monotonic()
+        self._ever_assigned = self._ever_assigned or bool(partitions)
         resume = resume_offsets(
             partitions,
             model_name=self.config.model_name,
@@ -374,7 +376,22 @@ class Engine:
 
     def _on_revoked(self, partitions: list[int]) -> None:
         log.info("partitions %s revoked: snapshot and commit first", partitions)
+        # A rejoin is in flight from here: stopping for idleness in the middle of it can leave
+        # a broker's group with a departed leader (tansu 0.6), so idle time restarts now.
+        self._active_since = time.monotonic()
         self.checkpoint(reason="revoked")
+
+    def _warn_if_never_assigned(self, waited: float) -> None:
+        """An idle stop of a worker that never owned a partition learned nothing: say so,
+        rather than exit 0 in silence (more workers than partitions, or a group stuck)."""
+        if not self._ever_assigned:
+            log.warning(
+                "stopping idle after %.0f s without ever being assigned a partition of %s: "
+                "this worker learned nothing (more workers than partitions, or the group "
+                "is stuck in a rebalance)",
+                waited,
+                self.source.name,
+            )
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> EngineResult:
@@ -391,6 +408,7 @@ class Engine:
         # Idle time counts from the latest record or assignment, never from start-up: a
         # group join can take longer than stop_when_idle.
         self._active_since = None if self.source.assignment() == [] else start
+        self._ever_assigned = self._ever_assigned or self._active_since is not None
         first_record: float | None = None
         records = 0
         rate_mark = (start, 0)
@@ -421,6 +439,7 @@ class Engine:
                     and now - (self._active_since or start + JOIN_GRACE) >= cfg.stop_when_idle
                     and getattr(self.source, "connected", True)  # an outage is not idleness
                 ):
+                    self._warn_if_never_assigned(now - start)
                     break
                 if self._snapshot_due(now):
                     self.checkpoint(reason="due")
