@@ -35,29 +35,56 @@ def path(request, monkeypatch):
     return request.param
 
 
+def _classes(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Three classes, overlapping: most events violate the margin and join the set."""
+    X, y = _stream(n, seed)
+    return X, np.digitize(y, [-0.5, 0.5]).astype(np.int64)
+
+
+#: learner -> (model under a policy, its stream, its store, the stored value of a label)
+LEARNERS = {
+    "svr targets": (
+        lambda policy: OnlineSVR(budget=policy, resweeps=0),
+        _stream,
+        lambda model: model._targets,
+        lambda model, y: y,
+    ),
+    "adatron classes": (  # resweeps=0 never aligns its store: it grew one entry per update
+        lambda policy: KernelAdatron(budget=policy),
+        _classes,
+        lambda model: model._cls,
+        lambda model, y: model.classes_.index(y),
+    ),
+}
+
+
+@pytest.mark.parametrize("learner", sorted(LEARNERS))
 @pytest.mark.parametrize("how", ["one", "many"])
 @pytest.mark.parametrize("policy", [lambda: RemoveOldest(20), lambda: RemoveRandom(20, seed=1)])
-def test_the_target_store_stays_within_the_budget(path, how, policy):
-    X, y = _stream(3_000)
-    model = OnlineSVR(budget=policy())
+def test_the_store_stays_within_the_budget(path, learner, how, policy):
+    make, stream, store, _ = LEARNERS[learner]
+    X, y = stream(3_000)
+    model = make(policy())
     _learn(model, X, y, how)
     assert model.n_updates > 1_000  # most events joined: the store saw them all
-    data, n = model._targets, model.n_support
+    data, n = store(model), model.n_support
     assert len(data.pending) <= n + 64, len(data.pending)
     assert data.ids.shape[0] <= (2 * n + 8) + (n + 64), data.ids.shape[0]  # stored + pending
 
 
+@pytest.mark.parametrize("learner", sorted(LEARNERS))
 @pytest.mark.parametrize("how", ["one", "many"])
 @pytest.mark.parametrize("policy", [lambda: Projectron(30), lambda: RemoveOldest(30)])
-def test_each_support_vector_keeps_the_target_of_the_event_that_added_it(path, how, policy):
-    X, y = _stream(1_500, seed=2)
-    model = OnlineSVR(budget=policy(), resweeps=0)
+def test_each_support_vector_keeps_the_value_of_the_event_that_added_it(path, learner, how, policy):
+    make, stream, store, value = LEARNERS[learner]
+    X, y = stream(1_500, seed=2)
+    model = make(policy())
     _learn(model, X, y, how)
     by_row = {row.tobytes(): t for row, t in zip(X, y)}
     S = model.support_
-    stored = model._targets.align(S.ids)[:, 0]
-    expected = [by_row[np.ascontiguousarray(S.X[i]).tobytes()] for i in range(S.n)]
-    np.testing.assert_array_equal(stored, expected)
+    stored = store(model).align(S.ids)[:, 0]
+    rows = [np.ascontiguousarray(S.X[i]).tobytes() for i in range(S.n)]
+    np.testing.assert_array_equal(stored, [value(model, by_row[r]) for r in rows])
 
 
 def test_pruning_between_a_rows_insertion_and_its_record_leaves_one_entry_for_it():
@@ -72,41 +99,6 @@ def test_pruning_between_a_rows_insertion_and_its_record_leaves_one_entry_for_it
     data.prune(live)
     data.extend(np.array([30]), np.array([30.0]))
     np.testing.assert_array_equal(data.align(live)[:, 0], [27.0, 28.0, 29.0, 30.0])
-
-
-# -- the adatron's class per support vector ----------------------------------------------------
-def _classes(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Three classes, overlapping: most events violate the margin and join the set."""
-    X, y = _stream(n, seed)
-    return X, np.digitize(y, [-0.5, 0.5]).astype(np.int64)
-
-
-@pytest.mark.parametrize("how", ["one", "many"])
-@pytest.mark.parametrize("policy", [lambda: RemoveOldest(20), lambda: RemoveRandom(20, seed=1)])
-def test_the_adatron_class_store_stays_within_the_budget(path, how, policy):
-    """resweeps=0 never aligns the store: before it settled it, one entry per update."""
-    X, y = _classes(3_000)
-    model = KernelAdatron(budget=policy())
-    _learn(model, X, y, how)
-    assert model.n_updates > 1_000
-    data, n = model._cls, model.n_support
-    assert len(data.pending) <= n + 64, len(data.pending)
-    assert data.ids.shape[0] <= (2 * n + 8) + (n + 64), data.ids.shape[0]  # stored + pending
-
-
-@pytest.mark.parametrize("how", ["one", "many"])
-@pytest.mark.parametrize("policy", [lambda: Projectron(30), lambda: RemoveOldest(30)])
-def test_each_adatron_support_vector_keeps_the_class_of_the_event_that_added_it(path, how, policy):
-    X, y = _classes(1_500, seed=2)
-    model = KernelAdatron(budget=policy())
-    _learn(model, X, y, how)
-    by_row = {row.tobytes(): t for row, t in zip(X, y)}
-    S = model.support_
-    stored = model._cls.align(S.ids)[:, 0]
-    expected = [
-        model.classes_.index(by_row[np.ascontiguousarray(S.X[i]).tobytes()]) for i in range(S.n)
-    ]
-    np.testing.assert_array_equal(stored, expected)
 
 
 def test_added_values_fold_in_order_before_any_read():
