@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..kernels import Kernel, Normalized, kernel_from_spec
+from .support import cached_kernel_values, kernel_cache
 
 __all__ = ["ObjectSupportSet", "PrimalMap", "validate_object"]
 
@@ -154,6 +155,40 @@ class PrimalMap:
         if not len(idx):
             return np.zeros(self.W.shape[1])
         return self.scale * (v @ self.W[idx])
+
+    def state(self) -> dict[str, Any] | None:
+        """The weights as they stand (``None`` while stale: the next use rebuilds them from
+        the support, on a restored set as here). ``W`` holds every add and subtraction the
+        support's history made, in its order; rebuilt from the support alone it rounds
+        differently in the last bit, so a restored set keeps these values."""
+        if self.dirty:
+            return None
+        keys = sorted(self.index)  # not the leaves' arrival order: the same bytes for the same map
+        rows = np.fromiter(map(self.index.__getitem__, keys), dtype=np.int64, count=len(keys))
+        return {"keys": keys, "W": self.W[rows], "scale": self.scale}
+
+    def load_state(self, state: Any) -> None:
+        """Take the weights :meth:`state` gave, over the ones rebuilt from the same support
+        (their leaves must match; any other map is ignored: the rebuilt weights stay)."""
+        if state is None:  # stale when saved, or an older snapshot: rebuild before use
+            self.dirty = True
+            return
+        if not isinstance(state, dict) or set(state) != {"keys", "W", "scale"}:
+            raise ValueError("weight map state must be a map of keys, W and scale")
+        keys, W, scale = state["keys"], np.asarray(state["W"]), state["scale"]
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            raise ValueError("weight map keys must be a list of strings")
+        if W.dtype != np.float64 or W.shape != (len(keys), self.W.shape[1]):
+            raise ValueError(f"weight map W must be float64 of shape ({len(keys)}, outputs)")
+        if isinstance(scale, bool) or not isinstance(scale, float) or not scale:
+            raise ValueError(f"weight map scale must be a non-zero float, got {scale!r}")
+        if not (np.isfinite(W).all() and math.isfinite(scale)):
+            raise ValueError("weight map values must be finite")
+        if len(keys) != len(self.index) or set(keys) != self.index.keys():
+            return  # the support was edited since (e.g. a merge): keep the rebuilt weights
+        rows = np.fromiter(map(self.index.__getitem__, keys), dtype=np.int64, count=len(keys))
+        self.W[rows] = W
+        self.scale = scale
 
     def query(self, obj: Any) -> tuple[np.ndarray, np.ndarray]:
         """Leaf rows and values of ``phi(obj)`` restricted to leaves the map holds."""
@@ -526,6 +561,8 @@ class ObjectSupportSet:
             "next_id": self.next_id,
             "keep_gram": self.keep_gram,
             "primal": self.primal,
+            "weights": None if self._primal is None else self._primal.state(),
+            "cache": kernel_cache(self),
         }
 
     @classmethod
@@ -540,8 +577,16 @@ class ObjectSupportSet:
         s = cls(kernel, coef.shape[1], bool(state["keep_gram"]), n, bool(state.get("primal", True)))
         for obj, c in zip(items, coef):
             s.append(obj, c)
-        s._ids[:n] = np.asarray(state["ids"], dtype=np.int64)
+        ids = np.asarray(state["ids"], dtype=np.int64)
+        s._ids[:n] = ids
         s.next_id = int(state["next_id"])
+        kdiag, gram = cached_kernel_values(state.get("cache"), ids, s._G is not None)
+        if kdiag is not None:
+            s._kdiag[:n] = kdiag
+        if gram is not None:
+            s._G[:n, :n] = gram
+        if s._primal is not None:
+            s._primal.load_state(state.get("weights"))
         return s
 
 

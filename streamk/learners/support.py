@@ -446,20 +446,8 @@ class SupportSet:
                 "cols": int(self._X.shape[1]),
                 "sq_max": float(self._sq_max),
             },
-            "cache": self._cache_state(),
+            "cache": kernel_cache(self),
         }
-
-    def _cache_state(self) -> dict[str, Any]:
-        """The kernel values the set keeps, with the ids of the rows they belong to.
-
-        ``k(x_i, x_i)`` and the kept ``K(S, S)`` were computed as the rows arrived, by
-        whichever path took each event; ``from_state`` computing them afresh in one call
-        rounds some differently in the last bit, and a resweep or a threshold then moves.
-        """
-        cache: dict[str, Any] = {"ids": self.ids.copy(), "kdiag": self.kdiag.copy()}
-        if self._G is not None:
-            cache["gram"] = self.gram_matrix.copy()
-        return cache
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SupportSet:
@@ -488,7 +476,7 @@ class SupportSet:
         s._sq[:n] = [_row_sqnorm(r) for r in s._X[:n]]
         s._sq_max = max(sq_max, float(s._sq[:n].max(initial=0.0)))  # never below the rows
         ids = np.asarray(state["ids"], dtype=np.int64)
-        kdiag, gram = _cache(state.get("cache"), ids, s._G is not None)
+        kdiag, gram = cached_kernel_values(state.get("cache"), ids, s._G is not None)
         s._kdiag[:n] = kdiag if kdiag is not None else (s._kernel.diag(X) if n else 0.0)
         s._ids[:n] = ids
         s.n = n
@@ -501,6 +489,21 @@ class SupportSet:
         if self._trackers:
             raise RuntimeError("cannot pickle a SupportSet while a block is being tracked")
         return self.__dict__.copy()
+
+
+def kernel_cache(support: Any) -> dict[str, Any]:
+    """The kernel values a support set (of vectors or objects) keeps, with the ids of the
+    rows they belong to: its state's ``cache``.
+
+    ``k(x_i, x_i)`` and the kept ``K(S, S)`` were computed as the rows arrived, by whichever
+    path took each event (and, for a pair, from whichever row came second); ``from_state``
+    computing them afresh rounds some differently in the last bit, and a resweep or a
+    threshold then moves.
+    """
+    cache: dict[str, Any] = {"ids": support.ids.copy(), "kdiag": support.kdiag.copy()}
+    if support.keep_gram:
+        cache["gram"] = support.gram_matrix.copy()
+    return cache
 
 
 def _buffers(spec: Any, n: int, width: int) -> tuple[int, int, float]:
@@ -525,7 +528,7 @@ def _buffers(spec: Any, n: int, width: int) -> tuple[int, int, float]:
     return max(rows, n), max(cols, width), float(sq_max)
 
 
-def _cache(
+def cached_kernel_values(
     spec: Any, ids: np.ndarray, keep_gram: bool
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``(kdiag, gram)`` for :meth:`SupportSet.from_state` from the state's optional
