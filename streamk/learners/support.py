@@ -501,7 +501,7 @@ def kernel_cache(support: Any) -> dict[str, Any]:
     threshold then moves.
     """
     cache: dict[str, Any] = {"ids": support.ids.copy(), "kdiag": support.kdiag.copy()}
-    if support.keep_gram:
+    if support._G is not None:  # kept (keep_gram, unless a learner dropped it: novelty)
         cache["gram"] = support.gram_matrix.copy()
     return cache
 
