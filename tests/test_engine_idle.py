@@ -51,3 +51,30 @@ def test_an_idle_stop_without_any_partition_warns(partitions, monkeypatch, caplo
     assert result.learned == 0
     warned = [r for r in caplog.records if "without ever being assigned" in r.getMessage()]
     assert len(warned) == (0 if partitions else 1), [r.getMessage() for r in caplog.records]
+
+
+def test_adoption_outcomes_are_exported_as_metrics(tmp_path):
+    """``adopt_merged`` with no merger: every checkpoint finds no merged snapshot, and
+    ``streamk_adoptions_total{outcome="no_merged"}`` counts them (one per snapshot)."""
+    from river import datasets
+
+    from streamk.merge.adopt import Adopter
+    from streamk.snapshot import SnapshotStore
+    from streamk.sources.iterable import IterableSource
+
+    data = list(datasets.Phishing().take(500))
+    store = SnapshotStore(tmp_path / "snaps")
+    adopter = Adopter("w0", "merged", store, lambda: store.latest("merged", build=False))
+    engine = Engine(
+        IterableSource(lambda: iter(data), name="phishing"),
+        KernelPerceptron,
+        store=store,
+        adopt=adopter,
+        config=EngineConfig(max_records=50, snapshot_every=100, model_name="w0"),
+    )
+    result = engine.run()
+    written = len(store.list("w0"))
+    assert result.snapshots == written >= 4
+    exposed = engine.metrics.render()
+    assert f'streamk_adoptions_total{{outcome="no_merged"}} {written}' in exposed
+    assert 'streamk_adoptions_total{outcome="adopted"} 0' in exposed

@@ -691,6 +691,9 @@ class Engine:
         meta: dict[str, Any] = {}
         if self.adopt is not None:  # the model may change here; the offsets never do
             self.model, meta = self.adopt(self.model)
+            counts = getattr(self.adopt, "counts", None)  # an Adopter's outcomes so far
+            if counts is not None:
+                self.metrics.set_adoptions(counts)
         if self.store is not None or self.publisher is not None:
             from .. import snapshot
 

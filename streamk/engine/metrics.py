@@ -49,6 +49,7 @@ class Metrics:
         self.prefix = prefix
         self._values: dict[str, float] = {name: 0.0 for name in DEFINITIONS}
         self._reasons: dict[str, int] = {}
+        self._adoptions: dict[str, int] = {}  # adopt_merged checkpoints by outcome
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self.started = time.time()
@@ -88,6 +89,12 @@ class Metrics:
             key = code or "unknown"
             self._reasons[key] = self._reasons.get(key, 0) + 1
 
+    def set_adoptions(self, counts: dict[str, int]) -> None:
+        """The ``adopt_merged`` hook's checkpoints by outcome (adopted, no merged snapshot,
+        ...): its own running counts, mirrored."""
+        with self._lock:
+            self._adoptions = {str(k): int(v) for k, v in counts.items()}
+
     def get(self, name: str) -> float:
         return self._values[name]
 
@@ -96,6 +103,8 @@ class Metrics:
         with self._lock:
             out: dict[str, Any] = dict(self._values)
             out["dead_letter_reasons"] = dict(self._reasons)
+            if self._adoptions:
+                out["adoptions"] = dict(self._adoptions)
         return out
 
     def render(self) -> str:
@@ -116,6 +125,14 @@ class Metrics:
             ]
             for code, count in sorted(self._reasons.items()):
                 lines.append(f'{full}{{reason="{code}"}} {count}')
+            if self._adoptions:
+                full = self.prefix + "adoptions_total"
+                lines += [
+                    f"# HELP {full} adopt_merged checkpoints by outcome",
+                    f"# TYPE {full} counter",
+                ]
+                for outcome, count in sorted(self._adoptions.items()):
+                    lines.append(f'{full}{{outcome="{outcome}"}} {count}')
         return "\n".join(lines) + "\n"
 
     def serve(self, port: int, host: str = "127.0.0.1") -> int:
