@@ -118,22 +118,27 @@ class Metrics:
                     f"# TYPE {full} {kind}",
                     f"{full} {self._values[name]:.17g}",
                 ]
-            full = self.prefix + "dead_letter_reasons_total"
-            lines += [
-                f"# HELP {full} Dead-lettered records by reason code",
-                f"# TYPE {full} counter",
-            ]
-            for code, count in sorted(self._reasons.items()):
-                lines.append(f'{full}{{reason="{code}"}} {count}')
+            lines += self._labelled(
+                "dead_letter_reasons_total",
+                "Dead-lettered records by reason code",
+                "reason",
+                self._reasons,
+            )
             if self._adoptions:
-                full = self.prefix + "adoptions_total"
-                lines += [
-                    f"# HELP {full} adopt_merged checkpoints by outcome",
-                    f"# TYPE {full} counter",
-                ]
-                for outcome, count in sorted(self._adoptions.items()):
-                    lines.append(f'{full}{{outcome="{outcome}"}} {count}')
+                lines += self._labelled(
+                    "adoptions_total",
+                    "adopt_merged checkpoints by outcome",
+                    "outcome",
+                    self._adoptions,
+                )
         return "\n".join(lines) + "\n"
+
+    def _labelled(self, name: str, help_text: str, label: str, counts: dict[str, int]) -> list[str]:
+        """A counter with one sample per value of ``label``, in the exposition format."""
+        full = self.prefix + name
+        lines = [f"# HELP {full} {help_text}", f"# TYPE {full} counter"]
+        lines += [f'{full}{{{label}="{key}"}} {count}' for key, count in sorted(counts.items())]
+        return lines
 
     def serve(self, port: int, host: str = "127.0.0.1") -> int:
         """Expose ``/metrics`` over HTTP from a daemon thread; returns the bound port."""
