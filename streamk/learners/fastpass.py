@@ -438,18 +438,30 @@ def ranker_pass(
 
 
 def _rows_call(
-    support: SupportSet, how: Plan, Q: np.ndarray, q_sq: np.ndarray, call: Callable[..., tuple]
+    support: SupportSet,
+    how: Plan,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    compiled: Callable[..., tuple],
+    targets: tuple,
+    codes: tuple = (),
+    rule: tuple = (),
 ) -> int:
     """Run an untracked pass (:func:`streamk._core.perceptron_rows` or
-    :func:`streamk._core.ranker_rows`) over rows ``Q``: room reserved, ``call`` handed the
-    scratch row, the rows and the set's buffers, then the set and the policy brought up to
-    date; returns the updates."""
+    :func:`streamk._core.ranker_rows`) over rows ``Q``: room reserved, ``compiled`` called
+    with the scratch row, the rows and the set's buffers, the learner's ``targets``, the
+    set's size, budget and next id, the learner's ``codes``, the kernel, the policy's state
+    and the rule's own constants ``rule`` (the two passes' common signature), then the set
+    and the policy brought up to date; returns the updates."""
     m = Q.shape[0]
     support.reserve(_rows_after(support, m, how.budget), Q.shape[1])
     qdiag = np.ascontiguousarray(support.kernel.diag(Q), dtype=np.float64)
     draws, fq, fm = _policy_state(how.policy, how, m)
     K = np.zeros((1, support.capacity))
-    n, next_id, updates, sq_max, used, fq, fm = call(K, Q, q_sq, qdiag, draws, fq, fm)
+    n, next_id, updates, sq_max, used, fq, fm = compiled(
+        K, Q, q_sq, *_buffers(support), *targets, support.n, how.budget, support.next_id,
+        *codes, how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm, *rule,
+    )  # fmt: skip
     if used:
         how.policy.skip_slots(used)
     if type(how.policy) is Forgetron:
@@ -476,29 +488,8 @@ def perceptron_rows(
     cheaper than keeping a block current when the block is not one matrix product. Every
     row's code is the decided one (never ``-1``); returns the updates."""
     T = np.ascontiguousarray(T, dtype=np.float64)
-
-    def call(K, Q, q_sq, qdiag, draws, fq, fm):
-        return accel.core.perceptron_rows(
-            K,
-            Q,
-            q_sq,
-            *_buffers(support),
-            T,
-            support.n,
-            how.budget,
-            support.next_id,
-            codes,
-            how.kcode,
-            how.kp,
-            qdiag,
-            how.pcode,
-            draws,
-            fq,
-            fm,
-            float(margin),
-        )
-
-    return _rows_call(support, how, Q, q_sq, call)
+    compiled = accel.core.perceptron_rows
+    return _rows_call(support, how, Q, q_sq, compiled, (T,), (codes,), (float(margin),))
 
 
 def ranker_rows(
@@ -512,28 +503,7 @@ def ranker_rows(
     """:func:`ranker_pass` without a block (see :func:`perceptron_rows`); thresholds ``b``
     (C-contiguous float64) change in place; returns the updates."""
     ranks = np.ascontiguousarray(ranks, dtype=np.int64)
-
-    def call(K, Q, q_sq, qdiag, draws, fq, fm):
-        return accel.core.ranker_rows(
-            K,
-            Q,
-            q_sq,
-            *_buffers(support),
-            ranks,
-            b,
-            support.n,
-            how.budget,
-            support.next_id,
-            how.kcode,
-            how.kp,
-            qdiag,
-            how.pcode,
-            draws,
-            fq,
-            fm,
-        )
-
-    return _rows_call(support, how, Q, q_sq, call)
+    return _rows_call(support, how, Q, q_sq, accel.core.ranker_rows, (ranks, b))
 
 
 def _policy_state(policy: BudgetPolicy, how: Plan, count: int) -> tuple[np.ndarray, float, int]:
