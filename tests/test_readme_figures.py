@@ -45,14 +45,29 @@ def _prose() -> str:
     return " ".join(text.split())
 
 
+def _benchmark(name: str, module: str | None = None) -> dict:
+    """The committed ``benchmarks/results/<name>.json``, checked to be what
+    ``python -m benchmarks.<module>`` (``module``: ``name`` by default) writes."""
+    doc = json.loads((RESULTS / f"{name}.json").read_text())
+    assert doc["command"] == f"python -m benchmarks.{module or name}"
+    return doc
+
+
+def _user_guide_claim(pattern: str, what: str) -> re.Match:
+    """The one place docs/user-guide.md (whitespace collapsed) says ``pattern``."""
+    guide = " ".join((ROOT / "docs" / "user-guide.md").read_text().split())
+    claim = re.search(pattern, guide)
+    assert claim, f"the user guide's {what} moved: update this test"
+    return claim
+
+
 def test_every_budget_figure_matches_the_committed_benchmark_json():
     claims = list(BUDGET_FIGURE.finditer(_prose()))
     assert claims, "the README's budget figure moved: update BUDGET_FIGURE"
     for claim in claims:
         path = RESULTS / f"{claim['bench']}.json"
         assert path.is_file(), f"README names {claim['bench']}, but {path} is not committed"
-        doc = json.loads(path.read_text())
-        assert doc["command"] == f"python -m benchmarks.{claim['bench']}"
+        doc = _benchmark(claim["bench"])
         rows = [
             r
             for r in doc["results"]
@@ -73,9 +88,7 @@ def test_the_speed_figure_matches_the_committed_benchmark_json():
     claims = list(SPEED_FIGURE.finditer(_prose()))
     assert claims, "the README's speed figure moved: update SPEED_FIGURE"
     for claim in claims:
-        doc = json.loads((RESULTS / f"{claim['bench']}.json").read_text())
-        assert doc["command"] == f"python -m benchmarks.{claim['bench']}"
-        fast = doc["recommended"]
+        fast = _benchmark(claim["bench"])["recommended"]
         assert fast["stream"] == claim["dataset"]
         (row,) = [r for r in fast["rows"] if r["model"] == claim["model"]]
         speed = int(claim["speed"].replace(",", ""))
@@ -110,16 +123,13 @@ def test_the_user_guides_adatron_figure_matches_the_committed_grid():
     """docs/user-guide.md quotes the resweeping adatron's range from
     ``benchmarks.online_throughput`` (learner ``adatron-resweep``):
     its events/s (to the thousand) and its ratio to river's linear model (two decimals)."""
-    guide = " ".join((ROOT / "docs" / "user-guide.md").read_text().split())
-    claim = re.search(
+    claim = _user_guide_claim(
         r"learns the grid's first (?P<events>[\d,]+) events at (?P<lo>[\d,]+)–(?P<hi>[\d,]+) "
         r"events/s, (?P<rlo>0\.\d\d)–(?P<rhi>0\.\d\d)× river's linear `Perceptron` "
         r"\(`python -m benchmarks\.online_throughput`\)",
-        guide,
+        "adatron figure",
     )
-    assert claim, "the user guide's adatron figure moved: update this test"
-    doc = json.loads((RESULTS / "online_grid.json").read_text())
-    assert doc["command"] == "python -m benchmarks.online_throughput"
+    doc = _benchmark("online_grid", "online_throughput")
     rows = [r for r in doc["rows"] if r.get("learner") == "adatron-resweep" and "policy" in r]
     assert rows and {r["events"] for r in rows} == {int(claim["events"].replace(",", ""))}
     speeds = [r["learn_many_ev_s"] for r in rows]
@@ -136,15 +146,12 @@ def test_the_user_guides_adatron_figure_matches_the_committed_grid():
 def test_the_user_guides_adatron_default_figure_matches_its_benchmark():
     """docs/user-guide.md's case for ``resweeps=0``: the accuracy gap to one resweep (points,
     one decimal) and the speed-up (whole numbers) over ``benchmarks.adatron_default``'s rows."""
-    guide = " ".join((ROOT / "docs" / "user-guide.md").read_text().split())
-    claim = re.search(
+    claim = _user_guide_claim(
         r"was (?P<lo>[-+]?\d+\.\d) to (?P<hi>[-+]?\d+\.\d) points from the resweeping model's, "
         r"at (?P<slo>\d+)–(?P<shi>\d+)× its speed \(`python -m benchmarks\.adatron_default`\)",
-        guide,
+        "adatron default figure",
     )
-    assert claim, "the user guide's adatron default figure moved: update this test"
-    doc = json.loads((RESULTS / "adatron_default.json").read_text())
-    assert doc["command"] == "python -m benchmarks.adatron_default"
+    doc = _benchmark("adatron_default")
     gains = [100 * r["accuracy_gain"] for r in doc["rows"]]
     speedups = [r["speedup"] for r in doc["rows"]]
     assert len(gains) == 6
