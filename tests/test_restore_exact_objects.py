@@ -30,6 +30,7 @@ from streamk import (
 from streamk.errors import SnapshotError
 from streamk.kernels import Mismatch, Normalized, Spectrum
 from streamk.snapshot.codec import to_plain
+from tests.test_consolidation_snapshot import restarted
 from tests.test_restore_exact import _edited
 
 N = 500
@@ -61,15 +62,6 @@ def _strings(n: int, seed: int = 0) -> list[tuple[str, bool]]:
     return [(w, "gg" in w or w.startswith("ta")) for w in words]
 
 
-def _run(make: Callable[[], Any], data: list, stops: frozenset) -> Any:
-    model = make()
-    for i, (x, y) in enumerate(data):
-        if i in stops:
-            model = snapshot.loads(snapshot.dumps(model)).model
-        model.learn_one(x, y)
-    return model
-
-
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
@@ -78,7 +70,7 @@ def test_a_string_learner_restored_anywhere_continues_bit_for_bit(learner, kerne
         return LEARNERS[learner](KERNELS[kernel](), POLICIES[policy]())
 
     data = _strings(N)
-    whole, restored = _run(make, data, frozenset()), _run(make, data, STOPS)
+    whole, restored = restarted(make, data, frozenset()), restarted(make, data, STOPS)
     probe = [x for x, _ in _strings(150, seed=1)]
     assert [restored.predict_proba_one(x) for x in probe] == [
         whole.predict_proba_one(x) for x in probe
