@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import tracemalloc
 import warnings
 
 import msgpack
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from peak_memory import traced_peak
 from river import datasets
 
 from streamk import snapshot
@@ -311,14 +311,9 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_a_hostile_window_is_refused_before_allocating(name):
     data = _hostile(HOSTILE[name])
-    tracemalloc.start()
-    try:
-        with pytest.raises(SnapshotError):
-            snapshot.loads(data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 64 << 20
+    with traced_peak() as peak, pytest.raises(SnapshotError):
+        snapshot.loads(data)
+    assert peak.bytes < 64 << 20
 
 
 def test_a_window_readers_would_refuse_is_never_written():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import struct
-import tracemalloc
 
 import msgpack
 import numpy as np
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from peak_memory import traced_peak
 
 from streamk.engine.events import (
     Block,
@@ -313,13 +313,9 @@ def test_bad_blocks() -> None:
 def test_block_claiming_a_huge_shape_allocates_nothing() -> None:
     limits = Limits(max_block_rows=2**62, max_features=2**40)
     payload = _block(shape=[2**62, 2**40])
-    tracemalloc.start()
-    try:
+    with traced_peak() as peak:
         reject(payload, "bad_block", "needs", limits=limits)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 1 << 20
+    assert peak.bytes < 1 << 20
 
 
 # -- fuzzing -------------------------------------------------------------------------------
@@ -402,13 +398,9 @@ def test_fuzz_structured_maps(obj) -> None:
 
 def test_nested_array_headers_do_not_allocate_much() -> None:
     payload = b"\x81\xa1x" + b"\xdd\x00\x00\x23\x28" * 2000  # 2000 arrays, each claiming 9000
-    tracemalloc.start()
-    try:
+    with traced_peak() as peak:
         reject(payload, "undecodable", "nested too deeply")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 128 << 20  # bounded by 1024 levels × 8 × len(payload), see module docstring
+    assert peak.bytes < 128 << 20  # bounded by 1024 levels × 8 × len(payload), see module docstring
 
 
 def test_limits_and_schema_are_validated() -> None:
@@ -476,18 +468,14 @@ def test_claimed_lengths_never_outgrow_the_payload() -> None:
     """Random headers claiming up to 4 GiB (arrays, maps, str, bin, ext) stay cheap."""
     rng = np.random.default_rng(7)
     heads = [b"\xdc", b"\xdd", b"\xde", b"\xdf", b"\xc6", b"\xdb", b"\xc9", b"\x81\xa1x\xdd"]
-    tracemalloc.start()
-    try:
+    with traced_peak() as peak:
         for _ in range(1500):
             parts = [
                 heads[rng.integers(len(heads))] + struct.pack(">I", int(rng.integers(2**32)))
                 for _ in range(rng.integers(1, 60))
             ]
             decode_or_invalid(b"".join(parts) + rng.bytes(int(rng.integers(0, 64))))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 16 << 20
+    assert peak.bytes < 16 << 20
 
 
 def test_bytes_like_payloads_and_read_only_view() -> None:

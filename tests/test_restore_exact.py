@@ -14,7 +14,6 @@ The learners, kernels and policies are those of ``tests/test_grid_paths.py``.
 
 from __future__ import annotations
 
-import tracemalloc
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +22,7 @@ import msgpack
 import numpy as np
 import pandas as pd
 import pytest
+from peak_memory import traced_peak
 
 from streamk import RBF, KernelAdatron, KernelNovelty, OnlineSVR, RemoveOldest, accel, snapshot
 from streamk.errors import SnapshotError
@@ -241,14 +241,9 @@ HOSTILE_BUFFERS = {
 def test_hostile_buffers_are_refused_before_allocating(name):
     edit, match = HOSTILE_BUFFERS[name]
     data = _edited(_trained(), edit)
-    tracemalloc.start()
-    try:
-        with pytest.raises(SnapshotError, match=match):
-            snapshot.loads(data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 64 << 20
+    with traced_peak() as peak, pytest.raises(SnapshotError, match=match):
+        snapshot.loads(data)
+    assert peak.bytes < 64 << 20
 
 
 def test_a_kept_gram_matrix_counts_the_declared_capacity():

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import struct
-import tracemalloc
 
 import msgpack
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from peak_memory import traced_peak
 
 from streamk.errors import SnapshotError
 from streamk.snapshot import Limits, decode_state, dumps, loads, register_class, seal
@@ -172,15 +172,10 @@ HOSTILE = {
 def test_hostile_input_raises_snapshot_error_within_bounded_memory(name):
     data = HOSTILE[name]
     budget = 4 * MiB + 2 * len(data)  # the body copy plus a little working memory
-    tracemalloc.start()
-    try:
-        with pytest.raises(SnapshotError) as info:
-            loads(data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    with traced_peak() as peak, pytest.raises(SnapshotError) as info:
+        loads(data)
     assert str(info.value)
-    assert peak < budget, f"{name}: peak {peak} bytes"
+    assert peak.bytes < budget, f"{name}: peak {peak.bytes} bytes"
 
 
 def test_giant_real_string_is_refused():
@@ -254,13 +249,9 @@ def test_damaged_bodies_with_valid_checksums(edits):
     for pos, value in edits:
         raw[pos] = value
     data = seal(bytes(raw))
-    tracemalloc.start()
-    try:
+    with traced_peak() as peak:
         check(data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 4 * MiB
+    assert peak.bytes < 4 * MiB
 
 
 keys = st.sampled_from(["model", "class", "state", "stream", "seq", "meta", "__nd__", "shape", "w"])
