@@ -49,19 +49,11 @@ class SlotData:
         self.fold()
         return self._ids
 
-    @ids.setter
-    def ids(self, ids: np.ndarray) -> None:
-        self._ids = ids
-
     @property
     def values(self) -> np.ndarray:
         """The stored values, ``(len(ids), width)``, row for row with :attr:`ids`."""
         self.fold()
         return self._values
-
-    @values.setter
-    def values(self, values: np.ndarray) -> None:
-        self._values = values
 
     def add(self, id_: int, value: np.ndarray | float) -> None:
         """Record ``value`` for the row with insertion id ``id_``: amortised O(1) (a list
@@ -104,8 +96,8 @@ class SlotData:
         """
         if self.ids.shape[0] > PRUNE_FACTOR * ids.shape[0] + PRUNE_SLACK:
             keep = np.isin(self.ids, ids)
-            self.ids = self.ids[keep]
-            self.values = self.values[keep]
+            self._ids = self.ids[keep]
+            self._values = self.values[keep]
 
     def align(self, ids: np.ndarray) -> np.ndarray:
         """Values for the rows ``ids`` (the support set's current slots), ``(n, width)``.
@@ -133,8 +125,8 @@ class SlotData:
                 out[found] = self.values[src[found]]
         else:
             out = np.full((ids.shape[0], self.values.shape[1]), np.nan)
-        self.ids = np.array(ids, dtype=np.int64)
-        self.values = out
+        self._ids = np.array(ids, dtype=np.int64)
+        self._values = out
         return out
 
     def state(self) -> list[list[float]]:
@@ -148,6 +140,6 @@ class SlotData:
         width: int = 1,
     ) -> SlotData:
         data = cls(width)
-        data.ids = np.array(ids, dtype=np.int64)
-        data.values = np.asarray(values, dtype=np.float64).reshape(len(data.ids), width)
+        data._ids = np.array(ids, dtype=np.int64)
+        data._values = np.asarray(values, dtype=np.float64).reshape(len(data._ids), width)
         return data
