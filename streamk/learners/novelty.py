@@ -164,7 +164,10 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         if fresh:
             ids0, w0, next0 = S.ids.copy(), S.coef[:, 0].copy(), S.next_id
             full = self._policy.budget is not None and n0 >= self._policy.budget
-            X0 = (S.X.copy() if isinstance(S.X, np.ndarray) else list(S.X)) if full else None
+            # the rows before the insert, for the columns of the vectors that leave (the
+            # Projectron's statistics follow without them)
+            keep_rows = full and type(self._policy) is not Projectron
+            X0 = (S.X.copy() if isinstance(S.X, np.ndarray) else list(S.X)) if keep_rows else None
         self._policy.insert(S, row, np.ones(1), k_row)
         if not fresh:
             self._r = None
