@@ -157,3 +157,17 @@ def test_the_user_guides_adatron_default_figure_matches_its_benchmark():
     assert len(gains) == 6
     assert float(claim["lo"]) == round(min(gains), 1) and float(claim["hi"]) == round(max(gains), 1)
     assert int(claim["slo"]) == round(min(speedups)) and int(claim["shi"]) == round(max(speedups))
+
+
+def test_the_merge_tables_adatron_is_the_one_the_benchmark_measured():
+    """docs/operations.md's merge table names the adatron ``python -m benchmarks.scale_out``
+    built (one resweep per event, not the learner's default since ``resweeps=0``)."""
+    from benchmarks.scale_out import LEARNERS as SCALE_OUT
+
+    ops = (ROOT / "docs" / "operations.md").read_text()
+    named = set(re.findall(r"`KernelAdatron\(([^)]*)\)`", ops))
+    assert named == {"C=1, resweeps=1"}, named
+    doc = _benchmark("scale_out_merge", "scale_out")
+    assert any(r.get("learner") == "KernelAdatron(C=1, 200)" for r in doc["results"])
+    model = SCALE_OUT["KernelAdatron(C=1, 200)"]()
+    assert (model.C, model.resweeps) == (1.0, 1)
