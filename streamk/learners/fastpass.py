@@ -267,36 +267,18 @@ def perceptron_run(
     support.reserve(_rows_after(support, m, budget), rows.shape[1])
     T = np.ascontiguousarray(T, dtype=np.float64)
     args = (*_buffers(support), T, support.n, budget, support.next_id)
+    rule = (codes, HINT_LIMIT, margin, pcode, draws, pstate)  # both passes end alike
     if runs is None:
-        done = accel.core.perceptron_hint_pass(
-            rows,
-            q_sq,
-            *args,
-            float(support.kernel.gamma),
-            codes,
-            HINT_LIMIT,
-            margin,
-            pcode,
-            draws,
-            pstate,
-        )
+        gamma = float(support.kernel.gamma)
+        done = accel.core.perceptron_hint_pass(rows, q_sq, *args, gamma, *rule)
         if done is None:
             return None
         done_runs, (n, next_id, mistakes, sq_max, fresh) = 1, done
     else:
         gammas = np.array([float(k.gamma) for k in kernels])
+        run_bounds = np.array(bounds, dtype=np.int64)
         done_runs, n, next_id, mistakes, sq_max, fresh = accel.core.perceptron_warm_pass(
-            rows,
-            q_sq,
-            *args,
-            gammas,
-            np.array(bounds, dtype=np.int64),
-            codes,
-            HINT_LIMIT,
-            margin,
-            pcode,
-            draws,
-            pstate,
+            rows, q_sq, *args, gammas, run_bounds, *rule
         )
         if not done_runs:
             return None
