@@ -110,7 +110,10 @@ class TcpProxy:
 
     def _pump(self, src: socket.socket, dst: socket.socket, tap: bool) -> None:
         try:
-            src.setblocking(True)
+            try:
+                src.setblocking(True)
+            except OSError:  # cut() closed the connection before this pump started
+                return
             while True:
                 try:
                     data = src.recv(65536)
