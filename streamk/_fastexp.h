@@ -1,15 +1,19 @@
 /* A branch-free, vectorisable exp() for the kernel loops of streamk/_core.pyx.
  *
  * exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 split Cody-Waite style into a
- * high part exact for |k| < 2^20 and a low correction; exp(r) for |r| <= ln(2)/2 is its
- * Taylor series to r^13 (truncation < 4e-18) by Horner's rule. 2^k is built from its
- * bits. The result is within about 1.5 ulp of the true value (tests/test_accel.py
- * checks 2 ulp against libm over the kernel's range); x < -708 gives 0 (the true value is
- * below 3.3e-308), x > 709 gives +inf, NaN stays NaN.
+ * high part exact for |k| < 2^20 and a low correction; exp(r) for |r| <= ln(2)/2 is a
+ * degree-11 polynomial by Horner's rule: the Chebyshev (near-minimax) fit of exp on that
+ * range, relative error 1.7e-17 with its coefficients rounded to double (the Taylor series
+ * needs degree 13 for the same). 2^k is built from its bits. The result is within about
+ * 1 ulp of the true value (tests/test_accel.py checks 2 ulp against libm over the kernel's
+ * range, densely near 0 and at the edges); x < -708 gives 0 (the true value is below
+ * 3.3e-308), x > 709 gives +inf, NaN stays NaN.
  *
  * Every loop of the core uses this one function, so a kernel value is the same whichever
  * path computed it. With GCC on x86-64 the passes are compiled twice (AVX2+FMA and the
- * baseline) and the loader picks one per machine. The sums under a kernel row (sk_dots,
+ * baseline) and the loader picks one per machine; the element-wise exp loops
+ * (SK_EXP_CLONES) have an AVX-512 clone too, twice the lanes for the same operations per
+ * element, so the same bits as the AVX2 clone. The sums under a kernel row (sk_dots,
  * sk_l1dists) are cloned for AVX2 without FMA instead: the same bits on every machine.
  */
 #ifndef STREAMK_FASTEXP_H
@@ -21,8 +25,10 @@
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define SK_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define SK_EXP_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SK_CLONES
+#define SK_EXP_CLONES
 #endif
 
 static inline double sk_exp(double x)
@@ -35,18 +41,16 @@ static inline double sk_exp(double x)
     double kf = xc * log2e + shift;
     double k = kf - shift;
     double r = (xc - k * ln2hi) - k * ln2lo;
-    double p = 1.0 / 6227020800.0;           /* 1/13! */
-    p = p * r + 1.0 / 479001600.0;           /* 1/12! */
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    double p = 2.5110037605963777e-08;
+    p = p * r + 2.763263963904103e-07;
+    p = p * r + 2.755724091857897e-06;
+    p = p * r + 2.4801485482328494e-05;
+    p = p * r + 1.9841269890047113e-04;
+    p = p * r + 1.3888888952314775e-03;
+    p = p * r + 8.333333333319601e-03;
+    p = p * r + 4.16666666664881e-02;
+    p = p * r + 1.666666666666668e-01;
+    p = p * r + 5.000000000000019e-01;
     p = p * r + 1.0;
     p = p * r + 1.0;
     int64_t bits;
@@ -61,7 +65,7 @@ static inline double sk_exp(double x)
 }
 
 /* a[i] = exp(factor * a[i]) for i < n. */
-SK_CLONES static void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+SK_EXP_CLONES static void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
 {
     for (Py_ssize_t i = 0; i < n; i++)
         a[i] = sk_exp(a[i] * factor);
@@ -69,7 +73,7 @@ SK_CLONES static void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
 
 /* out[i] = exp(-gamma * max(0, sq[i] + row_sq - 2 * dot[i])): RBF from the norm expansion,
  * in the operation order of streamk.tracking.rbf_rows. */
-SK_CLONES static void sk_rbf_from_dots(double *out, const double *dot, const double *sq,
+SK_EXP_CLONES static void sk_rbf_from_dots(double *out, const double *dot, const double *sq,
                                         double row_sq, Py_ssize_t n, double gamma)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
