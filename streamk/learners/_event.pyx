@@ -77,6 +77,7 @@ NOT_HANDLED = object()
 
 cdef int PY_EQ = 2
 cdef Py_ssize_t AUTO_WINDOW = 200  # streamk.learners.base.AUTO_WINDOW (checked by a test)
+cdef Py_ssize_t SETTLE_SLACK = 64  # SlotData.settle's default slack (checked by a test)
 
 # kernel codes (as streamk._core's) and policy codes
 DEF K_RBF = 0
@@ -127,6 +128,17 @@ cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t
     for s in range(n):
         for c in range(p):
             f[c] = f[c] + k[s] * coef[s * p + c]
+
+
+cdef int _record(slots, support, int64_t id_, double value) except -1:
+    """``slots.add(id_, value)``, then ``slots.settle(support)``: what the learner's
+    ``learn_one`` did after each event, the append without a Python call and the settle's
+    test only where something was recorded (nothing else grows ``SlotData.pending``)."""
+    cdef list pending = slots.pending
+    pending.append((id_, value))
+    if PyList_GET_SIZE(pending) > support.n + SETTLE_SLACK:
+        slots.settle(support)
+    return 0
 
 
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
@@ -351,13 +363,10 @@ cdef class EventPass:
         if _accel.core is None:
             return False
         support = model._support
-        if (
+        if (  # a replaced buffer moves support.version (SupportSet's growth); _G never appears
             self.bound
             and support is self.support
             and support.version == self.version
-            and support._X is self.X_obj
-            and support._coef is self.coef_obj
-            and support._G is None
             and model._features is self.features
             and model._policy is self.policy
             and (self.rng_obj is None or self.policy._rng is self.rng_obj)
@@ -1068,7 +1077,7 @@ cdef class EventPass:
             self._insert(d, row_sq)
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
                 if self.support.next_id != new_id:  # not when a Projectron projected it
-                    model._cls.add(new_id, float(self.classes.index(y)))
+                    _record(model._cls, self.support, new_id, float(self.classes.index(y)))
                 model.n_updates += 1
             elif self.ranker:
                 if pr < k:
@@ -1335,8 +1344,9 @@ cdef class EventPass:
         return alpha
 
     cdef object _learn_value(self, model, x, y):
-        """``learn_one`` of the SVR (``y`` a finite float, checked by the learner) or of
-        novelty; False (nothing changed) when it does not apply."""
+        """``learn_one`` of the SVR (``y`` a float: it declines a non-finite one, and the
+        learner's NumPy path says what is wrong) or of novelty; False (nothing changed)
+        when it does not apply."""
         cdef Py_ssize_t d
         cdef double yv = 0.0
         if type(x) is not dict or not self._current(model):
@@ -1345,6 +1355,8 @@ cdef class EventPass:
             if type(y) is not float:
                 return False
             yv = PyFloat_AS_DOUBLE(y)
+            if not isfinite(yv):
+                return False
         d = self._row(<dict>x)
         if d < 0:
             return False
@@ -1420,7 +1432,7 @@ cdef class EventPass:
                 self.swap_r = False
             if self.rcode == R_SVR:
                 if self.support.next_id != new_id:  # added (a Projectron may project it)
-                    model._targets.add(new_id, yv)  # folded when next read
+                    _record(model._targets, self.support, new_id, yv)  # folded when next read
                 model.n_updates += 1
             elif swap:  # a vector swapped for the row (or merged): r followed it, cc = w' r
                 self._novelty_cc(model, self.support.n)
