@@ -31,6 +31,7 @@ import numpy as np
 cdef extern from "_fastexp.h" nogil:
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
     void sk_expf_array(float *a, Py_ssize_t n)
+    double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
     void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W,
                        Py_ssize_t n, const float *V, Py_ssize_t ldv, const float *v_sq,
                        const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t m,
@@ -1504,6 +1505,15 @@ def dots(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):
         with nogil:
             sk_dots(&o[0], &X[0, 0], X.shape[1], n, &row[0], w)
     return out
+
+
+def coef_dot(const double[::1] k, const double[::1] c):
+    """``k . c`` in the per-event path's one-column order (``sk_coef_dot``), for tests."""
+    if k.shape[0] != c.shape[0]:
+        raise ValueError("k and c differ in length")
+    if k.shape[0] == 0:
+        return 0.0
+    return sk_coef_dot(&k[0], &c[0], k.shape[0])
 
 
 def l1dists(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):

@@ -53,6 +53,7 @@ cdef extern from "_fastexp.h" nogil:
                           Py_ssize_t n, double gamma)
     void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
                  const double *row, Py_ssize_t w)
+    double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
 
 cdef extern from *:
     """
@@ -106,22 +107,12 @@ include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_p
 cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
                    double *f) noexcept nogil:
     """``f = k @ coef[:n]`` (``coef`` row-major, ``p`` columns). One column is summed in four
-    interleaved partial sums, so the additions overlap (NumPy's BLAS dot does not sum left
-    to right either: both are the product to rounding)."""
+    interleaved partial sums (``sk_coef_dot``, on SIMD lanes), so the additions overlap
+    (NumPy's BLAS dot does not sum left to right either: both are the product to
+    rounding)."""
     cdef Py_ssize_t s, c
-    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
     if p == 1:
-        s = 0
-        while s + 4 <= n:
-            a0 = a0 + k[s] * coef[s]
-            a1 = a1 + k[s + 1] * coef[s + 1]
-            a2 = a2 + k[s + 2] * coef[s + 2]
-            a3 = a3 + k[s + 3] * coef[s + 3]
-            s += 4
-        while s < n:
-            a0 = a0 + k[s] * coef[s]
-            s += 1
-        f[0] = (a0 + a1) + (a2 + a3)
+        f[0] = sk_coef_dot(k, coef, n)
         return
     for c in range(p):
         f[c] = 0.0
