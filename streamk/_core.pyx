@@ -31,6 +31,7 @@ import numpy as np
 cdef extern from "_fastexp.h" nogil:
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
     void sk_expf_array(float *a, Py_ssize_t n)
+    double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
     void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W,
                        Py_ssize_t n, const float *V, Py_ssize_t ldv, const float *v_sq,
                        const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t m,
@@ -543,9 +544,7 @@ def ranker_pass(
             tol = 1e-9 * (1.0 + st.kmax * st.coef_l1)
             if (k == 0 or F[j, 0] > b[k - 1] + tol) and (k == nb or F[j, 0] < b[k] - tol):
                 continue
-            f = 0.0
-            for s in range(n):
-                f = f + K[j, s] * coef[s, 0]
+            f = sk_coef_dot(&K[j, 0], &coef[0, 0], n)  # the per-event path's order
             pr = 0
             for i in range(nb):
                 if b[i] <= f:
@@ -726,9 +725,8 @@ def ranker_rows(
             k = ranks[j]
             _kcol(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
                          &K[0, 0])
-            f = 0.0  # the tracked pass's fresh decision, the same operations
-            for s in range(n):
-                f = f + K[0, s] * coef[s, 0]
+            # the tracked pass's fresh decision, the same operations (the per-event path's)
+            f = sk_coef_dot(&K[0, 0], &coef[0, 0], n)
             pr = 0
             for i in range(nb):
                 if b[i] <= f:
@@ -960,9 +958,8 @@ def step_pass(
                     swap = True
                     R.updates = R.updates + 1.0
             f = 0.0
-            if rule == R_SVR or (R.track_r and not swap):
-                for s in range(n):
-                    f = f + K[jj, s] * coef[s, 0]
+            if rule == R_SVR or (R.track_r and not swap):  # the per-event path's order
+                f = sk_coef_dot(&K[jj, 0], &coef[0, 0], n)
             if rule == R_SVR:
                 alpha = _svr_alpha(&R, Y[j - start], f, qdiag[j])
                 joined[j - start] = alpha != 0.0
@@ -1504,6 +1501,15 @@ def dots(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):
         with nogil:
             sk_dots(&o[0], &X[0, 0], X.shape[1], n, &row[0], w)
     return out
+
+
+def coef_dot(const double[::1] k, const double[::1] c):
+    """``k . c`` in the per-event path's one-column order (``sk_coef_dot``), for tests."""
+    if k.shape[0] != c.shape[0]:
+        raise ValueError("k and c differ in length")
+    if k.shape[0] == 0:
+        return 0.0
+    return sk_coef_dot(&k[0], &c[0], k.shape[0])
 
 
 def l1dists(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):

@@ -1,15 +1,19 @@
 /* A branch-free, vectorisable exp() for the kernel loops of streamk/_core.pyx.
  *
  * exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 split Cody-Waite style into a
- * high part exact for |k| < 2^20 and a low correction; exp(r) for |r| <= ln(2)/2 is its
- * Taylor series to r^13 (truncation < 4e-18) by Horner's rule. 2^k is built from its
- * bits. The result is within about 1.5 ulp of the true value (tests/test_accel.py
- * checks 2 ulp against libm over the kernel's range); x < -708 gives 0 (the true value is
- * below 3.3e-308), x > 709 gives +inf, NaN stays NaN.
+ * high part exact for |k| < 2^20 and a low correction; exp(r) for |r| <= ln(2)/2 is a
+ * degree-11 polynomial by Horner's rule: the Chebyshev (near-minimax) fit of exp on that
+ * range, relative error 1.7e-17 with its coefficients rounded to double (the Taylor series
+ * needs degree 13 for the same). 2^k is built from its bits. The result is within about
+ * 1 ulp of the true value (tests/test_accel.py checks 2 ulp against libm over the kernel's
+ * range, densely near 0 and at the edges); x < -708 gives 0 (the true value is below
+ * 3.3e-308), x > 709 gives +inf, NaN stays NaN.
  *
  * Every loop of the core uses this one function, so a kernel value is the same whichever
  * path computed it. With GCC on x86-64 the passes are compiled twice (AVX2+FMA and the
- * baseline) and the loader picks one per machine. The sums under a kernel row (sk_dots,
+ * baseline) and the loader picks one per machine; the element-wise exp loops
+ * (SK_EXP_CLONES) have an AVX-512 clone too, twice the lanes for the same operations per
+ * element, so the same bits as the AVX2 clone. The sums under a kernel row (sk_dots,
  * sk_l1dists) are cloned for AVX2 without FMA instead: the same bits on every machine.
  */
 #ifndef STREAMK_FASTEXP_H
@@ -21,32 +25,33 @@
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define SK_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define SK_EXP_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define SK_CLONES
+#define SK_EXP_CLONES
 #endif
 
-static inline double sk_exp(double x)
+/* exp(xc) for -708 <= xc <= 709 (or NaN): the reduction, polynomial and scaling that
+ * sk_exp and sk_exp_nonpos share. */
+static inline double sk_exp_core(double xc)
 {
     const double log2e = 1.4426950408889634074;
     const double ln2hi = 6.93147180369123816490e-01; /* 32 significant bits: k*ln2hi is exact */
     const double ln2lo = 1.90821492927058770002e-10;
     const double shift = 6755399441055744.0; /* 1.5 * 2^52: adding it rounds to an integer */
-    double xc = x < -708.0 ? -708.0 : (x > 709.0 ? 709.0 : x);
     double kf = xc * log2e + shift;
     double k = kf - shift;
     double r = (xc - k * ln2hi) - k * ln2lo;
-    double p = 1.0 / 6227020800.0;           /* 1/13! */
-    p = p * r + 1.0 / 479001600.0;           /* 1/12! */
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    double p = 2.5110037605963777e-08;
+    p = p * r + 2.763263963904103e-07;
+    p = p * r + 2.755724091857897e-06;
+    p = p * r + 2.4801485482328494e-05;
+    p = p * r + 1.9841269890047113e-04;
+    p = p * r + 1.3888888952314775e-03;
+    p = p * r + 8.333333333319601e-03;
+    p = p * r + 4.16666666664881e-02;
+    p = p * r + 1.666666666666668e-01;
+    p = p * r + 5.000000000000019e-01;
     p = p * r + 1.0;
     p = p * r + 1.0;
     int64_t bits;
@@ -54,25 +59,52 @@ static inline double sk_exp(double x)
     bits = (bits - (int64_t)0x4338000000000000LL + 1023) << 52;
     double scale;
     memcpy(&scale, &bits, sizeof scale);
-    double res = p * scale;
+    return p * scale;
+}
+
+static inline double sk_exp(double x)
+{
+    double xc = x < -708.0 ? -708.0 : (x > 709.0 ? 709.0 : x);
+    double res = sk_exp_core(xc);
     res = x < -708.0 ? 0.0 : res;
     res = x > 709.0 ? HUGE_VAL : res;
     return res;
 }
 
+/* sk_exp for x <= 0 (or NaN), as the RBF's exp(-gamma d) always is: the same operations
+ * less the upper clamp and its select, so the same bits, and about half the time in the
+ * AVX-512 loop. */
+static inline double sk_exp_nonpos(double x)
+{
+    double res = sk_exp_core(x < -708.0 ? -708.0 : x);
+    return x < -708.0 ? 0.0 : res;
+}
+
 /* a[i] = exp(factor * a[i]) for i < n. */
-SK_CLONES static void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+SK_EXP_CLONES static void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
 {
     for (Py_ssize_t i = 0; i < n; i++)
         a[i] = sk_exp(a[i] * factor);
 }
 
 /* out[i] = exp(-gamma * max(0, sq[i] + row_sq - 2 * dot[i])): RBF from the norm expansion,
- * in the operation order of streamk.tracking.rbf_rows. */
-SK_CLONES static void sk_rbf_from_dots(double *out, const double *dot, const double *sq,
-                                        double row_sq, Py_ssize_t n, double gamma)
+ * in the operation order of streamk.tracking.rbf_rows. The argument is never positive for
+ * gamma >= 0 (every RBF's): sk_exp_nonpos then, sk_exp otherwise. */
+SK_EXP_CLONES static void sk_rbf_from_dots(double *out, const double *dot, const double *sq,
+                                            double row_sq, Py_ssize_t n, double gamma)
 {
-    for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t i;
+    if (gamma >= 0.0) {
+        for (i = 0; i < n; i++) {
+            double d = -2.0 * dot[i];
+            d = d + sq[i];
+            d = d + row_sq;
+            d = d < 0.0 ? 0.0 : d;
+            out[i] = sk_exp_nonpos(d * -gamma);
+        }
+        return;
+    }
+    for (i = 0; i < n; i++) {
         double d = -2.0 * dot[i];
         d = d + sq[i];
         d = d + row_sq;
@@ -262,6 +294,25 @@ SK_DOT_CLONES static void sk_l1dists(double *out, const double *X, Py_ssize_t ld
         }
         out[s] = (a[0] + a[1]) + (a[2] + a[3]);
     }
+}
+
+/* sum_s k[s] c[s] over s < n in the order of the per-event path's one-column sum
+ * (streamk/learners/_event.pyx, _combine): four lane sums, lane j over s = j (mod 4) up to
+ * the last whole group of four, the rest added to lane 0 in order, then (lane0 + lane1) +
+ * (lane2 + lane3). No FMA in either clone: the bits of the scalar loop it replaces. */
+SK_DOT_CLONES static double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
+{
+    sk_v4d a = {0.0, 0.0, 0.0, 0.0}, q, r;
+    Py_ssize_t s = 0;
+    for (; s + 4 <= n; s += 4) {
+        memcpy(&q, k + s, sizeof q);
+        memcpy(&r, c + s, sizeof r);
+        a = a + q * r;
+    }
+    double a0 = a[0];
+    for (; s < n; s++)
+        a0 = a0 + k[s] * c[s];
+    return (a0 + a[1]) + (a[2] + a[3]);
 }
 
 /* ---- float32, for decision hints only -------------------------------------------------------

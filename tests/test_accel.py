@@ -161,6 +161,30 @@ def test_the_compiled_exponential_is_within_two_ulp_of_the_c_library(path):
     assert edges.tolist() == [1.0, 0.0, math.inf, 0.0, math.inf]
 
 
+def test_the_compiled_exponential_holds_two_ulp_densely_and_at_its_edges(path):
+    """A dense even grid over the whole range, the points where the reduced argument is at
+    its widest (``|r| = ln(2)/2``, where the polynomial's error peaks), tiny arguments and
+    the clamps' neighbourhoods; the RBF row's loop (``rbf_from_dots``) agrees bit for bit."""
+    half = (np.arange(-1022, 1023) + 0.5) * math.log(2.0)
+    widest = np.concatenate([half, np.nextafter(half, -np.inf), np.nextafter(half, np.inf)])
+    tiny = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-300, -1e-300, 2.0**-53, -(2.0**-54)])
+    edges = np.array([-708.0, 709.0, np.nextafter(-708.0, 0.0), np.nextafter(709.0, 0.0)])
+    grid = np.linspace(-708.0, 709.0, 1_000_001)
+    x = np.concatenate([grid, widest[(widest >= -708.0) & (widest <= 709.0)], tiny, edges])
+    want = np.array([math.exp(v) for v in x.tolist()])
+    got = accel.scaled_exp(x.copy(), 1.0)
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
+    if path == "compiled":  # the clamps (NumPy's exp goes on into the subnormals)
+        below = np.array([np.nextafter(-708.0, -np.inf), -745.2, -1e308])
+        above = np.array([np.nextafter(709.0, np.inf), 709.8, 1e308])
+        assert accel.scaled_exp(below, 1.0).tolist() == [0.0] * 3
+        assert accel.scaled_exp(above, 1.0).tolist() == [math.inf] * 3
+    assert np.isnan(accel.scaled_exp(np.array([np.nan]), 1.0)[0])
+    d2 = -x[x <= 0.0]  # exp(-1 * d2) through the RBF row's loop (sk_exp_nonpos): the same bits
+    rows = accel.rbf_from_dots(np.zeros((1, d2.shape[0])), np.zeros(1), d2, 1.0)
+    np.testing.assert_array_equal(rows[0], got[x <= 0.0])
+
+
 @pytest.mark.parametrize("d", [1, 3, 10])
 def test_kernel_rows_and_blocks_match_the_rbf_formula(path, d):
     from streamk.learners.support import SupportSet

@@ -128,3 +128,25 @@ def test_wide_rows_agree_with_numpy_on_every_policy_and_kernel(learner, kernel, 
     assert p_fast == p_slow
     assert_same_model(fast, slow, exact=exact and policy != "forgetron")
     assert fast.n_mistakes > 40
+
+
+def combine_order(k: list[float], c: list[float]) -> float:
+    """The per-event path's one-column sum ``k . coef`` (``_event.pyx``'s ``_combine``) in
+    Python floats: four interleaved sums over the whole groups of four, the rest into the
+    first, then ``(a0 + a1) + (a2 + a3)``."""
+    a = [0.0, 0.0, 0.0, 0.0]
+    whole = len(k) - len(k) % 4
+    for s in range(whole):
+        a[s % 4] = a[s % 4] + k[s] * c[s]
+    for s in range(whole, len(k)):
+        a[0] = a[0] + k[s] * c[s]
+    return (a[0] + a[1]) + (a[2] + a[3])
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 5, 7, 8, 9, 1000, 1003])
+def test_the_one_column_sum_keeps_the_per_event_order(n):
+    """``sk_coef_dot`` (SIMD lanes) has the bits of the scalar loop it replaced."""
+    rng = np.random.default_rng(n)
+    k = rng.random(n)
+    c = rng.normal(size=n) * 10.0 ** rng.integers(-3, 4, size=n)
+    assert accel.core.coef_dot(k, c) == combine_order(k.tolist(), c.tolist())

@@ -53,6 +53,7 @@ cdef extern from "_fastexp.h" nogil:
                           Py_ssize_t n, double gamma)
     void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
                  const double *row, Py_ssize_t w)
+    double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
 
 cdef extern from *:
     """
@@ -77,6 +78,7 @@ NOT_HANDLED = object()
 
 cdef int PY_EQ = 2
 cdef Py_ssize_t AUTO_WINDOW = 200  # streamk.learners.base.AUTO_WINDOW (checked by a test)
+cdef Py_ssize_t SETTLE_SLACK = 64  # SlotData.settle's default slack (checked by a test)
 
 # kernel codes (as streamk._core's) and policy codes
 DEF K_RBF = 0
@@ -105,28 +107,29 @@ include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_p
 cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
                    double *f) noexcept nogil:
     """``f = k @ coef[:n]`` (``coef`` row-major, ``p`` columns). One column is summed in four
-    interleaved partial sums, so the additions overlap (NumPy's BLAS dot does not sum left
-    to right either: both are the product to rounding)."""
+    interleaved partial sums (``sk_coef_dot``, on SIMD lanes), so the additions overlap
+    (NumPy's BLAS dot does not sum left to right either: both are the product to
+    rounding)."""
     cdef Py_ssize_t s, c
-    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
     if p == 1:
-        s = 0
-        while s + 4 <= n:
-            a0 = a0 + k[s] * coef[s]
-            a1 = a1 + k[s + 1] * coef[s + 1]
-            a2 = a2 + k[s + 2] * coef[s + 2]
-            a3 = a3 + k[s + 3] * coef[s + 3]
-            s += 4
-        while s < n:
-            a0 = a0 + k[s] * coef[s]
-            s += 1
-        f[0] = (a0 + a1) + (a2 + a3)
+        f[0] = sk_coef_dot(k, coef, n)
         return
     for c in range(p):
         f[c] = 0.0
     for s in range(n):
         for c in range(p):
             f[c] = f[c] + k[s] * coef[s * p + c]
+
+
+cdef int _record(slots, support, int64_t id_, double value) except -1:
+    """``slots.add(id_, value)``, then ``slots.settle(support)``: what the learner's
+    ``learn_one`` did after each event, the append without a Python call and the settle's
+    test only where something was recorded (nothing else grows ``SlotData.pending``)."""
+    cdef list pending = slots.pending
+    pending.append((id_, value))
+    if PyList_GET_SIZE(pending) > support.n + SETTLE_SLACK:
+        slots.settle(support)
+    return 0
 
 
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
@@ -351,13 +354,10 @@ cdef class EventPass:
         if _accel.core is None:
             return False
         support = model._support
-        if (
+        if (  # a replaced buffer moves support.version (SupportSet's growth); _G never appears
             self.bound
             and support is self.support
             and support.version == self.version
-            and support._X is self.X_obj
-            and support._coef is self.coef_obj
-            and support._G is None
             and model._features is self.features
             and model._policy is self.policy
             and (self.rng_obj is None or self.policy._rng is self.rng_obj)
@@ -1068,7 +1068,7 @@ cdef class EventPass:
             self._insert(d, row_sq)
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
                 if self.support.next_id != new_id:  # not when a Projectron projected it
-                    model._cls.add(new_id, float(self.classes.index(y)))
+                    _record(model._cls, self.support, new_id, float(self.classes.index(y)))
                 model.n_updates += 1
             elif self.ranker:
                 if pr < k:
@@ -1335,8 +1335,9 @@ cdef class EventPass:
         return alpha
 
     cdef object _learn_value(self, model, x, y):
-        """``learn_one`` of the SVR (``y`` a finite float, checked by the learner) or of
-        novelty; False (nothing changed) when it does not apply."""
+        """``learn_one`` of the SVR (``y`` a float: it declines a non-finite one, and the
+        learner's NumPy path says what is wrong) or of novelty; False (nothing changed)
+        when it does not apply."""
         cdef Py_ssize_t d
         cdef double yv = 0.0
         if type(x) is not dict or not self._current(model):
@@ -1345,6 +1346,8 @@ cdef class EventPass:
             if type(y) is not float:
                 return False
             yv = PyFloat_AS_DOUBLE(y)
+            if not isfinite(yv):
+                return False
         d = self._row(<dict>x)
         if d < 0:
             return False
@@ -1420,7 +1423,7 @@ cdef class EventPass:
                 self.swap_r = False
             if self.rcode == R_SVR:
                 if self.support.next_id != new_id:  # added (a Projectron may project it)
-                    model._targets.add(new_id, yv)  # folded when next read
+                    _record(model._targets, self.support, new_id, yv)  # folded when next read
                 model.n_updates += 1
             elif swap:  # a vector swapped for the row (or merged): r followed it, cc = w' r
                 self._novelty_cc(model, self.support.n)

@@ -23,6 +23,9 @@ __all__ = ["SlotData"]
 #: Stored entries beyond ``PRUNE_FACTOR`` times the live rows (plus ``PRUNE_SLACK``) are pruned.
 PRUNE_FACTOR = 2
 PRUNE_SLACK = 8
+#: :meth:`SlotData.settle` folds and prunes past this many pending entries beyond the live rows
+#: (the compiled per-event path, streamk/learners/_event.pyx, keeps a copy).
+SETTLE_SLACK = 64
 
 
 class SlotData:
@@ -68,7 +71,7 @@ class SlotData:
             self.pending = []
             self._append(np.array(ids, dtype=np.int64), values)
 
-    def settle(self, support: Any, slack: int = 64) -> None:
+    def settle(self, support: Any, slack: int = SETTLE_SLACK) -> None:
         """Keep memory bounded for a learner that records but seldom reads: once more than
         ``slack`` entries beyond the rows of ``support`` (a support set) are pending, fold
         and :meth:`prune` against its ids. One comparison otherwise (it runs every event)."""

@@ -160,11 +160,12 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     # -- on-line learning -------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
         event = self._event  # resweeps=0: the whole event in one call (see eventpass)
-        if event is None or self.resweeps or not event.learn(self, x, y):
-            self._add_label(y)
-            row = self._learn_row(x)
-            k_row = self._kernel_row(row)
-            self._update(row, k_row @ self._support.coef, k_row, y)
+        if event is not None and not self.resweeps and event.learn(self, x, y):
+            return  # it settles self._cls where it records a class
+        self._add_label(y)
+        row = self._learn_row(x)
+        k_row = self._kernel_row(row)
+        self._update(row, k_row @ self._support.coef, k_row, y)
         self._cls.settle(self._support)  # bounded: evicted rows' classes are dropped
 
     def learn_many(self, X: Any, y: Any) -> None:

@@ -84,7 +84,8 @@ class SupportSet:
         self.width = 0
         self.next_id = 0
         self.rows_version = 0  # changes whenever a stored row or the kernel changes
-        self.version = 0  # changes whenever f changes: rows, kernel or coefficients
+        self.version = 0  # changes whenever f changes (rows, kernel or coefficients) or a
+        # buffer is replaced (the compiled per-event path checks its views by this alone)
         self._sq_max = 0.0  # largest squared norm ever stored (never lowered: a safe bound)
         self._X = np.zeros((capacity, 0))
         self._coef = np.zeros((capacity, n_outputs))
@@ -214,6 +215,7 @@ class SupportSet:
         if needed <= cap:
             return
         new = max(needed, 2 * cap)
+        self.version += 1  # new buffers: a compiled path's views of the old ones are stale
         self._X = _grow(self._X, new)
         self._coef = _grow(self._coef, new)
         self._kdiag = _grow(self._kdiag, new)
@@ -233,6 +235,7 @@ class SupportSet:
 
     def _grow_cols(self, width: int) -> None:
         if width > self._X.shape[1]:
+            self.version += 1  # as in _grow_rows
             self._X = pad_cols(self._X, max(width, 2 * self._X.shape[1]))
 
     def _grow_width(self, width: int) -> None:

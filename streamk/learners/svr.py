@@ -232,11 +232,12 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
     # -- on-line learning -------------------------------------------------------------------------
     def learn_one(self, x: dict, y: float) -> None:
-        y = _target(y)
+        if type(y) is not float:  # the compiled path declines a non-finite float itself
+            y = _target(y)
         event = self._event  # resweeps=0: one compiled call when it applies (see eventpass)
         if event is not None and not self.resweeps and event.learn(self, x, y):
-            self._targets.settle(self._support)  # bounded: evicted rows' targets are dropped
-            return
+            return  # it settles self._targets where it records a target
+        y = _target(y)  # a non-finite float raises here, before anything changed
         row = self._learn_row(x)
         if not (self.resweeps or self._objects) and self._learn_one_compiled(row, y):
             return
