@@ -240,7 +240,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     margin far above rounding, so the pick is the full search's.
     ``buf`` holds :func:`_merge_work` doubles, ``pick`` ``n`` slots (both scratch).
     """
-    cdef Py_ssize_t i, c, k, m = -1, partner = -1, K, L, seed = -1
+    cdef Py_ssize_t i, c, k, m = -1, partner = -1, K, L, kept, seed = -1
     cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, loss, best, best_h = 0.0
     cdef double half, small, bound, d2h, c2, ub
     cdef int64_t oldest = 0
@@ -314,8 +314,10 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
         el[k] = s.B[(grid - 1) * s.cap + k]  # exp(-u): k(x_m, x_n)
         best = min(best, mm + s.nn[k] + 2.0 * el[k] * s.mn[k] - s.top[k])
     L = 0
+    kept = 0
     for k in range(K):
         sv[k] = 1.0
+        kept += 1
         if s.flat[k] != 0.0:
             continue
         c2 = 4.0 * s.u[k] * d2h
@@ -324,9 +326,15 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
             bound = mm + s.nn[k] + 2.0 * el[k] * s.mn[k] - ub
             if bound > best + 1e-9 * (mm + s.nn[k]):
                 sv[k] = 0.0
+                kept -= 1
                 continue
         s.act[L] = k
         L += 1
+    if kept == 0:  # (the best is never ruled out but for rounding far beyond the margin)
+        for k in range(K):
+            sv[k] = 1.0
+            s.act[L] = k
+            L += 1
     _refine(&s, L, steps, mm)
     best = INFINITY
     for k in range(K):  # candidates in slot order: ties keep the first
