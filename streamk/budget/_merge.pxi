@@ -241,14 +241,14 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     ``buf`` holds :func:`_merge_work` doubles, ``pick`` ``n`` slots (both scratch).
     """
     cdef Py_ssize_t i, c, k, m = -1, partner = -1, K, L, kept, seed = -1
-    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, loss, best, best_h = 0.0
+    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, loss, best, best_h = 0.0
     cdef double half, small, bound, d2h, c2, ub
     cdef int64_t oldest = 0
     cdef double *cs = buf
     cdef double *dd = cs + n
     cdef double *NN = dd + n
     cdef double *MN = NN + n
-    cdef double *el = MN + n  # exp(-u) of the candidates with a grid
+    cdef double *el = MN + n  # exp(-u / 2) of every row, then exp(-u) of those with a grid
     cdef double *sv = el + n  # 1: the candidate is searched
     cdef _Search s = _search_in(sv + n, n, grid)
     for i in range(n):
@@ -264,13 +264,11 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
             oldest = ids[i]
     for c in range(p):
         mm += C[m * p + c] * C[m * p + c]
+    dd[m] = 0.0
     for i in range(n):
         if i == m:
             continue
-        dot = 0.0
-        for c in range(w):
-            dot += X[i * w + c] * X[m * w + c]
-        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dot, 0.0)
+        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * _dot(&X[i * w], &X[m * w], w), 0.0)
         nn = 0.0
         mn = 0.0
         for c in range(p):
@@ -289,11 +287,14 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2; every
     # candidate whose bound does not exceed the nearest's loss by a margin far above
     # rounding gets the grid (the nearest again with them).
+    for i in range(n):
+        el[i] = dd[i] * (0.5 * gamma)
+    sk_scaled_exp(el, n, -1.0)  # exp(-u / 2), for the bounds only
     K = 0
     for i in range(n):
         if i == m:
             continue
-        half = exp(-0.5 * gamma * dd[i])
+        half = el[i]
         small = min(mm, NN[i])
         bound = small + 2.0 * half * half * MN[i] - half * (small + 2.0 * fabs(MN[i]))
         if i != seed and bound > best + 1e-9 * (mm + NN[i]):

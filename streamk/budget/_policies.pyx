@@ -310,7 +310,7 @@ def merge_search(
         raise ValueError("need two support rows, a grid of 2 to 64 points, a refining step")
     if s_sq.shape[0] < n or kdiag.shape[0] < n or ids.shape[0] < n:
         raise ValueError("s_sq, kdiag and ids must hold n rows")
-    buf = np.zeros(_merge_work(n, grid))
+    buf = np.empty(_merge_work(n, grid))  # scratch: written before it is read
     slots = np.zeros(n, dtype=np.intp)
     cdef double[::1] bv = buf
     cdef Py_ssize_t[::1] pick = slots
