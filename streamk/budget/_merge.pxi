@@ -11,152 +11,222 @@
 from libc.math cimport INFINITY, exp, fabs, sqrt
 from libc.stdint cimport int64_t
 
-#: (sqrt(5) - 1) / 2, as :mod:`streamk.budget.merge` computes it
-cdef double GOLDEN = (5.0 ** 0.5 - 1.0) / 2.0
 #: ``merge.GRID_TIE``: grid weights this close (relative) are a tie
 cdef double GRID_TIE = 1e-12
-#: Most grid points of Merge's search (its weights live on the stack)
+#: ``merge.STEP_TOL``: an accepted Newton step this short ends a candidate's search
+cdef double STEP_TOL = 1e-8
+#: ``merge.FLAT_SLOPE``: a slope this small (relative) at a non-concave grid point is zero
+cdef double FLAT_SLOPE = 1e-10
+#: Most grid points of Merge's search
 DEF MAX_GRID = 64
-# ``merge.best_h``'s defaults, which ``Merge`` uses: grid points, golden steps, Newton steps
+# ``merge.best_h``'s defaults, which ``Merge`` uses: grid points, most refining steps
 DEF MERGE_GRID = 11
-DEF MERGE_ITERS = 20
-DEF MERGE_NEWTON = 4
+DEF MERGE_STEPS = 40
+
+
+cdef struct _Search:
+    # Merge's search state for up to ``cap`` candidates (``merge.best_h``'s arrays)
+    Py_ssize_t cap
+    double *u      # gamma d2
+    double *nn     # ||alpha_n||²
+    double *mn     # alpha_m · alpha_n
+    double *half   # exp(-u / 2) (for the pruning bound)
+    double *x      # the current point, its a, b and weight
+    double *a
+    double *b
+    double *w
+    double *lo     # the bracket
+    double *hi
+    double *g      # the weight's slope and curvature at x
+    double *H
+    double *xg     # the best grid point and its weight
+    double *wg
+    double *top    # the largest grid weight
+    double *flat   # 1: every grid weight is within GRID_TIE of the top (nothing to refine)
+    double *e1     # scratch of the vectorised exponentials
+    double *e2
+    double *B      # exp(-u h_j²): ``grid`` rows of ``cap``
+    double *W      # the grid weights: ``grid`` rows of ``cap``
+    Py_ssize_t *act  # the candidates still searching
+
+
+cdef inline Py_ssize_t _index_doubles(Py_ssize_t n) noexcept nogil:
+    """Doubles that hold ``n`` ``Py_ssize_t`` (the list of candidates still searching)."""
+    cdef Py_ssize_t d = sizeof(double)
+    return (n * <Py_ssize_t>sizeof(Py_ssize_t) + d - 1) // d
 
 
 cdef inline Py_ssize_t _merge_work(Py_ssize_t n, int grid) noexcept nogil:
     """Doubles of scratch :func:`_merge_pick` needs for ``n`` rows."""
-    return (20 + grid) * n
+    return (24 + 2 * grid) * n + _index_doubles(n)
 
 
-cdef void _weights(const double *h, const double *d2, const double *nn, const double *mn,
-                   double mm, double gamma, Py_ssize_t K, double *A, double *B,
-                   double *out) noexcept nogil:
-    """``merge.merge_weight`` for ``K`` candidates at once (their exponentials in one
-    vectorised call each); ``A`` and ``B`` keep ``a`` and ``b``."""
-    cdef Py_ssize_t i
-    for i in range(K):
-        A[i] = (1.0 - h[i]) * (1.0 - h[i]) * d2[i]
-        B[i] = h[i] * h[i] * d2[i]
-    sk_scaled_exp(A, K, -gamma)
-    sk_scaled_exp(B, K, -gamma)
-    for i in range(K):
-        out[i] = A[i] * A[i] * mm + B[i] * B[i] * nn[i] + 2.0 * A[i] * B[i] * mn[i]
+cdef _Search _search_in(double *work, Py_ssize_t cap, int grid) noexcept nogil:
+    """The search state for ``cap`` candidates carved from ``work`` (``(18 + 2 grid) cap``
+    doubles, then the index list)."""
+    cdef _Search s
+    s.cap = cap
+    s.u = work
+    s.nn = s.u + cap
+    s.mn = s.nn + cap
+    s.half = s.mn + cap
+    s.x = s.half + cap
+    s.a = s.x + cap
+    s.b = s.a + cap
+    s.w = s.b + cap
+    s.lo = s.w + cap
+    s.hi = s.lo + cap
+    s.g = s.hi + cap
+    s.H = s.g + cap
+    s.xg = s.H + cap
+    s.wg = s.xg + cap
+    s.top = s.wg + cap
+    s.flat = s.top + cap
+    s.e1 = s.flat + cap
+    s.e2 = s.e1 + cap
+    s.B = s.e2 + cap
+    s.W = s.B + grid * cap
+    s.act = <Py_ssize_t *>(s.W + grid * cap)
+    return s
 
 
-cdef void _newton(double *h, const double *d2, const double *nn, const double *mn,
-                  double mm, double gamma, Py_ssize_t K, double *A, double *B) noexcept nogil:
-    """``merge._newton_step`` for ``K`` candidates at once."""
-    cdef Py_ssize_t i
-    cdef double u, a, b, da, db, dda, ddb, g, H, x
-    for i in range(K):
-        A[i] = (1.0 - h[i]) * (1.0 - h[i]) * d2[i]
-        B[i] = h[i] * h[i] * d2[i]
-    sk_scaled_exp(A, K, -gamma)
-    sk_scaled_exp(B, K, -gamma)
-    for i in range(K):
-        u = gamma * d2[i]
-        a = A[i]
-        b = B[i]
-        x = h[i]
-        da = 2.0 * u * (1.0 - x) * a
-        db = -2.0 * u * x * b
-        dda = a * (4.0 * u * u * (1.0 - x) * (1.0 - x) - 2.0 * u)
-        ddb = b * (4.0 * u * u * x * x - 2.0 * u)
-        g = 2.0 * (a * da * mm + b * db * nn[i] + (da * b + a * db) * mn[i])
-        H = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn[i])
-        H = H + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn[i]
-        if H < 0.0:
-            x = x - g / H
-        h[i] = min(max(x, 0.0), 1.0)
+cdef inline void _slopes(double x, double u, double a, double b, double mm, double nn,
+                         double mn, double *g, double *H, double *S) noexcept nogil:
+    """``merge._slopes``: the weight's slope ``g`` and curvature ``H`` in ``h`` at ``x``, and
+    ``S`` bounding ``|g|``'s terms."""
+    cdef double da = 2.0 * u * (1.0 - x) * a
+    cdef double db = -2.0 * u * x * b
+    cdef double dda = a * (4.0 * u * u * (1.0 - x) * (1.0 - x) - 2.0 * u)
+    cdef double ddb = b * (4.0 * u * u * x * x - 2.0 * u)
+    g[0] = 2.0 * (a * da * mm + b * db * nn + (da * b + a * db) * mn)
+    H[0] = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn)
+    H[0] = H[0] + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn
+    S[0] = 4.0 * u * (a * a * mm + b * b * nn + a * b * fabs(mn))
 
 
-cdef void _best_h(const double *d2, const double *nn, const double *mn, double mm,
-                  double gamma, Py_ssize_t K, int grid, int iters, int newton,
-                  double *work, double *h_out, double *w_out) noexcept nogil:
-    """``merge.best_h`` for ``K`` candidates at once, step for step: grid bracket (ties
-    within ``GRID_TIE``: the smallest ``h``), golden section, Newton steps. ``work`` holds
-    ``(11 + grid) K`` doubles; ``grid <= MAX_GRID``, ``iters >= 1``."""
-    cdef double step = 1.0 / (grid - 1), top, Hg
-    cdef Py_ssize_t i
-    cdef int g, it
-    cdef double *A = work
-    cdef double *B = A + K
-    cdef double *lo = B + K
-    cdef double *hi = lo + K
-    cdef double *x1 = hi + K
-    cdef double *x2 = x1 + K
-    cdef double *w1 = x2 + K
-    cdef double *w2 = w1 + K
-    cdef double *xn = w2 + K  # the new point of each bracket, its weight, which one it is
-    cdef double *wn = xn + K
-    cdef double *up = wn + K
-    cdef double *W = up + K  # grid x K
-    for g in range(grid):
-        Hg = 1.0 if g == grid - 1 else g * step
+cdef void _grid_pass(_Search *s, Py_ssize_t K, int grid, double mm) noexcept nogil:
+    """``merge.best_h``'s grid for candidates ``0..K-1`` (``u``, ``nn``, ``mn`` set): ``B``
+    (one exponential a point: ``a`` at ``h_j`` is ``b`` at ``h_{grid-1-j}``), the weights,
+    the best point (ties within ``GRID_TIE``: the smallest ``h``) with its bracket, slope
+    and curvature (a rounding slope where the weight is not concave counts as downhill), and
+    whether the grid is flat."""
+    cdef Py_ssize_t i, cap = s.cap
+    cdef int j
+    cdef double Hg, step = 1.0 / (grid - 1), A, Bv, S, top, low
+    for j in range(grid):
+        Hg = <double>j / (grid - 1)
         for i in range(K):
-            x1[i] = Hg
-        _weights(x1, d2, nn, mn, mm, gamma, K, A, B, &W[g * K])
-    for i in range(K):  # best grid point (first within GRID_TIE of the top): h_out, w_out
-        top = W[i]
-        for g in range(1, grid):
-            top = max(top, W[g * K + i])
-        for g in range(grid):
-            if W[g * K + i] >= top * (1.0 - GRID_TIE):
-                Hg = 1.0 if g == grid - 1 else g * step
-                h_out[i] = Hg
-                w_out[i] = W[g * K + i]
+            s.B[j * cap + i] = s.u[i] * (Hg * Hg)
+        sk_scaled_exp(&s.B[j * cap], K, -1.0)
+    for j in range(grid):
+        for i in range(K):
+            A = s.B[(grid - 1 - j) * cap + i]
+            Bv = s.B[j * cap + i]
+            s.W[j * cap + i] = A * A * mm + Bv * Bv * s.nn[i] + 2.0 * A * Bv * s.mn[i]
+    for i in range(K):
+        top = s.W[i]
+        low = s.W[i]
+        for j in range(1, grid):
+            top = max(top, s.W[j * cap + i])
+            low = min(low, s.W[j * cap + i])
+        s.top[i] = top
+        s.flat[i] = 1.0 if low >= top * (1.0 - GRID_TIE) else 0.0
+        for j in range(grid):
+            if s.W[j * cap + i] >= top * (1.0 - GRID_TIE):
                 break
-        lo[i] = max(h_out[i] - step, 0.0)
-        hi[i] = min(h_out[i] + step, 1.0)
-    # Golden section as merge.best_h, with the interior point that survives a step kept
-    # (its weight is not evaluated again: ``merge.best_h`` recomputes it from the new
-    # bracket, a rounding apart), so one weight per candidate and step; the Newton steps
-    # below then meet the same optimum.
+        s.x[i] = <double>j / (grid - 1)
+        s.a[i] = s.B[(grid - 1 - j) * cap + i]
+        s.b[i] = s.B[j * cap + i]
+        s.w[i] = s.W[j * cap + i]
+        s.xg[i] = s.x[i]
+        s.wg[i] = s.w[i]
+        s.lo[i] = max(s.x[i] - step, 0.0)
+        s.hi[i] = min(s.x[i] + step, 1.0)
+        _slopes(s.x[i], s.u[i], s.a[i], s.b[i], mm, s.nn[i], s.mn[i], &s.g[i], &s.H[i], &S)
+        if s.H[i] >= 0.0 and fabs(s.g[i]) <= FLAT_SLOPE * S:
+            s.g[i] = -1.0
+
+
+cdef void _refine(_Search *s, Py_ssize_t K, int steps, double mm) noexcept nogil:
+    """``merge.best_h``'s safeguarded Newton search from the grid points for the ``K``
+    candidates listed in ``s.act`` (the list is used up): the slope's sign moves an end of
+    the bracket to the point, a Newton step that is not concave or leaves the bracket
+    becomes a bisection, and a candidate stops when its point does not move or after an
+    accepted Newton step under ``STEP_TOL`` (its new point evaluated). The exponentials of
+    the points that moved are one vectorised call a step; ``x`` and ``w`` hold the result."""
+    cdef Py_ssize_t i, k, moved, live
+    cdef int it
+    cdef double x, xn, S
+    cdef bint ok
+    for it in range(steps):
+        moved = 0
+        for k in range(K):
+            i = s.act[k]
+            x = s.x[i]
+            if s.g[i] > 0.0:
+                s.lo[i] = x
+            elif s.g[i] < 0.0:
+                s.hi[i] = x
+            ok = False
+            if s.H[i] < 0.0:
+                xn = x - s.g[i] / s.H[i]
+                ok = xn >= s.lo[i] and xn <= s.hi[i]
+            if not ok:
+                xn = 0.5 * (s.lo[i] + s.hi[i])
+            if xn == x:
+                continue
+            s.x[i] = xn
+            s.g[i] = 1.0 if ok and fabs(xn - x) <= STEP_TOL else 0.0  # 1: its last step
+            s.e1[moved] = s.u[i] * ((1.0 - xn) * (1.0 - xn))
+            s.e2[moved] = s.u[i] * (xn * xn)
+            s.act[moved] = i
+            moved += 1
+        if moved == 0:
+            return
+        sk_scaled_exp(s.e1, moved, -1.0)
+        sk_scaled_exp(s.e2, moved, -1.0)
+        live = 0
+        for k in range(moved):
+            i = s.act[k]
+            s.a[i] = s.e1[k]
+            s.b[i] = s.e2[k]
+            s.w[i] = (s.a[i] * s.a[i] * mm + s.b[i] * s.b[i] * s.nn[i]
+                      + 2.0 * s.a[i] * s.b[i] * s.mn[i])
+            if s.g[i] != 0.0:
+                continue
+            _slopes(s.x[i], s.u[i], s.a[i], s.b[i], mm, s.nn[i], s.mn[i], &s.g[i], &s.H[i], &S)
+            s.act[live] = i
+            live += 1
+        K = live
+        if K == 0:
+            return
+
+
+cdef inline void _finish(_Search *s, Py_ssize_t i) noexcept nogil:
+    """``merge.best_h``'s last step for candidate ``i``: a grid point (e.g. an endpoint) can
+    beat the refined one."""
+    if s.wg[i] > s.w[i]:
+        s.x[i] = s.xg[i]
+        s.w[i] = s.wg[i]
+
+
+cdef void _best_h(_Search *s, Py_ssize_t K, int grid, int steps, double mm) noexcept nogil:
+    """``merge.best_h`` for candidates ``0..K-1`` (``u``, ``nn``, ``mn`` set), step for step;
+    the results in ``s.x`` and ``s.w``. ``2 <= grid <= MAX_GRID``."""
+    cdef Py_ssize_t i, L = 0
+    _grid_pass(s, K, grid, mm)
     for i in range(K):
-        x1[i] = hi[i] - GOLDEN * (hi[i] - lo[i])
-        x2[i] = lo[i] + GOLDEN * (hi[i] - lo[i])
-    _weights(x1, d2, nn, mn, mm, gamma, K, A, B, w1)
-    _weights(x2, d2, nn, mn, mm, gamma, K, A, B, w2)
-    for it in range(iters - 1):
-        for i in range(K):
-            if w1[i] < w2[i]:
-                lo[i] = x1[i]
-                x1[i] = x2[i]
-                w1[i] = w2[i]
-                x2[i] = lo[i] + GOLDEN * (hi[i] - lo[i])
-                xn[i] = x2[i]
-                up[i] = 1.0
-            else:
-                hi[i] = x2[i]
-                x2[i] = x1[i]
-                w2[i] = w1[i]
-                x1[i] = hi[i] - GOLDEN * (hi[i] - lo[i])
-                xn[i] = x1[i]
-                up[i] = 0.0
-        _weights(xn, d2, nn, mn, mm, gamma, K, A, B, wn)
-        for i in range(K):
-            if up[i] != 0.0:
-                w2[i] = wn[i]
-            else:
-                w1[i] = wn[i]
-    for i in range(K):  # the last step narrows the bracket only
-        if w1[i] < w2[i]:
-            lo[i] = x1[i]
-        else:
-            hi[i] = x2[i]
-        x1[i] = 0.5 * (lo[i] + hi[i])
-    for it in range(newton):
-        _newton(x1, d2, nn, mn, mm, gamma, K, A, B)
-    _weights(x1, d2, nn, mn, mm, gamma, K, A, B, w1)
+        if s.flat[i] == 0.0:
+            s.act[L] = i
+            L += 1
+    _refine(s, L, steps, mm)
     for i in range(K):
-        if not (w_out[i] > w1[i]):  # a grid point (e.g. an endpoint) can beat the refined one
-            h_out[i] = x1[i]
-            w_out[i] = w1[i]
+        _finish(s, i)
 
 
 cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t p,
                       const double *s_sq, const double *kdiag, const int64_t *ids,
-                      Py_ssize_t n, double gamma, int grid, int iters, int newton,
+                      Py_ssize_t n, double gamma, int grid, int steps,
                       double *buf, Py_ssize_t *pick, Py_ssize_t *m_out,
                       Py_ssize_t *partner_out, double *h_out) noexcept nogil:
     """``merge.merge_search`` on the first ``n >= 2`` rows: ``m``, its partner and ``h``.
@@ -164,23 +234,23 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     ``m`` is the vector of smallest ``||coef_m|| sqrt(k(x_m, x_m))`` (ties within 1e-12
     relative: the oldest); the partner minimises the weight degradation at the ``h`` that
     keeps most of ``||alpha_z||²`` (ties: the first slot). The nearest candidate is searched
-    first; then every candidate that its lower bound does not rule out, all at once.
+    first; every candidate a closed-form lower bound on its loss does not rule out gets the
+    grid, and those the grid's bound does not rule out the Newton search, all at once. A
+    candidate is ruled out only when its bound exceeds a loss some candidate reaches by a
+    margin far above rounding, so the pick is the full search's.
     ``buf`` holds :func:`_merge_work` doubles, ``pick`` ``n`` slots (both scratch).
     """
-    cdef Py_ssize_t i, c, m = -1, partner = -1, K, seed = -1
-    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, dot, loss, best, best_h = 0.0
-    cdef double half, small, bound
+    cdef Py_ssize_t i, c, k, m = -1, partner = -1, K, L, kept, seed = -1
+    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, loss, best, best_h = 0.0
+    cdef double half, small, bound, d2h, c2, ub
     cdef int64_t oldest = 0
     cdef double *cs = buf
     cdef double *dd = cs + n
     cdef double *NN = dd + n
     cdef double *MN = NN + n
-    cdef double *pd2 = MN + n
-    cdef double *pnn = pd2 + n
-    cdef double *pmn = pnn + n
-    cdef double *ph = pmn + n
-    cdef double *pw = ph + n
-    cdef double *work = pw + n
+    cdef double *el = MN + n  # exp(-u / 2) of every row, then exp(-u) of those with a grid
+    cdef double *sv = el + n  # 1: the candidate is searched
+    cdef _Search s = _search_in(sv + n, n, grid)
     for i in range(n):
         cost = 0.0
         for c in range(p):
@@ -194,13 +264,11 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
             oldest = ids[i]
     for c in range(p):
         mm += C[m * p + c] * C[m * p + c]
+    dd[m] = 0.0
     for i in range(n):
         if i == m:
             continue
-        dot = 0.0
-        for c in range(w):
-            dot += X[i * w + c] * X[m * w + c]
-        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dot, 0.0)
+        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * _dot(&X[i * w], &X[m * w], w), 0.0)
         nn = 0.0
         mn = 0.0
         for c in range(p):
@@ -210,37 +278,75 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
         MN[i] = mn
         if seed < 0 or dd[i] < dd[seed]:
             seed = i
-    _best_h(&dd[seed], &NN[seed], &MN[seed], mm, gamma, 1, grid, iters, newton, work, ph, pw)
-    best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - pw[0]
+    s.u[0] = gamma * dd[seed]
+    s.nn[0] = NN[seed]
+    s.mn[0] = MN[seed]
+    _best_h(&s, 1, grid, steps, mm)
+    best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - s.w[0]
     # Candidates far from m cannot beat the nearest one: their loss is at least
     # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2; every
     # candidate whose bound does not exceed the nearest's loss by a margin far above
-    # rounding is searched (the nearest again with them).
+    # rounding gets the grid (the nearest again with them).
+    for i in range(n):
+        el[i] = dd[i] * (0.5 * gamma)
+    sk_scaled_exp(el, n, -1.0)  # exp(-u / 2), for the bounds only
     K = 0
     for i in range(n):
         if i == m:
             continue
-        half = exp(-0.5 * gamma * dd[i])
+        half = el[i]
         small = min(mm, NN[i])
         bound = small + 2.0 * half * half * MN[i] - half * (small + 2.0 * fabs(MN[i]))
         if i != seed and bound > best + 1e-9 * (mm + NN[i]):
             continue
         pick[K] = i
-        pd2[K] = dd[i]
-        pnn[K] = NN[i]
-        pmn[K] = MN[i]
+        s.u[K] = gamma * dd[i]
+        s.nn[K] = NN[i]
+        s.mn[K] = MN[i]
+        s.half[K] = half
         K += 1
-    _best_h(pd2, pnn, pmn, mm, gamma, K, grid, iters, newton, work, ph, pw)
-    for c in range(K):
-        pd2[c] = -pd2[c]
-    sk_scaled_exp(pd2, K, gamma)  # exp(-gamma d2)
+    _grid_pass(&s, K, grid, mm)
+    # The grid bounds a candidate's best weight f*: on [0, 1], -f'' <= 4u f* + 12u mn- e^-u/2
+    # (mn- = max(-mn, 0)), and f* is at an endpoint (a grid point) or a stationary point
+    # within d = step/2 of one, so f* (1 - 2u d²) <= top + 6u d² mn- e^-u/2. A grid weight
+    # is one the search keeps, so the grid's losses bound the best loss too.
+    d2h = 0.125 / ((grid - 1.0) * (grid - 1.0))  # d² / 2
+    for k in range(K):
+        el[k] = s.B[(grid - 1) * s.cap + k]  # exp(-u): k(x_m, x_n)
+        best = min(best, mm + s.nn[k] + 2.0 * el[k] * s.mn[k] - s.top[k])
+    L = 0
+    kept = 0
+    for k in range(K):
+        sv[k] = 1.0
+        kept += 1
+        if s.flat[k] != 0.0:
+            continue
+        c2 = 4.0 * s.u[k] * d2h
+        if c2 < 1.0:
+            ub = (s.top[k] + 12.0 * s.u[k] * d2h * max(-s.mn[k], 0.0) * s.half[k]) / (1.0 - c2)
+            bound = mm + s.nn[k] + 2.0 * el[k] * s.mn[k] - ub
+            if bound > best + 1e-9 * (mm + s.nn[k]):
+                sv[k] = 0.0
+                kept -= 1
+                continue
+        s.act[L] = k
+        L += 1
+    if kept == 0:  # (the best is never ruled out but for rounding far beyond the margin)
+        for k in range(K):
+            sv[k] = 1.0
+            s.act[L] = k
+            L += 1
+    _refine(&s, L, steps, mm)
     best = INFINITY
-    for c in range(K):
-        loss = mm + pnn[c] + 2.0 * pd2[c] * pmn[c] - pw[c]
-        if loss < best:  # candidates in slot order: ties keep the first
+    for k in range(K):  # candidates in slot order: ties keep the first
+        if sv[k] == 0.0:
+            continue
+        _finish(&s, k)
+        loss = mm + s.nn[k] + 2.0 * el[k] * s.mn[k] - s.w[k]
+        if loss < best:
             best = loss
-            best_h = ph[c]
-            partner = pick[c]
+            best_h = s.x[k]
+            partner = pick[k]
     m_out[0] = m
     partner_out[0] = partner
     h_out[0] = best_h

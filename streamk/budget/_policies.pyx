@@ -300,24 +300,23 @@ def merge_search(
     Py_ssize_t n,
     double gamma,
     int grid=MERGE_GRID,
-    int iters=MERGE_ITERS,
-    int newton=MERGE_NEWTON,
+    int steps=MERGE_STEPS,
 ):
     """``(m, partner, h)`` of ``merge.merge_smallest`` for the first ``n`` support rows
     (:func:`_merge_pick`)."""
     cdef Py_ssize_t m = 0, partner = -1
     cdef double h = 0.0
-    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2 or grid > MAX_GRID or iters < 1:
-        raise ValueError("need two support rows, a grid of 2 to 64 points, a golden step")
+    if n < 2 or n > X.shape[0] or C.shape[0] < n or grid < 2 or grid > MAX_GRID or steps < 1:
+        raise ValueError("need two support rows, a grid of 2 to 64 points, a refining step")
     if s_sq.shape[0] < n or kdiag.shape[0] < n or ids.shape[0] < n:
         raise ValueError("s_sq, kdiag and ids must hold n rows")
-    buf = np.zeros(_merge_work(n, grid))
+    buf = np.empty(_merge_work(n, grid))  # scratch: written before it is read
     slots = np.zeros(n, dtype=np.intp)
     cdef double[::1] bv = buf
     cdef Py_ssize_t[::1] pick = slots
     with nogil:
         _merge_pick(&X[0, 0], X.shape[1], &C[0, 0], C.shape[1], &s_sq[0], &kdiag[0], &ids[0],
-                    n, gamma, grid, iters, newton, &bv[0], &pick[0], &m, &partner, &h)
+                    n, gamma, grid, steps, &bv[0], &pick[0], &m, &partner, &h)
     return m, partner, h
 
 
@@ -414,8 +413,7 @@ def merge_run(
             n += 1
             if full:
                 _merge_pick(Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], n, gamma,
-                            MERGE_GRID, MERGE_ITERS, MERGE_NEWTON, work, &pick[0], &mi,
-                            &partner, &h)
+                            MERGE_GRID, MERGE_STEPS, work, &pick[0], &mi, &partner, &h)
                 sqz = _merge_at(Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], NULL, 0, n,
                                 gamma, mi, partner, h)
                 n -= 1

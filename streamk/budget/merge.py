@@ -23,10 +23,15 @@ if TYPE_CHECKING:  # annotations only: learners import the policies
 
 __all__ = ["Merge", "merge_weight", "merge_search", "merge_smallest"]
 
-_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
-
 #: Relative gap under which two grid weights of :func:`best_h` count as equal.
 GRID_TIE = 1e-12
+#: Most steps (Newton or bisection) :func:`best_h` takes per candidate after its grid.
+REFINE_STEPS = 40
+#: An accepted Newton step this short ends the search: the error after it is ~its square.
+STEP_TOL = 1e-8
+#: ``|d/dh weight|`` under this fraction of its terms' size counts as zero (rounding) at a
+#: grid point where the weight is not concave: the centre of a symmetric objective.
+FLAT_SLOPE = 1e-10
 
 
 def merge_weight(h, d2, gamma, mm, nn, mn):
@@ -44,57 +49,91 @@ def merge_weight(h, d2, gamma, mm, nn, mn):
     return a * a * mm + b * b * nn + 2.0 * a * b * mn
 
 
-def _newton_step(h, d2, gamma, mm, nn, mn):
-    """One Newton step on ``d/dh merge_weight = 0`` where the weight is locally concave."""
-    u = gamma * d2
-    a = np.exp(-u * (1.0 - h) ** 2)
-    b = np.exp(-u * h**2)
-    da = 2.0 * u * (1.0 - h) * a
-    db = -2.0 * u * h * b
-    dda = a * (4.0 * u * u * (1.0 - h) ** 2 - 2.0 * u)
-    ddb = b * (4.0 * u * u * h * h - 2.0 * u)
+def _grid_weights(u, mm, nn, mn, grid: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(A, B, W)`` at the grid ``h_j = j / (grid - 1)``: ``b = exp(-u h_j²)`` per point
+    and candidate (``u = gamma d2``), ``a`` at ``h_j`` is ``b`` at ``h_{grid-1-j} = 1 - h_j``
+    (the grid is symmetric: one exponential per point, not two), ``W`` the weights."""
+    H = np.arange(grid) / (grid - 1)
+    B = np.exp(u[:, None] * (H * H)[None, :] * -1.0)
+    A = B[:, ::-1]
+    return A, B, A * A * mm + B * B * nn[:, None] + 2.0 * A * B * mn[:, None]
+
+
+def _at(x, u, mm, nn, mn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(a, b, weight)`` at the points ``x`` (two exponentials per candidate)."""
+    a = np.exp(u * ((1.0 - x) * (1.0 - x)) * -1.0)
+    b = np.exp(u * (x * x) * -1.0)
+    return a, b, a * a * mm + b * b * nn + 2.0 * a * b * mn
+
+
+def _slopes(x, u, a, b, mm, nn, mn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(g, H, S)``: the weight's first and second derivatives in ``h`` at ``x`` from its
+    ``a`` and ``b``, and ``S`` bounding ``|g|``'s terms (what rounding in ``g`` scales with)."""
+    da = 2.0 * u * (1.0 - x) * a
+    db = -2.0 * u * x * b
+    dda = a * (4.0 * u * u * (1.0 - x) * (1.0 - x) - 2.0 * u)
+    ddb = b * (4.0 * u * u * x * x - 2.0 * u)
     g = 2.0 * (a * da * mm + b * db * nn + (da * b + a * db) * mn)
     H = 2.0 * ((da * da + a * dda) * mm + (db * db + b * ddb) * nn)
     H = H + 2.0 * (dda * b + 2.0 * da * db + a * ddb) * mn
-    concave = H < 0.0
-    step = np.where(concave, -g / np.where(concave, H, -1.0), 0.0)
-    return np.clip(h + step, 0.0, 1.0)
+    S = 4.0 * u * (a * a * mm + b * b * nn + a * b * np.abs(mn))
+    return g, H, S
 
 
 def best_h(
-    d2, gamma, mm, nn, mn, grid: int = 11, iters: int = 20, newton: int = 4
+    d2, gamma, mm, nn, mn, grid: int = 11, steps: int = REFINE_STEPS
 ) -> tuple[np.ndarray, np.ndarray]:
     """``argmax_{h in [0, 1]}`` of :func:`merge_weight` for every candidate at once.
 
     A coarse grid (``grid`` points) picks the bracket, so a bimodal objective (far apart
-    vectors) does not trap the search; golden-section search narrows it to ~1e-5 and
-    ``newton`` Newton steps on the closed-form derivatives finish at the optimum to
-    machine precision (golden section alone stops at ~sqrt(eps), where rounding noise in
-    the inputs would decide its comparisons). Grid points within ``GRID_TIE`` of the best
-    are a tie, broken towards the smaller ``h``: equal coefficients make the objective
-    symmetric about ``h = 1/2``, and rounding alone must not pick between its two
-    maxima. Returns ``(h, weight)`` arrays.
+    vectors) does not trap the search; grid points within ``GRID_TIE`` of the best are a
+    tie, broken towards the smaller ``h`` (equal coefficients make the objective symmetric
+    about ``h = 1/2``, and rounding alone must not pick between its two maxima). From the
+    best grid point, a safeguarded Newton iteration on the closed-form derivatives finds
+    the maximum inside the bracket of its neighbours: the derivative's sign moves one end
+    of the bracket to each point, a Newton step that is not uphill-concave or leaves the
+    bracket is replaced by bisection, and a Newton step under ``STEP_TOL`` ends the search
+    (quadratic convergence: the next would change ``h`` below rounding). Where the grid
+    point is not concave and the derivative is rounding there (the symmetric objective's
+    centre) the search goes towards the smaller ``h``; where the whole grid is a tie (the
+    vectors coincide to rounding) the first point is kept. Returns ``(h, weight)`` arrays.
     """
-    H = np.linspace(0.0, 1.0, grid)
-    W = merge_weight(H[None, :], d2[:, None], gamma, mm, nn[:, None], mn[:, None])
+    u = gamma * d2
+    A, B, W = _grid_weights(u, mm, nn, mn, grid)
+    rows = np.arange(len(u))
     top = W.max(axis=1, keepdims=True)
     j = np.argmax(W >= top * (1.0 - GRID_TIE), axis=1)
     step = 1.0 / (grid - 1)
-    lo = np.maximum(H[j] - step, 0.0)
-    hi = np.minimum(H[j] + step, 1.0)
-    for _ in range(iters):
-        x1 = hi - _GOLDEN * (hi - lo)
-        x2 = lo + _GOLDEN * (hi - lo)
-        up = merge_weight(x1, d2, gamma, mm, nn, mn) < merge_weight(x2, d2, gamma, mm, nn, mn)
-        lo = np.where(up, x1, lo)
-        hi = np.where(up, hi, x2)
-    h = 0.5 * (lo + hi)
-    for _ in range(newton):
-        h = _newton_step(h, d2, gamma, mm, nn, mn)
-    w = merge_weight(h, d2, gamma, mm, nn, mn)
-    best = W[np.arange(len(j)), j]
+    x = j / (grid - 1)
+    a, b, w = A[rows, j], B[rows, j], W[rows, j]
+    best = w.copy()
+    lo = np.maximum(x - step, 0.0)
+    hi = np.minimum(x + step, 1.0)
+    g, H, S = _slopes(x, u, a, b, mm, nn, mn)
+    g = np.where((H >= 0.0) & (np.abs(g) <= FLAT_SLOPE * S), -1.0, g)
+    act = rows[W.min(axis=1) < top[:, 0] * (1.0 - GRID_TIE)]  # a flat grid: nothing to refine
+    for _ in range(steps):
+        ga, Ha, xa = g[act], H[act], x[act]
+        lo[act] = np.where(ga > 0.0, xa, lo[act])
+        hi[act] = np.where(ga < 0.0, xa, hi[act])
+        la, ha = lo[act], hi[act]
+        newton = Ha < 0.0
+        xn = xa - ga / np.where(newton, Ha, -1.0)
+        ok = newton & (xn >= la) & (xn <= ha)
+        xn = np.where(ok, xn, 0.5 * (la + ha))
+        moved = xn != xa
+        last = ok & (np.abs(xn - xa) <= STEP_TOL)
+        act, xn, last = act[moved], xn[moved], last[moved]
+        if not len(act):
+            break
+        x[act] = xn
+        a[act], b[act], w[act] = _at(xn, u[act], mm, nn[act], mn[act])
+        act = act[~last]
+        if not len(act):
+            break
+        g[act], H[act], _ = _slopes(x[act], u[act], a[act], b[act], mm, nn[act], mn[act])
     better = best > w  # a grid point (e.g. an endpoint) can beat the refined one
-    return np.where(better, H[j], h), np.where(better, best, w)
+    return np.where(better, j / (grid - 1), x), np.where(better, best, w)
 
 
 @register_policy

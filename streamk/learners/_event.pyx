@@ -981,8 +981,8 @@ cdef class EventPass:
         n += 1
         if full:
             _merge_pick(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
-                        &self.ids[0], n, self.gamma, MERGE_GRID, MERGE_ITERS, MERGE_NEWTON,
-                        &self.m_buf[0], &self.m_pick[0], &m, &partner, &h)
+                        &self.ids[0], n, self.gamma, MERGE_GRID, MERGE_STEPS, &self.m_buf[0],
+                        &self.m_pick[0], &m, &partner, &h)
             if self.swap_r:  # the two leaving vectors' columns (the search's scratch is free)
                 wm, wp = self.coef[m, 0], self.coef[partner, 0]
                 _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[m, 0],
