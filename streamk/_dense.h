@@ -1,0 +1,170 @@
+/* The Projectron's O(n^2) and O(n^3) loops on P = K(S, S)^-1, for streamk/budget/_projectron.pxi
+ * (included by streamk/budget/_policies.pyx and streamk/learners/_event.pyx: one definition, so
+ * the two modules agree to the bit) and _policies.inverse_by_cholesky.
+ *
+ * Every function is cloned like sk_dots in _fastexp.h: AVX2 *without* FMA and the baseline,
+ * so both clones do the same roundings and P has the same bits on every machine of a build.
+ * Sums follow sk_dots's lane order (lane j over the indices k = j mod 4, left to right, then
+ * (lane0 + lane1) + (lane2 + lane3)); the rank-one updates do y + a x element by element,
+ * in the order of the NumPy reference's steps (streamk/budget/projectron.py).
+ */
+#ifndef STREAMK_DENSE_H
+#define STREAMK_DENSE_H
+
+#include "_fastexp.h"
+
+/* x . y in sk_dots's lane order (the same bits as a row of sk_dots). */
+static inline double sk_dot_lanes(const double *x, const double *y, Py_ssize_t n)
+{
+    sk_v4d a = sk_lanes1(x, y, n);
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+/* y[b] = y[b] + alpha x[b] for b < n, four lanes at a time. */
+static inline void sk_axpy4(double *y, double alpha, const double *x, Py_ssize_t n)
+{
+    Py_ssize_t b = 0;
+    sk_v4d q, r;
+    for (; b + 4 <= n; b += 4) {
+        memcpy(&q, y + b, sizeof q);
+        memcpy(&r, x + b, sizeof r);
+        q = q + alpha * r;
+        memcpy(y + b, &q, sizeof q);
+    }
+    for (; b < n; b++)
+        y[b] = y[b] + alpha * x[b];
+}
+
+/* y[b] = (y[b] + alpha x[b]) + beta z[b] for b < n: a downdate and a growth in one pass. */
+static inline void sk_axpy2(double *y, double alpha, const double *x, double beta,
+                            const double *z, Py_ssize_t n)
+{
+    Py_ssize_t b = 0;
+    sk_v4d q, r, s;
+    for (; b + 4 <= n; b += 4) {
+        memcpy(&q, y + b, sizeof q);
+        memcpy(&r, x + b, sizeof r);
+        memcpy(&s, z + b, sizeof s);
+        q = (q + alpha * r) + beta * s;
+        memcpy(y + b, &q, sizeof q);
+    }
+    for (; b < n; b++)
+        y[b] = (y[b] + alpha * x[b]) + beta * z[b];
+}
+
+/* d = P k (n x n, leading dimension ldp) and returns the squared projection error
+ * kxx - k . d. */
+SK_DOT_CLONES static double sk_pj_project(const double *P, Py_ssize_t ldp, const double *k,
+                                          double *d, Py_ssize_t n, double kxx)
+{
+    if (n == 0)
+        return kxx;
+    sk_dots(d, P, ldp, n, k, n);
+    return kxx - sk_dot_lanes(k, d, n);
+}
+
+/* The squared projection error kxx - k . d over m entries (after a removal). */
+SK_DOT_CLONES static double sk_pj_error(const double *k, const double *d, Py_ssize_t m,
+                                        double kxx)
+{
+    return kxx - sk_dot_lanes(k, d, m);
+}
+
+/* Block-inverse growth of P (n x n) by one row and column for a vector with d = P k and
+ * squared projection error delta: P += outer(d, d / delta), then the new row and column
+ * -d / delta and the corner 1 / delta. g (n entries) is scratch: d / delta. */
+SK_DOT_CLONES static void sk_pj_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
+                                     Py_ssize_t n, double delta)
+{
+    Py_ssize_t s;
+    for (s = 0; s < n; s++)
+        g[s] = d[s] / delta;
+    for (s = 0; s < n; s++) {
+        sk_axpy4(P + s * ldp, d[s], g, n);
+        P[s * ldp + n] = -g[s];
+    }
+    for (s = 0; s < n; s++)
+        P[n * ldp + s] = -g[s];
+    P[n * ldp + n] = 1.0 / delta;
+}
+
+/* The removal of slot i from P (n x n) and the growth by the new vector, in one pass over P.
+ *
+ * The steps (as the reference does them): the rank-one downdate
+ * P1 = P + outer(-col, row) with col = P[:, i] and row = P[i, :] / P_ii (both from before,
+ * in col and row); row and column n - 1 moved into i; then the growth of the n - 1 rows left
+ * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
+ * the new row and column n - 1 (-d / delta) and the corner 1 / delta. Each element is
+ * computed as (P + (-col_a) row_b) + d_a g_b, so the bits are those of the steps one after
+ * the other. row is changed (its entry i takes entry n - 1: the moved column); g (n - 1
+ * entries) is scratch: d / delta. */
+SK_DOT_CLONES static void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
+                                            Py_ssize_t i, const double *col, double *row,
+                                            const double *d, double *g, double delta)
+{
+    const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
+    Py_ssize_t a, b;
+    double *pa;
+    for (b = 0; b < m; b++)
+        g[b] = d[b] / delta;
+    if (i < m) {
+        row[i] = row[m];
+        pa = P + i * ldp; /* row i takes row m, with its entry m moved into column i */
+        for (b = 0; b < m; b++)
+            pa[b] = P[m * ldp + b];
+        pa[i] = P[m * ldp + m];
+    }
+    for (a = 0; a < m; a++) {
+        pa = P + a * ldp;
+        if (i < m && a != i)
+            pa[i] = pa[m]; /* column m moves into i */
+        sk_axpy2(pa, -col[a == i ? m : a], row, d[a], g, m);
+        pa[m] = -g[a];
+    }
+    pa = P + m * ldp;
+    for (b = 0; b < m; b++)
+        pa[b] = -g[b];
+    pa[m] = 1.0 / delta;
+}
+
+/* P[:n, :n] = G^-1 for a symmetric positive definite G (n x n, contiguous): G = L L^T,
+ * N = L^-T (upper triangular, row by row), P = N N^T, with L and N scratch (n x n each,
+ * zeroed by the caller) and t (n entries) scratch. Returns 0 (P untouched) when a squared
+ * pivot L_jj^2 falls to min_rel G_jj or below (or is NaN). Every step is a dot of two rows
+ * (sk_dots, four rows at a time), so P comes out exactly symmetric (its lower triangle
+ * mirrored); the zeros of the triangles only add +-0 to a lane sum. */
+SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P,
+                                                Py_ssize_t ldp, double *L, double *N,
+                                                double *t, double min_rel)
+{
+    Py_ssize_t i, j, j0, i0;
+    for (j = 0; j < n; j++) { /* Cholesky, column by column: L[i, :j] . L[j, :j] rows */
+        double s = G[j * n + j] - sk_dot_lanes(L + j * n, L + j * n, j);
+        if (!(s > min_rel * G[j * n + j]))
+            return 0;
+        double ljj = sqrt(s);
+        L[j * n + j] = ljj;
+        if (j + 1 < n) {
+            sk_dots(t, L + (j + 1) * n, n, n - j - 1, L + j * n, j);
+            for (i = j + 1; i < n; i++)
+                L[i * n + j] = (G[i * n + j] - t[i - j - 1]) / ljj;
+        }
+    }
+    for (i = 0; i < n; i++) { /* column i of N = L^-T: N[j, i] = -L[i, j:i] . N[j, j:i] / L_ii */
+        double lii = L[i * n + i];
+        for (j0 = 0; j0 < i; j0 += 4)
+            sk_dots(t + j0, N + j0 * n + j0, n, i - j0 < 4 ? i - j0 : 4, L + i * n + j0, i - j0);
+        for (j = 0; j < i; j++)
+            N[j * n + i] = -t[j] / lii;
+        N[i * n + i] = 1.0 / lii;
+    }
+    for (i = 0; i < n; i++) { /* P[i, j] = N[i, i:] . N[j, i:] for j <= i, then mirrored */
+        i0 = i & ~(Py_ssize_t)3;
+        sk_dots(P + i * ldp, N + i0, n, i + 1, N + i * n + i0, n - i0);
+        for (j = 0; j < i; j++)
+            P[j * ldp + i] = P[i * ldp + j];
+    }
+    return 1;
+}
+
+#endif
