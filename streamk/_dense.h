@@ -14,14 +14,14 @@
 #include "_fastexp.h"
 
 /* x . y in sk_dots's lane order (the same bits as a row of sk_dots). */
-static inline double sk_dot_lanes(const double *x, const double *y, Py_ssize_t n)
+static inline __attribute__((always_inline)) double sk_dot_lanes(const double *x, const double *y, Py_ssize_t n)
 {
     sk_v4d a = sk_lanes1(x, y, n);
     return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
 /* y[b] = y[b] + alpha x[b] for b < n, four lanes at a time. */
-static inline void sk_axpy4(double *y, double alpha, const double *x, Py_ssize_t n)
+static inline __attribute__((always_inline)) void sk_axpy4(double *y, double alpha, const double *x, Py_ssize_t n)
 {
     Py_ssize_t b = 0;
     sk_v4d q, r;
@@ -36,7 +36,7 @@ static inline void sk_axpy4(double *y, double alpha, const double *x, Py_ssize_t
 }
 
 /* y[b] = (y[b] + alpha x[b]) + beta z[b] for b < n: a downdate and a growth in one pass. */
-static inline void sk_axpy2(double *y, double alpha, const double *x, double beta,
+static inline __attribute__((always_inline)) void sk_axpy2(double *y, double alpha, const double *x, double beta,
                             const double *z, Py_ssize_t n)
 {
     Py_ssize_t b = 0;
@@ -52,6 +52,70 @@ static inline void sk_axpy2(double *y, double alpha, const double *x, double bet
         y[b] = (y[b] + alpha * x[b]) + beta * z[b];
 }
 
+/* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots. */
+static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
+{
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+/* out[s] = P[s] . k for s < n (rows of P w wide, leading dimension ldp) in sk_dots's lane
+ * order, eight rows at a time: eight independent sums hide the latency of the additions
+ * (four, as sk_dots has, wait on it), and each load of k serves eight rows. */
+static inline __attribute__((always_inline)) void sk_matvec(double *out, const double *P, Py_ssize_t ldp, Py_ssize_t n,
+                             const double *k, Py_ssize_t w)
+{
+    const Py_ssize_t w4 = w & ~(Py_ssize_t)3;
+    const int t = (int)(w - w4);
+    Py_ssize_t s = 0, b;
+    if (w >= 4) {
+        for (; s + 8 <= n; s += 8) {
+            const double *x = P + s * ldp;
+            sk_v4d a0 = {0.0, 0.0, 0.0, 0.0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+                   a6 = a0, a7 = a0, q, r;
+            for (b = 0; b < w4; b += 4) {
+                memcpy(&r, k + b, sizeof r);
+                memcpy(&q, x + b, sizeof q);
+                a0 = a0 + q * r;
+                memcpy(&q, x + ldp + b, sizeof q);
+                a1 = a1 + q * r;
+                memcpy(&q, x + 2 * ldp + b, sizeof q);
+                a2 = a2 + q * r;
+                memcpy(&q, x + 3 * ldp + b, sizeof q);
+                a3 = a3 + q * r;
+                memcpy(&q, x + 4 * ldp + b, sizeof q);
+                a4 = a4 + q * r;
+                memcpy(&q, x + 5 * ldp + b, sizeof q);
+                a5 = a5 + q * r;
+                memcpy(&q, x + 6 * ldp + b, sizeof q);
+                a6 = a6 + q * r;
+                memcpy(&q, x + 7 * ldp + b, sizeof q);
+                a7 = a7 + q * r;
+            }
+            if (t) {
+                r = sk_tail4(k + w4, t);
+                a0 = a0 + sk_tail4(x + w4, t) * r;
+                a1 = a1 + sk_tail4(x + ldp + w4, t) * r;
+                a2 = a2 + sk_tail4(x + 2 * ldp + w4, t) * r;
+                a3 = a3 + sk_tail4(x + 3 * ldp + w4, t) * r;
+                a4 = a4 + sk_tail4(x + 4 * ldp + w4, t) * r;
+                a5 = a5 + sk_tail4(x + 5 * ldp + w4, t) * r;
+                a6 = a6 + sk_tail4(x + 6 * ldp + w4, t) * r;
+                a7 = a7 + sk_tail4(x + 7 * ldp + w4, t) * r;
+            }
+            out[s] = sk_hsum4(a0);
+            out[s + 1] = sk_hsum4(a1);
+            out[s + 2] = sk_hsum4(a2);
+            out[s + 3] = sk_hsum4(a3);
+            out[s + 4] = sk_hsum4(a4);
+            out[s + 5] = sk_hsum4(a5);
+            out[s + 6] = sk_hsum4(a6);
+            out[s + 7] = sk_hsum4(a7);
+        }
+    }
+    if (s < n)
+        sk_dots(out + s, P + s * ldp, ldp, n - s, k, w);
+}
+
 /* d = P k (n x n, leading dimension ldp) and returns the squared projection error
  * kxx - k . d. */
 SK_DOT_CLONES static double sk_pj_project(const double *P, Py_ssize_t ldp, const double *k,
@@ -59,7 +123,7 @@ SK_DOT_CLONES static double sk_pj_project(const double *P, Py_ssize_t ldp, const
 {
     if (n == 0)
         return kxx;
-    sk_dots(d, P, ldp, n, k, n);
+    sk_matvec(d, P, ldp, n, k, n);
     return kxx - sk_dot_lanes(k, d, n);
 }
 
@@ -96,35 +160,35 @@ SK_DOT_CLONES static void sk_pj_grow(double *P, Py_ssize_t ldp, const double *d,
  * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
  * the new row and column n - 1 (-d / delta) and the corner 1 / delta. Each element is
  * computed as (P + (-col_a) row_b) + d_a g_b, so the bits are those of the steps one after
- * the other. row is changed (its entry i takes entry n - 1: the moved column); g (n - 1
- * entries) is scratch: d / delta. */
+ * the other. A row's moved entry is read before and written after its vector pass (a scalar
+ * store under a vector load would stall it). g (n - 1 entries) is scratch: d / delta. */
 SK_DOT_CLONES static void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
-                                            Py_ssize_t i, const double *col, double *row,
+                                            Py_ssize_t i, const double *col, const double *row,
                                             const double *d, double *g, double delta)
 {
     const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
+    const int moved = i < m;    /* else the last slot left: nothing moves */
+    const double *pm = P + m * ldp;
     Py_ssize_t a, b;
-    double *pa;
     for (b = 0; b < m; b++)
         g[b] = d[b] / delta;
-    if (i < m) {
-        row[i] = row[m];
-        pa = P + i * ldp; /* row i takes row m, with its entry m moved into column i */
-        for (b = 0; b < m; b++)
-            pa[b] = P[m * ldp + b];
-        pa[i] = P[m * ldp + m];
-    }
     for (a = 0; a < m; a++) {
-        pa = P + a * ldp;
-        if (i < m && a != i)
-            pa[i] = pa[m]; /* column m moves into i */
-        sk_axpy2(pa, -col[a == i ? m : a], row, d[a], g, m);
+        double *pa = P + a * ldp;
+        double alpha = -col[a], c = pa[m]; /* P[a, m]: column m moves into i */
+        if (moved && a == i) {             /* row i takes row m */
+            alpha = -col[m];
+            c = pm[m];
+            memcpy(pa, pm, (size_t)m * sizeof(double));
+        }
+        sk_axpy2(pa, alpha, row, d[a], g, m);
+        if (moved)
+            pa[i] = (c + alpha * row[m]) + d[a] * g[i];
         pa[m] = -g[a];
     }
-    pa = P + m * ldp;
+    double *pl = P + m * ldp;
     for (b = 0; b < m; b++)
-        pa[b] = -g[b];
-    pa[m] = 1.0 / delta;
+        pl[b] = -g[b];
+    pl[m] = 1.0 / delta;
 }
 
 /* P[:n, :n] = G^-1 for a symmetric positive definite G (n x n, contiguous): G = L L^T,

@@ -1,0 +1,133 @@
+"""The Projectron's dense steps on ``P = K(S, S)^-1`` (streamk/_dense.h) against NumPy.
+
+``_policies.projectron_insert`` runs the C loops every compiled path shares (the per-event
+path of streamk/learners/_event.pyx includes the same ``_projectron.pxi``): the matvec
+``d = P k``, the growth, and the removal's downdate fused with the growth that follows it.
+Here each branch is checked against the reference's steps written out in NumPy
+(:meth:`streamk.budget.Projectron.insert`: downdate, move the last slot into the removed
+one, ``d`` recomputed for the smaller set, block-inverse growth) for set sizes around the
+four-lane and eight-row groupings of the loops, with the removed slot inside the set and
+last, and ``P``'s unused capacity left as it was. The rebuild (``inverse_by_cholesky``) must
+give an exactly symmetric inverse.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamk.budget import compiled
+from streamk.kernels import RBF
+
+policies = compiled.policies
+pytestmark = pytest.mark.skipif(
+    policies is None, reason="streamk.budget._policies is not built (NumPy path only)"
+)
+
+SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 12, 17, 33, 40]
+
+
+def gram(n: int, seed: int) -> np.ndarray:
+    """An RBF Gram matrix of ``n`` random points in d = 3 (well enough conditioned)."""
+    X = np.random.default_rng(seed).normal(size=(n, 3))
+    return RBF(gamma=0.7).gram(X, X)
+
+
+def without_slot(k: np.ndarray, slot: int) -> np.ndarray:
+    """``k`` without entry ``slot``, the last entry moved into it (``SupportSet.remove``)."""
+    out = k.copy()
+    out[slot] = k[-1]
+    return out[:-1]
+
+
+def reference_insert(P, k, kxx, coef, eta, full):
+    """:meth:`Projectron.insert`'s steps on ``P`` (n x n) in NumPy: ``(slot, P, d)``, slot -2
+    projected, -1 appended, else the removed slot."""
+    P, k = P.copy(), k.copy()
+    n = P.shape[0]
+    d = P @ k
+    delta = kxx - k @ d
+    if delta <= eta:
+        return -2, P, d
+    slot = -1
+    if full:
+        slot = int(np.argmin(np.einsum("ij,ij->i", coef, coef) / np.diag(P)))
+        P -= np.outer(P[:, slot], P[slot, :]) / P[slot, slot]
+        last = n - 1
+        P[slot, :] = P[last, :]
+        P[:, slot] = P[:, last]
+        P, k, n = P[:last, :last], without_slot(k, slot), last
+        d = P @ k
+        delta = kxx - k @ d
+    grown = np.zeros((n + 1, n + 1))
+    grown[:n, :n] = P + np.outer(d, d) / delta
+    grown[:n, n] = grown[n, :n] = -d / delta
+    grown[n, n] = 1.0 / delta
+    return slot, grown, d
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("branch", ["projected", "grow", "remove-inside", "remove-last"])
+def test_projectron_insert_follows_the_reference_steps(n, branch):
+    if branch == "remove-inside" and n < 2:
+        pytest.skip("a set of one has no slot inside")
+    G = gram(n + 1, seed=n)
+    ldp = n + 5  # capacity beyond the set: must stay untouched
+    P = np.zeros((ldp, ldp))
+    P[:n, :n] = np.linalg.inv(G[:n, :n])
+    P[n + 1 :, :] = P[:, n + 1 :] = 7.0  # a marker outside the rows the step may write
+    k, kxx = G[n, :n].copy(), 1.0
+    coef = np.random.default_rng(n).normal(size=(n, 2)) + 3.0
+    slot_wanted = {"remove-inside": n // 2, "remove-last": n - 1}.get(branch)
+    if slot_wanted is not None:
+        coef[slot_wanted] = 1e-3  # the cheapest vector to drop
+    eta = 10.0 if branch == "projected" else 0.0
+    full = slot_wanted is not None
+    want_slot, want_P, want_d = reference_insert(P[:n, :n], k, kxx, coef, eta, full)
+
+    kk, d, col = k.copy(), np.empty(n), np.empty(2 * n)
+    before = P.copy()
+    slot, pii = policies.projectron_insert(P, coef, kk, d, col, n, full, kxx, eta, 0.0)
+
+    assert slot == want_slot and (slot_wanted is None or slot == slot_wanted)
+    size = want_P.shape[0]
+    scale = np.abs(want_P).max()
+    np.testing.assert_allclose(P[:size, :size], want_P, rtol=1e-10, atol=1e-11 * scale)
+    m = n if slot < 0 else n - 1
+    np.testing.assert_allclose(
+        d[:m], want_d, rtol=1e-10, atol=1e-11 * np.abs(want_d).max(initial=1.0)
+    )
+    np.testing.assert_array_equal(P[size:, :], before[size:, :])  # capacity untouched
+    np.testing.assert_array_equal(P[:, size:], before[:, size:])
+    if slot >= 0:
+        assert pii == before[slot, slot]
+        np.testing.assert_array_equal(col[:n], before[:n, slot])  # P[:, slot] before
+        np.testing.assert_array_equal(kk[: n - 1], without_slot(k, slot))
+    if slot == -2:
+        np.testing.assert_array_equal(P, before)  # projected: P unchanged
+
+
+@pytest.mark.parametrize("n", SIZES + [64, 101])
+def test_inverse_by_cholesky_is_exactly_symmetric(n):
+    """The rebuild computes each entry of ``P = N Nᵀ`` once (a dot of two rows of
+    ``N = L^-ᵀ``) and mirrors it: symmetric to the bit, the inverse to rounding, and ``P``'s
+    capacity beyond ``n`` untouched."""
+    G = gram(n, seed=100 + n)
+    P = np.full((n + 3, n + 3), 5.0)
+    assert policies.inverse_by_cholesky(G, P, 1e-12)
+    inv = P[:n, :n]
+    np.testing.assert_array_equal(inv, inv.T)
+    want = np.linalg.inv(G)
+    np.testing.assert_allclose(inv, want, rtol=1e-9, atol=1e-10 * np.abs(want).max())
+    np.testing.assert_allclose(G @ inv, np.eye(n), atol=1e-8)
+    assert (P[n:, :] == 5.0).all() and (P[:, n:] == 5.0).all()
+
+
+def test_inverse_by_cholesky_declines_without_touching_p():
+    """A pivot at or below ``min_rel G_jj`` (two equal rows): ``False`` and ``P`` as it was."""
+    X = np.random.default_rng(3).normal(size=(20, 3))
+    X[11] = X[4]
+    G = RBF(gamma=0.7).gram(X, X)
+    P = np.full((21, 21), 2.0)
+    assert not policies.inverse_by_cholesky(G, P, 1e-8)
+    assert (P == 2.0).all()
