@@ -116,6 +116,30 @@ static inline __attribute__((always_inline)) void sk_matvec(double *out, const d
         sk_dots(out + s, P + s * ldp, ldp, n - s, k, w);
 }
 
+/* sk_axpy2 on two rows y0 and y1 at once (alpha, beta one per row): they share each load of
+ * x and z. */
+static inline __attribute__((always_inline)) void
+sk_axpy2_pair(double *y0, double *y1, double a0, double a1, const double *x, double b0,
+              double b1, const double *z, Py_ssize_t n)
+{
+    Py_ssize_t b = 0;
+    sk_v4d q0, q1, r, s;
+    for (; b + 4 <= n; b += 4) {
+        memcpy(&r, x + b, sizeof r);
+        memcpy(&s, z + b, sizeof s);
+        memcpy(&q0, y0 + b, sizeof q0);
+        memcpy(&q1, y1 + b, sizeof q1);
+        q0 = (q0 + a0 * r) + b0 * s;
+        q1 = (q1 + a1 * r) + b1 * s;
+        memcpy(y0 + b, &q0, sizeof q0);
+        memcpy(y1 + b, &q1, sizeof q1);
+    }
+    for (; b < n; b++) {
+        y0[b] = (y0[b] + a0 * x[b]) + b0 * z[b];
+        y1[b] = (y1[b] + a1 * x[b]) + b1 * z[b];
+    }
+}
+
 /* d = P k (n x n, leading dimension ldp) and returns the squared projection error
  * kxx - k . d. */
 SK_DOT_CLONES static double sk_pj_project(const double *P, Py_ssize_t ldp, const double *k,
@@ -175,7 +199,19 @@ SK_DOT_CLONES static void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_
     for (a = 0; a < m; a++) {
         double *pa = P + a * ldp;
         double alpha = -col[a], c = pa[m]; /* P[a, m]: column m moves into i */
-        if (moved && a == i) {             /* row i takes row m */
+        if (a + 1 < m && !(moved && (a == i || a + 1 == i))) { /* two plain rows at once */
+            double *pb = pa + ldp, alpha1 = -col[a + 1], c1 = pb[m];
+            sk_axpy2_pair(pa, pb, alpha, alpha1, row, d[a], d[a + 1], g, m);
+            if (moved) {
+                pa[i] = (c + alpha * row[m]) + d[a] * g[i];
+                pb[i] = (c1 + alpha1 * row[m]) + d[a + 1] * g[i];
+            }
+            pa[m] = -g[a];
+            pb[m] = -g[a + 1];
+            a++;
+            continue;
+        }
+        if (moved && a == i) { /* row i takes row m */
             alpha = -col[m];
             c = pm[m];
             memcpy(pa, pm, (size_t)m * sizeof(double));
