@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamk.budget import compiled
+from streamk.budget import Projectron, compiled
 from streamk.kernels import RBF
 
 policies = compiled.policies
@@ -131,3 +131,30 @@ def test_inverse_by_cholesky_declines_without_touching_p():
     P = np.full((21, 21), 2.0)
     assert not policies.inverse_by_cholesky(G, P, 1e-8)
     assert (P == 2.0).all()
+
+
+@pytest.mark.parametrize("offset", [0.0, 3e6])
+def test_the_compiled_run_takes_the_exact_distances_when_the_expansion_is_not(offset, monkeypatch):
+    """``projectron_run``'s kernel rows come from the norm expansion (the per-event path's
+    loops) only where ``RBF.expansion_exact`` holds; rows far from the origin (``offset``)
+    take the distances themselves, and both give the NumPy path's model."""
+    from streamk.learners.budgeted import MarginPerceptron
+
+    rng = np.random.default_rng(9)
+    X = rng.uniform(-1.0, 1.0, size=(600, 3)) + offset
+    y = (np.sin(3.0 * (X[:, 0] - offset)) > 0).tolist()
+
+    def run():
+        model = MarginPerceptron(kernel=RBF(gamma=2.0), budget=Projectron(25, eta=0.01))
+        preds = []
+        for i in range(0, len(y), 150):
+            preds += model.learn_predict_many(X[i : i + 150], y[i : i + 150])
+        return model, preds
+
+    fast, fast_preds = run()
+    monkeypatch.setattr(compiled, "policies", None)
+    ref, ref_preds = run()
+    assert fast_preds == ref_preds
+    assert fast.support_.ids.tolist() == ref.support_.ids.tolist()
+    assert fast.support_.next_id > 40  # the budget turned over
+    np.testing.assert_allclose(fast.support_.coef, ref.support_.coef, rtol=1e-9, atol=1e-9)

@@ -31,6 +31,10 @@ from libc.stdint cimport int64_t
 
 cdef extern from "../_fastexp.h" nogil:
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+    void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                 const double *row, Py_ssize_t w)
+    void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
+                          Py_ssize_t n, double gamma)
 
 import numpy as np
 
@@ -193,6 +197,25 @@ def projectron_insert(
     return slot, pii
 
 
+cdef void _rbf_row(const double *q, Py_ssize_t w, const double *X, Py_ssize_t ldx,
+                   const double *s_sq, Py_ssize_t n, double set_sq, double gamma,
+                   double *k) noexcept nogil:
+    """``k[s] = exp(-gamma ||q - X[s]||²)`` for ``s < n``: from the norm expansion with the
+    loops of the per-event path (``_fastexp.h``'s ``sk_dots`` and ``sk_rbf_from_dots``, the
+    same values as its kernel rows) where ``RBF.expansion_exact`` holds for the set's
+    largest squared norm ``set_sq`` and ``q``'s, else from the distances themselves."""
+    cdef Py_ssize_t s
+    cdef double q_sq = 0.0
+    for s in range(w):
+        q_sq = q_sq + q[s] * q[s]
+    if not (set_sq + q_sq) * 1e-15 * gamma > 1e-10:
+        sk_dots(k, X, ldx, n, q, w)
+        sk_rbf_from_dots(k, k, s_sq, q_sq, n, gamma)
+        return
+    for s in range(n):
+        k[s] = exp(-gamma * _dist2(q, &X[s * ldx], w))
+
+
 def projectron_run(
     const double[:, ::1] Q,
     double[:, ::1] X,
@@ -244,12 +267,14 @@ def projectron_run(
     cdef double *Pp = &P[0, 0]
     cdef double *Xp = &X[0, 0]
     cdef double *Cp = &coef[0, 0]
-    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii
+    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii, set_sq = 0.0
     cdef int64_t updates = 0
     with nogil:
+        for s in range(n):
+            if s_sq[s] > set_sq:
+                set_sq = s_sq[s]
         for j in range(m):
-            for s in range(n):
-                k[s] = exp(-gamma * _dist2(&Q[j, 0], &Xp[s * ldx], w))
+            _rbf_row(&Q[j, 0], w, Xp, ldx, &s_sq[0], n, set_sq, gamma, k)
             if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
@@ -271,6 +296,8 @@ def projectron_run(
                          next_id, n)
             if sq > sq_max:
                 sq_max = sq
+            if sq > set_sq:
+                set_sq = sq
             next_id += 1
             n += 1
     return n, next_id, updates, sq_max
