@@ -140,6 +140,39 @@ sk_axpy2_pair(double *y0, double *y1, double a0, double a1, const double *x, dou
     }
 }
 
+/* sk_axpy2 on the four rows y, y + ldy, y + 2 ldy, y + 3 ldy at once (alpha, beta one per
+ * row): they share each load of x and z. */
+static inline __attribute__((always_inline)) void
+sk_axpy2_quad(double *y, Py_ssize_t ldy, const double *alpha, const double *x,
+              const double *beta, const double *z, Py_ssize_t n)
+{
+    Py_ssize_t b = 0;
+    int j;
+    const double a0 = alpha[0], a1 = alpha[1], a2 = alpha[2], a3 = alpha[3];
+    const double b0 = beta[0], b1 = beta[1], b2 = beta[2], b3 = beta[3];
+    double *y0 = y, *y1 = y + ldy, *y2 = y + 2 * ldy, *y3 = y + 3 * ldy;
+    sk_v4d q0, q1, q2, q3, r, s;
+    for (; b + 4 <= n; b += 4) {
+        memcpy(&r, x + b, sizeof r);
+        memcpy(&s, z + b, sizeof s);
+        memcpy(&q0, y0 + b, sizeof q0);
+        memcpy(&q1, y1 + b, sizeof q1);
+        memcpy(&q2, y2 + b, sizeof q2);
+        memcpy(&q3, y3 + b, sizeof q3);
+        q0 = (q0 + a0 * r) + b0 * s;
+        q1 = (q1 + a1 * r) + b1 * s;
+        q2 = (q2 + a2 * r) + b2 * s;
+        q3 = (q3 + a3 * r) + b3 * s;
+        memcpy(y0 + b, &q0, sizeof q0);
+        memcpy(y1 + b, &q1, sizeof q1);
+        memcpy(y2 + b, &q2, sizeof q2);
+        memcpy(y3 + b, &q3, sizeof q3);
+    }
+    for (; b < n; b++)
+        for (j = 0; j < 4; j++)
+            y[j * ldy + b] = (y[j * ldy + b] + alpha[j] * x[b]) + beta[j] * z[b];
+}
+
 /* d = P k (n x n, leading dimension ldp) and returns the squared projection error
  * kxx - k . d. */
 SK_DOT_CLONES static double sk_pj_project(const double *P, Py_ssize_t ldp, const double *k,
@@ -184,8 +217,10 @@ SK_DOT_CLONES static void sk_pj_grow(double *P, Py_ssize_t ldp, const double *d,
  * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
  * the new row and column n - 1 (-d / delta) and the corner 1 / delta. Each element is
  * computed as (P + (-col_a) row_b) + d_a g_b, so the bits are those of the steps one after
- * the other. A row's moved entry is read before and written after its vector pass (a scalar
- * store under a vector load would stall it). g (n - 1 entries) is scratch: d / delta. */
+ * the other. Four rows at a time (two or one next to row i) share the loads of row and g:
+ * the pass then runs at the speed of reading and writing P. A row's moved entry is read
+ * before and written after its vector pass (a scalar store under a vector load would stall
+ * it). g (n - 1 entries) is scratch: d / delta. */
 SK_DOT_CLONES static void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
                                             Py_ssize_t i, const double *col, const double *row,
                                             const double *d, double *g, double delta)
@@ -199,6 +234,21 @@ SK_DOT_CLONES static void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_
     for (a = 0; a < m; a++) {
         double *pa = P + a * ldp;
         double alpha = -col[a], c = pa[m]; /* P[a, m]: column m moves into i */
+        if (a + 3 < m && !(moved && a <= i && i <= a + 3)) { /* four plain rows at once */
+            double na4[4] = {alpha, -col[a + 1], -col[a + 2], -col[a + 3]}, c4[4];
+            int j;
+            for (j = 0; j < 4; j++)
+                c4[j] = pa[j * ldp + m];
+            sk_axpy2_quad(pa, ldp, na4, row, d + a, g, m);
+            for (j = 0; j < 4; j++) {
+                double *pj = pa + j * ldp;
+                if (moved)
+                    pj[i] = (c4[j] + na4[j] * row[m]) + d[a + j] * g[i];
+                pj[m] = -g[a + j];
+            }
+            a += 3;
+            continue;
+        }
         if (a + 1 < m && !(moved && (a == i || a + 1 == i))) { /* two plain rows at once */
             double *pb = pa + ldp, alpha1 = -col[a + 1], c1 = pb[m];
             sk_axpy2_pair(pa, pb, alpha, alpha1, row, d[a], d[a + 1], g, m);
