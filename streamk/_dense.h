@@ -282,7 +282,8 @@ SK_DOT_CLONES static void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_
  * zeroed by the caller) and t (n entries) scratch. Returns 0 (P untouched) when a squared
  * pivot L_jj^2 falls to min_rel G_jj or below (or is NaN). Every step is a dot of two rows
  * (sk_dots, four rows at a time), so P comes out exactly symmetric (its lower triangle
- * mirrored); the zeros of the triangles only add +-0 to a lane sum. */
+ * mirrored); the zeros of the triangles only add +-0 to a lane sum. The dots go eight rows
+ * at a time (sk_matvec). */
 SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P,
                                                 Py_ssize_t ldp, double *L, double *N,
                                                 double *t, double min_rel)
@@ -295,22 +296,22 @@ SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, d
         double ljj = sqrt(s);
         L[j * n + j] = ljj;
         if (j + 1 < n) {
-            sk_dots(t, L + (j + 1) * n, n, n - j - 1, L + j * n, j);
+            sk_matvec(t, L + (j + 1) * n, n, n - j - 1, L + j * n, j);
             for (i = j + 1; i < n; i++)
                 L[i * n + j] = (G[i * n + j] - t[i - j - 1]) / ljj;
         }
     }
     for (i = 0; i < n; i++) { /* column i of N = L^-T: N[j, i] = -L[i, j:i] . N[j, j:i] / L_ii */
         double lii = L[i * n + i];
-        for (j0 = 0; j0 < i; j0 += 4)
-            sk_dots(t + j0, N + j0 * n + j0, n, i - j0 < 4 ? i - j0 : 4, L + i * n + j0, i - j0);
+        for (j0 = 0; j0 < i; j0 += 8)
+            sk_matvec(t + j0, N + j0 * n + j0, n, i - j0 < 8 ? i - j0 : 8, L + i * n + j0, i - j0);
         for (j = 0; j < i; j++)
             N[j * n + i] = -t[j] / lii;
         N[i * n + i] = 1.0 / lii;
     }
     for (i = 0; i < n; i++) { /* P[i, j] = N[i, i:] . N[j, i:] for j <= i, then mirrored */
         i0 = i & ~(Py_ssize_t)3;
-        sk_dots(P + i * ldp, N + i0, n, i + 1, N + i * n + i0, n - i0);
+        sk_matvec(P + i * ldp, N + i0, n, i + 1, N + i * n + i0, n - i0);
         for (j = 0; j < i; j++)
             P[j * ldp + i] = P[i * ldp + j];
     }
