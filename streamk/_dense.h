@@ -6,7 +6,9 @@
  * so both clones do the same roundings and P has the same bits on every machine of a build.
  * Sums follow sk_dots's lane order (lane j over the indices k = j mod 4, left to right, then
  * (lane0 + lane1) + (lane2 + lane3)); the rank-one updates do y + a x element by element,
- * in the order of the NumPy reference's steps (streamk/budget/projectron.py).
+ * in the order of the NumPy reference's steps (streamk/budget/projectron.py). The per-event
+ * steps keep only P's lower triangle current (P is symmetric): half the memory of P to read
+ * and write, which bounds them.
  */
 #ifndef STREAMK_DENSE_H
 #define STREAMK_DENSE_H
@@ -116,30 +118,6 @@ static inline __attribute__((always_inline)) void sk_matvec(double *out, const d
         sk_dots(out + s, P + s * ldp, ldp, n - s, k, w);
 }
 
-/* sk_axpy2 on two rows y0 and y1 at once (alpha, beta one per row): they share each load of
- * x and z. */
-static inline __attribute__((always_inline)) void
-sk_axpy2_pair(double *y0, double *y1, double a0, double a1, const double *x, double b0,
-              double b1, const double *z, Py_ssize_t n)
-{
-    Py_ssize_t b = 0;
-    sk_v4d q0, q1, r, s;
-    for (; b + 4 <= n; b += 4) {
-        memcpy(&r, x + b, sizeof r);
-        memcpy(&s, z + b, sizeof s);
-        memcpy(&q0, y0 + b, sizeof q0);
-        memcpy(&q1, y1 + b, sizeof q1);
-        q0 = (q0 + a0 * r) + b0 * s;
-        q1 = (q1 + a1 * r) + b1 * s;
-        memcpy(y0 + b, &q0, sizeof q0);
-        memcpy(y1 + b, &q1, sizeof q1);
-    }
-    for (; b < n; b++) {
-        y0[b] = (y0[b] + a0 * x[b]) + b0 * z[b];
-        y1[b] = (y1[b] + a1 * x[b]) + b1 * z[b];
-    }
-}
-
 /* sk_axpy2 on the four rows y, y + ldy, y + 2 ldy, y + 3 ldy at once (alpha, beta one per
  * row): they share each load of x and z. */
 static inline __attribute__((always_inline)) void
@@ -173,17 +151,6 @@ sk_axpy2_quad(double *y, Py_ssize_t ldy, const double *alpha, const double *x,
             y[j * ldy + b] = (y[j * ldy + b] + alpha[j] * x[b]) + beta[j] * z[b];
 }
 
-/* d = P k (n x n, leading dimension ldp) and returns the squared projection error
- * kxx - k . d. */
-SK_DOT_CLONES static double sk_pj_project(const double *P, Py_ssize_t ldp, const double *k,
-                                          double *d, Py_ssize_t n, double kxx)
-{
-    if (n == 0)
-        return kxx;
-    sk_matvec(d, P, ldp, n, k, n);
-    return kxx - sk_dot_lanes(k, d, n);
-}
-
 /* The squared projection error kxx - k . d over m entries (after a removal). */
 SK_DOT_CLONES static double sk_pj_error(const double *k, const double *d, Py_ssize_t m,
                                         double kxx)
@@ -191,90 +158,193 @@ SK_DOT_CLONES static double sk_pj_error(const double *k, const double *d, Py_ssi
     return kxx - sk_dot_lanes(k, d, m);
 }
 
-/* Block-inverse growth of P (n x n) by one row and column for a vector with d = P k and
- * squared projection error delta: P += outer(d, d / delta), then the new row and column
- * -d / delta and the corner 1 / delta. g (n entries) is scratch: d / delta. */
-SK_DOT_CLONES static void sk_pj_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
-                                     Py_ssize_t n, double delta)
+/* ---- P in its lower triangle ----------------------------------------------------------------
+ * P is symmetric; the compiled paths read and write only its lower triangle (b <= a), half the
+ * memory of the full matrix, and the policy mirrors it before Python reads P
+ * (Projectron._mirror). */
+
+/* The diagonal 4 x 4 tile of P's rows a0 + r0 .. a0 + r0 + 3 at columns a0 + r0 .. + 3 (all
+ * four in the set): row r0 + j adds its columns up to the diagonal to its lanes and its
+ * columns left of the diagonal to u, the others masked to +0, which adds nothing (the upper
+ * triangle may hold anything). */
+static inline __attribute__((always_inline)) void
+sk_pjl_tile(const double *P, Py_ssize_t ldp, Py_ssize_t c, sk_v4d *acc, const double *k,
+            double *u)
+{
+    const sk_v4l le[4] = {{-1, 0, 0, 0}, {-1, -1, 0, 0}, {-1, -1, -1, 0}, {-1, -1, -1, -1}};
+    sk_v4d q, kb, ub;
+    int j;
+    memcpy(&kb, k + c, sizeof kb);
+    memcpy(&ub, u + c, sizeof ub);
+    for (j = 0; j < 4; j++) {
+        memcpy(&q, P + (c + j) * ldp + c, sizeof q);
+        acc[j] = acc[j] + (sk_v4d)((sk_v4l)q & le[j]) * kb;
+        if (j)
+            ub = ub + k[c + j] * (sk_v4d)((sk_v4l)q & le[j - 1]);
+    }
+    memcpy(u + c, &ub, sizeof ub);
+}
+
+/* d[a0 .. a0 + R - 1] (lane sums) and u (the upper triangle's part) for the R rows from a0
+ * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
+ * columns left of the block four at a time for the R rows together (eight independent lane
+ * sums hide the latency of the additions), then the diagonal tiles. */
+static inline __attribute__((always_inline)) void
+sk_pjl_block(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+             double *d, double *u)
+{
+    sk_v4d acc[8];
+    sk_v4d q, kb, ub;
+    Py_ssize_t b;
+    int j;
+    for (j = 0; j < R; j++)
+        acc[j] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
+    for (b = 0; b < a0; b += 4) {
+        memcpy(&kb, k + b, sizeof kb);
+        memcpy(&ub, u + b, sizeof ub);
+        for (j = 0; j < R; j++) {
+            memcpy(&q, P + (a0 + j) * ldp + b, sizeof q);
+            acc[j] = acc[j] + q * kb;
+            ub = ub + k[a0 + j] * q;
+        }
+        memcpy(u + b, &ub, sizeof ub);
+    }
+    if (R >= 4) {
+        sk_pjl_tile(P, ldp, a0, acc, k, u);
+        if (R == 8) { /* rows 4 .. 7: columns a0 .. a0 + 3 whole, then their own tile */
+            memcpy(&kb, k + a0, sizeof kb);
+            memcpy(&ub, u + a0, sizeof ub);
+            for (j = 4; j < 8; j++) {
+                memcpy(&q, P + (a0 + j) * ldp + a0, sizeof q);
+                acc[j] = acc[j] + q * kb;
+                ub = ub + k[a0 + j] * q;
+            }
+            memcpy(u + a0, &ub, sizeof ub);
+            sk_pjl_tile(P, ldp, a0 + 4, acc + 4, k, u);
+        }
+    } else {
+        for (j = 0; j < R; j++) {
+            const double *x = P + (a0 + j) * ldp;
+            for (b = a0; b <= a0 + j; b++) {
+                acc[j][b & 3] = acc[j][b & 3] + x[b] * k[b];
+                if (b < a0 + j)
+                    u[b] = u[b] + k[a0 + j] * x[b];
+            }
+        }
+    }
+    for (j = 0; j < R; j++)
+        d[a0 + j] = sk_hsum4(acc[j]);
+}
+
+/* d = P k from P's lower triangle (n x n, leading dimension ldp), u (n entries) scratch, and
+ * returns the squared projection error kxx - k . d. d_a is the lane sum of row a's entries
+ * b <= a (lane b mod 4, left to right) plus u_a, the sum over the rows c > a in order of
+ * P_ca k_c: the same bits however the rows are grouped. */
+SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
+                                           double *d, double *u, Py_ssize_t n, double kxx)
+{
+    Py_ssize_t a0 = 0, a;
+    if (n == 0)
+        return kxx;
+    memset(u, 0, (size_t)n * sizeof(double));
+    for (; a0 + 8 <= n; a0 += 8)
+        sk_pjl_block(P, ldp, a0, 8, k, d, u);
+    if (a0 + 4 <= n) {
+        sk_pjl_block(P, ldp, a0, 4, k, d, u);
+        a0 += 4;
+    }
+    switch (n - a0) {
+    case 1:
+        sk_pjl_block(P, ldp, a0, 1, k, d, u);
+        break;
+    case 2:
+        sk_pjl_block(P, ldp, a0, 2, k, d, u);
+        break;
+    case 3:
+        sk_pjl_block(P, ldp, a0, 3, k, d, u);
+        break;
+    default:
+        break;
+    }
+    for (a = 0; a < n; a++)
+        d[a] = d[a] + u[a];
+    return kxx - sk_dot_lanes(k, d, n);
+}
+
+/* Block-inverse growth of P (n x n, lower triangle) by one row and column for a vector with
+ * d = P k and squared projection error delta: P += outer(d, d / delta) (row a < n gains
+ * d_a g_b for b <= a), then the new row n (-d / delta) and the corner 1 / delta. g (n
+ * entries) is scratch: d / delta. */
+SK_DOT_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
+                                      Py_ssize_t n, double delta)
 {
     Py_ssize_t s;
     for (s = 0; s < n; s++)
         g[s] = d[s] / delta;
-    for (s = 0; s < n; s++) {
-        sk_axpy4(P + s * ldp, d[s], g, n);
-        P[s * ldp + n] = -g[s];
-    }
+    for (s = 0; s < n; s++)
+        sk_axpy4(P + s * ldp, d[s], g, s + 1);
     for (s = 0; s < n; s++)
         P[n * ldp + s] = -g[s];
     P[n * ldp + n] = 1.0 / delta;
 }
 
-/* The removal of slot i from P (n x n) and the growth by the new vector, in one pass over P.
+/* The removal of slot i from P (n x n, lower triangle) and the growth by the new vector, in
+ * one pass over P.
  *
  * The steps (as the reference does them): the rank-one downdate
  * P1 = P + outer(-col, row) with col = P[:, i] and row = P[i, :] / P_ii (both from before,
  * in col and row); row and column n - 1 moved into i; then the growth of the n - 1 rows left
  * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
- * the new row and column n - 1 (-d / delta) and the corner 1 / delta. Each element is
- * computed as (P + (-col_a) row_b) + d_a g_b, so the bits are those of the steps one after
- * the other. Four rows at a time (two or one next to row i) share the loads of row and g:
- * the pass then runs at the speed of reading and writing P. A row's moved entry is read
- * before and written after its vector pass (a scalar store under a vector load would stall
- * it). g (n - 1 entries) is scratch: d / delta. */
-SK_DOT_CLONES static void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
-                                            Py_ssize_t i, const double *col, const double *row,
-                                            const double *d, double *g, double delta)
+ * the new row and column n - 1 (-d / delta) and the corner 1 / delta. With P_xy read from
+ * the lower triangle, new entry (a, b), b <= a < n - 1, is
+ * (P_{a'b'} + (-col_{a'}) row_{b'}) + d_a g_b, where a' is a with i and n - 1 swapped: the
+ * roundings of the steps one after the other. Slot i's row takes row n - 1's entries before
+ * the pass; the rows below it read their moved entry (column i) from the old row n - 1 (kept
+ * in cm, n entries) and write it after their pass (a scalar store under a vector load would
+ * stall it); the new row n - 1 is -g and the corner 1 / delta. Rows go four at a time over
+ * the columns left of their diagonal tile, sharing the loads of row and g: the pass runs at
+ * the speed of reading and writing half of P. row is changed (its entry i takes entry
+ * n - 1); g (n - 1 entries) is scratch: d / delta. */
+SK_DOT_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
+                                             Py_ssize_t i, const double *col, double *row,
+                                             const double *d, double *g, double *cm,
+                                             double delta)
 {
     const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
     const int moved = i < m;    /* else the last slot left: nothing moves */
-    const double *pm = P + m * ldp;
-    Py_ssize_t a, b;
+    double *pm = P + m * ldp;
+    double na[4];
+    Py_ssize_t a0, a, b;
+    int j, R;
     for (b = 0; b < m; b++)
         g[b] = d[b] / delta;
-    for (a = 0; a < m; a++) {
-        double *pa = P + a * ldp;
-        double alpha = -col[a], c = pa[m]; /* P[a, m]: column m moves into i */
-        if (a + 3 < m && !(moved && a <= i && i <= a + 3)) { /* four plain rows at once */
-            double na4[4] = {alpha, -col[a + 1], -col[a + 2], -col[a + 3]}, c4[4];
-            int j;
-            for (j = 0; j < 4; j++)
-                c4[j] = pa[j * ldp + m];
-            sk_axpy2_quad(pa, ldp, na4, row, d + a, g, m);
-            for (j = 0; j < 4; j++) {
-                double *pj = pa + j * ldp;
-                if (moved)
-                    pj[i] = (c4[j] + na4[j] * row[m]) + d[a + j] * g[i];
-                pj[m] = -g[a + j];
-            }
-            a += 3;
-            continue;
-        }
-        if (a + 1 < m && !(moved && (a == i || a + 1 == i))) { /* two plain rows at once */
-            double *pb = pa + ldp, alpha1 = -col[a + 1], c1 = pb[m];
-            sk_axpy2_pair(pa, pb, alpha, alpha1, row, d[a], d[a + 1], g, m);
-            if (moved) {
-                pa[i] = (c + alpha * row[m]) + d[a] * g[i];
-                pb[i] = (c1 + alpha1 * row[m]) + d[a + 1] * g[i];
-            }
-            pa[m] = -g[a];
-            pb[m] = -g[a + 1];
-            a++;
-            continue;
-        }
-        if (moved && a == i) { /* row i takes row m */
-            alpha = -col[m];
-            c = pm[m];
-            memcpy(pa, pm, (size_t)m * sizeof(double));
-        }
-        sk_axpy2(pa, alpha, row, d[a], g, m);
-        if (moved)
-            pa[i] = (c + alpha * row[m]) + d[a] * g[i];
-        pa[m] = -g[a];
+    if (moved) {
+        memcpy(cm, pm, (size_t)(m + 1) * sizeof(double)); /* old row m, diagonal in cm[m] */
+        row[i] = row[m];
+        memcpy(P + i * ldp, cm, (size_t)i * sizeof(double));
+        P[i * ldp + i] = cm[m];
     }
-    double *pl = P + m * ldp;
+    for (a0 = 0; a0 < m; a0 += 4) {
+        R = m - a0 < 4 ? (int)(m - a0) : 4;
+        for (j = 0; j < R; j++)
+            na[j] = -col[moved && a0 + j == i ? m : a0 + j];
+        if (R == 4)
+            sk_axpy2_quad(P + a0 * ldp, ldp, na, row, d + a0, g, a0);
+        else
+            for (j = 0; j < R; j++)
+                sk_axpy2(P + (a0 + j) * ldp, na[j], row, d[a0 + j], g, a0);
+        for (j = 0; j < R; j++) {
+            a = a0 + j;
+            double *pa = P + a * ldp;
+            for (b = a0; b <= a; b++)
+                pa[b] = (pa[b] + na[j] * row[b]) + d[a] * g[b];
+            if (moved && a > i) /* old entry (m, a) moved into column i */
+                pa[i] = (cm[a] + na[j] * row[i]) + d[a] * g[i];
+        }
+    }
     for (b = 0; b < m; b++)
-        pl[b] = -g[b];
-    pl[m] = 1.0 / delta;
+        pm[b] = -g[b];
+    pm[m] = 1.0 / delta;
 }
 
 /* P[:n, :n] = G^-1 for a symmetric positive definite G (n x n, contiguous): G = L L^T,

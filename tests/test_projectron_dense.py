@@ -3,7 +3,8 @@
 ``_policies.projectron_insert`` runs the C loops every compiled path shares (the per-event
 path of streamk/learners/_event.pyx includes the same ``_projectron.pxi``): the matvec
 ``d = P k``, the growth, and the removal's downdate fused with the growth that follows it.
-Here each branch is checked against the reference's steps written out in NumPy
+Here each branch is checked against the reference's steps written out in NumPy, on the
+lower triangle of ``P`` (the one the compiled steps read and write)
 (:meth:`streamk.budget.Projectron.insert`: downdate, move the last slot into the removed
 one, ``d`` recomputed for the smaller set, block-inverse growth) for set sizes around the
 four-lane and eight-row groupings of the loops, with the removed slot inside the set and
@@ -31,6 +32,13 @@ def gram(n: int, seed: int) -> np.ndarray:
     """An RBF Gram matrix of ``n`` random points in d = 3 (well enough conditioned)."""
     X = np.random.default_rng(seed).normal(size=(n, 3))
     return RBF(gamma=0.7).gram(X, X)
+
+
+def lower(P: np.ndarray, n: int) -> np.ndarray:
+    """The symmetric matrix whose lower triangle is ``P[:n, :n]``'s (the one the compiled
+    steps keep current)."""
+    low = np.tril(P[:n, :n])
+    return low + np.tril(low, -1).T
 
 
 def without_slot(k: np.ndarray, slot: int) -> np.ndarray:
@@ -74,25 +82,29 @@ def test_projectron_insert_follows_the_reference_steps(n, branch):
     G = gram(n + 1, seed=n)
     ldp = n + 5  # capacity beyond the set: must stay untouched
     P = np.zeros((ldp, ldp))
-    P[:n, :n] = np.linalg.inv(G[:n, :n])
+    inv = np.linalg.inv(G[:n, :n])
+    P[:n, :n] = (inv + inv.T) / 2.0  # symmetric to the bit, as the compiled steps keep it
     P[n + 1 :, :] = P[:, n + 1 :] = 7.0  # a marker outside the rows the step may write
+    full = P[:n, :n].copy()
+    P[np.triu_indices(n, 1)] = np.nan  # the compiled steps must not read the upper triangle
     k, kxx = G[n, :n].copy(), 1.0
     coef = np.random.default_rng(n).normal(size=(n, 2)) + 3.0
     slot_wanted = {"remove-inside": n // 2, "remove-last": n - 1}.get(branch)
     if slot_wanted is not None:
         coef[slot_wanted] = 1e-3  # the cheapest vector to drop
     eta = 10.0 if branch == "projected" else 0.0
-    full = slot_wanted is not None
-    want_slot, want_P, want_d = reference_insert(P[:n, :n], k, kxx, coef, eta, full)
+    want_slot, want_P, want_d = reference_insert(full, k, kxx, coef, eta, slot_wanted is not None)
 
     kk, d, col = k.copy(), np.empty(n), np.empty(2 * n)
     before = P.copy()
-    slot, pii = policies.projectron_insert(P, coef, kk, d, col, n, full, kxx, eta, 0.0)
+    slot, pii = policies.projectron_insert(
+        P, coef, kk, d, col, n, slot_wanted is not None, kxx, eta, 0.0
+    )
 
     assert slot == want_slot and (slot_wanted is None or slot == slot_wanted)
     size = want_P.shape[0]
     scale = np.abs(want_P).max()
-    np.testing.assert_allclose(P[:size, :size], want_P, rtol=1e-10, atol=1e-11 * scale)
+    np.testing.assert_allclose(lower(P, size), want_P, rtol=1e-10, atol=1e-11 * scale)
     m = n if slot < 0 else n - 1
     np.testing.assert_allclose(
         d[:m], want_d, rtol=1e-10, atol=1e-11 * np.abs(want_d).max(initial=1.0)
@@ -101,7 +113,7 @@ def test_projectron_insert_follows_the_reference_steps(n, branch):
     np.testing.assert_array_equal(P[:, size:], before[:, size:])
     if slot >= 0:
         assert pii == before[slot, slot]
-        np.testing.assert_array_equal(col[:n], before[:n, slot])  # P[:, slot] before
+        np.testing.assert_array_equal(col[:n], full[:, slot])  # P[:, slot] before
         np.testing.assert_array_equal(kk[: n - 1], without_slot(k, slot))
     if slot == -2:
         np.testing.assert_array_equal(P, before)  # projected: P unchanged

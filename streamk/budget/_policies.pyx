@@ -183,15 +183,15 @@ def projectron_insert(
         raise ValueError("col needs 2 n entries (half of them scratch) and coef n rows")
     cdef double *Pp = &P[0, 0]
     cdef double *row = &col[m]
-    cdef double[::1] g = np.empty(n)
+    cdef double[::1] g = np.empty(2 * n)
     with nogil:
-        delta = _project(Pp, ldp, &k[0], &d[0], n, kxx)
+        delta = _project(Pp, ldp, &k[0], &d[0], &g[0], n, kxx)
         if delta <= eta or delta <= min_rel * kxx:
             slot = -2
         elif full:
             slot = _pick(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0], row, n, &pii)
             delta = _project_without(&d[0], &col[0], pii, slot, n, &k[0], kxx)
-            _shrink_grow(Pp, ldp, n, slot, &col[0], row, &d[0], &g[0], delta)
+            _shrink_grow(Pp, ldp, n, slot, &col[0], row, &d[0], &g[0], &g[n], delta)
         else:
             _grow_inverse(Pp, ldp, &d[0], &g[0], n, delta)
     return slot, pii
@@ -255,14 +255,15 @@ def projectron_run(
         raise ValueError("the support buffers or P cannot hold the set this run may reach")
     if p < 1 or p > 64:
         raise ValueError("between 1 and 64 coefficient columns")
-    scratch = np.empty(5 * max(cap, 1) + 2 * p)
+    scratch = np.empty(6 * max(cap, 1) + 2 * p)
     cdef double[::1] sc = scratch
     cdef double *k = &sc[0]
     cdef double *d = k + cap
     cdef double *col = d + cap
     cdef double *row = col + cap
     cdef double *g = row + cap
-    cdef double *f = g + cap
+    cdef double *cm = g + cap
+    cdef double *f = cm + cap
     cdef double *nc = f + p
     cdef double *Pp = &P[0, 0]
     cdef double *Xp = &X[0, 0]
@@ -278,7 +279,7 @@ def projectron_run(
             if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
-            delta = _project(Pp, ldp, k, d, n, kxx)
+            delta = _project(Pp, ldp, k, d, g, n, kxx)
             if n and (delta <= eta or delta <= min_rel * kxx):
                 for s in range(n):
                     for c in range(p):
@@ -288,7 +289,7 @@ def projectron_run(
                 s = _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
                                 row, n, &pii)
                 delta = _project_without(d, col, pii, s, n, k, kxx)
-                _shrink_grow(Pp, ldp, n, s, col, row, d, g, delta)
+                _shrink_grow(Pp, ldp, n, s, col, row, d, g, cm, delta)
                 n -= 1
             else:
                 _grow_inverse(Pp, ldp, d, g, n, delta)

@@ -6,17 +6,19 @@
 # is the reference: the same steps in the same order, so the two agree to rounding. The
 # O(n²) loops on ``P`` are C in streamk/_dense.h (AVX2 clones without FMA: the same bits
 # on every machine); the removal's downdate and the growth that follows it are one pass.
+# These steps read and write only ``P``'s lower triangle (``P`` is symmetric): half the
+# memory; :meth:`Projectron._mirror` mirrors it before Python reads ``P``.
 
 
 cdef extern from "_dense.h" nogil:
-    double sk_pj_project(const double *P, Py_ssize_t ldp, const double *k, double *d,
-                         Py_ssize_t n, double kxx)
+    double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k, double *d,
+                          double *u, Py_ssize_t n, double kxx)
     double sk_pj_error(const double *k, const double *d, Py_ssize_t m, double kxx)
-    void sk_pj_grow(double *P, Py_ssize_t ldp, const double *d, double *g, Py_ssize_t n,
-                    double delta)
-    void sk_pj_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
-                           const double *col, double *row, const double *d, double *g,
-                           double delta)
+    void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g, Py_ssize_t n,
+                     double delta)
+    void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
+                            const double *col, double *row, const double *d, double *g,
+                            double *cm, double delta)
     int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P, Py_ssize_t ldp,
                                double *L, double *M, double *t, double min_rel)
 
@@ -25,7 +27,8 @@ cdef Py_ssize_t _pick(const double *P, Py_ssize_t ldp, const double *coef, Py_ss
                       double *k, double *col, double *row, Py_ssize_t n,
                       double *pii_out) noexcept nogil:
     """The choice of ``Projectron._remove_one``: ``i = argmin ||coef_i||² / P_ii``, with
-    ``col = P[:, i]``, ``row = P[i, :] / P_ii`` and ``pii_out = P_ii`` (what the downdate
+    ``col = P[:, i]``, ``row = P[i, :] / P_ii`` (from the lower triangle) and ``pii_out = P_ii``
+    (what the downdate
     and the coefficient projection need; ``P`` itself is left for :func:`_shrink_grow`),
     and ``k``'s last entry moved into ``i`` (as ``without_slot`` does). Returns ``i``."""
     cdef Py_ssize_t i = 0, a, c
@@ -40,9 +43,9 @@ cdef Py_ssize_t _pick(const double *P, Py_ssize_t ldp, const double *coef, Py_ss
             i = a
     pii = P[i * ldp + i]
     pii_out[0] = pii
-    for a in range(n):
-        col[a] = P[a * ldp + i]
-        row[a] = P[i * ldp + a] / pii
+    for a in range(n):  # P[:, i] from the lower triangle; P[i, :] is the same vector
+        col[a] = P[a * ldp + i] if a >= i else P[i * ldp + a]
+        row[a] = col[a] / pii
     k[i] = k[n - 1]
     return i
 
@@ -82,22 +85,24 @@ cdef inline void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, doubl
                                Py_ssize_t n, double delta) noexcept nogil:
     """Block-inverse growth of ``P`` by one row and column (``Projectron._append``); ``g``
     (``n`` entries) is scratch."""
-    sk_pj_grow(P, ldp, d, g, n, delta)
+    sk_pjl_grow(P, ldp, d, g, n, delta)
 
 
 cdef inline void _shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
                               const double *col, double *row, const double *d, double *g,
-                              double delta) noexcept nogil:
+                              double *cm, double delta) noexcept nogil:
     """``Projectron._remove_one``'s downdate of ``P`` (``n`` rows, slot ``i`` leaving; ``col``
-    and ``row`` from :func:`_pick`) and ``_append``'s growth by ``d`` and ``delta`` (from
-    :func:`_project_without`), in one pass over ``P``; ``g`` (``n`` entries) is scratch."""
-    sk_pj_shrink_grow(P, ldp, n, i, col, row, d, g, delta)
+    and ``row`` from :func:`_pick`, ``row`` then changed) and ``_append``'s growth by ``d``
+    and ``delta`` (from :func:`_project_without`), in one pass over ``P``; ``g`` and ``cm``
+    (``n`` entries each) are scratch."""
+    sk_pjl_shrink_grow(P, ldp, n, i, col, row, d, g, cm, delta)
 
 
 cdef inline double _project(const double *P, Py_ssize_t ldp, const double *k, double *d,
-                            Py_ssize_t n, double kxx) noexcept nogil:
-    """``d = P k`` and the squared projection error ``kxx - k·d``."""
-    return sk_pj_project(P, ldp, k, d, n, kxx)
+                            double *u, Py_ssize_t n, double kxx) noexcept nogil:
+    """``d = P k`` and the squared projection error ``kxx - k·d``; ``u`` (``n`` entries) is
+    scratch."""
+    return sk_pjl_project(P, ldp, k, d, u, n, kxx)
 
 
 cdef double _project_without(double *d, const double *col, double pii, Py_ssize_t i,

@@ -1184,8 +1184,8 @@ cdef class EventPass:
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
                 return False
             self.pj_P_obj, self.pj_P, self.pj_sync = P, P, True
-        if self.pj_work_obj is None or self.pj_work.shape[0] < 4 * (n + 1):
-            self.pj_work_obj = np.empty(4 * max(self.X.shape[0], n + 1))
+        if self.pj_work_obj is None or self.pj_work.shape[0] < 5 * (n + 1):
+            self.pj_work_obj = np.empty(5 * max(self.X.shape[0], n + 1))
             self.pj_work = self.pj_work_obj
         return True
 
@@ -1199,15 +1199,16 @@ cdef class EventPass:
         block-inverse growth in one pass, or the growth alone. Returns the rows the new one
         joins; :meth:`_insert` writes it."""
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], ldp = self.pj_P.shape[0]
-        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 4
+        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 5
         cdef double kxx = self._kdiag(row_sq), delta, pii
         cdef double *P = &self.pj_P[0, 0]
         cdef double *dv = &self.pj_work[0]
         cdef double *col = dv + cap
         cdef double *row = col + cap
         cdef double *scratch = row + cap
+        cdef double *cm = scratch + cap
         with nogil:
-            delta = _project(P, ldp, self.k, dv, n, kxx)
+            delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
         self.pj_left = -1
         if n and (delta <= self.pj_eta or delta <= self.pj_min_rel * kxx):
             for s in range(n):  # SupportSet.add_coefs(d fᵀ)
@@ -1222,7 +1223,7 @@ cdef class EventPass:
                                 &self.sq[0], &self.kdiag[0], &self.ids[0], self.k, col,
                                 row, n, &pii)
                 delta = _project_without(dv, col, pii, i, n, self.k, kxx)
-                _shrink_grow(P, ldp, n, i, col, row, dv, scratch, delta)
+                _shrink_grow(P, ldp, n, i, col, row, dv, scratch, cm, delta)
             self.pj_left = i
             return n - 1
         with nogil:
