@@ -170,3 +170,27 @@ def test_the_compiled_run_takes_the_exact_distances_when_the_expansion_is_not(of
     assert fast.support_.ids.tolist() == ref.support_.ids.tolist()
     assert fast.support_.next_id > 40  # the budget turned over
     np.testing.assert_allclose(fast.support_.coef, ref.support_.coef, rtol=1e-9, atol=1e-9)
+
+
+def test_python_reads_the_whole_of_p_the_compiled_steps_keep_in_its_lower_triangle():
+    """After compiled inserts ``P``'s upper triangle is stale (``_lower``); ``inverse_gram``
+    (and ``state``, and the NumPy insert) mirror the lower triangle first: an exactly
+    symmetric inverse of the set's Gram matrix, the lower triangle untouched."""
+    from streamk.learners.perceptron import KernelPerceptron
+
+    rng = np.random.default_rng(4)
+    model = KernelPerceptron(kernel=RBF(gamma=0.5), budget=Projectron(20, eta=0.01))
+    for row in rng.normal(size=(400, 3)):
+        model.learn_one(dict(enumerate(row)), bool(np.sin(2.0 * row[0]) > 0))
+    policy, support = model._policy, model.support_
+    assert policy._lower and support.next_id > 40  # compiled, and the budget turned over
+    n = support.n
+    raw = policy._P[:n, :n].copy()
+    assert not np.array_equal(raw, raw.T)  # the upper triangle is behind
+    P = policy.inverse_gram
+    assert not policy._lower
+    np.testing.assert_array_equal(P, P.T)
+    np.testing.assert_array_equal(np.tril(P), np.tril(raw))
+    fresh = np.linalg.inv(support.kernel_block(support.X))
+    assert np.linalg.norm(P - fresh) / np.linalg.norm(fresh) < 1e-8
+    np.testing.assert_array_equal(policy.state()["P"], P)
