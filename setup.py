@@ -73,8 +73,10 @@ extensions = [
     Extension(
         "streamk.budget._policies",
         ["streamk/budget/_policies.pyx"],
+        include_dirs=["streamk"],
         depends=[
             "streamk/_fastexp.h",
+            "streamk/_dense.h",
             "streamk/budget/_projectron.pxi",
             "streamk/budget/_merge.pxi",
             "streamk/budget/_vec.pxi",
@@ -88,6 +90,7 @@ extensions = [
         include_dirs=["streamk"],
         depends=[
             "streamk/_fastexp.h",
+            "streamk/_dense.h",
             "streamk/_kcol.pxi",
             "streamk/budget/_projectron.pxi",
             "streamk/budget/_merge.pxi",

@@ -31,6 +31,10 @@ from libc.stdint cimport int64_t
 
 cdef extern from "../_fastexp.h" nogil:
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
+    void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                 const double *row, Py_ssize_t w)
+    void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
+                          Py_ssize_t n, double gamma)
 
 import numpy as np
 
@@ -121,7 +125,8 @@ def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double 
 
 def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel):
     """``P[:n, :n] = G^-1`` for a positive definite Gram matrix ``G`` (``n x n``):
-    ``G = L Lᵀ``, ``M = L^-1``, ``P = Mᵀ M`` (O(n³), backward stable like LAPACK's).
+    ``G = L Lᵀ``, ``N = L^-ᵀ``, ``P = N Nᵀ`` (O(n³), backward stable like LAPACK's; every
+    step a dot of two rows, so ``P`` comes out exactly symmetric).
 
     Single-threaded and in place, where ``np.linalg.inv`` may spin BLAS threads on a busy
     machine for a matrix this small. Returns ``False`` (``P`` untouched) when a squared
@@ -129,40 +134,21 @@ def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel
     falls to ``min_rel * G_ss`` or below: ``G`` is too close to singular, and the caller
     inverts it with LAPACK (or a pseudo-inverse) instead.
     """
-    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0], i, j, k
-    cdef double t
-    cdef bint ok = True
+    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0]
+    cdef bint ok
     if G.shape[1] != n or ldp < n or P.shape[1] != ldp:
         raise ValueError("G must be square and P at least as large")
     if n == 0:
         return True
     Lm = np.zeros((n, n))
-    Mm = np.zeros((n, n))
+    Nm = np.zeros((n, n))
+    tm = np.empty(n)
     cdef double[:, ::1] L = Lm
-    cdef double[:, ::1] M = Mm
-    with nogil:
-        for j in range(n):  # Cholesky, row by row: L[i, :j] . L[j, :j] contiguous
-            t = G[j, j] - _dot(&L[j, 0], &L[j, 0], j)
-            if not (t > min_rel * G[j, j]):  # also catches NaN
-                ok = False
-                break
-            L[j, j] = sqrt(t)
-            for i in range(j + 1, n):
-                L[i, j] = (G[i, j] - _dot(&L[i, 0], &L[j, 0], j)) / L[j, j]
-        if ok:
-            for i in range(n):  # M = L^-1, lower triangular, row by row
-                M[i, i] = 1.0 / L[i, i]
-                for j in range(i):
-                    t = 0.0
-                    for k in range(j, i):
-                        t += L[i, k] * M[k, j]
-                    M[i, j] = -t / L[i, i]
-            for i in range(n):
-                for j in range(n):
-                    P[i, j] = 0.0
-            for k in range(n):  # P = Mᵀ M = sum_k outer(M[k, :k+1], M[k, :k+1])
-                for i in range(k + 1):
-                    _axpy(M[k, i], &M[k, 0], &P[i, 0], k + 1)
+    cdef double[:, ::1] N = Nm
+    cdef double[::1] t = tm
+    with nogil:  # the loops are C (streamk/_dense.h, AVX2 clones)
+        ok = sk_inverse_by_cholesky(&G[0, 0], n, &P[0, 0], ldp, &L[0, 0], &N[0, 0], &t[0],
+                                    min_rel) != 0
     return ok
 
 
@@ -196,19 +182,38 @@ def projectron_insert(
     if col.shape[0] < 2 * n or coef.shape[0] < n or coef.shape[1] < 1:
         raise ValueError("col needs 2 n entries (half of them scratch) and coef n rows")
     cdef double *Pp = &P[0, 0]
-    cdef double *scratch = &col[m]
+    cdef double *row = &col[m]
+    cdef double[::1] g = np.empty(2 * n)
     with nogil:
-        delta = _project(Pp, ldp, &k[0], &d[0], n, kxx)
+        delta = _project(Pp, ldp, &k[0], &d[0], &g[0], n, kxx)
         if delta <= eta or delta <= min_rel * kxx:
             slot = -2
+        elif full:
+            slot = _pick(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0], row, n, &pii)
+            delta = _project_without(&d[0], &col[0], pii, slot, n, &k[0], kxx)
+            _shrink_grow(Pp, ldp, n, slot, &col[0], row, &d[0], &g[0], &g[n], delta)
         else:
-            if full:
-                slot = _downdate(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0],
-                                 scratch, n, &pii)
-                delta = _project_without(&d[0], &col[0], pii, slot, n, &k[0], kxx)
-                n -= 1
-            _grow_inverse(Pp, ldp, &d[0], scratch, n, delta)
+            _grow_inverse(Pp, ldp, &d[0], &g[0], n, delta)
     return slot, pii
+
+
+cdef void _rbf_row(const double *q, Py_ssize_t w, const double *X, Py_ssize_t ldx,
+                   const double *s_sq, Py_ssize_t n, double set_sq, double gamma,
+                   double *k) noexcept nogil:
+    """``k[s] = exp(-gamma ||q - X[s]||²)`` for ``s < n``: from the norm expansion with the
+    loops of the per-event path (``_fastexp.h``'s ``sk_dots`` and ``sk_rbf_from_dots``, the
+    same values as its kernel rows) where ``RBF.expansion_exact`` holds for the set's
+    largest squared norm ``set_sq`` and ``q``'s, else from the distances themselves."""
+    cdef Py_ssize_t s
+    cdef double q_sq = 0.0
+    for s in range(w):
+        q_sq = q_sq + q[s] * q[s]
+    if not (set_sq + q_sq) * 1e-15 * gamma > 1e-10:
+        sk_dots(k, X, ldx, n, q, w)
+        sk_rbf_from_dots(k, k, s_sq, q_sq, n, gamma)
+        return
+    for s in range(n):
+        k[s] = exp(-gamma * _dist2(q, &X[s * ldx], w))
 
 
 def projectron_run(
@@ -250,27 +255,31 @@ def projectron_run(
         raise ValueError("the support buffers or P cannot hold the set this run may reach")
     if p < 1 or p > 64:
         raise ValueError("between 1 and 64 coefficient columns")
-    scratch = np.empty(4 * max(cap, 1) + 2 * p)
+    scratch = np.empty(6 * max(cap, 1) + 2 * p)
     cdef double[::1] sc = scratch
     cdef double *k = &sc[0]
     cdef double *d = k + cap
     cdef double *col = d + cap
     cdef double *row = col + cap
-    cdef double *f = row + cap
+    cdef double *g = row + cap
+    cdef double *cm = g + cap
+    cdef double *f = cm + cap
     cdef double *nc = f + p
     cdef double *Pp = &P[0, 0]
     cdef double *Xp = &X[0, 0]
     cdef double *Cp = &coef[0, 0]
-    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii
+    cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii, set_sq = 0.0
     cdef int64_t updates = 0
     with nogil:
+        for s in range(n):
+            if s_sq[s] > set_sq:
+                set_sq = s_sq[s]
         for j in range(m):
-            for s in range(n):
-                k[s] = exp(-gamma * _dist2(&Q[j, 0], &Xp[s * ldx], w))
+            _rbf_row(&Q[j, 0], w, Xp, ldx, &s_sq[0], n, set_sq, gamma, k)
             if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
-            delta = _project(Pp, ldp, k, d, n, kxx)
+            delta = _project(Pp, ldp, k, d, g, n, kxx)
             if n and (delta <= eta or delta <= min_rel * kxx):
                 for s in range(n):
                     for c in range(p):
@@ -280,12 +289,16 @@ def projectron_run(
                 s = _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
                                 row, n, &pii)
                 delta = _project_without(d, col, pii, s, n, k, kxx)
+                _shrink_grow(Pp, ldp, n, s, col, row, d, g, cm, delta)
                 n -= 1
-            _grow_inverse(Pp, ldp, d, col, n, delta)
+            else:
+                _grow_inverse(Pp, ldp, d, g, n, delta)
             sq = _append(&Q[j, 0], w, Xp, ldx, &s_sq[0], Cp, p, nc, &kdiag[0], kxx, &ids[0],
                          next_id, n)
             if sq > sq_max:
                 sq_max = sq
+            if sq > set_sq:
+                set_sq = sq
             next_id += 1
             n += 1
     return n, next_id, updates, sq_max

@@ -2,18 +2,36 @@
 # streamk/budget/_policies.pyx and streamk/learners/_event.pyx through Cython's ``include``
 # (textual: each module gets its own copy of the C, so neither imports the other), as
 # streamk/_kcol.pxi is. The including module cimports INFINITY (libc.math) and int64_t
-# (libc.stdint). :mod:`streamk.budget.projectron` is the reference: the same steps in the
-# same order, so the two agree to rounding.
+# (libc.stdint) and finds streamk/_dense.h on its include path. :mod:`streamk.budget.projectron`
+# is the reference: the same steps in the same order, so the two agree to rounding. The
+# O(n²) loops on ``P`` are C in streamk/_dense.h (AVX2 clones without FMA: the same bits
+# on every machine); the removal's downdate and the growth that follows it are one pass.
+# These steps read and write only ``P``'s lower triangle (``P`` is symmetric): half the
+# memory; :meth:`Projectron._mirror` mirrors it before Python reads ``P``.
 
 
-cdef Py_ssize_t _downdate(double *P, Py_ssize_t ldp, const double *coef, Py_ssize_t p,
-                          double *k, double *col, double *row, Py_ssize_t n,
-                          double *pii_out) noexcept nogil:
-    """The ``P`` half of ``Projectron._remove_one``: pick ``i = argmin ||coef_i||² / P_ii``,
-    downdate ``P`` by rank one and move its last row and column into ``i`` (``k`` too, as
-    ``without_slot`` does). ``col`` keeps ``P[:, i]`` and ``pii_out`` ``P_ii`` from before the
-    downdate: the caller projects coefficient ``i`` onto the others with them. Returns ``i``."""
-    cdef Py_ssize_t i = 0, a, c, last = n - 1
+cdef extern from "_dense.h" nogil:
+    double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k, double *d,
+                          double *u, Py_ssize_t n, double kxx)
+    double sk_pj_error(const double *k, const double *d, Py_ssize_t m, double kxx)
+    void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g, Py_ssize_t n,
+                     double delta)
+    void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
+                            const double *col, double *row, const double *d, double *g,
+                            double *cm, double delta)
+    int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P, Py_ssize_t ldp,
+                               double *L, double *M, double *t, double min_rel)
+
+
+cdef Py_ssize_t _pick(const double *P, Py_ssize_t ldp, const double *coef, Py_ssize_t p,
+                      double *k, double *col, double *row, Py_ssize_t n,
+                      double *pii_out) noexcept nogil:
+    """The choice of ``Projectron._remove_one``: ``i = argmin ||coef_i||² / P_ii``, with
+    ``col = P[:, i]``, ``row = P[i, :] / P_ii`` (from the lower triangle) and ``pii_out = P_ii``
+    (what the downdate
+    and the coefficient projection need; ``P`` itself is left for :func:`_shrink_grow`),
+    and ``k``'s last entry moved into ``i`` (as ``without_slot`` does). Returns ``i``."""
+    cdef Py_ssize_t i = 0, a, c
     cdef double best = INFINITY, cost, pii
     for a in range(n):
         cost = 0.0
@@ -25,32 +43,24 @@ cdef Py_ssize_t _downdate(double *P, Py_ssize_t ldp, const double *coef, Py_ssiz
             i = a
     pii = P[i * ldp + i]
     pii_out[0] = pii
-    for a in range(n):
-        col[a] = P[a * ldp + i]
-        row[a] = P[i * ldp + a] / pii
-    for a in range(n):  # P -= outer(P[:, i], P[i, :] / P_ii)
-        _axpy(-col[a], row, &P[a * ldp], n)
-    for a in range(n):
-        P[i * ldp + a] = P[last * ldp + a]
-    for a in range(n):
-        P[a * ldp + i] = P[a * ldp + last]
-    for a in range(n):
-        P[last * ldp + a] = 0.0
-        P[a * ldp + last] = 0.0
-    k[i] = k[last]
+    for a in range(n):  # P[:, i] from the lower triangle; P[i, :] is the same vector
+        col[a] = P[a * ldp + i] if a >= i else P[i * ldp + a]
+        row[a] = col[a] / pii
+    k[i] = k[n - 1]
     return i
 
 
-cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
+cdef Py_ssize_t _remove_one(const double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx,
                             double *coef, Py_ssize_t p, double *s_sq, double *kdiag,
                             int64_t *ids, double *k, double *col, double *row,
                             Py_ssize_t n, double *pii_out) noexcept nogil:
-    """``Projectron._remove_one`` on the support buffers: :func:`_downdate`, coefficient
+    """``Projectron._remove_one`` on the support buffers but ``P``: :func:`_pick`, coefficient
     ``i`` projected onto the others, then ``SupportSet.remove(i)``. Returns ``i``
-    (``col`` and ``pii_out`` as :func:`_downdate` leaves them)."""
+    (``col``, ``row`` and ``pii_out`` as :func:`_pick` leaves them, for
+    :func:`_shrink_grow`)."""
     cdef Py_ssize_t i, a, c, last = n - 1
     cdef double pii
-    i = _downdate(P, ldp, coef, p, k, col, row, n, &pii)
+    i = _pick(P, ldp, coef, p, k, col, row, n, &pii)
     pii_out[0] = pii
     for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
         if a != i:
@@ -71,38 +81,39 @@ cdef Py_ssize_t _remove_one(double *P, Py_ssize_t ldp, double *X, Py_ssize_t ldx
     return i
 
 
-cdef void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, double *col,
-                        Py_ssize_t n, double delta) noexcept nogil:
-    """Block-inverse growth of ``P`` by one row and column (``Projectron._append``)."""
-    cdef Py_ssize_t s
-    for s in range(n):
-        col[s] = d[s] / delta
-    for s in range(n):  # P += outer(d, d / delta), then the new row and column
-        _axpy(d[s], col, &P[s * ldp], n)
-    for s in range(n):
-        P[s * ldp + n] = -col[s]
-        P[n * ldp + s] = -col[s]
-    P[n * ldp + n] = 1.0 / delta
+cdef inline void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, double *g,
+                               Py_ssize_t n, double delta) noexcept nogil:
+    """Block-inverse growth of ``P`` by one row and column (``Projectron._append``); ``g``
+    (``n`` entries) is scratch."""
+    sk_pjl_grow(P, ldp, d, g, n, delta)
 
 
-cdef double _project(const double *P, Py_ssize_t ldp, const double *k, double *d,
-                     Py_ssize_t n, double kxx) noexcept nogil:
-    """``d = P k`` and the squared projection error ``kxx - k·d``."""
-    cdef Py_ssize_t a
-    for a in range(n):
-        d[a] = _dot(&P[a * ldp], k, n)
-    return kxx - _dot(k, d, n)
+cdef inline void _shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
+                              const double *col, double *row, const double *d, double *g,
+                              double *cm, double delta) noexcept nogil:
+    """``Projectron._remove_one``'s downdate of ``P`` (``n`` rows, slot ``i`` leaving; ``col``
+    and ``row`` from :func:`_pick`, ``row`` then changed) and ``_append``'s growth by ``d``
+    and ``delta`` (from :func:`_project_without`), in one pass over ``P``; ``g`` and ``cm``
+    (``n`` entries each) are scratch."""
+    sk_pjl_shrink_grow(P, ldp, n, i, col, row, d, g, cm, delta)
+
+
+cdef inline double _project(const double *P, Py_ssize_t ldp, const double *k, double *d,
+                            double *u, Py_ssize_t n, double kxx) noexcept nogil:
+    """``d = P k`` and the squared projection error ``kxx - k·d``; ``u`` (``n`` entries) is
+    scratch."""
+    return sk_pjl_project(P, ldp, k, d, u, n, kxx)
 
 
 cdef double _project_without(double *d, const double *col, double pii, Py_ssize_t i,
                             Py_ssize_t n, const double *k, double kxx) noexcept nogil:
     """``d = P k`` and the squared projection error for the set without slot ``i`` (``n``
     rows before), in O(n) from ``d`` before the removal: ``P``'s downdate gives
-    ``d' = d - P[:, i] d_i / P_ii`` (``col`` and ``pii`` as :func:`_downdate` left them),
+    ``d' = d - P[:, i] d_i / P_ii`` (``col`` and ``pii`` as :func:`_pick` left them),
     then the last entry moves into ``i``; ``k`` is already ``without_slot``'s."""
     cdef Py_ssize_t a, last = n - 1
     cdef double di = d[i] / pii
     for a in range(n):
         d[a] = d[a] - col[a] * di
     d[i] = d[last]
-    return kxx - _dot(k, d, last)
+    return sk_pj_error(k, d, last, kxx)

@@ -74,6 +74,9 @@ class Projectron(BudgetPolicy):
         Threshold on the squared projection error (``>= 0``; DOGMA's default 0.1).
     """
 
+    #: (a class default too: a policy pickled before the flag existed has a full ``P``)
+    _lower = False
+
     def __init__(self, budget: int | None = None, eta: float = 0.1):
         super().__init__(budget)
         if isinstance(eta, bool) or not isinstance(eta, (int, float)) or not eta >= 0.0:
@@ -83,6 +86,9 @@ class Projectron(BudgetPolicy):
         self._ids = np.zeros(0, dtype=np.int64)
         self._kernel = None
         self._kspec: dict[str, Any] | None = None
+        #: ``P``'s upper triangle is stale: the compiled steps keep only its lower triangle
+        #: (``P`` is symmetric; half the memory to read and write), :meth:`_mirror` mirrors it.
+        self._lower = False
 
     def _extra_params(self) -> dict[str, Any]:
         return {"eta": self.eta}
@@ -91,8 +97,19 @@ class Projectron(BudgetPolicy):
     @property
     def inverse_gram(self) -> np.ndarray:
         """``K(S, S)^-1`` in slot order as last synchronised (a copy)."""
+        self._mirror()
         n = self._ids.shape[0]
         return self._P[:n, :n].copy()
+
+    def _mirror(self) -> None:
+        """Mirror ``P``'s lower triangle into its upper one where a compiled step left only the
+        lower triangle current (before NumPy reads the whole of ``P``)."""
+        if self._lower:
+            n = self._ids.shape[0]
+            P = self._P[:n, :n]
+            upper = np.triu_indices(n, 1)
+            P[upper] = P.T[upper]
+            self._lower = False
 
     def _in_sync(self, support: SupportSet) -> bool:
         if support.kernel is not self._kernel:
@@ -113,6 +130,7 @@ class Projectron(BudgetPolicy):
             except np.linalg.LinAlgError:
                 P = np.linalg.pinv(G, hermitian=True)
             self._P[:n, :n] = P
+        self._lower = False
         self._remember(support)
 
     def _remember(self, support: SupportSet) -> None:
@@ -135,8 +153,10 @@ class Projectron(BudgetPolicy):
         self._grow(rows)
 
     def adopt(self, support: SupportSet) -> None:
-        """Take ``support`` as the set ``P`` now inverts (after a compiled pass changed both)."""
+        """Take ``support`` as the set ``P`` now inverts (after a compiled pass changed both,
+        ``P`` in its lower triangle)."""
         self._remember(support)
+        self._lower = True
 
     # -- insertion ------------------------------------------------------------------------------
     def insert(self, support, row, coef, k_row):
@@ -145,7 +165,9 @@ class Projectron(BudgetPolicy):
         coef = np.asarray(coef, dtype=np.float64).ravel()
         kxx = float(support.kernel.diag_one(_row(support, row)))
         if compiled.projectron_insert(self, support, row, coef, kxx, k_row, MIN_REL_DELTA):
-            return  # the same steps, compiled (streamk/budget/_policies.pyx)
+            self._lower = True  # the same steps, compiled (streamk/budget/_policies.pyx)
+            return
+        self._mirror()
         n = support.n
         k = np.asarray(k_row, dtype=np.float64)
         d = self._P[:n, :n] @ k
@@ -208,3 +230,4 @@ class Projectron(BudgetPolicy):
         self._ids = np.asarray(state["ids"], dtype=np.int64).copy()
         self._kspec = state["kernel"]
         self._kernel = None
+        self._lower = False

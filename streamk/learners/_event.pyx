@@ -1184,8 +1184,8 @@ cdef class EventPass:
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
                 return False
             self.pj_P_obj, self.pj_P, self.pj_sync = P, P, True
-        if self.pj_work_obj is None or self.pj_work.shape[0] < 3 * (n + 1):
-            self.pj_work_obj = np.empty(3 * max(self.X.shape[0], n + 1))
+        if self.pj_work_obj is None or self.pj_work.shape[0] < 5 * (n + 1):
+            self.pj_work_obj = np.empty(5 * max(self.X.shape[0], n + 1))
             self.pj_work = self.pj_work_obj
         return True
 
@@ -1193,20 +1193,22 @@ cdef class EventPass:
         """``Projectron.insert``'s steps for ``self.row`` (coefficients ``self.f``, kernel row
         ``self.k``), in its order: ``d = P k`` and ``delta = k(x, x) - k·d``; projected
         (``coef_S += d fᵀ``, returns -1) when ``n`` and ``delta`` is below ``eta`` or
-        ``MIN_REL_DELTA k(x, x)``; else, when full, the removal (``P``'s downdate, the
-        coefficient projected onto the others, the last row moved into its slot, ``self.k``
-        as ``without_slot`` leaves it, ``d`` and ``delta`` for the smaller set), and
-        ``P``'s block-inverse growth. Returns the rows the new one joins; :meth:`_insert`
-        writes it."""
+        ``MIN_REL_DELTA k(x, x)``; else, when full, the removal (the coefficient projected
+        onto the others, the last row moved into its slot, ``self.k`` as ``without_slot``
+        leaves it, ``d`` and ``delta`` for the smaller set) with ``P``'s downdate and
+        block-inverse growth in one pass, or the growth alone. Returns the rows the new one
+        joins; :meth:`_insert` writes it."""
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], ldp = self.pj_P.shape[0]
-        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 3
+        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 5
         cdef double kxx = self._kdiag(row_sq), delta, pii
         cdef double *P = &self.pj_P[0, 0]
         cdef double *dv = &self.pj_work[0]
         cdef double *col = dv + cap
-        cdef double *scratch = col + cap
+        cdef double *row = col + cap
+        cdef double *scratch = row + cap
+        cdef double *cm = scratch + cap
         with nogil:
-            delta = _project(P, ldp, self.k, dv, n, kxx)
+            delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
         self.pj_left = -1
         if n and (delta <= self.pj_eta or delta <= self.pj_min_rel * kxx):
             for s in range(n):  # SupportSet.add_coefs(d fᵀ)
@@ -1219,12 +1221,13 @@ cdef class EventPass:
             with nogil:
                 i = _remove_one(P, ldp, &self.X[0, 0], self.X.shape[1], &self.coef[0, 0], p,
                                 &self.sq[0], &self.kdiag[0], &self.ids[0], self.k, col,
-                                scratch, n, &pii)
-            delta = _project_without(dv, col, pii, i, n, self.k, kxx)
+                                row, n, &pii)
+                delta = _project_without(dv, col, pii, i, n, self.k, kxx)
+                _shrink_grow(P, ldp, n, i, col, row, dv, scratch, cm, delta)
             self.pj_left = i
-            n -= 1
+            return n - 1
         with nogil:
-            _grow_inverse(P, ldp, dv, col, n, delta)
+            _grow_inverse(P, ldp, dv, scratch, n, delta)
         return n
 
     # -- the SVR and novelty rules ----------------------------------------------------------------

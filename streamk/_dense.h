@@ -1,0 +1,391 @@
+/* The Projectron's O(n^2) and O(n^3) loops on P = K(S, S)^-1, for streamk/budget/_projectron.pxi
+ * (included by streamk/budget/_policies.pyx and streamk/learners/_event.pyx: one definition, so
+ * the two modules agree to the bit) and _policies.inverse_by_cholesky.
+ *
+ * Every function is cloned like sk_dots in _fastexp.h: AVX2 *without* FMA and the baseline,
+ * so both clones do the same roundings and P has the same bits on every machine of a build.
+ * Sums follow sk_dots's lane order (lane j over the indices k = j mod 4, left to right, then
+ * (lane0 + lane1) + (lane2 + lane3)); the rank-one updates do y + a x element by element,
+ * in the order of the NumPy reference's steps (streamk/budget/projectron.py). The per-event
+ * steps keep only P's lower triangle current (P is symmetric): half the memory of P to read
+ * and write, which bounds them.
+ */
+#ifndef STREAMK_DENSE_H
+#define STREAMK_DENSE_H
+
+#include "_fastexp.h"
+
+/* x . y in sk_dots's lane order (the same bits as a row of sk_dots). */
+static inline __attribute__((always_inline)) double sk_dot_lanes(const double *x, const double *y, Py_ssize_t n)
+{
+    sk_v4d a = sk_lanes1(x, y, n);
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+/* y[b] = y[b] + alpha x[b] for b < n, four lanes at a time. */
+static inline __attribute__((always_inline)) void sk_axpy4(double *y, double alpha, const double *x, Py_ssize_t n)
+{
+    Py_ssize_t b = 0;
+    sk_v4d q, r;
+    for (; b + 4 <= n; b += 4) {
+        memcpy(&q, y + b, sizeof q);
+        memcpy(&r, x + b, sizeof r);
+        q = q + alpha * r;
+        memcpy(y + b, &q, sizeof q);
+    }
+    for (; b < n; b++)
+        y[b] = y[b] + alpha * x[b];
+}
+
+/* y[b] = (y[b] + alpha x[b]) + beta z[b] for b < n: a downdate and a growth in one pass. */
+static inline __attribute__((always_inline)) void sk_axpy2(double *y, double alpha, const double *x, double beta,
+                            const double *z, Py_ssize_t n)
+{
+    Py_ssize_t b = 0;
+    sk_v4d q, r, s;
+    for (; b + 4 <= n; b += 4) {
+        memcpy(&q, y + b, sizeof q);
+        memcpy(&r, x + b, sizeof r);
+        memcpy(&s, z + b, sizeof s);
+        q = (q + alpha * r) + beta * s;
+        memcpy(y + b, &q, sizeof q);
+    }
+    for (; b < n; b++)
+        y[b] = (y[b] + alpha * x[b]) + beta * z[b];
+}
+
+/* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots. */
+static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
+{
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+/* out[s] = P[s] . k for s < n (rows of P w wide, leading dimension ldp) in sk_dots's lane
+ * order, eight rows at a time: eight independent sums hide the latency of the additions
+ * (four, as sk_dots has, wait on it), and each load of k serves eight rows. */
+static inline __attribute__((always_inline)) void sk_matvec(double *out, const double *P, Py_ssize_t ldp, Py_ssize_t n,
+                             const double *k, Py_ssize_t w)
+{
+    const Py_ssize_t w4 = w & ~(Py_ssize_t)3;
+    const int t = (int)(w - w4);
+    Py_ssize_t s = 0, b;
+    if (w >= 4) {
+        for (; s + 8 <= n; s += 8) {
+            const double *x = P + s * ldp;
+            sk_v4d a0 = {0.0, 0.0, 0.0, 0.0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
+                   a6 = a0, a7 = a0, q, r;
+            for (b = 0; b < w4; b += 4) {
+                memcpy(&r, k + b, sizeof r);
+                memcpy(&q, x + b, sizeof q);
+                a0 = a0 + q * r;
+                memcpy(&q, x + ldp + b, sizeof q);
+                a1 = a1 + q * r;
+                memcpy(&q, x + 2 * ldp + b, sizeof q);
+                a2 = a2 + q * r;
+                memcpy(&q, x + 3 * ldp + b, sizeof q);
+                a3 = a3 + q * r;
+                memcpy(&q, x + 4 * ldp + b, sizeof q);
+                a4 = a4 + q * r;
+                memcpy(&q, x + 5 * ldp + b, sizeof q);
+                a5 = a5 + q * r;
+                memcpy(&q, x + 6 * ldp + b, sizeof q);
+                a6 = a6 + q * r;
+                memcpy(&q, x + 7 * ldp + b, sizeof q);
+                a7 = a7 + q * r;
+            }
+            if (t) {
+                r = sk_tail4(k + w4, t);
+                a0 = a0 + sk_tail4(x + w4, t) * r;
+                a1 = a1 + sk_tail4(x + ldp + w4, t) * r;
+                a2 = a2 + sk_tail4(x + 2 * ldp + w4, t) * r;
+                a3 = a3 + sk_tail4(x + 3 * ldp + w4, t) * r;
+                a4 = a4 + sk_tail4(x + 4 * ldp + w4, t) * r;
+                a5 = a5 + sk_tail4(x + 5 * ldp + w4, t) * r;
+                a6 = a6 + sk_tail4(x + 6 * ldp + w4, t) * r;
+                a7 = a7 + sk_tail4(x + 7 * ldp + w4, t) * r;
+            }
+            out[s] = sk_hsum4(a0);
+            out[s + 1] = sk_hsum4(a1);
+            out[s + 2] = sk_hsum4(a2);
+            out[s + 3] = sk_hsum4(a3);
+            out[s + 4] = sk_hsum4(a4);
+            out[s + 5] = sk_hsum4(a5);
+            out[s + 6] = sk_hsum4(a6);
+            out[s + 7] = sk_hsum4(a7);
+        }
+    }
+    if (s < n)
+        sk_dots(out + s, P + s * ldp, ldp, n - s, k, w);
+}
+
+/* sk_axpy2 on the four rows y, y + ldy, y + 2 ldy, y + 3 ldy at once (alpha, beta one per
+ * row): they share each load of x and z. */
+static inline __attribute__((always_inline)) void
+sk_axpy2_quad(double *y, Py_ssize_t ldy, const double *alpha, const double *x,
+              const double *beta, const double *z, Py_ssize_t n)
+{
+    Py_ssize_t b = 0;
+    int j;
+    const double a0 = alpha[0], a1 = alpha[1], a2 = alpha[2], a3 = alpha[3];
+    const double b0 = beta[0], b1 = beta[1], b2 = beta[2], b3 = beta[3];
+    double *y0 = y, *y1 = y + ldy, *y2 = y + 2 * ldy, *y3 = y + 3 * ldy;
+    sk_v4d q0, q1, q2, q3, r, s;
+    for (; b + 4 <= n; b += 4) {
+        memcpy(&r, x + b, sizeof r);
+        memcpy(&s, z + b, sizeof s);
+        memcpy(&q0, y0 + b, sizeof q0);
+        memcpy(&q1, y1 + b, sizeof q1);
+        memcpy(&q2, y2 + b, sizeof q2);
+        memcpy(&q3, y3 + b, sizeof q3);
+        q0 = (q0 + a0 * r) + b0 * s;
+        q1 = (q1 + a1 * r) + b1 * s;
+        q2 = (q2 + a2 * r) + b2 * s;
+        q3 = (q3 + a3 * r) + b3 * s;
+        memcpy(y0 + b, &q0, sizeof q0);
+        memcpy(y1 + b, &q1, sizeof q1);
+        memcpy(y2 + b, &q2, sizeof q2);
+        memcpy(y3 + b, &q3, sizeof q3);
+    }
+    for (; b < n; b++)
+        for (j = 0; j < 4; j++)
+            y[j * ldy + b] = (y[j * ldy + b] + alpha[j] * x[b]) + beta[j] * z[b];
+}
+
+/* The squared projection error kxx - k . d over m entries (after a removal). */
+SK_DOT_CLONES static double sk_pj_error(const double *k, const double *d, Py_ssize_t m,
+                                        double kxx)
+{
+    return kxx - sk_dot_lanes(k, d, m);
+}
+
+/* ---- P in its lower triangle ----------------------------------------------------------------
+ * P is symmetric; the compiled paths read and write only its lower triangle (b <= a), half the
+ * memory of the full matrix, and the policy mirrors it before Python reads P
+ * (Projectron._mirror). */
+
+/* The diagonal 4 x 4 tile of P's rows a0 + r0 .. a0 + r0 + 3 at columns a0 + r0 .. + 3 (all
+ * four in the set): row r0 + j adds its columns up to the diagonal to its lanes and its
+ * columns left of the diagonal to u, the others masked to +0, which adds nothing (the upper
+ * triangle may hold anything). */
+static inline __attribute__((always_inline)) void
+sk_pjl_tile(const double *P, Py_ssize_t ldp, Py_ssize_t c, sk_v4d *acc, const double *k,
+            double *u)
+{
+    const sk_v4l le[4] = {{-1, 0, 0, 0}, {-1, -1, 0, 0}, {-1, -1, -1, 0}, {-1, -1, -1, -1}};
+    sk_v4d q, kb, ub;
+    int j;
+    memcpy(&kb, k + c, sizeof kb);
+    memcpy(&ub, u + c, sizeof ub);
+    for (j = 0; j < 4; j++) {
+        memcpy(&q, P + (c + j) * ldp + c, sizeof q);
+        acc[j] = acc[j] + (sk_v4d)((sk_v4l)q & le[j]) * kb;
+        if (j)
+            ub = ub + k[c + j] * (sk_v4d)((sk_v4l)q & le[j - 1]);
+    }
+    memcpy(u + c, &ub, sizeof ub);
+}
+
+/* d[a0 .. a0 + R - 1] (lane sums) and u (the upper triangle's part) for the R rows from a0
+ * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
+ * columns left of the block four at a time for the R rows together (eight independent lane
+ * sums hide the latency of the additions), then the diagonal tiles. */
+static inline __attribute__((always_inline)) void
+sk_pjl_block(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+             double *d, double *u)
+{
+    sk_v4d acc[8];
+    sk_v4d q, kb, ub;
+    Py_ssize_t b;
+    int j;
+    for (j = 0; j < R; j++)
+        acc[j] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
+    for (b = 0; b < a0; b += 4) {
+        memcpy(&kb, k + b, sizeof kb);
+        memcpy(&ub, u + b, sizeof ub);
+        for (j = 0; j < R; j++) {
+            memcpy(&q, P + (a0 + j) * ldp + b, sizeof q);
+            acc[j] = acc[j] + q * kb;
+            ub = ub + k[a0 + j] * q;
+        }
+        memcpy(u + b, &ub, sizeof ub);
+    }
+    if (R >= 4) {
+        sk_pjl_tile(P, ldp, a0, acc, k, u);
+        if (R == 8) { /* rows 4 .. 7: columns a0 .. a0 + 3 whole, then their own tile */
+            memcpy(&kb, k + a0, sizeof kb);
+            memcpy(&ub, u + a0, sizeof ub);
+            for (j = 4; j < 8; j++) {
+                memcpy(&q, P + (a0 + j) * ldp + a0, sizeof q);
+                acc[j] = acc[j] + q * kb;
+                ub = ub + k[a0 + j] * q;
+            }
+            memcpy(u + a0, &ub, sizeof ub);
+            sk_pjl_tile(P, ldp, a0 + 4, acc + 4, k, u);
+        }
+    } else {
+        for (j = 0; j < R; j++) {
+            const double *x = P + (a0 + j) * ldp;
+            for (b = a0; b <= a0 + j; b++) {
+                acc[j][b & 3] = acc[j][b & 3] + x[b] * k[b];
+                if (b < a0 + j)
+                    u[b] = u[b] + k[a0 + j] * x[b];
+            }
+        }
+    }
+    for (j = 0; j < R; j++)
+        d[a0 + j] = sk_hsum4(acc[j]);
+}
+
+/* d = P k from P's lower triangle (n x n, leading dimension ldp), u (n entries) scratch, and
+ * returns the squared projection error kxx - k . d. d_a is the lane sum of row a's entries
+ * b <= a (lane b mod 4, left to right) plus u_a, the sum over the rows c > a in order of
+ * P_ca k_c: the same bits however the rows are grouped. */
+SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
+                                           double *d, double *u, Py_ssize_t n, double kxx)
+{
+    Py_ssize_t a0 = 0, a;
+    if (n == 0)
+        return kxx;
+    memset(u, 0, (size_t)n * sizeof(double));
+    for (; a0 + 8 <= n; a0 += 8)
+        sk_pjl_block(P, ldp, a0, 8, k, d, u);
+    if (a0 + 4 <= n) {
+        sk_pjl_block(P, ldp, a0, 4, k, d, u);
+        a0 += 4;
+    }
+    switch (n - a0) {
+    case 1:
+        sk_pjl_block(P, ldp, a0, 1, k, d, u);
+        break;
+    case 2:
+        sk_pjl_block(P, ldp, a0, 2, k, d, u);
+        break;
+    case 3:
+        sk_pjl_block(P, ldp, a0, 3, k, d, u);
+        break;
+    default:
+        break;
+    }
+    for (a = 0; a < n; a++)
+        d[a] = d[a] + u[a];
+    return kxx - sk_dot_lanes(k, d, n);
+}
+
+/* Block-inverse growth of P (n x n, lower triangle) by one row and column for a vector with
+ * d = P k and squared projection error delta: P += outer(d, d / delta) (row a < n gains
+ * d_a g_b for b <= a), then the new row n (-d / delta) and the corner 1 / delta. g (n
+ * entries) is scratch: d / delta. */
+SK_DOT_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
+                                      Py_ssize_t n, double delta)
+{
+    Py_ssize_t s;
+    for (s = 0; s < n; s++)
+        g[s] = d[s] / delta;
+    for (s = 0; s < n; s++)
+        sk_axpy4(P + s * ldp, d[s], g, s + 1);
+    for (s = 0; s < n; s++)
+        P[n * ldp + s] = -g[s];
+    P[n * ldp + n] = 1.0 / delta;
+}
+
+/* The removal of slot i from P (n x n, lower triangle) and the growth by the new vector, in
+ * one pass over P.
+ *
+ * The steps (as the reference does them): the rank-one downdate
+ * P1 = P + outer(-col, row) with col = P[:, i] and row = P[i, :] / P_ii (both from before,
+ * in col and row); row and column n - 1 moved into i; then the growth of the n - 1 rows left
+ * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
+ * the new row and column n - 1 (-d / delta) and the corner 1 / delta. With P_xy read from
+ * the lower triangle, new entry (a, b), b <= a < n - 1, is
+ * (P_{a'b'} + (-col_{a'}) row_{b'}) + d_a g_b, where a' is a with i and n - 1 swapped: the
+ * roundings of the steps one after the other. Slot i's row takes row n - 1's entries before
+ * the pass; the rows below it read their moved entry (column i) from the old row n - 1 (kept
+ * in cm, n entries) and write it after their pass (a scalar store under a vector load would
+ * stall it); the new row n - 1 is -g and the corner 1 / delta. Rows go four at a time over
+ * the columns left of their diagonal tile, sharing the loads of row and g: the pass runs at
+ * the speed of reading and writing half of P. row is changed (its entry i takes entry
+ * n - 1); g (n - 1 entries) is scratch: d / delta. */
+SK_DOT_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
+                                             Py_ssize_t i, const double *col, double *row,
+                                             const double *d, double *g, double *cm,
+                                             double delta)
+{
+    const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
+    const int moved = i < m;    /* else the last slot left: nothing moves */
+    double *pm = P + m * ldp;
+    double na[4];
+    Py_ssize_t a0, a, b;
+    int j, R;
+    for (b = 0; b < m; b++)
+        g[b] = d[b] / delta;
+    if (moved) {
+        memcpy(cm, pm, (size_t)(m + 1) * sizeof(double)); /* old row m, diagonal in cm[m] */
+        row[i] = row[m];
+        memcpy(P + i * ldp, cm, (size_t)i * sizeof(double));
+        P[i * ldp + i] = cm[m];
+    }
+    for (a0 = 0; a0 < m; a0 += 4) {
+        R = m - a0 < 4 ? (int)(m - a0) : 4;
+        for (j = 0; j < R; j++)
+            na[j] = -col[moved && a0 + j == i ? m : a0 + j];
+        if (R == 4)
+            sk_axpy2_quad(P + a0 * ldp, ldp, na, row, d + a0, g, a0);
+        else
+            for (j = 0; j < R; j++)
+                sk_axpy2(P + (a0 + j) * ldp, na[j], row, d[a0 + j], g, a0);
+        for (j = 0; j < R; j++) {
+            a = a0 + j;
+            double *pa = P + a * ldp;
+            for (b = a0; b <= a; b++)
+                pa[b] = (pa[b] + na[j] * row[b]) + d[a] * g[b];
+            if (moved && a > i) /* old entry (m, a) moved into column i */
+                pa[i] = (cm[a] + na[j] * row[i]) + d[a] * g[i];
+        }
+    }
+    for (b = 0; b < m; b++)
+        pm[b] = -g[b];
+    pm[m] = 1.0 / delta;
+}
+
+/* P[:n, :n] = G^-1 for a symmetric positive definite G (n x n, contiguous): G = L L^T,
+ * N = L^-T (upper triangular, row by row), P = N N^T, with L and N scratch (n x n each,
+ * zeroed by the caller) and t (n entries) scratch. Returns 0 (P untouched) when a squared
+ * pivot L_jj^2 falls to min_rel G_jj or below (or is NaN). Every step is a dot of two rows
+ * (sk_dots, four rows at a time), so P comes out exactly symmetric (its lower triangle
+ * mirrored); the zeros of the triangles only add +-0 to a lane sum. The dots go eight rows
+ * at a time (sk_matvec). */
+SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P,
+                                                Py_ssize_t ldp, double *L, double *N,
+                                                double *t, double min_rel)
+{
+    Py_ssize_t i, j, j0, i0;
+    for (j = 0; j < n; j++) { /* Cholesky, column by column: L[i, :j] . L[j, :j] rows */
+        double s = G[j * n + j] - sk_dot_lanes(L + j * n, L + j * n, j);
+        if (!(s > min_rel * G[j * n + j]))
+            return 0;
+        double ljj = sqrt(s);
+        L[j * n + j] = ljj;
+        if (j + 1 < n) {
+            sk_matvec(t, L + (j + 1) * n, n, n - j - 1, L + j * n, j);
+            for (i = j + 1; i < n; i++)
+                L[i * n + j] = (G[i * n + j] - t[i - j - 1]) / ljj;
+        }
+    }
+    for (i = 0; i < n; i++) { /* column i of N = L^-T: N[j, i] = -L[i, j:i] . N[j, j:i] / L_ii */
+        double lii = L[i * n + i];
+        for (j0 = 0; j0 < i; j0 += 8)
+            sk_matvec(t + j0, N + j0 * n + j0, n, i - j0 < 8 ? i - j0 : 8, L + i * n + j0, i - j0);
+        for (j = 0; j < i; j++)
+            N[j * n + i] = -t[j] / lii;
+        N[i * n + i] = 1.0 / lii;
+    }
+    for (i = 0; i < n; i++) { /* P[i, j] = N[i, i:] . N[j, i:] for j <= i, then mirrored */
+        i0 = i & ~(Py_ssize_t)3;
+        sk_matvec(P + i * ldp, N + i0, n, i + 1, N + i * n + i0, n - i0);
+        for (j = 0; j < i; j++)
+            P[j * ldp + i] = P[i * ldp + j];
+    }
+    return 1;
+}
+
+#endif
