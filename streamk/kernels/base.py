@@ -247,7 +247,14 @@ class _Stationary(Kernel):
     def resolve(self, scale: ScaleEstimator) -> Kernel:
         if self.gamma != AUTO:
             return self
-        return type(self)(gamma=self._auto_gamma(scale))
+        gamma = self._auto_gamma(scale)
+        if type(self) in _PLAIN_STATIONARY and type(gamma) is float and 0.0 < gamma < math.inf:
+            # what the constructor makes of a finite positive float, without its checks:
+            # the gamma="auto" warm-up resolves some thirty kernels per fresh model
+            kernel = object.__new__(type(self))
+            kernel.gamma = gamma
+            return kernel
+        return type(self)(gamma=gamma)
 
     def _auto_gamma(self, scale: ScaleEstimator) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -312,6 +319,10 @@ class Laplacian(_Stationary):
     def _auto_gamma(self, scale: ScaleEstimator) -> float:
         mean_l1 = math.fsum((2.0 * np.sqrt(scale.variance) / math.sqrt(math.pi)).tolist())
         return 2.0 / mean_l1 if mean_l1 > 0 else 1.0
+
+
+#: The stationary kernels whose constructor sets ``gamma`` alone (a subclass may do more).
+_PLAIN_STATIONARY = (RBF, Laplacian)
 
 
 class Constant(Kernel):
