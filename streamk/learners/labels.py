@@ -70,6 +70,10 @@ def _plain_number(label: Hashable, floats: bool) -> bool:
     return floats and kind is float and math.isfinite(label)
 
 
+#: Binary targets of ``False`` (row 0) and ``True`` (row 1) by the positive class.
+_BOOL_TARGETS = {True: np.array([[-1.0], [1.0]]), False: np.array([[1.0], [-1.0]])}
+
+
 class LabelCoder:
     """Classes seen so far and how they map onto coefficient columns."""
 
@@ -170,9 +174,22 @@ class LabelCoder:
             codes[values == c] = i
         return codes
 
+    def _bool_pair(self, values: np.ndarray | None) -> bool:
+        """Whether ``values`` are booleans and the classes are ``True`` and ``False``."""
+        pair = self._pair
+        return (
+            pair is not None
+            and values is not None
+            and values.dtype == np.bool_
+            and type(pair[0]) is bool
+            and type(pair[1]) is bool
+        )
+
     def first_unknown(self, labels: list[Hashable], start: int, values=None) -> int:
         """The first row from ``start`` whose label is not a known class (``len(labels)``:
         none); ``values``, the labels as :func:`label_values` gives them, if any."""
+        if self._bool_pair(values):  # both booleans are classes: every label is known
+            return len(labels)
         codes = self.codes(None if values is None else values[start:])
         if codes is not None:
             unknown = np.flatnonzero(codes < 0)
@@ -184,6 +201,8 @@ class LabelCoder:
         """±1 targets for known labels, one row per label, ``(len(labels), n_outputs)``;
         ``KeyError`` if a label is not a known class. ``values``: the same labels as
         :func:`label_values` gives them, compared as a whole when :meth:`codes` can."""
+        if self._bool_pair(values):  # one lookup per row in a two-row table
+            return _BOOL_TARGETS[self._pair[0]][values.view(np.uint8)]
         cols = self.codes(values)
         if cols is None:
             index = {c: i for i, c in enumerate(self.classes)}

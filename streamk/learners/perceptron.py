@@ -149,10 +149,10 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if self._objects:  # strings or trees: learn_one per item (same model by definition)
             return self._learn_objects(self._block(X, grow=True), as_list(y), preds)
         rows = self._block(X, grow=True)
-        labels = as_list(y)
+        values = label_values(y)  # the labels as one array, when they are booleans or numbers
+        labels = as_list(y if values is None else values)  # the same Python values
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        values = label_values(y)  # the labels as one array, when they are booleans or numbers
         pre, tried, base = None, -1, 0
         i, warm = 0, preds is None and self._warming_up
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
