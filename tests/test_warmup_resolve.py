@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamk import RBF, Laplacian
+from streamk import RBF, KernelPerceptron, Laplacian, RemoveOldest, accel
 from streamk.errors import ConfigError
 from streamk.kernels import ScaleEstimator
+from streamk.learners import fastpass
 
 
 def _estimator(rows: np.ndarray) -> ScaleEstimator:
@@ -58,3 +59,44 @@ def test_scale_copy_is_from_state_of_state(n: int) -> None:
         assert a.mean is not scale.mean and a._m2 is not scale._m2
     copy.update(np.ones((1, 4)))
     assert copy.n == scale.n + 1 and rebuilt.n == scale.n  # independent of the original
+
+
+@pytest.mark.parametrize("kind", [RBF, Laplacian])
+@pytest.mark.parametrize("width", [1, 3, 40])
+def test_resolve_each_is_resolve_at_each_count(kind: type, width: int) -> None:
+    rows = np.random.default_rng(width).normal(size=(60, width)) * np.geomspace(1e-3, 1e3, width)
+    scale, counts, m2, want = ScaleEstimator(), [], [], []
+    for i, row in enumerate(rows):
+        scale.update(row[None, :])
+        if i in (0, 1, 2, 9, 10, 19, 59):
+            counts.append(scale.n)
+            m2.append(scale._m2.copy())
+            want.append(kind(gamma="auto").resolve(scale))
+    got = kind(gamma="auto").resolve_each(counts, np.array(m2))
+    assert [type(k) for k in got] == [kind] * len(want)
+    assert [k.gamma.hex() for k in got] == [k.gamma.hex() for k in want]
+    fixed = kind(gamma=0.5)
+    assert fixed.resolve_each(counts, np.array(m2)) == [fixed] * len(counts)
+
+
+@pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
+@pytest.mark.parametrize("middle", ["fits", "too-wide", "laplacian"])
+def test_warm_pass_declines_when_any_runs_kernel_would(middle: str) -> None:
+    """``perceptron_run`` checks the widest run's kernel only: a kernel too wide for the
+    rows' norms (or not an RBF) in any run still declines the whole warm pass."""
+    rows = np.random.default_rng(0).normal(size=(30, 2)) * 3.0
+    wide = {"fits": RBF(gamma=0.5), "too-wide": RBF(gamma=1e8), "laplacian": Laplacian(0.5)}
+    kernels = [RBF(gamma=0.4), wide[middle], RBF(gamma=0.3)]
+    model = KernelPerceptron(kernel=RBF(gamma=0.4), budget=RemoveOldest(10))
+    support, policy = model.support_, model._policy
+    bound = 2 * float((rows**2).sum(axis=1).max())
+    assert RBF(gamma=0.5).expansion_exact(bound) and not RBF(gamma=1e8).expansion_exact(bound)
+    T = np.where(rows[:, :1] > 0, 1.0, -1.0)
+    codes = np.zeros(30, dtype=np.int64)
+    done = fastpass.perceptron_run(
+        support, policy, rows, T, codes, 0.0, None, ([0, 1, 2, 30], kernels)
+    )
+    if middle == "fits":
+        assert done is not None and done[1] == 3 and support.n > 0
+    else:
+        assert done is None and support.n == 0
