@@ -122,6 +122,14 @@ class LabelCoder:
         self._pair = None
         return remap
 
+    def adds_quietly(self, label: Hashable) -> bool:
+        """Whether :meth:`add` of a new ``label`` would return no remap and leave one
+        coefficient column: the first class, or a second whose sign is not the first's."""
+        if len(self.classes) >= 2:
+            return False
+        sign = _known_sign(label)
+        return sign == 0 or not self.signs or sign != self.signs[0]
+
     def _binary_pair(self) -> tuple[Hashable, Hashable] | None:
         if len(self.classes) != 2:
             return None

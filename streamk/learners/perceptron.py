@@ -208,7 +208,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if not hasattr(core, "perceptron_warm_pass"):
             return start, False
         if pre is None:
-            stop = self._labels.first_unknown(labels, start, values)
+            stop = self._adopt_labels(labels, start, values)
             if stop == start:  # a new label: its run on the general path
                 return start, True
         else:
@@ -253,6 +253,19 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self.n_mistakes += mistakes
         self._n_learned += bounds[runs] - start
         return bounds[runs], runs == len(kernels)
+
+    def _adopt_labels(self, labels: list[Any], start: int, values: np.ndarray | None) -> int:
+        """Register the block's new labels from row ``start`` ahead of their rows while
+        that changes nothing the rows before them learn: the first class, then a second
+        that leaves the first one's sign (no remap, still one coefficient column). The
+        rows' targets and updates are then those of the rows one at a time; returns the
+        first row whose label is still new (``len(labels)``: none)."""
+        coder = self._labels
+        stop = coder.first_unknown(labels, start, values)
+        while stop < len(labels) and labels[stop] is not None and coder.adds_quietly(labels[stop]):
+            self._add_label(labels[stop])
+            stop = coder.first_unknown(labels, stop, values)
+        return stop
 
     def _block_inputs(
         self, rows: np.ndarray, labels: list[Any], values: np.ndarray | None = None
