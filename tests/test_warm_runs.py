@@ -31,15 +31,21 @@ POLICIES = {
 }
 
 
-def _stream(n: int, width: int, seed: int, classes: int = 2) -> tuple[pd.DataFrame, pd.Series]:
+def _stream(
+    n: int, width: int, seed: int, classes: int = 2, native: bool = False
+) -> tuple[pd.DataFrame, pd.Series]:
+    """``native``: labels in a bool (two classes) or int64 (three) Series, which
+    ``learn_many`` compares as whole columns; else an object Series (bools or strings)."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, width)) * rng.uniform(0.5, 3.0, size=width)
     score = np.sin(2 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.standard_normal(n)
     if classes == 2:
         y = (score > 0).tolist()
     else:  # a third class appears a few rows in, as a one-vs-rest model's columns grow
-        y = [f"c{c}" for c in np.digitize(score, np.quantile(score, [1 / 3, 2 / 3]))]
-    return pd.DataFrame(X, columns=[f"f{j}" for j in range(width)]), pd.Series(y, dtype=object)
+        codes = np.digitize(score, np.quantile(score, [1 / 3, 2 / 3])).tolist()
+        y = codes if native else [f"c{c}" for c in codes]
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(width)])
+    return frame, pd.Series(y, dtype=None if native else object)
 
 
 def _learn(model: KernelPerceptron, X: pd.DataFrame, y: pd.Series, size: int) -> None:
@@ -80,24 +86,30 @@ LEARNERS = {
 @pytest.mark.parametrize("classes", [2, 3])
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("size", [500, 61, 3])
+@pytest.mark.parametrize("native", [False, True], ids=["object-labels", "native-labels"])
 def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
-    policy: str, size: int, classes: int, learner: str, monkeypatch: pytest.MonkeyPatch
+    policy: str,
+    size: int,
+    classes: int,
+    learner: str,
+    native: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     taken = []
     warm = _KP._warm_runs
 
-    def spy(self, rows, labels, start, pre):
-        end, again = warm(self, rows, labels, start, pre)
+    def spy(self, rows, labels, start, pre, *values):
+        end, again = warm(self, rows, labels, start, pre, *values)
         taken.append(end - start)
         return end, again
 
     for seed in range(12 if classes == 2 and learner == "perceptron" else 4):
-        X, y = _stream(420, 1 + seed % 4, seed, classes)
+        X, y = _stream(420, 1 + seed % 4, seed, classes, native)
         fast = LEARNERS[learner](POLICIES[policy]())
         monkeypatch.setattr(_KP, "_warm_runs", spy)
         _learn(fast, X, y, size)
         slow = LEARNERS[learner](POLICIES[policy]())
-        monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, pre: (i, False))
+        monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, *_: (i, False))
         _learn(slow, X, y, size)
         assert _state(fast) == _state(slow)
         probe = X.iloc[:50].to_dict("records")
@@ -178,7 +190,7 @@ def test_warm_runs_with_features_that_appear_later(
         return model
 
     fast = learn(KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]()))
-    monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, pre: (i, False))
+    monkeypatch.setattr(_KP, "_warm_runs", lambda self, rows, labels, i, *_: (i, False))
     slow = learn(KernelPerceptron(kernel=RBF(gamma="auto"), budget=POLICIES[policy]()))
     assert _state(fast) == _state(slow)
 

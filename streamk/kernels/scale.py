@@ -70,6 +70,15 @@ class ScaleEstimator:
             return np.zeros_like(self.mean)
         return self._m2 / self.n
 
+    def copy(self) -> ScaleEstimator:
+        """An independent estimator with the same statistics (``from_state(state())`` in
+        one copy of each vector)."""
+        est = ScaleEstimator()
+        est.n = self.n
+        est.mean = np.array(self.mean, dtype=np.float64)
+        est._m2 = np.array(self._m2, dtype=np.float64)
+        return est
+
     def state(self) -> dict[str, Any]:
         return {"n": self.n, "mean": self.mean.copy(), "m2": self._m2.copy()}
 

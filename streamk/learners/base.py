@@ -240,6 +240,9 @@ class KernelLearner:
         A run's end depends on the count alone, so a run past ``stop`` is not folded."""
         m, in_place = rows.shape[0], _folds_in_place(scale, rows)
         bounds, kernels, done = [start], [], start  # rows[:done] are in the estimate
+        # the runs whose kernel is resolved at the end, all at once: (run, count, m2)
+        each = hasattr(self._auto_kernel, "resolve_each")
+        later: list[tuple[int, int, np.ndarray]] = []
         while bounds[-1] < m:
             first = bounds[-1]
             n = scale.n + first + 1 - done  # the count once the run's first row is in
@@ -258,9 +261,19 @@ class KernelLearner:
                 fold = accel.core.welford_each
                 scale.n = fold(rows[done : first + 1], scale.n, scale.mean, scale._m2)
                 done = first + 1
-                kernel = self._auto_kernel.resolve(scale) if regamma_at(n) else None
+                kernel = None
+                if not regamma_at(n):
+                    pass
+                elif each:
+                    later.append((len(kernels), n, scale._m2.copy()))
+                else:
+                    kernel = self._auto_kernel.resolve(scale)
             bounds.append(end)
             kernels.append(kernel)
+        if later:
+            runs, counts, m2 = zip(*later)
+            for r, kernel in zip(runs, self._auto_kernel.resolve_each(counts, np.array(m2))):
+                kernels[r] = kernel
         last = bounds[-1]
         if in_place and scale.n < AUTO_WINDOW and done < last:
             scale.n = accel.core.welford_each(rows[done:last], scale.n, scale.mean, scale._m2)

@@ -244,7 +244,11 @@ def perceptron_run(
     # Python's max is the same number and a fraction of a reduction's cost on a short run
     q_max = float(max(q_sq.tolist(), default=0.0) if len(q_sq) <= 16 else q_sq.max())
     bound = q_max + max(support._sq_max, q_max)  # over every run: each run's own is below
-    if any(type(k) is not RBF or not k.expansion_exact(bound) for k in kernels):
+    if any(type(k) is not RBF for k in kernels):
+        return None
+    widths = [k.gamma for k in kernels]
+    # the rule is monotone in gamma: the widest kernel's answer is every kernel's
+    if not kernels[widths.index(max(widths))].expansion_exact(bound):
         return None
     pcode = accel.core.POLICY_CODES[type(policy).__name__]
     draws, pstate = _NO_DRAWS, None
@@ -275,7 +279,7 @@ def perceptron_run(
             return None
         done_runs, (n, next_id, mistakes, sq_max, fresh) = 1, done
     else:
-        gammas = np.array([float(k.gamma) for k in kernels])
+        gammas = np.array(widths[: len(kernels)], dtype=np.float64)  # remove-random: a prefix
         run_bounds = np.array(bounds, dtype=np.int64)
         done_runs, n, next_id, mistakes, sq_max, fresh = accel.core.perceptron_warm_pass(
             rows, q_sq, *args, gammas, run_bounds, *rule

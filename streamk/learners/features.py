@@ -42,8 +42,9 @@ class FeatureIndex:
         # (keys, values, row) of the last event: keys and values compared apart equal the
         # items compared together, and the value list is also what the row is built from
         self._last: tuple[tuple, list, np.ndarray] | None = None
-        # (columns, their numbers) of the last DataFrame whose names were all known
-        self._frame_cols: tuple[Any, np.ndarray] | None = None
+        # (columns, their names, their numbers, whether those are 0 .. n-1) of the last
+        # DataFrame whose names were all known
+        self._frame_cols: tuple[Any, list[Hashable], np.ndarray, bool] | None = None
         for name in names or []:
             self._add(name)
 
@@ -141,8 +142,9 @@ class FeatureIndex:
 
     def _frame_rows(self, X: Any, grow: bool) -> np.ndarray:
         """Dense rows of a pandas DataFrame (see :meth:`rows`). A frame with the same
-        column index as the last one (the blocks of one frame share it) reuses its column
-        numbers; a block with every cell finite skips the NaN replacement."""
+        column names as the last one (the blocks of one frame share its index, frames built
+        alike have equal ones) reuses their column numbers; a block with every cell finite
+        skips the NaN replacement."""
         try:
             values = X.to_numpy(dtype=np.float64, na_value=np.nan)
         except (TypeError, ValueError) as exc:
@@ -155,19 +157,34 @@ class FeatureIndex:
         columns = X.columns
         cached = self._frame_cols
         if cached is not None and cached[0] is columns:  # an Index is immutable
-            cols, extra = cached[1], 0
+            cols, extra, in_order = cached[2], 0, cached[3]
         else:
-            cols, extra = self._columns(list(columns), grow)
-            self._frame_cols = (columns, cols) if extra == 0 else None
-        return self._placed(values, cols, extra, fresh=values.base is None)
+            names = columns.tolist()
+            if cached is not None and cached[1] == names:  # names compare as dict keys do
+                cols, extra, in_order = cached[2], 0, cached[3]
+            else:
+                cols, extra = self._columns(names, grow)
+                in_order = bool((cols == np.arange(cols.shape[0])).all())
+            self._frame_cols = (columns, names, cols, in_order) if extra == 0 else None
+        return self._placed(values, cols, extra, fresh=values.base is None, in_order=in_order)
 
-    def _placed(self, values: np.ndarray, cols: np.ndarray, extra: int, fresh: bool) -> np.ndarray:
+    def _placed(
+        self,
+        values: np.ndarray,
+        cols: np.ndarray,
+        extra: int,
+        fresh: bool,
+        in_order: bool | None = None,
+    ) -> np.ndarray:
         """A new C-ordered array with ``values``' columns at ``cols`` of a row as wide as
         the index plus ``extra`` unknown features, zeros elsewhere. ``fresh``: ``values``
-        is ours alone (no caller's or frame's memory), so it may be returned as it is."""
+        is ours alone (no caller's or frame's memory), so it may be returned as it is;
+        ``in_order``: whether ``cols`` is ``0 .. len(cols) - 1``, if known."""
         width = len(self.names) + extra
         if width == values.shape[1] and cols.shape[0] == width:
-            if (cols == np.arange(width)).all():  # every column in place: no scatter
+            if in_order is None:
+                in_order = bool((cols == np.arange(width)).all())
+            if in_order:  # every column in place: no scatter
                 if fresh and values.flags.c_contiguous:
                     return values
                 return np.array(values, dtype=np.float64, order="C", copy=True)

@@ -10,12 +10,13 @@ the positive class and ``-f`` for the negative one, a new class starts at zero).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LabelCoder"]
+__all__ = ["LabelCoder", "label_values"]
 
 _POSITIVE = (True,)  # True == 1 == 1.0
 _NEGATIVE = (False, -1)  # False == 0 == 0.0
@@ -30,6 +31,47 @@ def _known_sign(label: Hashable) -> int:
     except (TypeError, ValueError):  # e.g. arrays compared elementwise
         pass
     return 0
+
+
+def label_values(y: Any) -> np.ndarray | None:
+    """A block's labels as a 1-D NumPy array of booleans or numbers, read without making a
+    Python object per label (a pandas Series or NumPy array of such); ``None`` otherwise.
+
+    :meth:`LabelCoder.target_matrix` and :meth:`LabelCoder.first_unknown` then compare
+    whole columns instead of looking each label up: a fraction of the cost per block.
+    """
+    if isinstance(y, np.ndarray):
+        values = y
+    else:
+        to_numpy = getattr(y, "to_numpy", None)
+        if not callable(to_numpy) or not hasattr(y, "dtype"):
+            return None
+        values = to_numpy()
+    if not isinstance(values, np.ndarray) or values.ndim != 1 or values.dtype not in _EXACT:
+        return None
+    return values
+
+
+#: Label dtypes whose ``values == label`` :meth:`LabelCoder.codes` trusts (narrower ones
+#: compare a Python number after casting it to their own type).
+_EXACT = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float64))
+
+
+def _plain_number(label: Hashable, floats: bool) -> bool:
+    """Whether NumPy's ``values == label`` is exactly the dict lookup of each value: a
+    Python bool, an int that converts to a float exactly, or (``floats``: float64 values)
+    a finite float. An int64 value against a float compares as a rounded float, and NaN
+    is found by identity in a dict, never by ``==``."""
+    kind = type(label)
+    if kind is bool:
+        return True
+    if kind is int:
+        return -(2**53) < label < 2**53
+    return floats and kind is float and math.isfinite(label)
+
+
+#: Binary targets of ``False`` (row 0) and ``True`` (row 1) by the positive class.
+_BOOL_TARGETS = {True: np.array([[-1.0], [1.0]]), False: np.array([[1.0], [-1.0]])}
 
 
 class LabelCoder:
@@ -80,6 +122,14 @@ class LabelCoder:
         self._pair = None
         return remap
 
+    def adds_quietly(self, label: Hashable) -> bool:
+        """Whether :meth:`add` of a new ``label`` would return no remap and leave one
+        coefficient column: the first class, or a second whose sign is not the first's."""
+        if len(self.classes) >= 2:
+            return False
+        sign = _known_sign(label)
+        return sign == 0 or not self.signs or sign != self.signs[0]
+
     def _binary_pair(self) -> tuple[Hashable, Hashable] | None:
         if len(self.classes) != 2:
             return None
@@ -114,11 +164,59 @@ class LabelCoder:
             return t
         return np.array([float(self.signs[self.classes.index(label)])])
 
-    def target_matrix(self, labels: list[Hashable]) -> np.ndarray:
+    def codes(self, values: np.ndarray | None) -> np.ndarray | None:
+        """The index in :attr:`classes` of each of ``values`` (:func:`label_values`), ``-1``
+        for a label not seen yet, by one comparison per class; ``None`` when that might not
+        be what looking each label up finds (classes other than plain numbers)."""
+        classes = self.classes
+        if values is None or not classes or len(classes) > 8:
+            return None
+        floats = values.dtype == np.float64
+        if not all(_plain_number(c, floats) for c in classes):
+            return None
+        if len(classes) <= 2:  # the binary case, in two comparisons
+            codes = np.where(values == classes[-1], len(classes) - 1, -1)
+            return np.where(values == classes[0], 0, codes) if len(classes) == 2 else codes
+        codes = np.full(values.shape[0], -1, dtype=np.intp)
+        for i, c in enumerate(classes):
+            codes[values == c] = i
+        return codes
+
+    def _bool_pair(self, values: np.ndarray | None) -> bool:
+        """Whether ``values`` are booleans and the classes are ``True`` and ``False``."""
+        pair = self._pair
+        return (
+            pair is not None
+            and values is not None
+            and values.dtype == np.bool_
+            and type(pair[0]) is bool
+            and type(pair[1]) is bool
+        )
+
+    def first_unknown(self, labels: list[Hashable], start: int, values=None) -> int:
+        """The first row from ``start`` whose label is not a known class (``len(labels)``:
+        none); ``values``, the labels as :func:`label_values` gives them, if any."""
+        if self._bool_pair(values):  # both booleans are classes: every label is known
+            return len(labels)
+        codes = self.codes(None if values is None else values[start:])
+        if codes is not None:
+            unknown = np.flatnonzero(codes < 0)
+            return start + int(unknown[0]) if unknown.shape[0] else len(labels)
+        known = set(self.classes)
+        return next((j for j in range(start, len(labels)) if labels[j] not in known), len(labels))
+
+    def target_matrix(self, labels: list[Hashable], values=None) -> np.ndarray:
         """±1 targets for known labels, one row per label, ``(len(labels), n_outputs)``;
-        ``KeyError`` if a label is not a known class."""
-        index = {c: i for i, c in enumerate(self.classes)}
-        cols = np.fromiter(map(index.__getitem__, labels), dtype=np.intp, count=len(labels))
+        ``KeyError`` if a label is not a known class. ``values``: the same labels as
+        :func:`label_values` gives them, compared as a whole when :meth:`codes` can."""
+        if self._bool_pair(values):  # one lookup per row in a two-row table
+            return _BOOL_TARGETS[self._pair[0]][values.view(np.uint8)]
+        cols = self.codes(values)
+        if cols is None:
+            index = {c: i for i, c in enumerate(self.classes)}
+            cols = np.fromiter(map(index.__getitem__, labels), dtype=np.intp, count=len(labels))
+        elif cols.shape[0] and cols.min() < 0:
+            raise KeyError(labels[int(np.argmin(cols))])
         if self.multiclass:
             T = -np.ones((len(labels), len(self.classes)))
             T[np.arange(len(labels)), cols] = 1.0

@@ -14,11 +14,11 @@ from ..budget.merge import Merge
 from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
 from ..budget.projectron import Projectron
 from ..errors import InvalidInput
-from ..kernels import RBF, Kernel, Scaled, ScaleEstimator
+from ..kernels import RBF, Kernel, Scaled
 from . import eventpass, fastpass
 from .base import as_list
 from .classifier import KernelClassifier
-from .labels import LabelCoder
+from .labels import LabelCoder, label_values
 
 __all__ = ["KernelPerceptron"]
 
@@ -149,7 +149,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if self._objects:  # strings or trees: learn_one per item (same model by definition)
             return self._learn_objects(self._block(X, grow=True), as_list(y), preds)
         rows = self._block(X, grow=True)
-        labels = as_list(y)
+        values = label_values(y)  # the labels as one array, when they are booleans or numbers
+        labels = as_list(y if values is None else values)  # the same Python values
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         pre, tried, base = None, -1, 0
@@ -157,7 +158,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             if warm and self._warming_up:  # the warm-up's runs at once, up to a new label
                 start = i
-                i, warm = self._warm_runs(rows, labels, i, None if pre is None else (pre, base))
+                i, warm = self._warm_runs(
+                    rows, labels, i, None if pre is None else (pre, base), values
+                )
                 if i > start:
                     continue
             first = _UNSET
@@ -167,7 +170,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             out = None if preds is None else _Offset(preds, i)
             if pre is None and tried != len(self._labels.classes):  # once per set of classes
                 tried, base = len(self._labels.classes), i
-                pre = self._block_inputs(rows[i:], labels[i:])
+                pre = self._block_inputs(
+                    rows[i:], labels[i:], None if values is None else values[i:]
+                )
             if pre is None:
                 self._learn_run(rows[i:end], labels[i:end], out)
             else:
@@ -184,13 +189,15 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         labels: list[Any],
         start: int,
         pre: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], int] | None,
+        values: np.ndarray | None = None,
     ) -> tuple[int, bool]:
         """The ``gamma="auto"`` warm-up's runs from row ``start`` in one
         :func:`streamk.learners.fastpass.perceptron_run` (no Python between the runs), up
         to the block's end or the run of the next new label; the row it got to (``start``:
         nothing changed) and whether to try again after the next run (``False``: the pass
         does not take this model). ``pre``: :meth:`_block_inputs` of rows ``base:``, and
-        ``base``.
+        ``base``. ``values``: the block's labels as :func:`~streamk.learners.labels.label_values`
+        gives them, if it does.
 
         The kernels come ahead from a copy of the estimator, which does not depend on
         learning: the same numbers, to the bit, as folding the rows one run at a time.
@@ -201,14 +208,12 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if not hasattr(core, "perceptron_warm_pass"):
             return start, False
         if pre is None:
-            known = set(self._labels.classes)
-            stop = next((j for j in range(start, len(labels)) if labels[j] not in known), None)
-            stop = len(labels) if stop is None else stop
+            stop = self._adopt_labels(labels, start, values)
             if stop == start:  # a new label: its run on the general path
                 return start, True
         else:
             stop = len(labels)
-        scale = ScaleEstimator.from_state(self._scale.state())
+        scale = self._scale.copy()
         bounds, moved = self._fold_runs(scale, rows, start, stop)
         if len(bounds) == 1:  # the next run reaches a new label
             return start, True
@@ -218,7 +223,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             kernels.append(kernel)
         end = bounds[-1]
         if pre is None:
-            T = self._labels.target_matrix(labels[start:end])
+            T = self._labels.target_matrix(
+                labels[start:end], None if values is None else values[start:end]
+            )
             q_sq = accel.sqnorms(np.ascontiguousarray(rows[start:end], dtype=np.float64))
             codes = np.empty(end - start, dtype=np.int64)
         else:
@@ -247,20 +254,34 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self._n_learned += bounds[runs] - start
         return bounds[runs], runs == len(kernels)
 
+    def _adopt_labels(self, labels: list[Any], start: int, values: np.ndarray | None) -> int:
+        """Register the block's new labels from row ``start`` ahead of their rows while
+        that changes nothing the rows before them learn: the first class, then a second
+        that leaves the first one's sign (no remap, still one coefficient column). The
+        rows' targets and updates are then those of the rows one at a time; returns the
+        first row whose label is still new (``len(labels)``: none)."""
+        coder = self._labels
+        stop = coder.first_unknown(labels, start, values)
+        while stop < len(labels) and labels[stop] is not None and coder.adds_quietly(labels[stop]):
+            self._add_label(labels[stop])
+            stop = coder.first_unknown(labels, stop, values)
+        return stop
+
     def _block_inputs(
-        self, rows: np.ndarray, labels: list[Any]
+        self, rows: np.ndarray, labels: list[Any], values: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """What every run of the rest of a block shares, computed once: targets, squared
         norms and room for the predicted codes; ``None`` when a label is new (the classes may
         still change), without the compiled core, or for a subclass with its own run learner.
 
         The norms are per row (:func:`streamk.accel.sqnorms`) and the targets per label,
-        so a run's slices equal what it would compute for itself, to the bit.
+        so a run's slices equal what it would compute for itself, to the bit. ``values``:
+        the labels as :func:`~streamk.learners.labels.label_values` gives them, if it does.
         """
         if accel.core is None or type(self)._learn_run is not KernelPerceptron._learn_run:
             return None
         try:
-            T = self._labels.target_matrix(labels)
+            T = self._labels.target_matrix(labels, values)
         except KeyError:
             return None
         rows = np.ascontiguousarray(rows, dtype=np.float64)
