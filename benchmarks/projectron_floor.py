@@ -62,9 +62,9 @@ def _bandwidths() -> dict[int, float]:
     return {n: 8 * n * (n + 1) / 2 / _read_seconds(n) for n in SIZES}
 
 
-def _update_sizes(learner: str, data: list, budget: int, unsupervised: bool) -> list[int]:
-    """The support's size before each event of a fresh model that changes its support."""
-    model = grid.LEARNERS[learner][1](grid.KERNELS["rbf"](), Projectron(budget))
+def _update_sizes(model: Any, data: list, unsupervised: bool) -> list[int]:
+    """The support's size before each event on which a fresh ``model`` changes its support
+    (learning ``data`` one event at a time)."""
     sizes = []
     for x, y in data:
         before, n = model._support.version, model._support.n
@@ -127,7 +127,8 @@ def main() -> int:
             if river_s is None:
                 river_s = _river_seconds("clf" if stask == "clf" else "reg", data)
             for budget in BUDGETS:
-                sizes = _update_sizes(lname, data, budget, ltask == "novelty")
+                model = grid.LEARNERS[lname][1](grid.KERNELS["rbf"](), Projectron(budget))
+                sizes = _update_sizes(model, data, ltask == "novelty")
                 floor = sum(8 * n * (n + 1) / 2 for n in sizes) / fastest / len(data)
                 ratio = river_s / floor if floor else float("inf")
                 many, one = measured.get((sname, lname, budget), (None, None))
