@@ -171,3 +171,19 @@ def test_the_merge_tables_adatron_is_the_one_the_benchmark_measured():
     assert any(r.get("learner") == "KernelAdatron(C=1, 200)" for r in doc["results"])
     model = SCALE_OUT["KernelAdatron(C=1, 200)"]()
     assert (model.C, model.resweeps) == (1.0, 1)
+
+
+def test_the_user_guides_projectron_floor_matches_its_benchmark():
+    """docs/user-guide.md's bound on the Projectron for learners that update on most events:
+    how many of ``benchmarks.projectron_floor``'s cells no implementation could bring to
+    river's linear model's speed, and the range of their best ratios (two decimals)."""
+    claim = _user_guide_claim(
+        r"in (?P<cells>\d+) of its (?P<all>\d+) cells no implementation could reach river's "
+        r"linear model: at best (?P<lo>\d\.\d\d)–(?P<hi>\d\.\d\d)× its speed "
+        r"\(`python -m benchmarks\.projectron_floor`\)",
+        "Projectron floor",
+    )
+    doc = _benchmark("projectron_floor")
+    capped = [r["best_ratio"] for r in doc["rows"] if r["best_ratio"] < 1.0]
+    assert int(claim["all"]) == len(doc["rows"]) and int(claim["cells"]) == len(capped)
+    assert claim["lo"] == f"{min(capped):.2f}" and claim["hi"] == f"{max(capped):.2f}"
