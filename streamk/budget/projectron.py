@@ -134,9 +134,14 @@ class Projectron(BudgetPolicy):
         self._remember(support)
 
     def _remember(self, support: SupportSet) -> None:
+        """Take ``support``'s ids and kernel as the set ``P`` inverts. The kernel's spec is
+        recomputed only for another kernel object (kernels are not changed in place: a new
+        ``gamma`` makes a new kernel), which saves a ``to_spec`` per insert."""
         self._ids = support.ids.copy()
-        self._kernel = support.kernel
-        self._kspec = support.kernel.to_spec()
+        kernel = support.kernel
+        if kernel is not self._kernel or self._kspec is None:
+            self._kspec = kernel.to_spec()
+        self._kernel = kernel
 
     def _grow(self, n: int) -> None:
         cap = self._P.shape[0]
