@@ -28,7 +28,11 @@ LEARNERS = {
     "svr": (lambda k: OnlineSVR(kernel=k, budget=Projectron(30, eta=0.05)), value_stream),
     "novelty": (lambda k: KernelNovelty(kernel=k, budget=Projectron(30, eta=0.05)), value_stream),
 }
-KERNELS = {"rbf": lambda: RBF(0.3), "rbf-auto": lambda: RBF("auto"), "laplacian": lambda: Laplacian(0.3)}
+KERNELS = {
+    "rbf": lambda: RBF(0.3),
+    "rbf-auto": lambda: RBF("auto"),
+    "laplacian": lambda: Laplacian(0.3),
+}
 
 
 def assert_same_record(fast, slow) -> None:
