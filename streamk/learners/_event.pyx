@@ -1174,8 +1174,6 @@ cdef class EventPass:
         removal when full), and ``P`` inverts the set with room for one more row — the
         policy's ``prepare`` (a rebuild only after a change the policy did not make, as
         its ``insert`` does first) when it is not known to."""
-        import numpy as np
-
         cdef Py_ssize_t n = self.support.n
         if d > self.X.shape[1] or n > self.cap_k:
             return False
@@ -1183,13 +1181,15 @@ cdef class EventPass:
             return False
         policy = self.policy
         P = policy._P
-        if not self.pj_sync or P is not self.pj_P_obj or P.shape[0] < n + 1:
+        if not self.pj_sync or P is not self.pj_P_obj or self.pj_P.shape[0] < n + 1:
             policy.prepare(self.support, n + 1)
             P = policy._P
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
                 return False
             self.pj_P_obj, self.pj_P, self.pj_sync = P, P, True
         if self.pj_work_obj is None or self.pj_work.shape[0] < 5 * (n + 1):
+            import numpy as np  # (here: an import per event costs a lookup)
+
             self.pj_work_obj = np.empty(5 * max(self.X.shape[0], n + 1))
             self.pj_work = self.pj_work_obj
         return True
