@@ -118,12 +118,17 @@ class Projectron(BudgetPolicy):
             self._kernel = support.kernel
         return self._ids.shape[0] == support.n and np.array_equal(self._ids, support.ids)
 
-    def _rebuild(self, support: SupportSet) -> None:
+    def _rebuild(self, support: SupportSet, rows: int = 0) -> None:
+        """``P`` inverted afresh for ``support``, with room for ``rows`` vectors (the room
+        :meth:`_grow` would make next, in one allocation instead of two)."""
         n = support.n
         G = compiled.support_gram(support)  # compiled: no BLAS threads
         if G is None:
             G = support.kernel_block(support.X) if n else np.zeros((0, 0))
-        self._P = np.zeros((max(n, 1), max(n, 1)))
+        cap = max(n, 1)
+        if rows > cap:
+            cap = max(rows, 2 * cap)
+        self._P = np.zeros((cap, cap))
         if not compiled.inverse_gram(G, self._P, MIN_REL_DELTA):  # compiled: no BLAS threads
             try:
                 P = np.linalg.inv(G)
@@ -134,9 +139,14 @@ class Projectron(BudgetPolicy):
         self._remember(support)
 
     def _remember(self, support: SupportSet) -> None:
+        """Take ``support``'s ids and kernel as the set ``P`` inverts. The kernel's spec is
+        recomputed only for another kernel object (kernels are not changed in place: a new
+        ``gamma`` makes a new kernel), which saves a ``to_spec`` per insert."""
         self._ids = support.ids.copy()
-        self._kernel = support.kernel
-        self._kspec = support.kernel.to_spec()
+        kernel = support.kernel
+        if kernel is not self._kernel or self._kspec is None:
+            self._kspec = kernel.to_spec()
+        self._kernel = kernel
 
     def _grow(self, n: int) -> None:
         cap = self._P.shape[0]
@@ -149,7 +159,7 @@ class Projectron(BudgetPolicy):
         """``P`` in sync with ``support`` and room for ``rows`` support vectors (before a
         compiled pass, :func:`streamk.budget.compiled.margin_run`, changes it in place)."""
         if not self._in_sync(support):
-            self._rebuild(support)
+            self._rebuild(support, rows)
         self._grow(rows)
 
     def adopt(self, support: SupportSet) -> None:
@@ -161,7 +171,7 @@ class Projectron(BudgetPolicy):
     # -- insertion ------------------------------------------------------------------------------
     def insert(self, support, row, coef, k_row):
         if not self._in_sync(support):
-            self._rebuild(support)
+            self._rebuild(support, support.n + 1)  # room for the vector it may append
         coef = np.asarray(coef, dtype=np.float64).ravel()
         kxx = float(support.kernel.diag_one(_row(support, row)))
         if compiled.projectron_insert(self, support, row, coef, kxx, k_row, MIN_REL_DELTA):

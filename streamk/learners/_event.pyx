@@ -247,6 +247,10 @@ cdef class EventPass:
     cdef object pj_P_obj, pj_work_obj
     cdef double[:, ::1] pj_P
     cdef double[::1] pj_work
+    # the policy's ids array (its ``_ids``) the last adopt left, written in place after a
+    # removal (n unchanged) instead of a copy and ``to_spec`` per insert
+    cdef object pj_ids_obj
+    cdef int64_t[::1] pj_ids
     cdef bint pj_sync
     cdef double pj_eta, pj_min_rel
     cdef Py_ssize_t pj_left  # the slot the last _projectron removed (-1: none)
@@ -926,7 +930,7 @@ cdef class EventPass:
         self.version = support.version + 1
         support.version = self.version
         if self.pcode == P_PROJECTRON:
-            self.policy.adopt(support)  # P inverts the set with the new row
+            self._projectron_adopt(n)  # P inverts the set with the new row
         return True
 
     # -- Merge ------------------------------------------------------------------------------------
@@ -1161,6 +1165,7 @@ cdef class EventPass:
         self.budget = 0 if policy.budget is None else int(policy.budget)
         self.pj_eta, self.pj_min_rel = float(policy.eta), float(MIN_REL_DELTA)
         self.pj_P_obj = None
+        self.pj_ids_obj = None
         self.pj_sync = False
         return True
 
@@ -1169,8 +1174,6 @@ cdef class EventPass:
         removal when full), and ``P`` inverts the set with room for one more row — the
         policy's ``prepare`` (a rebuild only after a change the policy did not make, as
         its ``insert`` does first) when it is not known to."""
-        import numpy as np
-
         cdef Py_ssize_t n = self.support.n
         if d > self.X.shape[1] or n > self.cap_k:
             return False
@@ -1178,15 +1181,48 @@ cdef class EventPass:
             return False
         policy = self.policy
         P = policy._P
-        if not self.pj_sync or P is not self.pj_P_obj or P.shape[0] < n + 1:
+        if not self.pj_sync or P is not self.pj_P_obj or self.pj_P.shape[0] < n + 1:
             policy.prepare(self.support, n + 1)
             P = policy._P
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
                 return False
             self.pj_P_obj, self.pj_P, self.pj_sync = P, P, True
         if self.pj_work_obj is None or self.pj_work.shape[0] < 5 * (n + 1):
+            import numpy as np  # (here: an import per event costs a lookup)
+
             self.pj_work_obj = np.empty(5 * max(self.X.shape[0], n + 1))
             self.pj_work = self.pj_work_obj
+        return True
+
+    cdef bint _projectron_adopt(self, Py_ssize_t n) except -1:
+        """``Projectron.adopt`` of the set after :meth:`_insert` (``n`` rows now). After a
+        removal (``n`` unchanged) the policy's ids array, when it is still the one the last
+        adopt left, takes the two ids that changed in place: what ``adopt`` would copy, and
+        its kernel (hence ``to_spec``) is the bound one still. Else ``adopt`` itself."""
+        cdef Py_ssize_t i = self.pj_left, last = n - 1
+        policy = self.policy
+        if (
+            i >= 0
+            and self.pj_ids_obj is not None
+            and policy._ids is self.pj_ids_obj
+            and self.pj_ids.shape[0] == n
+            and policy._kernel is self.support.kernel
+        ):
+            self.pj_ids[i] = self.ids[i]
+            self.pj_ids[last] = self.ids[last]
+            policy._lower = True
+            return True
+        policy.adopt(self.support)
+        ids = policy._ids
+        if (
+            ids.dtype.kind == "i"
+            and ids.dtype.itemsize == 8
+            and ids.flags.c_contiguous
+            and ids.flags.writeable
+        ):
+            self.pj_ids_obj, self.pj_ids = ids, ids
+        else:
+            self.pj_ids_obj = None
         return True
 
     cdef Py_ssize_t _projectron(self, double row_sq) except -2:
