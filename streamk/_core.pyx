@@ -1269,7 +1269,12 @@ def perceptron_warm_pass(
     if pcode == P_RANDOM and budget > 0 and (
             draws is None or draws.shape[0] < <Py_ssize_t>pstate[0] + rows):
         raise ValueError("remove-random needs one draw per row")
-    # one set of buffers for every run: the hints' values do not depend on their room
+    # one set of buffers for every run: the hints' values do not depend on their room;
+    # typed once here, so no run acquires their memoryviews again
+    cdef float[:, ::1] Qt, S32
+    cdef float[::1] q_sq32, s_sq32
+    cdef double[::1] center, work
+    cdef double[:, ::1] H
     Qt, q_sq32, S32, s_sq32, center, H, work = _hint_buffers(
         Q.shape[1], longest, X.shape[0], T.shape[1])
     for r in range(runs):
