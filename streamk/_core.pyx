@@ -1269,7 +1269,12 @@ def perceptron_warm_pass(
     if pcode == P_RANDOM and budget > 0 and (
             draws is None or draws.shape[0] < <Py_ssize_t>pstate[0] + rows):
         raise ValueError("remove-random needs one draw per row")
-    # one set of buffers for every run: the hints' values do not depend on their room
+    # one set of buffers for every run: the hints' values do not depend on their room;
+    # typed once here, so no run acquires their memoryviews again
+    cdef float[:, ::1] Qt, S32
+    cdef float[::1] q_sq32, s_sq32
+    cdef double[::1] center, work
+    cdef double[:, ::1] H
     Qt, q_sq32, S32, s_sq32, center, H, work = _hint_buffers(
         Q.shape[1], longest, X.shape[0], T.shape[1])
     for r in range(runs):
@@ -1547,4 +1552,38 @@ def welford_each(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, doub
             t = t * r2
             m2[k] = (m2[k] + 0.0) + t
         n += 1
+    return n
+
+
+def welford_marks(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, double[::1] m2,
+                  const int64_t[::1] marks, double[:, ::1] out):
+    """:func:`welford_each` over ``rows``, copying the sum of squared deviations into
+    ``out[r]`` once ``rows[:marks[r]]`` are in (``marks`` increasing, from 1): the
+    ``gamma="auto"`` warm-up's widths of a whole block from one call, the same to the bit
+    as folding up to each mark in turn. Returns the new count."""
+    cdef Py_ssize_t i, k, r = 0, w = rows.shape[1], nm = marks.shape[0]
+    cdef double r1, r2, delta
+    cdef volatile double t  # no fused multiply-add: NumPy rounds the product first
+    if mean.shape[0] != w or m2.shape[0] != w:
+        raise ValueError("statistics and rows differ in width")
+    if out.shape[0] < nm or (nm and out.shape[1] != w):
+        raise ValueError("one row of out per mark, as wide as the rows")
+    for i in range(nm):
+        if not (1 <= marks[i] <= rows.shape[0]) or (i and marks[i] <= marks[i - 1]):
+            raise ValueError("marks must increase within 1 .. len(rows)")
+    for i in range(rows.shape[0]):
+        r1 = 1.0 / <double>(n + 1)
+        r2 = <double>n / <double>(n + 1)
+        for k in range(w):
+            delta = rows[i, k] - mean[k]
+            t = delta * r1
+            mean[k] = mean[k] + t
+            t = delta * delta
+            t = t * r2
+            m2[k] = (m2[k] + 0.0) + t
+        n += 1
+        while r < nm and marks[r] == i + 1:
+            for k in range(w):
+                out[r, k] = m2[k]
+            r += 1
     return n

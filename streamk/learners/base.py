@@ -239,9 +239,12 @@ class KernelLearner:
         one compiled fold per run (Welford's step is row by row whatever the calls' sizes).
         A run's end depends on the count alone, so a run past ``stop`` is not folded."""
         m, in_place = rows.shape[0], _folds_in_place(scale, rows)
+        each = hasattr(self._auto_kernel, "resolve_each")
+        marked = each and hasattr(accel.core, "welford_marks")  # the rest in one call
+        if marked and in_place and scale.n < AUTO_WINDOW:
+            return self._fold_runs_marked(scale, rows, start, stop)
         bounds, kernels, done = [start], [], start  # rows[:done] are in the estimate
         # the runs whose kernel is resolved at the end, all at once: (run, count, m2)
-        each = hasattr(self._auto_kernel, "resolve_each")
         later: list[tuple[int, int, np.ndarray]] = []
         while bounds[-1] < m:
             first = bounds[-1]
@@ -270,6 +273,9 @@ class KernelLearner:
                     kernel = self._auto_kernel.resolve(scale)
             bounds.append(end)
             kernels.append(kernel)
+            if marked and in_place and not later and done == end and scale.n < AUTO_WINDOW:
+                more, moved = self._fold_runs_marked(scale, rows, end, stop)  # a fresh model
+                return bounds + more[1:], kernels + moved
         if later:
             runs, counts, m2 = zip(*later)
             for r, kernel in zip(runs, self._auto_kernel.resolve_each(counts, np.array(m2))):
@@ -277,6 +283,44 @@ class KernelLearner:
         last = bounds[-1]
         if in_place and scale.n < AUTO_WINDOW and done < last:
             scale.n = accel.core.welford_each(rows[done:last], scale.n, scale.mean, scale._m2)
+        return bounds, kernels
+
+    def _fold_runs_marked(
+        self, scale: ScaleEstimator, rows: np.ndarray, start: int, stop: int
+    ) -> tuple[list[int], list[Kernel | None]]:
+        """:meth:`_fold_runs` where the compiled Welford step folds in place and the kernel
+        resolves many widths at once: the runs' bounds from the counts alone, then one
+        compiled fold (``welford_marks``) over every run, keeping the sums of squared
+        deviations where a run's first row re-estimates the width. The same numbers, to
+        the bit: Welford's step is row by row whatever the calls' sizes."""
+        m, n0 = rows.shape[0], scale.n
+        bounds: list[int] = [start]
+        marks: list[int] = []  # rows folded when a run's first row moves gamma
+        counts: list[int] = []
+        runs: list[int] = []
+        folded = start  # the rows the estimate takes in: up to the count freezing it
+        while bounds[-1] < m:
+            first = bounds[-1]
+            n = n0 + first + 1 - start  # the count once the run's first row is in
+            end = m if n >= AUTO_WINDOW else min(m, first + _next_regamma(n) - n)
+            if end > stop:
+                break
+            if regamma_at(n):
+                marks.append(first + 1 - start)
+                counts.append(n)
+                runs.append(len(bounds) - 1)
+            folded = first + 1 if n >= AUTO_WINDOW else end
+            bounds.append(end)
+        kernels: list[Kernel | None] = [None] * (len(bounds) - 1)
+        if folded == start:
+            return bounds, kernels
+        m2 = np.empty((len(marks), scale._m2.shape[0]))
+        fold = accel.core.welford_marks
+        marked = np.array(marks, dtype=np.int64)
+        scale.n = fold(rows[start:folded], n0, scale.mean, scale._m2, marked, m2)
+        if runs:
+            for r, kernel in zip(runs, self._auto_kernel.resolve_each(counts, m2)):
+                kernels[r] = kernel
         return bounds, kernels
 
     def _learn_rows(self, rows: np.ndarray, items: list, step: Callable) -> None:
