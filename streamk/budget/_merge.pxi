@@ -107,12 +107,12 @@ cdef inline void _slopes(double x, double u, double a, double b, double mm, doub
 cdef void _grid_pass(_Search *s, Py_ssize_t K, int grid, double mm) noexcept nogil:
     """``merge.best_h``'s grid for candidates ``0..K-1`` (``u``, ``nn``, ``mn`` set): ``B``
     (one exponential a point: ``a`` at ``h_j`` is ``b`` at ``h_{grid-1-j}``), the weights,
-    the best point (ties within ``GRID_TIE``: the smallest ``h``) with its bracket, slope
-    and curvature (a rounding slope where the weight is not concave counts as downhill), and
-    whether the grid is flat."""
+    the best point (ties within ``GRID_TIE``: the smallest ``h``) with its bracket, and
+    whether the grid is flat. The slopes wait for :func:`_grid_slopes`: the grid's bound
+    leaves few candidates to refine."""
     cdef Py_ssize_t i, cap = s.cap
     cdef int j
-    cdef double Hg, step = 1.0 / (grid - 1), A, Bv, S, top, low
+    cdef double Hg, step = 1.0 / (grid - 1), A, Bv, top, low
     for j in range(grid):
         Hg = <double>j / (grid - 1)
         for i in range(K):
@@ -142,9 +142,15 @@ cdef void _grid_pass(_Search *s, Py_ssize_t K, int grid, double mm) noexcept nog
         s.wg[i] = s.w[i]
         s.lo[i] = max(s.x[i] - step, 0.0)
         s.hi[i] = min(s.x[i] + step, 1.0)
-        _slopes(s.x[i], s.u[i], s.a[i], s.b[i], mm, s.nn[i], s.mn[i], &s.g[i], &s.H[i], &S)
-        if s.H[i] >= 0.0 and fabs(s.g[i]) <= FLAT_SLOPE * S:
-            s.g[i] = -1.0
+
+
+cdef inline void _grid_slopes(_Search *s, Py_ssize_t i, double mm) noexcept nogil:
+    """The slope and curvature at candidate ``i``'s grid point, before :func:`_refine`
+    (a rounding slope where the weight is not concave counts as downhill)."""
+    cdef double S
+    _slopes(s.x[i], s.u[i], s.a[i], s.b[i], mm, s.nn[i], s.mn[i], &s.g[i], &s.H[i], &S)
+    if s.H[i] >= 0.0 and fabs(s.g[i]) <= FLAT_SLOPE * S:
+        s.g[i] = -1.0
 
 
 cdef void _refine(_Search *s, Py_ssize_t K, int steps, double mm) noexcept nogil:
@@ -217,6 +223,7 @@ cdef void _best_h(_Search *s, Py_ssize_t K, int grid, int steps, double mm) noex
     _grid_pass(s, K, grid, mm)
     for i in range(K):
         if s.flat[i] == 0.0:
+            _grid_slopes(s, i, mm)
             s.act[L] = i
             L += 1
     _refine(s, L, steps, mm)
@@ -329,11 +336,13 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
                 sv[k] = 0.0
                 kept -= 1
                 continue
+        _grid_slopes(&s, k, mm)
         s.act[L] = k
         L += 1
     if kept == 0:  # (the best is never ruled out but for rounding far beyond the margin)
         for k in range(K):
             sv[k] = 1.0
+            _grid_slopes(&s, k, mm)
             s.act[L] = k
             L += 1
     _refine(&s, L, steps, mm)
