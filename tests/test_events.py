@@ -86,6 +86,14 @@ def test_finite_values_whose_sum_overflows_are_accepted() -> None:
     assert decode(encode_event([1e308, 1e308])).x == [1e308, 1e308]
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_block_whose_finite_sum_overflows_is_accepted_without_a_warning() -> None:
+    X = np.array([[1e308, 1e308], [-1e308, -1e308]])
+    y = np.array([1e308, 1e308])
+    block = decode(encode_block(X, y, None))
+    assert np.array_equal(block.X, X) and next(block.rows()).y == 1e308
+
+
 blocks = st.tuples(
     st.sampled_from([np.float32, np.float64]),
     st.integers(1, 12),
