@@ -265,12 +265,11 @@ class KernelLearner:
                 scale.n = fold(rows[done : first + 1], scale.n, scale.mean, scale._m2)
                 done = first + 1
                 kernel = None
-                if not regamma_at(n):
-                    pass
-                elif each:
-                    later.append((len(kernels), n, scale._m2.copy()))
-                else:
-                    kernel = self._auto_kernel.resolve(scale)
+                if regamma_at(n):
+                    if each:
+                        later.append((len(kernels), n, scale._m2.copy()))
+                    else:
+                        kernel = self._auto_kernel.resolve(scale)
             bounds.append(end)
             kernels.append(kernel)
             if marked and in_place and not later and done == end and scale.n < AUTO_WINDOW:
