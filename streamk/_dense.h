@@ -15,11 +15,16 @@
 
 #include "_fastexp.h"
 
+/* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots. */
+static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
+{
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
 /* x . y in sk_dots's lane order (the same bits as a row of sk_dots). */
 static inline __attribute__((always_inline)) double sk_dot_lanes(const double *x, const double *y, Py_ssize_t n)
 {
-    sk_v4d a = sk_lanes1(x, y, n);
-    return (a[0] + a[1]) + (a[2] + a[3]);
+    return sk_hsum4(sk_lanes1(x, y, n));
 }
 
 /* y[b] = y[b] + alpha x[b] for b < n, four lanes at a time. */
@@ -52,70 +57,6 @@ static inline __attribute__((always_inline)) void sk_axpy2(double *y, double alp
     }
     for (; b < n; b++)
         y[b] = (y[b] + alpha * x[b]) + beta * z[b];
-}
-
-/* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots. */
-static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
-{
-    return (a[0] + a[1]) + (a[2] + a[3]);
-}
-
-/* out[s] = P[s] . k for s < n (rows of P w wide, leading dimension ldp) in sk_dots's lane
- * order, eight rows at a time: eight independent sums hide the latency of the additions
- * (four, as sk_dots has, wait on it), and each load of k serves eight rows. */
-static inline __attribute__((always_inline)) void sk_matvec(double *out, const double *P, Py_ssize_t ldp, Py_ssize_t n,
-                             const double *k, Py_ssize_t w)
-{
-    const Py_ssize_t w4 = w & ~(Py_ssize_t)3;
-    const int t = (int)(w - w4);
-    Py_ssize_t s = 0, b;
-    if (w >= 4) {
-        for (; s + 8 <= n; s += 8) {
-            const double *x = P + s * ldp;
-            sk_v4d a0 = {0.0, 0.0, 0.0, 0.0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0,
-                   a6 = a0, a7 = a0, q, r;
-            for (b = 0; b < w4; b += 4) {
-                memcpy(&r, k + b, sizeof r);
-                memcpy(&q, x + b, sizeof q);
-                a0 = a0 + q * r;
-                memcpy(&q, x + ldp + b, sizeof q);
-                a1 = a1 + q * r;
-                memcpy(&q, x + 2 * ldp + b, sizeof q);
-                a2 = a2 + q * r;
-                memcpy(&q, x + 3 * ldp + b, sizeof q);
-                a3 = a3 + q * r;
-                memcpy(&q, x + 4 * ldp + b, sizeof q);
-                a4 = a4 + q * r;
-                memcpy(&q, x + 5 * ldp + b, sizeof q);
-                a5 = a5 + q * r;
-                memcpy(&q, x + 6 * ldp + b, sizeof q);
-                a6 = a6 + q * r;
-                memcpy(&q, x + 7 * ldp + b, sizeof q);
-                a7 = a7 + q * r;
-            }
-            if (t) {
-                r = sk_tail4(k + w4, t);
-                a0 = a0 + sk_tail4(x + w4, t) * r;
-                a1 = a1 + sk_tail4(x + ldp + w4, t) * r;
-                a2 = a2 + sk_tail4(x + 2 * ldp + w4, t) * r;
-                a3 = a3 + sk_tail4(x + 3 * ldp + w4, t) * r;
-                a4 = a4 + sk_tail4(x + 4 * ldp + w4, t) * r;
-                a5 = a5 + sk_tail4(x + 5 * ldp + w4, t) * r;
-                a6 = a6 + sk_tail4(x + 6 * ldp + w4, t) * r;
-                a7 = a7 + sk_tail4(x + 7 * ldp + w4, t) * r;
-            }
-            out[s] = sk_hsum4(a0);
-            out[s + 1] = sk_hsum4(a1);
-            out[s + 2] = sk_hsum4(a2);
-            out[s + 3] = sk_hsum4(a3);
-            out[s + 4] = sk_hsum4(a4);
-            out[s + 5] = sk_hsum4(a5);
-            out[s + 6] = sk_hsum4(a6);
-            out[s + 7] = sk_hsum4(a7);
-        }
-    }
-    if (s < n)
-        sk_dots(out + s, P + s * ldp, ldp, n - s, k, w);
 }
 
 /* sk_axpy2 on the four rows y, y + ldy, y + 2 ldy, y + 3 ldy at once (alpha, beta one per
@@ -352,8 +293,7 @@ SK_DOT_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize
  * zeroed by the caller) and t (n entries) scratch. Returns 0 (P untouched) when a squared
  * pivot L_jj^2 falls to min_rel G_jj or below (or is NaN). Every step is a dot of two rows
  * (sk_dots, four rows at a time), so P comes out exactly symmetric (its lower triangle
- * mirrored); the zeros of the triangles only add +-0 to a lane sum. The dots go eight rows
- * at a time (sk_matvec). */
+ * mirrored); the zeros of the triangles only add +-0 to a lane sum. */
 SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P,
                                                 Py_ssize_t ldp, double *L, double *N,
                                                 double *t, double min_rel)
@@ -366,7 +306,7 @@ SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, d
         double ljj = sqrt(s);
         L[j * n + j] = ljj;
         if (j + 1 < n) {
-            sk_matvec(t, L + (j + 1) * n, n, n - j - 1, L + j * n, j);
+            sk_dots(t, L + (j + 1) * n, n, n - j - 1, L + j * n, j);
             for (i = j + 1; i < n; i++)
                 L[i * n + j] = (G[i * n + j] - t[i - j - 1]) / ljj;
         }
@@ -374,14 +314,14 @@ SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, d
     for (i = 0; i < n; i++) { /* column i of N = L^-T: N[j, i] = -L[i, j:i] . N[j, j:i] / L_ii */
         double lii = L[i * n + i];
         for (j0 = 0; j0 < i; j0 += 8)
-            sk_matvec(t + j0, N + j0 * n + j0, n, i - j0 < 8 ? i - j0 : 8, L + i * n + j0, i - j0);
+            sk_dots(t + j0, N + j0 * n + j0, n, i - j0 < 8 ? i - j0 : 8, L + i * n + j0, i - j0);
         for (j = 0; j < i; j++)
             N[j * n + i] = -t[j] / lii;
         N[i * n + i] = 1.0 / lii;
     }
     for (i = 0; i < n; i++) { /* P[i, j] = N[i, i:] . N[j, i:] for j <= i, then mirrored */
         i0 = i & ~(Py_ssize_t)3;
-        sk_matvec(P + i * ldp, N + i0, n, i + 1, N + i * n + i0, n - i0);
+        sk_dots(P + i * ldp, N + i0, n, i + 1, N + i * n + i0, n - i0);
         for (j = 0; j < i; j++)
             P[j * ldp + i] = P[i * ldp + j];
     }
