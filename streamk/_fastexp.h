@@ -302,13 +302,8 @@ SK_DOT_CLONES static void sk_l1dists(double *out, const double *X, Py_ssize_t ld
  * (lane2 + lane3). No FMA in either clone: the bits of the scalar loop it replaces. */
 SK_DOT_CLONES static double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
 {
-    sk_v4d a = {0.0, 0.0, 0.0, 0.0}, q, r;
-    Py_ssize_t s = 0;
-    for (; s + 4 <= n; s += 4) {
-        memcpy(&q, k + s, sizeof q);
-        memcpy(&r, c + s, sizeof r);
-        a = a + q * r;
-    }
+    Py_ssize_t s = n & ~(Py_ssize_t)3;
+    sk_v4d a = sk_lanes1(k, c, s); /* the whole groups of four: no tail */
     double a0 = a[0];
     for (; s < n; s++)
         a0 = a0 + k[s] * c[s];
