@@ -1532,25 +1532,31 @@ def l1dists(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):
     return out
 
 
+cdef inline void _welford_row(const double *row, Py_ssize_t n, double *mean, double *m2,
+                              Py_ssize_t w) noexcept nogil:
+    """Fold one row into the statistics of ``n`` rows: exactly the operations of
+    :meth:`streamk.scale.ScaleEstimator.update` for one row, so the same bits."""
+    cdef Py_ssize_t k
+    cdef double r1 = 1.0 / <double>(n + 1), r2 = <double>n / <double>(n + 1), delta
+    cdef volatile double t  # no fused multiply-add: NumPy rounds the product first
+    for k in range(w):
+        delta = row[k] - mean[k]
+        t = delta * r1
+        mean[k] = mean[k] + t
+        t = delta * delta
+        t = t * r2
+        m2[k] = (m2[k] + 0.0) + t
+
+
 def welford_each(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, double[::1] m2):
     """Fold ``rows`` one at a time into a running mean and sum of squared deviations
     (Welford), with exactly the operations of :meth:`streamk.scale.ScaleEstimator.update`
     for one row, so the result is the same to the bit. Returns the new count."""
-    cdef Py_ssize_t i, k, w = rows.shape[1]
-    cdef double r1, r2, delta
-    cdef volatile double t  # no fused multiply-add: NumPy rounds the product first
+    cdef Py_ssize_t i, w = rows.shape[1]
     if mean.shape[0] != w or m2.shape[0] != w:
         raise ValueError("statistics and rows differ in width")
     for i in range(rows.shape[0]):
-        r1 = 1.0 / <double>(n + 1)
-        r2 = <double>n / <double>(n + 1)
-        for k in range(w):
-            delta = rows[i, k] - mean[k]
-            t = delta * r1
-            mean[k] = mean[k] + t
-            t = delta * delta
-            t = t * r2
-            m2[k] = (m2[k] + 0.0) + t
+        _welford_row(&rows[i, 0], n, &mean[0], &m2[0], w)
         n += 1
     return n
 
@@ -1562,8 +1568,6 @@ def welford_marks(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, dou
     ``gamma="auto"`` warm-up's widths of a whole block from one call, the same to the bit
     as folding up to each mark in turn. Returns the new count."""
     cdef Py_ssize_t i, k, r = 0, w = rows.shape[1], nm = marks.shape[0]
-    cdef double r1, r2, delta
-    cdef volatile double t  # no fused multiply-add: NumPy rounds the product first
     if mean.shape[0] != w or m2.shape[0] != w:
         raise ValueError("statistics and rows differ in width")
     if out.shape[0] < nm or (nm and out.shape[1] != w):
@@ -1572,15 +1576,7 @@ def welford_marks(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, dou
         if not (1 <= marks[i] <= rows.shape[0]) or (i and marks[i] <= marks[i - 1]):
             raise ValueError("marks must increase within 1 .. len(rows)")
     for i in range(rows.shape[0]):
-        r1 = 1.0 / <double>(n + 1)
-        r2 = <double>n / <double>(n + 1)
-        for k in range(w):
-            delta = rows[i, k] - mean[k]
-            t = delta * r1
-            mean[k] = mean[k] + t
-            t = delta * delta
-            t = t * r2
-            m2[k] = (m2[k] + 0.0) + t
+        _welford_row(&rows[i, 0], n, &mean[0], &m2[0], w)
         n += 1
         while r < nm and marks[r] == i + 1:
             for k in range(w):
