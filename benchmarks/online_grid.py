@@ -4,7 +4,9 @@ Every streamk learner with every budget policy at B = 200 and 1,000, on Bananas,
 and a d = 50 synthetic stream (the regressors and the ranker on regression streams: the
 same d = 50 generator's real target, and Friedman), next to river's linear model of the
 same task, all in one run. Learning alone is timed, data in memory (CPU time, median of
-the repeats, which go round-robin over the models so a burst of load lands on all alike):
+the repeats, which go round-robin over the models so a burst of load lands on all alike; a
+repeat learns the stream with fresh models until it has spent :data:`MIN_CPU` seconds, so a
+pass of a millisecond is not left to one reading of the clock):
 
 * ``learn_many`` on pandas blocks of 500 rows, and ``learn_one`` on dicts;
 * river's ``Perceptron`` / ``LogisticRegression`` (classification) or ``LinearRegression``
@@ -24,6 +26,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -125,10 +128,35 @@ def _ranks(data: list[tuple[dict, float]]) -> list[tuple[dict, int]]:
     return [(x, int(np.searchsorted(cuts, t))) for x, t in data]
 
 
+#: CPU seconds a repeat spends at least: fresh models learn the stream again until then
+#: (one pass of a fast cell takes about a millisecond, within the clock's and the cache's noise)
+MIN_CPU = 0.05
+
+
 def _cpu(run: Callable[[], None]) -> float:
     start = time.process_time()
     run()
     return time.process_time() - start
+
+
+def _repeat(
+    fresh: Callable[[], Any], learn: Callable[[Any], Callable[[], None]], events: int
+) -> tuple[float, int]:
+    """One repeat: ``learn(fresh())`` (a fresh model's pass over ``events`` events; the model
+    built untimed) timed again and again until :data:`MIN_CPU` is spent. Returns ``(CPU
+    seconds per event, events learned)``."""
+    spent, done = 0.0, 0
+    while spent < MIN_CPU or done == 0:
+        spent += _cpu(learn(fresh()))
+        done += events
+    return spent / done, done
+
+
+def _factory(
+    learner: Callable[[Any, Any], Any], kernel: Callable[[], Any], policy: Callable[[], Any]
+) -> Callable[[], Any]:
+    """A factory of fresh models: ``learner`` with a fresh kernel and a fresh budget policy."""
+    return lambda: learner(kernel(), policy())
 
 
 def _learn_one(model: Any, data: list, unsupervised: bool) -> Callable[[], None]:
@@ -242,6 +270,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
             + (" --quick" if args.quick else ""),
             "kernel": args.kernel,
             "repeats": repeats,
+            "min_cpu_s_per_repeat": MIN_CPU,
             "block": BLOCK,
             "caps": {"learner": CAPS_LEARNER, "policy": CAPS_POLICY, "quick_halves": args.quick},
             "machine": machine_info(),
@@ -291,26 +320,22 @@ def run(args: argparse.Namespace, results: Path) -> int:
             compiled: dict[Any, float] = {}
             for rep in range(repeats):
                 for rname, rf in rivals.items():
-                    times.setdefault(rname, []).append(_cpu(_learn_one(rf(), data, False)))
+                    learn = partial(_learn_one, data=data, unsupervised=False)
+                    times.setdefault(rname, []).append(_repeat(rf, learn, len(data))[0])
                 for pname, b, pf in configs:
                     if (pname, b) in refused:
                         continue
                     n = sizes[(pname, b)]
-                    model = lfactory(kernel(), pf())
+                    fresh = _factory(lfactory, kernel, pf)
                     fastpass.COUNTS.clear()
-                    times.setdefault((pname, b, "many"), []).append(
-                        _cpu(_learn_many(model, by_size[n], unsup))
-                    )
+                    learn = partial(_learn_many, blocks=by_size[n], unsupervised=unsup)
+                    per_event, done = _repeat(fresh, learn, n)
+                    times.setdefault((pname, b, "many"), []).append(per_event)
                     if rep == 0:
-                        compiled[(pname, b)] = fastpass.COUNTS["compiled"] / n
-                    model = lfactory(kernel(), pf())
-                    times.setdefault((pname, b, "one"), []).append(
-                        _cpu(_learn_one(model, data[:n], unsup))
-                    )
-            rate = {
-                k: (len(data) if isinstance(k, str) else sizes[k[:2]]) / statistics.median(v)
-                for k, v in times.items()
-            }
+                        compiled[(pname, b)] = fastpass.COUNTS["compiled"] / done
+                    learn = partial(_learn_one, data=data[:n], unsupervised=unsup)
+                    times.setdefault((pname, b, "one"), []).append(_repeat(fresh, learn, n)[0])
+            rate = {k: 1.0 / statistics.median(v) for k, v in times.items()}
             ref = rate[next(iter(rivals))]
             for rname in rivals:
                 rows.append(
