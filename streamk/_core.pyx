@@ -1042,16 +1042,24 @@ def _hint_setup(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n):
     return Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big
 
 
+cdef inline Py_ssize_t _hint_room(Py_ssize_t m) noexcept nogil:
+    """``m`` rounded up to whole groups of 16 rows: the hint kernels' lanes
+    (``sk_hint_block`` in ``_fastexp.h``) read and write whole groups."""
+    return (m + 15) // 16 * 16
+
+
 cdef tuple _hint_buffers(Py_ssize_t w, Py_ssize_t m, Py_ssize_t cap, Py_ssize_t p):
     """Room for the hints of up to ``m`` rows of ``w`` features against ``cap`` support
-    slots with ``p`` outputs: ``(Qt, q_sq32, S32, s_sq32, center, H, work)``."""
+    slots with ``p`` outputs: ``(Qt, q_sq32, S32, s_sq32, center, H, work)``; the rows'
+    buffers padded to whole groups of 16 (:func:`_hint_room`)."""
+    cdef Py_ssize_t room = _hint_room(m)
     return (
-        np.empty((w, m), dtype=np.float32),
-        np.empty(m, dtype=np.float32),
+        np.empty((w, room), dtype=np.float32),
+        np.empty(room, dtype=np.float32),
         np.empty((cap, w), dtype=np.float32),
         np.empty(cap, dtype=np.float32),
         np.empty(w),
-        np.empty((p, m)),
+        np.empty((p, room)),
         np.empty(2 * p + cap),  # f, nc and a kernel row: one allocation
     )
 
@@ -1060,8 +1068,10 @@ cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t 
                      double[::1] center, float[:, ::1] Qt, float[::1] q_sq32,
                      float[:, ::1] S32, float[::1] s_sq32, double *q_big,
                      double *s_big) noexcept nogil:
-    """:func:`_hint_setup` into given buffers (``Qt`` may have room for more rows)."""
+    """:func:`_hint_setup` into given buffers (``Qt`` may have room for more rows; those up
+    to the next whole group of 16 are set to 0, so the kernels' spare lanes stay finite)."""
     cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], wx = X.shape[1], j, k
+    cdef Py_ssize_t pad = min(_hint_room(m), Qt.shape[1], q_sq32.shape[0])
     cdef double h, x
     q_big[0] = 0.0
     s_big[0] = 0.0
@@ -1080,6 +1090,10 @@ cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t 
             h += x * x
         q_sq32[j] = <float>h
         q_big[0] = max(q_big[0], h)
+    for j in range(m, pad):
+        for k in range(w):
+            Qt[k, j] = 0.0
+        q_sq32[j] = 0.0
     for j in range(n):
         h = 0.0
         for k in range(w):
@@ -1144,18 +1158,19 @@ def hint_values(const double[:, ::1] Q, const double[:, ::1] X, const double[:, 
     cdef float[::1] q_sq32 = q32_buf
     cdef float[:, ::1] S32 = S32_buf
     cdef float[::1] s_sq32 = s32_buf
-    H_buf = np.zeros((p, m))
+    cdef Py_ssize_t room = _hint_room(m)
+    H_buf = np.zeros((p, room))
     cdef double[:, ::1] H = H_buf
     E_buf = np.empty(m)
     cdef double[::1] E = E_buf
     with nogil:
         _hint_sums(coef, s_sq32, n, &L, &M)
         if n and m:
-            sk_hint_block(&H[0, 0], m, p, &coef[0, 0], n, &S32[0, 0], w, &s_sq32[0],
-                          &Qt[0, 0], m, w, m, &q_sq32[0], <float>gamma)
+            sk_hint_block(&H[0, 0], room, p, &coef[0, 0], n, &S32[0, 0], w, &s_sq32[0],
+                          &Qt[0, 0], room, w, m, &q_sq32[0], <float>gamma)
         for j in range(m):
             E[j] = _hint_tol(gamma, w, q_sq32[j], L, M)
-    return H_buf, E_buf
+    return H_buf[:, :m], E_buf
 
 
 def perceptron_hint_pass(
@@ -1346,9 +1361,10 @@ cdef object _hint_pass(
         return n, next_id, 0, 0.0, 0
     if n > cap:
         raise ValueError("support rows narrower than the block, or n beyond them")
-    if (Qt.shape[0] != wq or ldq < m or q_sq32.shape[0] < m or S32.shape[0] < cap
-            or S32.shape[1] != wq or s_sq32.shape[0] < cap or center.shape[0] < wq
-            or H.shape[0] != p or ldh < m or work.shape[0] < 2 * p + cap):
+    if (Qt.shape[0] != wq or ldq < _hint_room(m) or q_sq32.shape[0] < _hint_room(m)
+            or S32.shape[0] < cap or S32.shape[1] != wq or s_sq32.shape[0] < cap
+            or center.shape[0] < wq or H.shape[0] != p or ldh < _hint_room(m)
+            or work.shape[0] < 2 * p + cap):
         raise ValueError("the hint buffers are too small (see _hint_buffers)")
     _hint_fill(Q, X, n, center, Qt, q_sq32, S32, s_sq32, &q_big, &s_big)
     if not _hint_applies(gamma, wq, q_big, s_big, hint_limit):
