@@ -40,6 +40,10 @@ cdef extern from "_fastexp.h" nogil:
                         const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0,
                         Py_ssize_t r1, const float *v, float v_sq, const float *q_sq,
                         float gamma)
+    void sk_hint_column2(double *F, Py_ssize_t ldf, Py_ssize_t p, const double *wts,
+                         const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0,
+                         Py_ssize_t r1, const float *v0, float v0_sq, const float *v1,
+                         float v1_sq, const float *q_sq, float gamma)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
     void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
@@ -1051,13 +1055,14 @@ cdef inline Py_ssize_t _hint_room(Py_ssize_t m) noexcept nogil:
 cdef tuple _hint_buffers(Py_ssize_t w, Py_ssize_t m, Py_ssize_t cap, Py_ssize_t p):
     """Room for the hints of up to ``m`` rows of ``w`` features against ``cap`` support
     slots with ``p`` outputs: ``(Qt, q_sq32, S32, s_sq32, center, H, work)``; the rows'
-    buffers padded to whole groups of 16 (:func:`_hint_room`)."""
+    buffers padded to whole groups of 16 (:func:`_hint_room`), and ``S32`` with a spare
+    row ``cap`` (``s_sq32`` too) for a vector that leaves while another takes its slot."""
     cdef Py_ssize_t room = _hint_room(m)
     return (
         np.empty((w, room), dtype=np.float32),
         np.empty(room, dtype=np.float32),
-        np.empty((cap, w), dtype=np.float32),
-        np.empty(cap, dtype=np.float32),
+        np.empty((cap + 1, w), dtype=np.float32),
+        np.empty(cap + 1, dtype=np.float32),
         np.empty(w),
         np.empty((p, room)),
         np.empty(2 * p + cap),  # f, nc and a kernel row: one allocation
@@ -1343,7 +1348,7 @@ cdef object _hint_pass(
     cdef Py_ssize_t mistakes = 0, fresh = 0
     cdef double step, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
     cdef float g32 = <float>gamma
-    cdef bint certain, any_wrong, below
+    cdef bint certain, any_wrong, below, left
     cdef Py_ssize_t used = 0, last, ldq = Qt.shape[1], ldh = H.shape[1]
     cdef int64_t fm = 0
     cdef double fq = 0.0, phi, a, b, kx, q_big, s_big
@@ -1362,7 +1367,7 @@ cdef object _hint_pass(
     if n > cap:
         raise ValueError("support rows narrower than the block, or n beyond them")
     if (Qt.shape[0] != wq or ldq < _hint_room(m) or q_sq32.shape[0] < _hint_room(m)
-            or S32.shape[0] < cap or S32.shape[1] != wq or s_sq32.shape[0] < cap
+            or S32.shape[0] < cap + 1 or S32.shape[1] != wq or s_sq32.shape[0] < cap + 1
             or center.shape[0] < wq or H.shape[0] != p or ldh < _hint_room(m)
             or work.shape[0] < 2 * p + cap):
         raise ValueError("the hint buffers are too small (see _hint_buffers)")
@@ -1421,6 +1426,7 @@ cdef object _hint_pass(
                     continue
             mistakes += 1
             phi = 1.0
+            left = False
             if pcode == P_FORGETRON:
                 fm += 1
             slot = n
@@ -1446,13 +1452,14 @@ cdef object _hint_pass(
                         b = b + 2.0 * fabs(coef[slot, c])
                     phi = _forgetron_phi(a, b, fq - 15.0 / 32.0 * fm) if b > 0.0 else 1.0
                     fq = fq + a * phi * phi + b * phi
-                cmax = 0.0  # the vector in slot leaves the later rows' hints
-                for c in range(p):
-                    f[c] = -coef[slot, c]
+                cmax = 0.0  # the vector in slot leaves the later rows' hints: its float32
+                for c in range(p):  # row kept in the spare row cap, its column taken
+                    f[c] = -coef[slot, c]  # with the new vector's (weights f, then nc)
                     cmax = max(cmax, fabs(f[c]))
-                if j + 1 < m:
-                    sk_hint_column(&H[0, 0], ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, m,
-                                   &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
+                left = True
+                for k in range(wq):
+                    S32[cap, k] = S32[slot, k]
+                s_sq32[cap] = s_sq32[slot]
                 L = L + cmax
                 M = M + cmax * s_sq32[slot] * 1.01
                 if pcode != P_OLDEST:  # SupportSet.remove: the last vector moves into slot
@@ -1488,7 +1495,11 @@ cdef object _hint_pass(
             s_sq32[slot] = q_sq32[j]
             L = L + step
             M = M + step * q_sq32[j] * 1.01
-            if j + 1 < m:  # the new vector enters them
+            if j + 1 < m and left:  # the leaving vector goes, the new one enters them
+                sk_hint_column2(&H[0, 0], ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, m,
+                                &S32[cap, 0], s_sq32[cap], &S32[slot, 0], s_sq32[slot],
+                                &q_sq32[0], g32)
+            elif j + 1 < m:  # the new vector enters them
                 sk_hint_column(&H[0, 0], ldh, p, &nc[0], &Qt[0, 0], ldq, wq, j + 1, m,
                                &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
             if phi != 1.0:  # the Forgetron's shrink: f and the hints scale alike (their

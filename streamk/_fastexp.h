@@ -385,8 +385,8 @@ static inline sk_v16f sk_expf16(sk_v16f x)
 }
 
 /* k(v_t, row r + j) for nv vectors v_t and the 16 g rows r .. r + 16 g - 1 of a block
- * (nv in {1, 2, 4}, g in {1, 2}, constants after inlining, so the nv g accumulators stay in
- * registers): the dots from the transposed rows Qt (w x ldq), then the norm expansion and
+ * (nv in {1, 2, 4}, g in {1, 2, 4}, nv g <= 8, constants after inlining, so the nv g
+ * accumulators stay in registers): the dots from the transposed rows Qt (w x ldq), then the norm expansion and
  * the float32 exp. Each feature's g loads of the rows serve every vector and each broadcast
  * feature of a vector every group of rows; and with nv g = 8 independent sums a
  * multiply-add's latency (4 cycles, two issued per cycle) no longer bounds the dots, as it
@@ -402,7 +402,7 @@ sk_rbf_tile(sk_v16f *out, const int nv, const int g, const float *Qt, Py_ssize_t
             Py_ssize_t w, Py_ssize_t r, const float *const *v, const float *v_sq,
             const float *q_sq, float gamma)
 {
-    sk_v16f acc[8], q[2], qs;
+    sk_v16f acc[8], q[4], qs;
     for (int a = 0; a < nv * g; a++)
         acc[a] = (sk_v16f){0.0f};
     for (Py_ssize_t k = 0; k < w; k++) {
@@ -540,18 +540,22 @@ SK_EXP_CLONES static void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p,
 }
 
 /* H[c * ldh + r] += sum_t wts[t * p + c] k(v_t, row r) for r0 <= r < r1 and the nv vectors
- * v_t: columns of the hints (a vector joining or leaving the set), as in sk_hint_block,
- * the rows in whole groups of 16 from r0 rounded down (room as there); the lanes outside
- * r0 .. r1 - 1 are zeroed, so only those rows change. */
+ * v_t (nv <= 2): columns of the hints (a vector joining or leaving the set), as in
+ * sk_hint_block, the rows in whole groups of 16 from r0 rounded down (room as there), 64
+ * at a time while they last (nv g >= 4 independent sums); the lanes outside r0 .. r1 - 1
+ * are zeroed, so only those rows change. */
 static inline __attribute__((always_inline)) void
 sk_hint_cols(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *wts, const int nv,
              const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0, Py_ssize_t r1,
              const float *const *v, const float *v_sq, const float *q_sq, float gamma)
 {
-    sk_v16f kv[4];
-    for (Py_ssize_t r = r0 & ~(Py_ssize_t)15; r < r1; r += 32) {
-        int g = r + 16 < r1 ? 2 : 1;
-        if (g == 2)
+    int g = 1;
+    sk_v16f kv[8];
+    for (Py_ssize_t r = r0 & ~(Py_ssize_t)15; r < r1; r += 16 * g) {
+        g = r + 48 < r1 ? 4 : (r + 16 < r1 ? 2 : 1);
+        if (g == 4)
+            sk_rbf_tile(kv, nv, 4, Qt, ldq, w, r, v, v_sq, q_sq, gamma);
+        else if (g == 2)
             sk_rbf_tile(kv, nv, 2, Qt, ldq, w, r, v, v_sq, q_sq, gamma);
         else
             sk_rbf_tile(kv, nv, 1, Qt, ldq, w, r, v, v_sq, q_sq, gamma);
