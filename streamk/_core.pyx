@@ -1416,9 +1416,15 @@ cdef object _hint_pass(
                 if n:
                     sk_dots(&krow[0], &X[0, 0], wx, n, &Q[j, 0], wq)
                     sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], q_sq[j], n, gamma)
-                for s in range(n):
-                    for c in range(p):
-                        f[c] = f[c] + krow[s] * coef[s, c]
+                if p == 1:  # the same sum in a register: no store and reload of f[0]
+                    h = 0.0  # (from 0.0, as f[0] was: the same additions in order)
+                    for s in range(n):
+                        h = h + krow[s] * coef[s, 0]
+                    f[0] = h
+                else:
+                    for s in range(n):
+                        for c in range(p):
+                            f[c] = f[c] + krow[s] * coef[s, c]
                 any_wrong = _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j])
                 if margin > 0.0:
                     any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
