@@ -1199,6 +1199,52 @@ def hint_values(const double[:, ::1] Q, const double[:, ::1] X, const double[:, 
     return H_buf[:, :m], E_buf
 
 
+def hint_column_values(const double[:, ::1] Q, const double[:, ::1] X,
+                       const double[:, ::1] coef, double gamma, Py_ssize_t r0, Py_ssize_t r1,
+                       double fill):
+    """The hints of rows ``r0:r1`` as the hint pass's column updates build them
+    (``sk_hint_column2`` for the vectors two by two, ``sk_hint_column`` for a last odd
+    one) on a start of ``fill`` everywhere: ``(H, E)`` as :func:`hint_values` gives them,
+    or ``None``. For tests: ``|H - fill - f| <= E_r`` on those rows, ``H == fill`` on the
+    others (the kernels work on whole groups of 16 rows)."""
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], n = X.shape[0], p = coef.shape[1], j, s
+    cdef double L = 0.0, M = 0.0
+    if coef.shape[0] != n or w == 0 or not 0 <= r0 <= r1 <= m:
+        raise ValueError("one coefficient row per support row, a feature, 0 <= r0 <= r1 <= m")
+    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
+    if not _hint_applies(gamma, w, q_big, s_big, 1e-3):
+        return None
+    cdef float[:, ::1] Qt = Qt_buf
+    cdef float[::1] q_sq32 = q32_buf
+    cdef float[:, ::1] S32 = S32_buf
+    cdef float[::1] s_sq32 = s32_buf
+    cdef Py_ssize_t room = _hint_room(m)
+    H_buf = np.full((p, room), fill)
+    cdef double[:, ::1] H = H_buf
+    wts_buf = np.empty((2, p))
+    cdef double[:, ::1] wts = wts_buf
+    E_buf = np.empty(m)
+    cdef double[::1] E = E_buf
+    with nogil:
+        _hint_sums(coef, s_sq32, n, &L, &M)
+        s = 0
+        while s < n:
+            wts[0, :] = coef[s, :]
+            if s + 1 < n:
+                wts[1, :] = coef[s + 1, :]
+                sk_hint_column2(&H[0, 0], room, p, &wts[0, 0], &Qt[0, 0], room, w, r0, r1,
+                                &S32[s, 0], s_sq32[s], &S32[s + 1, 0], s_sq32[s + 1],
+                                &q_sq32[0], <float>gamma)
+                s += 2
+            else:
+                sk_hint_column(&H[0, 0], room, p, &wts[0, 0], &Qt[0, 0], room, w, r0, r1,
+                               &S32[s, 0], s_sq32[s], &q_sq32[0], <float>gamma)
+                s += 1
+        for j in range(m):
+            E[j] = _hint_tol(gamma, w, q_sq32[j], L, M)
+    return H_buf[:, :m], E_buf
+
+
 def perceptron_hint_pass(
     const double[:, ::1] Q,
     const double[::1] q_sq,
