@@ -1291,6 +1291,16 @@ def perceptron_hint_pass(
     is within ``E_r`` of 0 is decided afresh in float64 from the support rows, with the
     arithmetic of ``learn_one``.
 
+    The kernels (``sk_hint_block``, ``sk_hint_column`` in ``_fastexp.h``) may take the
+    dots' multiply-adds fused (FMA: one rounding instead of two) and sum a dot's ``w``
+    products in any order: every summation order of ``w`` terms is within ``(w - 1) u /
+    (1 - (w - 1) u)`` of ``sum_k |q_k s_k| <= (||q||^2 + ||s||^2) / 2`` of the exact dot,
+    the left-to-right bound the ``(w + 8)`` term is built on, so ``E_r`` holds for them
+    all; the float64 sums of ``H`` may be grouped differently too (the ``1e-9`` term). The
+    squared norms are summed in float64 in any order (to far below float32's rounding).
+    The hints only pick the rows decided afresh: the model's bits come from the float64
+    decisions, whatever the hints' arithmetic.
+
     ``codes[j]`` as in :func:`perceptron_pass`. Returns ``(n, next_id, n_mistakes, largest
     new squared norm, rows decided afresh)``.
 
