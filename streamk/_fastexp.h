@@ -356,7 +356,10 @@ SK_CLONES static void sk_expf_array(float *a, Py_ssize_t n)
 
 /* Sixteen lanes of float32 (and eight of float64) with GCC's vector extension (clang has it
  * too): one AVX-512 instruction per operation in the x86-64-v4 clone, two AVX2 ones in the
- * v3 clone, four SSE2 ones in the baseline, with the same roundings lane for lane. */
+ * v3 clone, four SSE2 ones in the baseline, with the same roundings lane for lane. Every
+ * helper taking or returning these vectors is always inlined: one left out of line would
+ * be compiled for the baseline, whose way of passing 64-byte vectors the clones' do not
+ * share (a crash, not a slowdown). */
 typedef float sk_v16f __attribute__((vector_size(64)));
 typedef int32_t sk_v16i __attribute__((vector_size(64)));
 typedef float sk_v8f __attribute__((vector_size(32)));
@@ -365,7 +368,7 @@ typedef double sk_v8d __attribute__((vector_size(64)));
 /* sk_expf on sixteen lanes of x <= 0, operation for operation, except that x < -87 gives
  * exp(-87) (< 1.7e-38) instead of 0: the same absolute error bound, two operations fewer.
  * C has no ?: on vectors: a mask does the clamp. */
-static inline sk_v16f sk_expf16(sk_v16f x)
+static inline __attribute__((always_inline)) sk_v16f sk_expf16(sk_v16f x)
 {
     const sk_v16f lo = (sk_v16f){0.0f} - 87.0f;
     sk_v16i under = x < lo;
@@ -428,7 +431,8 @@ sk_rbf_tile(sk_v16f *out, const int nv, const int g, const float *Qt, Py_ssize_t
 /* kv with the lanes of the rows outside r0 .. r1 - 1 set to +0 (lane j: row r + j), so
  * adding c kv leaves those rows' hints as they were (x + 0 = x), whatever the padding
  * rows of Qt hold. */
-static inline sk_v16f sk_rows_only(sk_v16f kv, Py_ssize_t r, Py_ssize_t r0, Py_ssize_t r1)
+static inline __attribute__((always_inline)) sk_v16f
+sk_rows_only(sk_v16f kv, Py_ssize_t r, Py_ssize_t r0, Py_ssize_t r1)
 {
     const sk_v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     sk_v16i j = lane + (int32_t)(r - r0); /* the row's offset from r0 */
@@ -437,7 +441,7 @@ static inline sk_v16f sk_rows_only(sk_v16f kv, Py_ssize_t r, Py_ssize_t r0, Py_s
 }
 
 /* h[0], h[1] (rows 0 .. 7, 8 .. 15) += c * kv, in float64 (kv converted exactly). */
-static inline void sk_acc16(sk_v8d h[2], double c, sk_v16f kv)
+static inline __attribute__((always_inline)) void sk_acc16(sk_v8d h[2], double c, sk_v16f kv)
 {
     sk_v8f half;
     memcpy(&half, &kv, sizeof half);
@@ -447,7 +451,7 @@ static inline void sk_acc16(sk_v8d h[2], double c, sk_v16f kv)
 }
 
 /* f[0 .. 15] += c * kv, in float64. */
-static inline void sk_add16(double *f, double c, sk_v16f kv)
+static inline __attribute__((always_inline)) void sk_add16(double *f, double c, sk_v16f kv)
 {
     sk_v8d h[2];
     memcpy(h, f, sizeof h);
@@ -460,17 +464,17 @@ static inline void sk_add16(double *f, double c, sk_v16f kv)
  * the vectors go four at a time (see sk_rbf_tile; a zero coefficient skipped, the last
  * one to three one at a time) and the sums stay in registers until the tile's end. */
 static inline __attribute__((always_inline)) void
-sk_hint_rows(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W, Py_ssize_t n,
+sk_hint_rows(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *W, Py_ssize_t n,
              const float *V, Py_ssize_t ldv, const float *v_sq, const float *Qt,
              Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r, const int g, Py_ssize_t m,
-             const float *q_sq, float gamma)
+             const float *q_sq, float gamma, const int weigh)
 {
     sk_v16f kv[8];
     const float *v[4];
     float vs[4];
     int part = r + 16 * g > m;
     if (p == 1) {
-        sk_v8d h[4] = {{0.0}, {0.0}, {0.0}, {0.0}};
+        sk_v8d h[4] = {{0.0}, {0.0}, {0.0}, {0.0}}, ea[4] = {{0.0}, {0.0}, {0.0}, {0.0}};
         Py_ssize_t idx[4];
         int cnt = 0;
         for (Py_ssize_t s = 0; s <= n; s++) {
@@ -492,6 +496,8 @@ sk_hint_rows(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W, Py_ssize_
                     sk_v16f k = part ? sk_rows_only(kv[t * g + i], r + 16 * i, 0, m)
                                      : kv[t * g + i];
                     sk_acc16(h + 2 * i, W[idx[t]], k);
+                    if (weigh)
+                        sk_acc16(ea + 2 * i, fabs(W[idx[t]]), k);
                 }
             cnt = 0;
         }
@@ -500,19 +506,36 @@ sk_hint_rows(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W, Py_ssize_
             memcpy(&old, H + r + 8 * i, sizeof old);
             old = old + h[i];
             memcpy(H + r + 8 * i, &old, sizeof old);
+            if (!weigh)
+                continue;
+            memcpy(&old, err + r + 8 * i, sizeof old);
+            old = old + ea[i];
+            memcpy(err + r + 8 * i, &old, sizeof old);
         }
         return;
     }
+    sk_v8d ea[4] = {{0.0}, {0.0}, {0.0}, {0.0}}; /* the tile's error sums */
     for (Py_ssize_t s = 0; s < n; s++) {
         v[0] = V + s * ldv;
         vs[0] = v_sq[s];
         sk_rbf_tile(kv, 1, g, Qt, ldq, w, r, v, vs, q_sq, gamma);
         for (int i = 0; i < g && part; i++)
             kv[i] = sk_rows_only(kv[i], r + 16 * i, 0, m);
-        for (Py_ssize_t c = 0; c < p; c++)
+        double a = 0.0;
+        for (Py_ssize_t c = 0; c < p; c++) {
+            a = fmax(a, fabs(W[s * p + c]));
             if (W[s * p + c] != 0.0)
                 for (int i = 0; i < g; i++)
                     sk_add16(H + c * ldh + r + 16 * i, W[s * p + c], kv[i]);
+        }
+        for (int i = 0; i < g && weigh; i++)
+            sk_acc16(ea + 2 * i, a, kv[i]);
+    }
+    for (int i = 0; i < 2 * g && weigh; i++) {
+        sk_v8d old;
+        memcpy(&old, err + r + 8 * i, sizeof old);
+        old = old + ea[i];
+        memcpy(err + r + 8 * i, &old, sizeof old);
     }
 }
 
@@ -525,17 +548,22 @@ sk_hint_rows(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W, Py_ssize_
  * their sums stay in registers. The sums are in float64. The last group of 16 may be
  * partial: Qt, q_sq and every H row need room for whole groups (ldq, ldh >= m rounded up
  * to 16); those lanes are computed, then zeroed, so H past m is left as it was. */
-SK_EXP_CLONES static void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W,
+SK_EXP_CLONES static void sk_hint_block(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p,
+                                        const double *W,
                                         Py_ssize_t n, const float *V, Py_ssize_t ldv,
                                         const float *v_sq, const float *Qt, Py_ssize_t ldq,
                                         Py_ssize_t w, Py_ssize_t m, const float *q_sq,
                                         float gamma)
 {
-    for (Py_ssize_t r = 0; r < m; r += 32) {
-        if (r + 16 < m)
-            sk_hint_rows(H, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 2, m, q_sq, gamma);
+    for (Py_ssize_t r = 0; r < m; r += 32) { /* (g, weigh) constants in each call */
+        if (r + 16 < m && err)
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 2, m, q_sq, gamma, 1);
+        else if (r + 16 < m)
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 2, m, q_sq, gamma, 0);
+        else if (err)
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 1, m, q_sq, gamma, 1);
         else
-            sk_hint_rows(H, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 1, m, q_sq, gamma);
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 1, m, q_sq, gamma, 0);
     }
 }
 
@@ -545,12 +573,16 @@ SK_EXP_CLONES static void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p,
  * at a time while they last (nv g >= 4 independent sums); the lanes outside r0 .. r1 - 1
  * are zeroed, so only those rows change. */
 static inline __attribute__((always_inline)) void
-sk_hint_cols(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *wts, const int nv,
+sk_hint_cols(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *wts, const int nv,
              const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0, Py_ssize_t r1,
              const float *const *v, const float *v_sq, const float *q_sq, float gamma)
 {
     int g = 1;
     sk_v16f kv[8];
+    double amax[2] = {0.0, 0.0}; /* each vector's largest |weight|: its error sum's */
+    for (int t = 0; t < nv; t++)
+        for (Py_ssize_t c = 0; c < p; c++)
+            amax[t] = fmax(amax[t], fabs(wts[t * p + c]));
     for (Py_ssize_t r = r0 & ~(Py_ssize_t)15; r < r1; r += 16 * g) {
         g = r + 48 < r1 ? 4 : (r + 16 < r1 ? 2 : 1);
         if (g == 4)
@@ -562,32 +594,39 @@ sk_hint_cols(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *wts, const i
         if (r < r0 || r + 16 * g > r1)
             for (int a = 0; a < nv * g; a++)
                 kv[a] = sk_rows_only(kv[a], r + 16 * (a % g), r0, r1);
-        for (Py_ssize_t c = 0; c < p; c++)
-            for (int i = 0; i < g; i++) {
-                sk_v8d h[2];
+        for (int i = 0; i < g; i++) { /* a zero weight adds +0: no test, one code path */
+            sk_v8d h[2];
+            for (Py_ssize_t c = 0; c < p; c++) {
                 memcpy(h, H + c * ldh + r + 16 * i, sizeof h);
                 for (int t = 0; t < nv; t++)
-                    if (wts[t * p + c] != 0.0)
-                        sk_acc16(h, wts[t * p + c], kv[t * g + i]);
+                    sk_acc16(h, wts[t * p + c], kv[t * g + i]);
                 memcpy(H + c * ldh + r + 16 * i, h, sizeof h);
             }
+            if (!err)
+                continue;
+            memcpy(h, err + r + 16 * i, sizeof h); /* a vector taken out counts too */
+            for (int t = 0; t < nv; t++)
+                sk_acc16(h, amax[t], kv[t * g + i]);
+            memcpy(err + r + 16 * i, h, sizeof h);
+        }
     }
 }
 
 /* One vector's column of the hints, H[c * ldh + r] += wts[c] k(v, row r) for r0 <= r < r1
  * (see sk_hint_cols). */
-SK_EXP_CLONES static void sk_hint_column(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *wts,
+SK_EXP_CLONES static void sk_hint_column(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p,
+                                         const double *wts,
                                          const float *Qt, Py_ssize_t ldq, Py_ssize_t w,
                                          Py_ssize_t r0, Py_ssize_t r1, const float *v, float v_sq,
                                          const float *q_sq, float gamma)
 {
     const float *vv[1] = {v};
-    sk_hint_cols(H, ldh, p, wts, 1, Qt, ldq, w, r0, r1, vv, &v_sq, q_sq, gamma);
+    sk_hint_cols(H, err, ldh, p, wts, 1, Qt, ldq, w, r0, r1, vv, &v_sq, q_sq, gamma);
 }
 
 /* Two vectors' columns in one pass over the rows (a vector leaving a full set and the one
  * taking its place): wts holds p weights for v0, then p for v1 (see sk_hint_cols). */
-SK_EXP_CLONES static void sk_hint_column2(double *H, Py_ssize_t ldh, Py_ssize_t p,
+SK_EXP_CLONES static void sk_hint_column2(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p,
                                           const double *wts, const float *Qt, Py_ssize_t ldq,
                                           Py_ssize_t w, Py_ssize_t r0, Py_ssize_t r1,
                                           const float *v0, float v0_sq, const float *v1,
@@ -595,7 +634,7 @@ SK_EXP_CLONES static void sk_hint_column2(double *H, Py_ssize_t ldh, Py_ssize_t 
 {
     const float *vv[2] = {v0, v1};
     const float vs[2] = {v0_sq, v1_sq};
-    sk_hint_cols(H, ldh, p, wts, 2, Qt, ldq, w, r0, r1, vv, vs, q_sq, gamma);
+    sk_hint_cols(H, err, ldh, p, wts, 2, Qt, ldq, w, r0, r1, vv, vs, q_sq, gamma);
 }
 
 #endif
