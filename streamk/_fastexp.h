@@ -462,7 +462,8 @@ static inline __attribute__((always_inline)) void sk_add16(double *f, double c, 
 /* The hints of the 16 g rows from r (those below m count: the others' lanes are zeroed)
  * against the n vectors of V: sk_hint_block's body for one tile of rows. With one output
  * the vectors go four at a time (see sk_rbf_tile; a zero coefficient skipped, the last
- * one to three one at a time) and the sums stay in registers until the tile's end. */
+ * one to three one at a time) and the sums stay in registers until the tile's end. With
+ * weigh (a constant), the rows' error sums err[r] += max_c |W[s * p + c]| k too. */
 static inline __attribute__((always_inline)) void
 sk_hint_rows(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *W, Py_ssize_t n,
              const float *V, Py_ssize_t ldv, const float *v_sq, const float *Qt,
@@ -547,7 +548,9 @@ sk_hint_rows(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double 
  * groups): their features stay in the first-level cache while every vector passes, and
  * their sums stay in registers. The sums are in float64. The last group of 16 may be
  * partial: Qt, q_sq and every H row need room for whole groups (ldq, ldh >= m rounded up
- * to 16); those lanes are computed, then zeroed, so H past m is left as it was. */
+ * to 16); those lanes are computed, then zeroed, so H past m is left as it was.
+ * err (NULL: not kept): err[r] += sum_s max_c |W[s * p + c]| k(V[s], row r), the sums the
+ * bound weighted by the kernel values takes (perceptron_hint_pass in streamk/_core.pyx). */
 SK_EXP_CLONES static void sk_hint_block(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p,
                                         const double *W,
                                         Py_ssize_t n, const float *V, Py_ssize_t ldv,
@@ -571,7 +574,8 @@ SK_EXP_CLONES static void sk_hint_block(double *H, double *err, Py_ssize_t ldh, 
  * v_t (nv <= 2): columns of the hints (a vector joining or leaving the set), as in
  * sk_hint_block, the rows in whole groups of 16 from r0 rounded down (room as there), 64
  * at a time while they last (nv g >= 4 independent sums); the lanes outside r0 .. r1 - 1
- * are zeroed, so only those rows change. */
+ * are zeroed, so only those rows change. err (NULL: not kept) as in sk_hint_block, a
+ * vector taken out (negative weights) adding to it like one coming in. */
 static inline __attribute__((always_inline)) void
 sk_hint_cols(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *wts, const int nv,
              const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0, Py_ssize_t r1,
