@@ -22,7 +22,7 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   of :mod:`streamk.learners.svr` and :mod:`streamk.learners.novelty` are its reference.
 """
 
-from libc.math cimport copysign, fabs, pow, sqrt
+from libc.math cimport INFINITY, copysign, fabs, pow, sqrt
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -32,14 +32,18 @@ cdef extern from "_fastexp.h" nogil:
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
     void sk_expf_array(float *a, Py_ssize_t n)
     double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
-    void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W,
+    void sk_hint_block(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *W,
                        Py_ssize_t n, const float *V, Py_ssize_t ldv, const float *v_sq,
                        const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t m,
                        const float *q_sq, float gamma)
-    void sk_hint_column(double *F, Py_ssize_t ldf, Py_ssize_t p, const double *wts,
+    void sk_hint_column(double *F, double *err, Py_ssize_t ldf, Py_ssize_t p, const double *wts,
                         const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0,
                         Py_ssize_t r1, const float *v, float v_sq, const float *q_sq,
                         float gamma)
+    void sk_hint_column2(double *F, double *err, Py_ssize_t ldf, Py_ssize_t p, const double *wts,
+                         const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0,
+                         Py_ssize_t r1, const float *v0, float v0_sq, const float *v1,
+                         float v1_sq, const float *q_sq, float gamma)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
     void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
@@ -1042,27 +1046,68 @@ def _hint_setup(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n):
     return Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big
 
 
+cdef inline Py_ssize_t _hint_room(Py_ssize_t m) noexcept nogil:
+    """``m`` rounded up to whole groups of 16 rows: the hint kernels' lanes
+    (``sk_hint_block`` in ``_fastexp.h``) read and write whole groups."""
+    return (m + 15) // 16 * 16
+
+
 cdef tuple _hint_buffers(Py_ssize_t w, Py_ssize_t m, Py_ssize_t cap, Py_ssize_t p):
     """Room for the hints of up to ``m`` rows of ``w`` features against ``cap`` support
-    slots with ``p`` outputs: ``(Qt, q_sq32, S32, s_sq32, center, H, work)``."""
+    slots with ``p`` outputs: ``(Qt, q_sq32, S32, s_sq32, center, H, work)``; the rows'
+    buffers padded to whole groups of 16 (:func:`_hint_room`), ``H`` with a row after the
+    hints for the error sums of :func:`_hint_tol`, and ``S32`` with a spare
+    row ``cap`` (``s_sq32`` too) for a vector that leaves while another takes its slot."""
+    cdef Py_ssize_t room = _hint_room(m)
     return (
-        np.empty((w, m), dtype=np.float32),
-        np.empty(m, dtype=np.float32),
-        np.empty((cap, w), dtype=np.float32),
-        np.empty(cap, dtype=np.float32),
+        np.empty((w, room), dtype=np.float32),
+        np.empty(room, dtype=np.float32),
+        np.empty((cap + 1, w), dtype=np.float32),
+        np.empty(cap + 1, dtype=np.float32),
         np.empty(w),
-        np.empty((p, m)),
+        np.empty((p + 1, room)),  # the hints, then the error sums
         np.empty(2 * p + cap),  # f, nc and a kernel row: one allocation
     )
+
+
+cdef inline double _centred(const double *x, const double *center, Py_ssize_t w, float *out,
+                          Py_ssize_t step) noexcept nogil:
+    """``out[k * step] = x[k] - center[k]`` rounded to float32 for ``k < w``, and the squared
+    norm of the differences in float64, in four partial sums: four chains of additions
+    instead of one (the order is free: the hints' bound takes the norms to 1%)."""
+    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, d0, d1, d2, d3
+    cdef Py_ssize_t k = 0
+    while k + 4 <= w:
+        d0 = x[k] - center[k]
+        d1 = x[k + 1] - center[k + 1]
+        d2 = x[k + 2] - center[k + 2]
+        d3 = x[k + 3] - center[k + 3]
+        out[k * step] = <float>d0
+        out[(k + 1) * step] = <float>d1
+        out[(k + 2) * step] = <float>d2
+        out[(k + 3) * step] = <float>d3
+        a0 += d0 * d0
+        a1 += d1 * d1
+        a2 += d2 * d2
+        a3 += d3 * d3
+        k += 4
+    while k < w:
+        d0 = x[k] - center[k]
+        out[k * step] = <float>d0
+        a0 += d0 * d0
+        k += 1
+    return (a0 + a1) + (a2 + a3)
 
 
 cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n,
                      double[::1] center, float[:, ::1] Qt, float[::1] q_sq32,
                      float[:, ::1] S32, float[::1] s_sq32, double *q_big,
                      double *s_big) noexcept nogil:
-    """:func:`_hint_setup` into given buffers (``Qt`` may have room for more rows)."""
+    """:func:`_hint_setup` into given buffers (``Qt`` may have room for more rows; those up
+    to the next whole group of 16 are set to 0, so the kernels' spare lanes stay finite)."""
     cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], wx = X.shape[1], j, k
-    cdef double h, x
+    cdef Py_ssize_t pad = min(_hint_room(m), Qt.shape[1], q_sq32.shape[0])
+    cdef double h
     q_big[0] = 0.0
     s_big[0] = 0.0
     for k in range(w):
@@ -1072,20 +1117,16 @@ cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t 
             center[k] += Q[j, k]
     for k in range(w):
         center[k] /= max(m, 1)
-    for j in range(m):
-        h = 0.0
-        for k in range(w):
-            x = Q[j, k] - center[k]
-            Qt[k, j] = <float>x
-            h += x * x
+    for j in range(m):  # rows transposed: feature k of row j at Qt[k, j]
+        h = _centred(&Q[j, 0], &center[0], w, &Qt[0, j], Qt.shape[1])
         q_sq32[j] = <float>h
         q_big[0] = max(q_big[0], h)
-    for j in range(n):
-        h = 0.0
+    for j in range(m, pad):
         for k in range(w):
-            x = X[j, k] - center[k]
-            S32[j, k] = <float>x
-            h += x * x
+            Qt[k, j] = 0.0
+        q_sq32[j] = 0.0
+    for j in range(n):
+        h = _centred(&X[j, 0], &center[0], w, &S32[j, 0], 1)
         for k in range(w, wx):
             h += X[j, k] * X[j, k]
         s_sq32[j] = <float>h
@@ -1101,10 +1142,16 @@ cdef bint _hint_applies(double gamma, Py_ssize_t w, double q_big, double s_big,
 
 
 cdef inline double _hint_tol(double gamma, Py_ssize_t w, float q_sq32, double L,
-                             double M) noexcept nogil:
-    """``E_r``, the bound on ``|H - f|`` for a row (see :func:`perceptron_hint_pass`)."""
-    return (10.0 * U32 + 1e-9) * (1.0 + L) + 2.0 * 1.03 * gamma * (w + 8) * U32 * (
-        q_sq32 * 1.01 * L + M)
+                             double M, double A, double sq_hi) noexcept nogil:
+    """``E_r``, the bound on ``|H - f|`` for a row (see :func:`perceptron_hint_pass`): the
+    smaller of the bound from ``k <= 1`` (``L``, ``M``) and the one weighted by the row's
+    float32 kernel values (its error sum ``A``; ``sq_hi`` bounds every vector's squared
+    norm), both proven."""
+    cdef double kappa = 1.03 * gamma * (w + 8) * U32
+    cdef double flat = 10.0 * U32 * (1.0 + L) + 2.0 * kappa * (q_sq32 * 1.01 * L + M)
+    cdef double weighted = 2.0 * (
+        1.001 * A * (8.0001 * U32 + 1.0016 * 1.01 * kappa * (q_sq32 + sq_hi)) + 0.74 * U32 * L)
+    return 1e-9 * (1.0 + L) + min(flat, weighted)
 
 
 cdef void _hint_sums(const double[:, ::1] coef, const float[::1] s_sq32, Py_ssize_t n,
@@ -1128,7 +1175,7 @@ cdef void _hint_sums(const double[:, ::1] coef, const float[::1] s_sq32, Py_ssiz
 
 
 def hint_values(const double[:, ::1] Q, const double[:, ::1] X, const double[:, ::1] coef,
-                double gamma):
+                double gamma, bint weigh=True):
     """The hints ``H`` (``(p, m)``) of block ``Q`` against support rows ``X`` with
     coefficients ``coef``, and each row's bound ``E_r``, as :func:`perceptron_hint_pass`
     computes them before its first row; ``None`` where that pass would not use them. For
@@ -1140,22 +1187,74 @@ def hint_values(const double[:, ::1] Q, const double[:, ::1] X, const double[:, 
     Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
     if not _hint_applies(gamma, w, q_big, s_big, 1e-3):
         return None
+    cdef double sq_hi = max(q_big, s_big)
     cdef float[:, ::1] Qt = Qt_buf
     cdef float[::1] q_sq32 = q32_buf
     cdef float[:, ::1] S32 = S32_buf
     cdef float[::1] s_sq32 = s32_buf
-    H_buf = np.zeros((p, m))
+    cdef Py_ssize_t room = _hint_room(m)
+    H_buf = np.zeros((p + 1, room))  # the hints, then the error sums
     cdef double[:, ::1] H = H_buf
     E_buf = np.empty(m)
     cdef double[::1] E = E_buf
+    cdef double *err = &H[p, 0] if weigh else NULL
     with nogil:
         _hint_sums(coef, s_sq32, n, &L, &M)
         if n and m:
-            sk_hint_block(&H[0, 0], m, p, &coef[0, 0], n, &S32[0, 0], w, &s_sq32[0],
-                          &Qt[0, 0], m, w, m, &q_sq32[0], <float>gamma)
+            sk_hint_block(&H[0, 0], err, room, p, &coef[0, 0], n, &S32[0, 0], w,
+                          &s_sq32[0], &Qt[0, 0], room, w, m, &q_sq32[0], <float>gamma)
         for j in range(m):
-            E[j] = _hint_tol(gamma, w, q_sq32[j], L, M)
-    return H_buf, E_buf
+            E[j] = _hint_tol(gamma, w, q_sq32[j], L, M, H[p, j] if weigh else INFINITY, sq_hi)
+    return H_buf[:p, :m], E_buf
+
+
+def hint_column_values(const double[:, ::1] Q, const double[:, ::1] X,
+                       const double[:, ::1] coef, double gamma, Py_ssize_t r0, Py_ssize_t r1,
+                       double fill, bint weigh=True):
+    """The hints of rows ``r0:r1`` as the hint pass's column updates build them
+    (``sk_hint_column2`` for the vectors two by two, ``sk_hint_column`` for a last odd
+    one) on a start of ``fill`` everywhere: ``(H, E)`` as :func:`hint_values` gives them,
+    or ``None``. For tests: ``|H - fill - f| <= E_r`` on those rows, ``H == fill`` on the
+    others (the kernels work on whole groups of 16 rows)."""
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], n = X.shape[0], p = coef.shape[1], j, s
+    cdef double L = 0.0, M = 0.0
+    if coef.shape[0] != n or w == 0 or not 0 <= r0 <= r1 <= m:
+        raise ValueError("one coefficient row per support row, a feature, 0 <= r0 <= r1 <= m")
+    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
+    if not _hint_applies(gamma, w, q_big, s_big, 1e-3):
+        return None
+    cdef double sq_hi = max(q_big, s_big)
+    cdef float[:, ::1] Qt = Qt_buf
+    cdef float[::1] q_sq32 = q32_buf
+    cdef float[:, ::1] S32 = S32_buf
+    cdef float[::1] s_sq32 = s32_buf
+    cdef Py_ssize_t room = _hint_room(m)
+    H_buf = np.full((p + 1, room), fill)
+    H_buf[p] = 0.0  # the error sums start at 0
+    cdef double[:, ::1] H = H_buf
+    wts_buf = np.empty((2, p))
+    cdef double[:, ::1] wts = wts_buf
+    E_buf = np.empty(m)
+    cdef double[::1] E = E_buf
+    cdef double *err = &H[p, 0] if weigh else NULL
+    with nogil:
+        _hint_sums(coef, s_sq32, n, &L, &M)
+        s = 0
+        while s < n:
+            wts[0, :] = coef[s, :]
+            if s + 1 < n:
+                wts[1, :] = coef[s + 1, :]
+                sk_hint_column2(&H[0, 0], err, room, p, &wts[0, 0], &Qt[0, 0], room, w, r0, r1,
+                                &S32[s, 0], s_sq32[s], &S32[s + 1, 0], s_sq32[s + 1],
+                                &q_sq32[0], <float>gamma)
+                s += 2
+            else:
+                sk_hint_column(&H[0, 0], err, room, p, &wts[0, 0], &Qt[0, 0], room, w, r0, r1,
+                               &S32[s, 0], s_sq32[s], &q_sq32[0], <float>gamma)
+                s += 1
+        for j in range(m):
+            E[j] = _hint_tol(gamma, w, q_sq32[j], L, M, H[p, j] if weigh else INFINITY, sq_hi)
+    return H_buf[:p, :m], E_buf
 
 
 def perceptron_hint_pass(
@@ -1203,6 +1302,32 @@ def perceptron_hint_pass(
     caller's ``RBF.expansion_exact`` check keeps it below 1e-10 in ``k``). A row whose hint
     is within ``E_r`` of 0 is decided afresh in float64 from the support rows, with the
     arithmetic of ``learn_one``.
+
+    A second bound, weighted by the float32 kernel values ``k~`` themselves, is proven
+    alike and taken where smaller (``_hint_tol``): with ``y`` the float32 exponent, ``t =
+    -g d`` the exact one and ``D_s = 1.03 (w + 8) u (||q||^2 + ||s||^2)`` the norm
+    expansion's error, ``|y - t| <= g D_s + 2.0001 u g d~`` (``g``'s rounding to float32
+    and the product's; at most 1.44e-3 under ``hint_limit``), so ``|e^y - k| <= e^y (g D_s
+    + 2.0001 u g d~) 1.0015``; ``e^y g d~ <= 1/e`` makes the second part absolute (``0.737
+    u``), ``e^y <= k~ / (1 - 8u)`` and ``|k~ - e^y| <= 8u e^y`` (4 ulp, ``x < -87``:
+    ``k~ = e^-87``, absolute, in the ``1e-9`` term) give ``|k~ - k| <= k~ (8.0001 u + 1.0016
+    g D_s) + 0.737 u``. Summed over the vectors with ``|coef|``: ``E_r = 2 (1.001 A_r
+    (8.0001 u + 1.0016 1.01 g 1.03 (w + 8) u (||q_r||^2 + S)) + 0.74 u L) + 1e-9 (1 + L)``,
+    ``A_r`` the row's sum of ``max_c |coef_s,c| k~_s`` over every column that entered or
+    left its hint (float64, 0.1% over for its own rounding), ``S`` the largest squared norm
+    of the block and the set (1% over for float32), ``L`` as above. In ``d = 50`` (kernel
+    values ~0.02) it is ~20 times smaller than the first; the kernels sum ``A_r`` from 16
+    features on (``weigh``), where that pays.
+
+    The kernels (``sk_hint_block``, ``sk_hint_column`` in ``_fastexp.h``) may take the
+    dots' multiply-adds fused (FMA: one rounding instead of two) and sum a dot's ``w``
+    products in any order: every summation order of ``w`` terms is within ``(w - 1) u /
+    (1 - (w - 1) u)`` of ``sum_k |q_k s_k| <= (||q||^2 + ||s||^2) / 2`` of the exact dot,
+    the left-to-right bound the ``(w + 8)`` term is built on, so ``E_r`` holds for them
+    all; the float64 sums of ``H`` may be grouped differently too (the ``1e-9`` term). The
+    squared norms are summed in float64 in any order (to far below float32's rounding).
+    The hints only pick the rows decided afresh: the model's bits come from the float64
+    decisions, whatever the hints' arithmetic.
 
     ``codes[j]`` as in :func:`perceptron_pass`. Returns ``(n, next_id, n_mistakes, largest
     new squared norm, rows decided afresh)``.
@@ -1328,7 +1453,7 @@ cdef object _hint_pass(
     cdef Py_ssize_t mistakes = 0, fresh = 0
     cdef double step, sq_max = 0.0, h, tol, L = 0.0, M = 0.0, cmax
     cdef float g32 = <float>gamma
-    cdef bint certain, any_wrong, below
+    cdef bint certain, any_wrong, below, left
     cdef Py_ssize_t used = 0, last, ldq = Qt.shape[1], ldh = H.shape[1]
     cdef int64_t fm = 0
     cdef double fq = 0.0, phi, a, b, kx, q_big, s_big
@@ -1346,26 +1471,33 @@ cdef object _hint_pass(
         return n, next_id, 0, 0.0, 0
     if n > cap:
         raise ValueError("support rows narrower than the block, or n beyond them")
-    if (Qt.shape[0] != wq or ldq < m or q_sq32.shape[0] < m or S32.shape[0] < cap
-            or S32.shape[1] != wq or s_sq32.shape[0] < cap or center.shape[0] < wq
-            or H.shape[0] != p or ldh < m or work.shape[0] < 2 * p + cap):
+    if (Qt.shape[0] != wq or ldq < _hint_room(m) or q_sq32.shape[0] < _hint_room(m)
+            or S32.shape[0] < cap + 1 or S32.shape[1] != wq or s_sq32.shape[0] < cap + 1
+            or center.shape[0] < wq or H.shape[0] != p + 1 or ldh < _hint_room(m)
+            or work.shape[0] < 2 * p + cap):
         raise ValueError("the hint buffers are too small (see _hint_buffers)")
     _hint_fill(Q, X, n, center, Qt, q_sq32, S32, s_sq32, &q_big, &s_big)
     if not _hint_applies(gamma, wq, q_big, s_big, hint_limit):
         return None
     cdef double *f = &work[0]
     cdef double *nc = &work[p]
+    # the error sums (H's row p) pay from 16 features on: below, the bound from k <= 1
+    # leaves next to no row to decide afresh (Bananas, Phishing: 0-5 in 500) and the sums
+    # cost ~6% of the pass; both bounds are proven, the choice is speed only
+    cdef bint weigh = wq >= 16
+    cdef double *err = &H[p, 0] if weigh else NULL
     cdef double *krow = &work[2 * p]
     with nogil:
-        for c in range(p):
+        for c in range(p + 1):  # the hints, then the error sums
             for j in range(m):
                 H[c, j] = 0.0
         _hint_sums(coef, s_sq32, n, &L, &M)
         if n and wq:  # the hints: one float32 kernel value per (support vector, row)
-            sk_hint_block(&H[0, 0], ldh, p, &coef[0, 0], n, &S32[0, 0], wq, &s_sq32[0],
+            sk_hint_block(&H[0, 0], err, ldh, p, &coef[0, 0], n, &S32[0, 0], wq, &s_sq32[0],
                           &Qt[0, 0], ldq, wq, m, &q_sq32[0], g32)
         for j in range(m):
-            tol = _hint_tol(gamma, wq, q_sq32[j], L, M)
+            tol = _hint_tol(gamma, wq, q_sq32[j], L, M, H[p, j] if weigh else INFINITY,
+                            max(q_big, s_big))
             certain = True
             any_wrong = False
             below = False
@@ -1395,9 +1527,15 @@ cdef object _hint_pass(
                 if n:
                     sk_dots(&krow[0], &X[0, 0], wx, n, &Q[j, 0], wq)
                     sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], q_sq[j], n, gamma)
-                for s in range(n):
-                    for c in range(p):
-                        f[c] = f[c] + krow[s] * coef[s, c]
+                if p == 1:  # the same sum in a register: no store and reload of f[0]
+                    h = 0.0  # (from 0.0, as f[0] was: the same additions in order)
+                    for s in range(n):
+                        h = h + krow[s] * coef[s, 0]
+                    f[0] = h
+                else:
+                    for s in range(n):
+                        for c in range(p):
+                            f[c] = f[c] + krow[s] * coef[s, c]
                 any_wrong = _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j])
                 if margin > 0.0:
                     any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
@@ -1405,6 +1543,7 @@ cdef object _hint_pass(
                     continue
             mistakes += 1
             phi = 1.0
+            left = False
             if pcode == P_FORGETRON:
                 fm += 1
             slot = n
@@ -1430,13 +1569,14 @@ cdef object _hint_pass(
                         b = b + 2.0 * fabs(coef[slot, c])
                     phi = _forgetron_phi(a, b, fq - 15.0 / 32.0 * fm) if b > 0.0 else 1.0
                     fq = fq + a * phi * phi + b * phi
-                cmax = 0.0  # the vector in slot leaves the later rows' hints
-                for c in range(p):
-                    f[c] = -coef[slot, c]
+                cmax = 0.0  # the vector in slot leaves the later rows' hints: its float32
+                for c in range(p):  # row kept in the spare row cap, its column taken
+                    f[c] = -coef[slot, c]  # with the new vector's (weights f, then nc)
                     cmax = max(cmax, fabs(f[c]))
-                if j + 1 < m:
-                    sk_hint_column(&H[0, 0], ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, m,
-                                   &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
+                left = True
+                for k in range(wq):
+                    S32[cap, k] = S32[slot, k]
+                s_sq32[cap] = s_sq32[slot]
                 L = L + cmax
                 M = M + cmax * s_sq32[slot] * 1.01
                 if pcode != P_OLDEST:  # SupportSet.remove: the last vector moves into slot
@@ -1472,8 +1612,12 @@ cdef object _hint_pass(
             s_sq32[slot] = q_sq32[j]
             L = L + step
             M = M + step * q_sq32[j] * 1.01
-            if j + 1 < m:  # the new vector enters them
-                sk_hint_column(&H[0, 0], ldh, p, &nc[0], &Qt[0, 0], ldq, wq, j + 1, m,
+            if j + 1 < m and left:  # the leaving vector goes, the new one enters them
+                sk_hint_column2(&H[0, 0], err, ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, m,
+                                &S32[cap, 0], s_sq32[cap], &S32[slot, 0], s_sq32[slot],
+                                &q_sq32[0], g32)
+            elif j + 1 < m:  # the new vector enters them
+                sk_hint_column(&H[0, 0], err, ldh, p, &nc[0], &Qt[0, 0], ldq, wq, j + 1, m,
                                &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
             if phi != 1.0:  # the Forgetron's shrink: f and the hints scale alike (their
                 for s in range(n):  # error bound too, so L and M stay upper bounds)

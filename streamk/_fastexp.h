@@ -354,200 +354,291 @@ SK_CLONES static void sk_expf_array(float *a, Py_ssize_t n)
         a[i] = sk_expf(a[i]);
 }
 
-/* Eight lanes of float32 with GCC's vector extension (clang has it too): the compiler
- * emits one AVX2 instruction per operation, or two SSE2 ones in the baseline clone. */
+/* Sixteen lanes of float32 (and eight of float64) with GCC's vector extension (clang has it
+ * too): one AVX-512 instruction per operation in the x86-64-v4 clone, two AVX2 ones in the
+ * v3 clone, four SSE2 ones in the baseline, with the same roundings lane for lane. Every
+ * helper taking or returning these vectors is always inlined: one left out of line would
+ * be compiled for the baseline, whose way of passing 64-byte vectors the clones' do not
+ * share (a crash, not a slowdown). */
+typedef float sk_v16f __attribute__((vector_size(64)));
+typedef int32_t sk_v16i __attribute__((vector_size(64)));
 typedef float sk_v8f __attribute__((vector_size(32)));
-typedef int32_t sk_v8i __attribute__((vector_size(32)));
-typedef float sk_v4f __attribute__((vector_size(16)));
+typedef double sk_v8d __attribute__((vector_size(64)));
 
-/* sk_expf on eight lanes of x <= 0, operation for operation, except that x < -87 gives
+/* sk_expf on sixteen lanes of x <= 0, operation for operation, except that x < -87 gives
  * exp(-87) (< 1.7e-38) instead of 0: the same absolute error bound, two operations fewer.
  * C has no ?: on vectors: a mask does the clamp. */
-static inline sk_v8f sk_expf8(sk_v8f x)
+static inline __attribute__((always_inline)) sk_v16f sk_expf16(sk_v16f x)
 {
-    const sk_v8f lo = {-87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f, -87.0f};
-    sk_v8i under = x < lo;
-    sk_v8f xc = (sk_v8f)((under & (sk_v8i)lo) | (~under & (sk_v8i)x));
-    sk_v8f kf = xc * 1.44269504088896341f + 12582912.0f;
-    sk_v8f k = kf - 12582912.0f;
-    sk_v8f r = (xc - k * 0.693145751953125f) - k * 1.428606765330187045e-06f;
-    sk_v8f p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
+    const sk_v16f lo = (sk_v16f){0.0f} - 87.0f;
+    sk_v16i under = x < lo;
+    sk_v16f xc = (sk_v16f)((under & (sk_v16i)lo) | (~under & (sk_v16i)x));
+    sk_v16f kf = xc * 1.44269504088896341f + 12582912.0f;
+    sk_v16f k = kf - 12582912.0f;
+    sk_v16f r = (xc - k * 0.693145751953125f) - k * 1.428606765330187045e-06f;
+    sk_v16f p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
     p = p * r + 1.0f / 120.0f;
     p = p * r + 1.0f / 24.0f;
     p = p * r + 1.0f / 6.0f;
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    sk_v8i bits = ((sk_v8i)kf - (int32_t)0x4B400000 + 127) << 23;
-    return p * (sk_v8f)bits;
+    sk_v16i bits = ((sk_v16i)kf - (int32_t)0x4B400000 + 127) << 23;
+    return p * (sk_v16f)bits;
 }
 
-/* k(v, row r) for the eight rows r .. r + 7 of a block: the dots from the transposed rows Qt
- * (w x ldq), then the norm expansion and the float32 exp. */
-static inline sk_v8f sk_rbf8(const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r,
-                             const float *v, float v_sq, sk_v8f q_sq, float gamma)
+/* k(v_t, row r + j) for nv vectors v_t and the 16 g rows r .. r + 16 g - 1 of a block
+ * (nv in {1, 2, 4}, g in {1, 2, 4}, nv g <= 8, constants after inlining, so the nv g
+ * accumulators stay in registers): the dots from the transposed rows Qt (w x ldq), then the norm expansion and
+ * the float32 exp. Each feature's g loads of the rows serve every vector and each broadcast
+ * feature of a vector every group of rows; and with nv g = 8 independent sums a
+ * multiply-add's latency (4 cycles, two issued per cycle) no longer bounds the dots, as it
+ * did with one vector and 2 x 16 rows. out[t * g + i]: vector t, rows r + 16 i ..
+ * r + 16 i + 15.
+ *
+ * The compiler may fuse a multiply and an add (FMA) here: a fused step rounds once where
+ * the pair rounds twice, so every error bound of the hints (perceptron_hint_pass in
+ * streamk/_core.pyx: gamma (w + 8) u (||q||^2 + ||s||^2) on the exponent, a 4-ulp exp)
+ * holds for both; the per-lane arithmetic is that of sk_expf otherwise. */
+static inline __attribute__((always_inline)) void
+sk_rbf_tile(sk_v16f *out, const int nv, const int g, const float *Qt, Py_ssize_t ldq,
+            Py_ssize_t w, Py_ssize_t r, const float *const *v, const float *v_sq,
+            const float *q_sq, float gamma)
 {
-    sk_v8f acc = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    sk_v8f q;
-    for (Py_ssize_t k = 0; k < w; k++) {
-        memcpy(&q, Qt + k * ldq + r, sizeof q);
-        acc = acc + q * v[k];
-    }
-    sk_v8f d = (q_sq + v_sq) - 2.0f * acc;
-    d = (sk_v8f)(~(d < 0.0f) & (sk_v8i)d);
-    return sk_expf8(d * -gamma);
-}
-
-/* sk_rbf8 for the 32 rows r .. r + 31 at once: each broadcast feature of v serves four
- * groups of rows, which roughly halves the instructions of the dots. */
-static inline void sk_rbf32(sk_v8f out[4], const float *Qt, Py_ssize_t ldq, Py_ssize_t w,
-                            Py_ssize_t r, const float *v, float v_sq, const sk_v8f q_sq[4],
-                            float gamma)
-{
-    sk_v8f a0 = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, a1 = a0, a2 = a0, a3 = a0;
-    sk_v8f q0, q1, q2, q3;
+    sk_v16f acc[8], q[4], qs;
+    for (int a = 0; a < nv * g; a++)
+        acc[a] = (sk_v16f){0.0f};
     for (Py_ssize_t k = 0; k < w; k++) {
         const float *row = Qt + k * ldq + r;
-        float vk = v[k];
-        memcpy(&q0, row, sizeof q0);
-        memcpy(&q1, row + 8, sizeof q1);
-        memcpy(&q2, row + 16, sizeof q2);
-        memcpy(&q3, row + 24, sizeof q3);
-        a0 = a0 + q0 * vk;
-        a1 = a1 + q1 * vk;
-        a2 = a2 + q2 * vk;
-        a3 = a3 + q3 * vk;
+        for (int i = 0; i < g; i++)
+            memcpy(&q[i], row + 16 * i, sizeof q[i]);
+        for (int t = 0; t < nv; t++) {
+            float vk = v[t][k];
+            for (int i = 0; i < g; i++)
+                acc[t * g + i] = acc[t * g + i] + q[i] * vk;
+        }
     }
-    sk_v8f acc[4] = {a0, a1, a2, a3};
-    for (int i = 0; i < 4; i++) {
-        sk_v8f d = (q_sq[i] + v_sq) - 2.0f * acc[i];
-        d = (sk_v8f)(~(d < 0.0f) & (sk_v8i)d);
-        out[i] = sk_expf8(d * -gamma);
+    for (int i = 0; i < g; i++) {
+        memcpy(&qs, q_sq + r + 16 * i, sizeof qs);
+        for (int t = 0; t < nv; t++) {
+            sk_v16f d = (qs + v_sq[t]) - 2.0f * acc[t * g + i];
+            d = (sk_v16f)(~(d < 0.0f) & (sk_v16i)d);
+            out[t * g + i] = sk_expf16(d * -gamma);
+        }
     }
 }
 
-/* f[0..7] += c * kv, in float64. */
-static inline void sk_add8(double *f, double c, sk_v8f kv)
+/* kv with the lanes of the rows outside r0 .. r1 - 1 set to +0 (lane j: row r + j), so
+ * adding c kv leaves those rows' hints as they were (x + 0 = x), whatever the padding
+ * rows of Qt hold. */
+static inline __attribute__((always_inline)) sk_v16f
+sk_rows_only(sk_v16f kv, Py_ssize_t r, Py_ssize_t r0, Py_ssize_t r1)
 {
-    sk_v4f half;
-    sk_v4d lo, hi;
-    memcpy(&lo, f, sizeof lo);
-    memcpy(&hi, f + 4, sizeof hi);
+    const sk_v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    sk_v16i j = lane + (int32_t)(r - r0); /* the row's offset from r0 */
+    sk_v16i keep = (j >= 0) & (j < (int32_t)(r1 - r0));
+    return (sk_v16f)(keep & (sk_v16i)kv);
+}
+
+/* h[0], h[1] (rows 0 .. 7, 8 .. 15) += c * kv, in float64 (kv converted exactly). */
+static inline __attribute__((always_inline)) void sk_acc16(sk_v8d h[2], double c, sk_v16f kv)
+{
+    sk_v8f half;
     memcpy(&half, &kv, sizeof half);
-    lo = lo + c * __builtin_convertvector(half, sk_v4d);
+    h[0] = h[0] + c * __builtin_convertvector(half, sk_v8d);
     memcpy(&half, (const char *)&kv + sizeof half, sizeof half);
-    hi = hi + c * __builtin_convertvector(half, sk_v4d);
-    memcpy(f, &lo, sizeof lo);
-    memcpy(f + 4, &hi, sizeof hi);
+    h[1] = h[1] + c * __builtin_convertvector(half, sk_v8d);
 }
 
-/* The scalar form of one (vector, row) pair: the rows after the last group of eight. */
-static inline double sk_rbf1(const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r,
-                             const float *v, float v_sq, float q_sq, float gamma)
+/* f[0 .. 15] += c * kv, in float64. */
+static inline __attribute__((always_inline)) void sk_add16(double *f, double c, sk_v16f kv)
 {
-    float acc = 0.0f;
-    for (Py_ssize_t k = 0; k < w; k++)
-        acc = acc + Qt[k * ldq + r] * v[k];
-    float d = q_sq + v_sq;
-    d = d - 2.0f * acc;
-    d = d < 0.0f ? 0.0f : d;
-    return (double)sk_expf(-gamma * d);
+    sk_v8d h[2];
+    memcpy(h, f, sizeof h);
+    sk_acc16(h, c, kv);
+    memcpy(f, h, sizeof h);
+}
+
+/* The hints of the 16 g rows from r (those below m count: the others' lanes are zeroed)
+ * against the n vectors of V: sk_hint_block's body for one tile of rows. With one output
+ * the vectors go four at a time (see sk_rbf_tile; a zero coefficient skipped, the last
+ * one to three one at a time) and the sums stay in registers until the tile's end. With
+ * weigh (a constant), the rows' error sums err[r] += max_c |W[s * p + c]| k too. */
+static inline __attribute__((always_inline)) void
+sk_hint_rows(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *W, Py_ssize_t n,
+             const float *V, Py_ssize_t ldv, const float *v_sq, const float *Qt,
+             Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r, const int g, Py_ssize_t m,
+             const float *q_sq, float gamma, const int weigh)
+{
+    sk_v16f kv[8];
+    const float *v[4];
+    float vs[4];
+    int part = r + 16 * g > m;
+    if (p == 1) {
+        sk_v8d h[4] = {{0.0}, {0.0}, {0.0}, {0.0}}, ea[4] = {{0.0}, {0.0}, {0.0}, {0.0}};
+        Py_ssize_t idx[4];
+        int cnt = 0;
+        for (Py_ssize_t s = 0; s <= n; s++) {
+            if (s < n) { /* gather four vectors with a nonzero coefficient */
+                if (W[s] == 0.0)
+                    continue;
+                idx[cnt] = s;
+                v[cnt] = V + s * ldv;
+                vs[cnt++] = v_sq[s];
+                if (cnt < 4)
+                    continue;
+                sk_rbf_tile(kv, 4, g, Qt, ldq, w, r, v, vs, q_sq, gamma);
+            } else if (cnt) { /* the last one to three: one at a time */
+                for (int t = 0; t < cnt; t++)
+                    sk_rbf_tile(kv + t * g, 1, g, Qt, ldq, w, r, v + t, vs + t, q_sq, gamma);
+            }
+            for (int t = 0; t < cnt; t++)
+                for (int i = 0; i < g; i++) {
+                    sk_v16f k = part ? sk_rows_only(kv[t * g + i], r + 16 * i, 0, m)
+                                     : kv[t * g + i];
+                    sk_acc16(h + 2 * i, W[idx[t]], k);
+                    if (weigh)
+                        sk_acc16(ea + 2 * i, fabs(W[idx[t]]), k);
+                }
+            cnt = 0;
+        }
+        for (int i = 0; i < 2 * g; i++) { /* H has room for whole groups: lanes past m add 0 */
+            sk_v8d old;
+            memcpy(&old, H + r + 8 * i, sizeof old);
+            old = old + h[i];
+            memcpy(H + r + 8 * i, &old, sizeof old);
+            if (!weigh)
+                continue;
+            memcpy(&old, err + r + 8 * i, sizeof old);
+            old = old + ea[i];
+            memcpy(err + r + 8 * i, &old, sizeof old);
+        }
+        return;
+    }
+    sk_v8d ea[4] = {{0.0}, {0.0}, {0.0}, {0.0}}; /* the tile's error sums */
+    for (Py_ssize_t s = 0; s < n; s++) {
+        v[0] = V + s * ldv;
+        vs[0] = v_sq[s];
+        sk_rbf_tile(kv, 1, g, Qt, ldq, w, r, v, vs, q_sq, gamma);
+        for (int i = 0; i < g && part; i++)
+            kv[i] = sk_rows_only(kv[i], r + 16 * i, 0, m);
+        double a = 0.0;
+        for (Py_ssize_t c = 0; c < p; c++) {
+            a = fmax(a, fabs(W[s * p + c]));
+            if (W[s * p + c] != 0.0)
+                for (int i = 0; i < g; i++)
+                    sk_add16(H + c * ldh + r + 16 * i, W[s * p + c], kv[i]);
+        }
+        for (int i = 0; i < g && weigh; i++)
+            sk_acc16(ea + 2 * i, a, kv[i]);
+    }
+    for (int i = 0; i < 2 * g && weigh; i++) {
+        sk_v8d old;
+        memcpy(&old, err + r + 8 * i, sizeof old);
+        old = old + ea[i];
+        memcpy(err + r + 8 * i, &old, sizeof old);
+    }
 }
 
 /* H[c * ldh + r] += sum_s W[s * p + c] k(V[s], row r) for r < m, c < p, s < n: the decision
  * hints of a block against n vectors (rows of V, leading dimension ldv, squared norms v_sq),
  * with k the RBF kernel evaluated in float32 from the norm expansion. Qt holds the block's
  * rows transposed (w x ldq), q_sq their squared norms; rows and vectors are centred on one
- * point (distances do not change, rounding shrinks). Eight rows at a time: their features
- * stay in the first-level cache while every vector passes, and for one output their sums
- * stay in registers. The sums are in float64. */
-SK_CLONES static void sk_hint_block(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *W,
-                                     Py_ssize_t n, const float *V, Py_ssize_t ldv,
-                                     const float *v_sq, const float *Qt, Py_ssize_t ldq,
-                                     Py_ssize_t w, Py_ssize_t m, const float *q_sq, float gamma)
+ * point (distances do not change, rounding shrinks). Rows go 32 at a time (16 lanes, two
+ * groups): their features stay in the first-level cache while every vector passes, and
+ * their sums stay in registers. The sums are in float64. The last group of 16 may be
+ * partial: Qt, q_sq and every H row need room for whole groups (ldq, ldh >= m rounded up
+ * to 16); those lanes are computed, then zeroed, so H past m is left as it was.
+ * err (NULL: not kept): err[r] += sum_s max_c |W[s * p + c]| k(V[s], row r), the sums the
+ * bound weighted by the kernel values takes (perceptron_hint_pass in streamk/_core.pyx). */
+SK_EXP_CLONES static void sk_hint_block(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p,
+                                        const double *W,
+                                        Py_ssize_t n, const float *V, Py_ssize_t ldv,
+                                        const float *v_sq, const float *Qt, Py_ssize_t ldq,
+                                        Py_ssize_t w, Py_ssize_t m, const float *q_sq,
+                                        float gamma)
 {
-    Py_ssize_t r = 0, s, c;
-    for (; r + 32 <= m; r += 32) {
-        sk_v8f qs[4], kv[4];
-        memcpy(qs, q_sq + r, sizeof qs);
-        if (p == 1) {
-            double h[32] = {0.0};
-            for (s = 0; s < n; s++) {
-                if (W[s] == 0.0)
-                    continue;
-                sk_rbf32(kv, Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma);
-                for (int i = 0; i < 4; i++)
-                    sk_add8(h + 8 * i, W[s], kv[i]);
-            }
-            for (int i = 0; i < 32; i++)
-                H[r + i] += h[i];
-            continue;
-        }
-        for (s = 0; s < n; s++) {
-            sk_rbf32(kv, Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma);
-            for (c = 0; c < p; c++)
-                if (W[s * p + c] != 0.0)
-                    for (int i = 0; i < 4; i++)
-                        sk_add8(H + c * ldh + r + 8 * i, W[s * p + c], kv[i]);
-        }
+    for (Py_ssize_t r = 0; r < m; r += 32) { /* (g, weigh) constants in each call */
+        if (r + 16 < m && err)
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 2, m, q_sq, gamma, 1);
+        else if (r + 16 < m)
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 2, m, q_sq, gamma, 0);
+        else if (err)
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 1, m, q_sq, gamma, 1);
+        else
+            sk_hint_rows(H, err, ldh, p, W, n, V, ldv, v_sq, Qt, ldq, w, r, 1, m, q_sq, gamma, 0);
     }
-    for (; r + 8 <= m; r += 8) {
-        sk_v8f qs;
-        memcpy(&qs, q_sq + r, sizeof qs);
-        if (p == 1) {
-            double h[8] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-            for (s = 0; s < n; s++)
-                if (W[s] != 0.0)
-                    sk_add8(h, W[s], sk_rbf8(Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma));
-            for (int i = 0; i < 8; i++)
-                H[r + i] += h[i];
-            continue;
-        }
-        for (s = 0; s < n; s++) {
-            sk_v8f kv = sk_rbf8(Qt, ldq, w, r, V + s * ldv, v_sq[s], qs, gamma);
-            for (c = 0; c < p; c++)
-                if (W[s * p + c] != 0.0)
-                    sk_add8(H + c * ldh + r, W[s * p + c], kv);
-        }
-    }
-    for (; r < m; r++)
-        for (s = 0; s < n; s++) {
-            double kv = sk_rbf1(Qt, ldq, w, r, V + s * ldv, v_sq[s], q_sq[r], gamma);
-            for (c = 0; c < p; c++)
-                H[c * ldh + r] += W[s * p + c] * kv;
-        }
 }
 
-/* H[c * ldh + r] += wts[c] k(v, row r) for r0 <= r < r1: one vector's column of the hints
- * (a vector joining or leaving the set), as in sk_hint_block. */
-SK_CLONES static void sk_hint_column(double *H, Py_ssize_t ldh, Py_ssize_t p, const double *wts,
-                                      const float *Qt, Py_ssize_t ldq, Py_ssize_t w,
-                                      Py_ssize_t r0, Py_ssize_t r1, const float *v, float v_sq,
-                                      const float *q_sq, float gamma)
+/* H[c * ldh + r] += sum_t wts[t * p + c] k(v_t, row r) for r0 <= r < r1 and the nv vectors
+ * v_t (nv <= 2): columns of the hints (a vector joining or leaving the set), as in
+ * sk_hint_block, the rows in whole groups of 16 from r0 rounded down (room as there), 64
+ * at a time while they last (nv g >= 4 independent sums); the lanes outside r0 .. r1 - 1
+ * are zeroed, so only those rows change. err (NULL: not kept) as in sk_hint_block, a
+ * vector taken out (negative weights) adding to it like one coming in. */
+static inline __attribute__((always_inline)) void
+sk_hint_cols(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *wts, const int nv,
+             const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0, Py_ssize_t r1,
+             const float *const *v, const float *v_sq, const float *q_sq, float gamma)
 {
-    Py_ssize_t r = r0, c;
-    for (; r + 32 <= r1; r += 32) {
-        sk_v8f qs[4], kv[4];
-        memcpy(qs, q_sq + r, sizeof qs);
-        sk_rbf32(kv, Qt, ldq, w, r, v, v_sq, qs, gamma);
-        for (c = 0; c < p; c++)
-            if (wts[c] != 0.0)
-                for (int i = 0; i < 4; i++)
-                    sk_add8(H + c * ldh + r + 8 * i, wts[c], kv[i]);
+    int g = 1;
+    sk_v16f kv[8];
+    double amax[2] = {0.0, 0.0}; /* each vector's largest |weight|: its error sum's */
+    for (int t = 0; t < nv; t++)
+        for (Py_ssize_t c = 0; c < p; c++)
+            amax[t] = fmax(amax[t], fabs(wts[t * p + c]));
+    for (Py_ssize_t r = r0 & ~(Py_ssize_t)15; r < r1; r += 16 * g) {
+        g = r + 48 < r1 ? 4 : (r + 16 < r1 ? 2 : 1);
+        if (g == 4)
+            sk_rbf_tile(kv, nv, 4, Qt, ldq, w, r, v, v_sq, q_sq, gamma);
+        else if (g == 2)
+            sk_rbf_tile(kv, nv, 2, Qt, ldq, w, r, v, v_sq, q_sq, gamma);
+        else
+            sk_rbf_tile(kv, nv, 1, Qt, ldq, w, r, v, v_sq, q_sq, gamma);
+        if (r < r0 || r + 16 * g > r1)
+            for (int a = 0; a < nv * g; a++)
+                kv[a] = sk_rows_only(kv[a], r + 16 * (a % g), r0, r1);
+        for (int i = 0; i < g; i++) { /* a zero weight adds +0: no test, one code path */
+            sk_v8d h[2];
+            for (Py_ssize_t c = 0; c < p; c++) {
+                memcpy(h, H + c * ldh + r + 16 * i, sizeof h);
+                for (int t = 0; t < nv; t++)
+                    sk_acc16(h, wts[t * p + c], kv[t * g + i]);
+                memcpy(H + c * ldh + r + 16 * i, h, sizeof h);
+            }
+            if (!err)
+                continue;
+            memcpy(h, err + r + 16 * i, sizeof h); /* a vector taken out counts too */
+            for (int t = 0; t < nv; t++)
+                sk_acc16(h, amax[t], kv[t * g + i]);
+            memcpy(err + r + 16 * i, h, sizeof h);
+        }
     }
-    for (; r + 8 <= r1; r += 8) {
-        sk_v8f qs;
-        memcpy(&qs, q_sq + r, sizeof qs);
-        sk_v8f kv = sk_rbf8(Qt, ldq, w, r, v, v_sq, qs, gamma);
-        for (c = 0; c < p; c++)
-            if (wts[c] != 0.0)
-                sk_add8(H + c * ldh + r, wts[c], kv);
-    }
-    for (; r < r1; r++) {
-        double kv = sk_rbf1(Qt, ldq, w, r, v, v_sq, q_sq[r], gamma);
-        for (c = 0; c < p; c++)
-            H[c * ldh + r] += wts[c] * kv;
-    }
+}
+
+/* One vector's column of the hints, H[c * ldh + r] += wts[c] k(v, row r) for r0 <= r < r1
+ * (see sk_hint_cols). */
+SK_EXP_CLONES static void sk_hint_column(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p,
+                                         const double *wts,
+                                         const float *Qt, Py_ssize_t ldq, Py_ssize_t w,
+                                         Py_ssize_t r0, Py_ssize_t r1, const float *v, float v_sq,
+                                         const float *q_sq, float gamma)
+{
+    const float *vv[1] = {v};
+    sk_hint_cols(H, err, ldh, p, wts, 1, Qt, ldq, w, r0, r1, vv, &v_sq, q_sq, gamma);
+}
+
+/* Two vectors' columns in one pass over the rows (a vector leaving a full set and the one
+ * taking its place): wts holds p weights for v0, then p for v1 (see sk_hint_cols). */
+SK_EXP_CLONES static void sk_hint_column2(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p,
+                                          const double *wts, const float *Qt, Py_ssize_t ldq,
+                                          Py_ssize_t w, Py_ssize_t r0, Py_ssize_t r1,
+                                          const float *v0, float v0_sq, const float *v1,
+                                          float v1_sq, const float *q_sq, float gamma)
+{
+    const float *vv[2] = {v0, v1};
+    const float vs[2] = {v0_sq, v1_sq};
+    sk_hint_cols(H, err, ldh, p, wts, 2, Qt, ldq, w, r0, r1, vv, vs, q_sq, gamma);
 }
 
 #endif

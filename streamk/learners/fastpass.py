@@ -230,8 +230,9 @@ def perceptron_run(
     ``runs = (bounds, kernels)``: the ``gamma="auto"`` warm-up, rows ``bounds[r]:bounds[r +
     1]`` learned under ``kernels[r]`` (each RBF), one compiled pass each with nothing but
     the width changing between them; then it returns ``(mistakes, runs learned)``. It stops
-    before a run the pass declines, and under remove-random before a run that may find the
-    set full (its draws would depend on the runs before).
+    before a run the pass declines. Under remove-random the runs read one sequence of
+    draws, each insertion into a full set the next one whatever run it is in: the draws
+    the runs one at a time would peek and skip in turn.
     """
     budget = _hint_budget(support, policy)
     if budget is None or rows.shape[1] == 0:
@@ -252,13 +253,6 @@ def perceptron_run(
         return None
     pcode = accel.core.POLICY_CODES[type(policy).__name__]
     draws, pstate = _NO_DRAWS, None
-    if type(policy) is RemoveRandom and runs is not None and budget:
-        # the runs no insertion of which can find the set full: the draws of a later one
-        # would depend on how many the runs before it took
-        fit = sum(1 for b in bounds[1:] if support.n + b <= budget)
-        if not fit:
-            return None
-        bounds, kernels, m = bounds[: fit + 1], kernels[:fit], bounds[fit]
     if type(policy) is RemoveRandom:
         if budget and support.n + m > budget:
             draws = policy.peek_slots(m)

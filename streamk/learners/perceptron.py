@@ -246,9 +246,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         mistakes, runs = done
         if runs == len(kernels):
             self._scale.n, self._scale.mean, self._scale._m2 = scale.n, scale.mean, scale._m2
-        else:  # stopped before a run: the estimator as that run's first row finds it
-            for b in bounds[:runs]:
-                self._fold_run(self._scale, rows, b)
+        else:  # stopped before a run: the estimator as that run's first row finds it, the
+            # runs taken folded again at once (Welford's step is row by row: the same bits)
+            self._fold_runs(self._scale, rows, start, bounds[runs])
         self._support.set_kernel(kernels[runs - 1])
         self.n_mistakes += mistakes
         self._n_learned += bounds[runs] - start
