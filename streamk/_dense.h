@@ -15,6 +15,23 @@
 
 #include "_fastexp.h"
 
+/* The clones of the per-event loops on P: sk_dots's two plus an AVX-512F one. The loops that
+ * work element by element (y + a x, the products of a dot before its lane sums) do the same
+ * roundings at any vector width, so the AVX-512F clone does them eight at a time and gives the
+ * same bits; avx512f implies FMA, which GCC would contract a * b + c into (other roundings),
+ * hence fp-contract=off for all three clones. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SK_DENSE_CLONES \
+    __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#else
+#define SK_DENSE_CLONES SK_DOT_CLONES
+#endif
+
+/* Eight lanes of float64: one AVX-512 instruction per operation in the AVX-512F clone, two
+ * AVX ones in the AVX2 clone, four SSE2 ones in the baseline; element by element, the same
+ * roundings. */
+typedef double sk_v8d __attribute__((vector_size(64)));
+
 /* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots. */
 static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
 {
@@ -32,6 +49,13 @@ static inline __attribute__((always_inline)) void sk_axpy4(double *y, double alp
 {
     Py_ssize_t b = 0;
     sk_v4d q, r;
+    sk_v8d q8, r8;
+    for (; b + 8 <= n; b += 8) {
+        memcpy(&q8, y + b, sizeof q8);
+        memcpy(&r8, x + b, sizeof r8);
+        q8 = q8 + alpha * r8;
+        memcpy(y + b, &q8, sizeof q8);
+    }
     for (; b + 4 <= n; b += 4) {
         memcpy(&q, y + b, sizeof q);
         memcpy(&r, x + b, sizeof r);
@@ -48,6 +72,14 @@ static inline __attribute__((always_inline)) void sk_axpy2(double *y, double alp
 {
     Py_ssize_t b = 0;
     sk_v4d q, r, s;
+    sk_v8d q8, r8, s8;
+    for (; b + 8 <= n; b += 8) {
+        memcpy(&q8, y + b, sizeof q8);
+        memcpy(&r8, x + b, sizeof r8);
+        memcpy(&s8, z + b, sizeof s8);
+        q8 = (q8 + alpha * r8) + beta * s8;
+        memcpy(y + b, &q8, sizeof q8);
+    }
     for (; b + 4 <= n; b += 4) {
         memcpy(&q, y + b, sizeof q);
         memcpy(&r, x + b, sizeof r);
@@ -71,6 +103,23 @@ sk_axpy2_quad(double *y, Py_ssize_t ldy, const double *alpha, const double *x,
     const double b0 = beta[0], b1 = beta[1], b2 = beta[2], b3 = beta[3];
     double *y0 = y, *y1 = y + ldy, *y2 = y + 2 * ldy, *y3 = y + 3 * ldy;
     sk_v4d q0, q1, q2, q3, r, s;
+    sk_v8d p0, p1, p2, p3, r8, s8;
+    for (; b + 8 <= n; b += 8) {
+        memcpy(&r8, x + b, sizeof r8);
+        memcpy(&s8, z + b, sizeof s8);
+        memcpy(&p0, y0 + b, sizeof p0);
+        memcpy(&p1, y1 + b, sizeof p1);
+        memcpy(&p2, y2 + b, sizeof p2);
+        memcpy(&p3, y3 + b, sizeof p3);
+        p0 = (p0 + a0 * r8) + b0 * s8;
+        p1 = (p1 + a1 * r8) + b1 * s8;
+        p2 = (p2 + a2 * r8) + b2 * s8;
+        p3 = (p3 + a3 * r8) + b3 * s8;
+        memcpy(y0 + b, &p0, sizeof p0);
+        memcpy(y1 + b, &p1, sizeof p1);
+        memcpy(y2 + b, &p2, sizeof p2);
+        memcpy(y3 + b, &p3, sizeof p3);
+    }
     for (; b + 4 <= n; b += 4) {
         memcpy(&r, x + b, sizeof r);
         memcpy(&s, z + b, sizeof s);
@@ -216,7 +265,7 @@ SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, cons
  * d = P k and squared projection error delta: P += outer(d, d / delta) (row a < n gains
  * d_a g_b for b <= a), then the new row n (-d / delta) and the corner 1 / delta. g (n
  * entries) is scratch: d / delta. */
-SK_DOT_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
+SK_DENSE_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
                                       Py_ssize_t n, double delta)
 {
     Py_ssize_t s;
@@ -246,7 +295,7 @@ SK_DOT_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d
  * the columns left of their diagonal tile, sharing the loads of row and g: the pass runs at
  * the speed of reading and writing half of P. row is changed (its entry i takes entry
  * n - 1); g (n - 1 entries) is scratch: d / delta. */
-SK_DOT_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
+SK_DENSE_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
                                              Py_ssize_t i, const double *col, double *row,
                                              const double *d, double *g, double *cm,
                                              double delta)
