@@ -226,23 +226,139 @@ sk_pjl_block(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const 
         d[a0 + j] = sk_hsum4(acc[j]);
 }
 
+/* The removal of slot i from P (n x n, lower triangle) and the growth by the new vector.
+ *
+ * The steps (as the reference does them): the rank-one downdate
+ * P1 = P + outer(-col, row) with col = P[:, i] and row = P[i, :] / P_ii (both from before,
+ * in col and row); row and column n - 1 moved into i; then the growth of the n - 1 rows left
+ * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
+ * the new row and column n - 1 (-d / delta) and the corner 1 / delta. With P_xy read from
+ * the lower triangle, new entry (a, b), b <= a < n - 1, is
+ * (P_{a'b'} + (-col_{a'}) row_{b'}) + d_a g_b, where a' is a with i and n - 1 swapped: the
+ * roundings of the steps one after the other. The moves are O(n) and done first (here): slot
+ * i's row takes row n - 1's entries (kept in cm, n entries), the rows below it their moved
+ * entry (n - 1, a) in column i, and row[i] row[n - 1]'s entry; the new row n - 1 is -g and
+ * the corner 1 / delta. What is left is one rank-two update of the rows a < m = n - 1,
+ * (P_ab + na_a row_b) + d_a g_b over b <= a with na_a = -col_{a'} (sk_pjl_rank2_rows): the
+ * O(n^2) pass, which sk_pjl_shrink_grow does at once and sk_pjl_shrink_defer leaves to the
+ * next d = P k (sk_pjl_project_pending): one pass over P instead of two. pend (4 m entries)
+ * takes na, row, d and g = d / delta, in that order. */
+static inline __attribute__((always_inline)) void
+sk_pjl_shrink_prep(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i, const double *col,
+                   double *row, const double *d, double *cm, double delta, double *pend)
+{
+    const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
+    const int moved = i < m;    /* else the last slot left: nothing moves */
+    double *pm = P + m * ldp, *g = pend + 3 * m;
+    Py_ssize_t a, b;
+    for (b = 0; b < m; b++)
+        g[b] = d[b] / delta;
+    for (a = 0; a < m; a++)
+        pend[a] = -col[moved && a == i ? m : a];
+    if (moved) {
+        memcpy(cm, pm, (size_t)(m + 1) * sizeof(double)); /* old row m, diagonal in cm[m] */
+        row[i] = row[m];
+        memcpy(P + i * ldp, cm, (size_t)i * sizeof(double));
+        P[i * ldp + i] = cm[m];
+        for (a = i + 1; a < m; a++) /* old entry (m, a) moved into column i */
+            P[a * ldp + i] = cm[a];
+    }
+    memcpy(pend + m, row, (size_t)m * sizeof(double));
+    memcpy(pend + 2 * m, d, (size_t)m * sizeof(double));
+    for (b = 0; b < m; b++)
+        pm[b] = -g[b];
+    pm[m] = 1.0 / delta;
+}
+
+/* Rows a0 .. a1 - 1 of P's lower triangle take the removal's rank-two update
+ * (P_ab + na_a row_b) + d_a g_b for b <= a (na, row, d, g: pend's four vectors of m
+ * entries): four rows at a time over the columns left of their diagonal tile, sharing the
+ * loads of row and g, then the tile. Every entry is updated on its own, so the rows may be
+ * taken in any groups: the same bits. */
+static inline __attribute__((always_inline)) void
+sk_pjl_rank2_rows(double *P, Py_ssize_t ldp, Py_ssize_t a0, Py_ssize_t a1, const double *pend,
+                  Py_ssize_t m)
+{
+    const double *na = pend, *row = pend + m, *d = pend + 2 * m, *g = pend + 3 * m;
+    Py_ssize_t a, b;
+    int j, R;
+    for (; a0 < a1; a0 += 4) {
+        R = a1 - a0 < 4 ? (int)(a1 - a0) : 4;
+        if (R == 4)
+            sk_axpy2_quad(P + a0 * ldp, ldp, na + a0, row, d + a0, g, a0);
+        else
+            for (j = 0; j < R; j++)
+                sk_axpy2(P + (a0 + j) * ldp, na[a0 + j], row, d[a0 + j], g, a0);
+        for (j = 0; j < R; j++) {
+            double *pa = P + (a0 + j) * ldp;
+            a = a0 + j;
+            for (b = a0; b <= a; b++)
+                pa[b] = (pa[b] + na[a] * row[b]) + d[a] * g[b];
+        }
+    }
+}
+
+/* sk_pjl_shrink_prep and the pass: P inverts the new set on return. pend (4 (n - 1) entries)
+ * and cm (n entries) are scratch; row is changed. */
+SK_DENSE_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
+                                               Py_ssize_t i, const double *col, double *row,
+                                               const double *d, double *pend, double *cm,
+                                               double delta)
+{
+    sk_pjl_shrink_prep(P, ldp, n, i, col, row, d, cm, delta, pend);
+    sk_pjl_rank2_rows(P, ldp, 0, n - 1, pend, n - 1);
+}
+
+/* sk_pjl_shrink_prep alone: P's rows below n - 1 still want pend's rank-two update
+ * (sk_pjl_project_pending or sk_pjl_settle applies it). */
+SK_DENSE_CLONES static void sk_pjl_shrink_defer(double *P, Py_ssize_t ldp, Py_ssize_t n,
+                                                Py_ssize_t i, const double *col, double *row,
+                                                const double *d, double *pend, double *cm,
+                                                double delta)
+{
+    sk_pjl_shrink_prep(P, ldp, n, i, col, row, d, cm, delta, pend);
+}
+
+/* The deferred rank-two update (pend, m) of sk_pjl_shrink_defer applied to all of P's rows
+ * below m, when no d = P k follows to take it. */
+SK_DENSE_CLONES static void sk_pjl_settle(double *P, Py_ssize_t ldp, const double *pend,
+                                          Py_ssize_t m)
+{
+    sk_pjl_rank2_rows(P, ldp, 0, m, pend, m);
+}
+
 /* d = P k from P's lower triangle (n x n, leading dimension ldp), u (n entries) scratch, and
  * returns the squared projection error kxx - k . d. d_a is the lane sum of row a's entries
  * b <= a (lane b mod 4, left to right) plus u_a, the sum over the rows c > a in order of
- * P_ca k_c: the same bits however the rows are grouped. */
-SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
-                                           double *d, double *u, Py_ssize_t n, double kxx)
+ * P_ca k_c: the same bits however the rows are grouped. With pend (m > 0), each block of
+ * rows first takes the deferred rank-two update of sk_pjl_shrink_defer (rows below m), so
+ * P is read and written once: the rows are in L1 when the block reads them. */
+static inline __attribute__((always_inline)) void
+sk_pjl_pend_rows(double *P, Py_ssize_t ldp, Py_ssize_t a0, Py_ssize_t R, const double *pend,
+                 Py_ssize_t m)
+{
+    if (pend && a0 < m)
+        sk_pjl_rank2_rows(P, ldp, a0, a0 + R < m ? a0 + R : m, pend, m);
+}
+
+static inline __attribute__((always_inline)) double
+sk_pjl_project_body(double *P, Py_ssize_t ldp, const double *k, double *d, double *u,
+                    Py_ssize_t n, double kxx, const double *pend, Py_ssize_t m)
 {
     Py_ssize_t a0 = 0, a;
     if (n == 0)
         return kxx;
     memset(u, 0, (size_t)n * sizeof(double));
-    for (; a0 + 8 <= n; a0 += 8)
+    for (; a0 + 8 <= n; a0 += 8) {
+        sk_pjl_pend_rows(P, ldp, a0, 8, pend, m);
         sk_pjl_block(P, ldp, a0, 8, k, d, u);
+    }
     if (a0 + 4 <= n) {
+        sk_pjl_pend_rows(P, ldp, a0, 4, pend, m);
         sk_pjl_block(P, ldp, a0, 4, k, d, u);
         a0 += 4;
     }
+    sk_pjl_pend_rows(P, ldp, a0, n - a0, pend, m);
     switch (n - a0) {
     case 1:
         sk_pjl_block(P, ldp, a0, 1, k, d, u);
@@ -261,6 +377,22 @@ SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, cons
     return kxx - sk_dot_lanes(k, d, n);
 }
 
+SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
+                                           double *d, double *u, Py_ssize_t n, double kxx)
+{
+    return sk_pjl_project_body((double *)P, ldp, k, d, u, n, kxx, NULL, 0);
+}
+
+/* sk_pjl_project after the deferred update (pend, m) of sk_pjl_shrink_defer, fused into its
+ * pass (m < n: the rows below m take it); P inverts the set on return. */
+SK_DENSE_CLONES static double sk_pjl_project_pending(double *P, Py_ssize_t ldp, const double *k,
+                                                     double *d, double *u, Py_ssize_t n,
+                                                     double kxx, const double *pend,
+                                                     Py_ssize_t m)
+{
+    return sk_pjl_project_body(P, ldp, k, d, u, n, kxx, pend, m);
+}
+
 /* Block-inverse growth of P (n x n, lower triangle) by one row and column for a vector with
  * d = P k and squared projection error delta: P += outer(d, d / delta) (row a < n gains
  * d_a g_b for b <= a), then the new row n (-d / delta) and the corner 1 / delta. g (n
@@ -276,65 +408,6 @@ SK_DENSE_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double 
     for (s = 0; s < n; s++)
         P[n * ldp + s] = -g[s];
     P[n * ldp + n] = 1.0 / delta;
-}
-
-/* The removal of slot i from P (n x n, lower triangle) and the growth by the new vector, in
- * one pass over P.
- *
- * The steps (as the reference does them): the rank-one downdate
- * P1 = P + outer(-col, row) with col = P[:, i] and row = P[i, :] / P_ii (both from before,
- * in col and row); row and column n - 1 moved into i; then the growth of the n - 1 rows left
- * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
- * the new row and column n - 1 (-d / delta) and the corner 1 / delta. With P_xy read from
- * the lower triangle, new entry (a, b), b <= a < n - 1, is
- * (P_{a'b'} + (-col_{a'}) row_{b'}) + d_a g_b, where a' is a with i and n - 1 swapped: the
- * roundings of the steps one after the other. Slot i's row takes row n - 1's entries before
- * the pass; the rows below it read their moved entry (column i) from the old row n - 1 (kept
- * in cm, n entries) and write it after their pass (a scalar store under a vector load would
- * stall it); the new row n - 1 is -g and the corner 1 / delta. Rows go four at a time over
- * the columns left of their diagonal tile, sharing the loads of row and g: the pass runs at
- * the speed of reading and writing half of P. row is changed (its entry i takes entry
- * n - 1); g (n - 1 entries) is scratch: d / delta. */
-SK_DENSE_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
-                                             Py_ssize_t i, const double *col, double *row,
-                                             const double *d, double *g, double *cm,
-                                             double delta)
-{
-    const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
-    const int moved = i < m;    /* else the last slot left: nothing moves */
-    double *pm = P + m * ldp;
-    double na[4];
-    Py_ssize_t a0, a, b;
-    int j, R;
-    for (b = 0; b < m; b++)
-        g[b] = d[b] / delta;
-    if (moved) {
-        memcpy(cm, pm, (size_t)(m + 1) * sizeof(double)); /* old row m, diagonal in cm[m] */
-        row[i] = row[m];
-        memcpy(P + i * ldp, cm, (size_t)i * sizeof(double));
-        P[i * ldp + i] = cm[m];
-    }
-    for (a0 = 0; a0 < m; a0 += 4) {
-        R = m - a0 < 4 ? (int)(m - a0) : 4;
-        for (j = 0; j < R; j++)
-            na[j] = -col[moved && a0 + j == i ? m : a0 + j];
-        if (R == 4)
-            sk_axpy2_quad(P + a0 * ldp, ldp, na, row, d + a0, g, a0);
-        else
-            for (j = 0; j < R; j++)
-                sk_axpy2(P + (a0 + j) * ldp, na[j], row, d[a0 + j], g, a0);
-        for (j = 0; j < R; j++) {
-            a = a0 + j;
-            double *pa = P + a * ldp;
-            for (b = a0; b <= a; b++)
-                pa[b] = (pa[b] + na[j] * row[b]) + d[a] * g[b];
-            if (moved && a > i) /* old entry (m, a) moved into column i */
-                pa[i] = (cm[a] + na[j] * row[i]) + d[a] * g[i];
-        }
-    }
-    for (b = 0; b < m; b++)
-        pm[b] = -g[b];
-    pm[m] = 1.0 / delta;
 }
 
 /* P[:n, :n] = G^-1 for a symmetric positive definite G (n x n, contiguous): G = L L^T,

@@ -183,7 +183,7 @@ def projectron_insert(
         raise ValueError("col needs 2 n entries (half of them scratch) and coef n rows")
     cdef double *Pp = &P[0, 0]
     cdef double *row = &col[m]
-    cdef double[::1] g = np.empty(2 * n)
+    cdef double[::1] g = np.empty(5 * n)  # scratch: 4 n for _shrink_grow, then cm
     with nogil:
         delta = _project(Pp, ldp, &k[0], &d[0], &g[0], n, kxx)
         if delta <= eta or delta <= min_rel * kxx:
@@ -191,7 +191,7 @@ def projectron_insert(
         elif full:
             slot = _pick(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0], row, n, &pii)
             delta = _project_without(&d[0], &col[0], pii, slot, n, &k[0], kxx)
-            _shrink_grow(Pp, ldp, n, slot, &col[0], row, &d[0], &g[0], &g[n], delta)
+            _shrink_grow(Pp, ldp, n, slot, &col[0], row, &d[0], &g[0], &g[4 * n], delta)
         else:
             _grow_inverse(Pp, ldp, &d[0], &g[0], n, delta)
     return slot, pii
@@ -255,14 +255,14 @@ def projectron_run(
         raise ValueError("the support buffers or P cannot hold the set this run may reach")
     if p < 1 or p > 64:
         raise ValueError("between 1 and 64 coefficient columns")
-    scratch = np.empty(6 * max(cap, 1) + 2 * p)
+    scratch = np.empty(9 * max(cap, 1) + 2 * p)  # g: 4 cap (_shrink_grow's update)
     cdef double[::1] sc = scratch
     cdef double *k = &sc[0]
     cdef double *d = k + cap
     cdef double *col = d + cap
     cdef double *row = col + cap
     cdef double *g = row + cap
-    cdef double *cm = g + cap
+    cdef double *cm = g + 4 * cap
     cdef double *f = cm + cap
     cdef double *nc = f + p
     cdef double *Pp = &P[0, 0]
@@ -270,6 +270,7 @@ def projectron_run(
     cdef double *Cp = &coef[0, 0]
     cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii, set_sq = 0.0
     cdef int64_t updates = 0
+    cdef Py_ssize_t pend_m = -1  # rows of the removal's update _shrink_defer left in g
     with nogil:
         for s in range(n):
             if s_sq[s] > set_sq:
@@ -279,7 +280,11 @@ def projectron_run(
             if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
-            delta = _project(Pp, ldp, k, d, g, n, kxx)
+            if pend_m >= 0:  # the last removal's pass over P and this d = P k in one
+                delta = _project_pending(Pp, ldp, k, d, cm, n, kxx, g, pend_m)
+                pend_m = -1
+            else:
+                delta = _project(Pp, ldp, k, d, cm, n, kxx)
             if n and (delta <= eta or delta <= min_rel * kxx):
                 for s in range(n):
                     for c in range(p):
@@ -289,7 +294,8 @@ def projectron_run(
                 s = _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
                                 row, n, &pii)
                 delta = _project_without(d, col, pii, s, n, k, kxx)
-                _shrink_grow(Pp, ldp, n, s, col, row, d, g, cm, delta)
+                _shrink_defer(Pp, ldp, n, s, col, row, d, g, cm, delta)
+                pend_m = n - 1
                 n -= 1
             else:
                 _grow_inverse(Pp, ldp, d, g, n, delta)
@@ -301,6 +307,8 @@ def projectron_run(
                 set_sq = sq
             next_id += 1
             n += 1
+        if pend_m >= 0:  # no d = P k left to take it
+            _settle(Pp, ldp, g, pend_m)
     return n, next_id, updates, sq_max
 
 

@@ -1187,10 +1187,10 @@ cdef class EventPass:
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
                 return False
             self.pj_P_obj, self.pj_P, self.pj_sync = P, P, True
-        if self.pj_work_obj is None or self.pj_work.shape[0] < 5 * (n + 1):
+        if self.pj_work_obj is None or self.pj_work.shape[0] < 8 * (n + 1):
             import numpy as np  # (here: an import per event costs a lookup)
 
-            self.pj_work_obj = np.empty(5 * max(self.X.shape[0], n + 1))
+            self.pj_work_obj = np.empty(8 * max(self.X.shape[0], n + 1))
             self.pj_work = self.pj_work_obj
         return True
 
@@ -1235,14 +1235,14 @@ cdef class EventPass:
         block-inverse growth in one pass, or the growth alone. Returns the rows the new one
         joins; :meth:`_insert` writes it."""
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], ldp = self.pj_P.shape[0]
-        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 5
+        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 8
         cdef double kxx = self._kdiag(row_sq), delta, pii
         cdef double *P = &self.pj_P[0, 0]
         cdef double *dv = &self.pj_work[0]
         cdef double *col = dv + cap
         cdef double *row = col + cap
-        cdef double *scratch = row + cap
-        cdef double *cm = scratch + cap
+        cdef double *cm = row + cap
+        cdef double *scratch = cm + cap  # 4 cap: _shrink_grow's update
         with nogil:
             delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
         self.pj_left = -1
