@@ -254,6 +254,10 @@ cdef class EventPass:
     cdef bint pj_sync
     cdef double pj_eta, pj_min_rel
     cdef Py_ssize_t pj_left  # the slot the last _projectron removed (-1: none)
+    # the policy's buffer (its ``_pend``) for a removal's rank-two update of P left to the next
+    # d = P k (its rows in the policy's ``_pend_m``; Projectron._settle applies it otherwise)
+    cdef object pj_pend_obj
+    cdef double[::1] pj_pend
     # Merge: its search's scratch (for the bound buffers' rows) and the merges made here
     cdef object m_buf_obj, m_pick_obj
     cdef double[::1] m_buf
@@ -1166,6 +1170,7 @@ cdef class EventPass:
         self.pj_eta, self.pj_min_rel = float(policy.eta), float(MIN_REL_DELTA)
         self.pj_P_obj = None
         self.pj_ids_obj = None
+        self.pj_pend_obj = None
         self.pj_sync = False
         return True
 
@@ -1187,11 +1192,18 @@ cdef class EventPass:
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
                 return False
             self.pj_P_obj, self.pj_P, self.pj_sync = P, P, True
-        if self.pj_work_obj is None or self.pj_work.shape[0] < 8 * (n + 1):
+        if self.pj_work_obj is None or self.pj_work.shape[0] < 5 * (n + 1):
             import numpy as np  # (here: an import per event costs a lookup)
 
-            self.pj_work_obj = np.empty(8 * max(self.X.shape[0], n + 1))
+            self.pj_work_obj = np.empty(5 * max(self.X.shape[0], n + 1))
             self.pj_work = self.pj_work_obj
+        if policy._pend is not self.pj_pend_obj or self.pj_pend.shape[0] < 4 * (n + 1):
+            import numpy as np
+
+            policy._settle()  # an update pending in another buffer, before it is replaced
+            pend = np.empty(4 * max(self.X.shape[0], n + 1))
+            policy._pend = self.pj_pend_obj = pend
+            self.pj_pend = pend
         return True
 
     cdef bint _projectron_adopt(self, Py_ssize_t n) except -1:
@@ -1232,19 +1244,33 @@ cdef class EventPass:
         ``MIN_REL_DELTA k(x, x)``; else, when full, the removal (the coefficient projected
         onto the others, the last row moved into its slot, ``self.k`` as ``without_slot``
         leaves it, ``d`` and ``delta`` for the smaller set) with ``P``'s downdate and
-        block-inverse growth in one pass, or the growth alone. Returns the rows the new one
-        joins; :meth:`_insert` writes it."""
+        block-inverse growth, or the growth alone. The removal's pass over ``P`` waits in the
+        policy's ``_pend`` for the next event's ``d = P k``, which makes it in its own pass
+        (one pass over ``P`` per event instead of two; ``Projectron._settle`` applies it
+        first wherever else ``P`` is read). Returns the rows the new one joins;
+        :meth:`_insert` writes it."""
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], ldp = self.pj_P.shape[0]
-        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 8
+        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 5, pm
         cdef double kxx = self._kdiag(row_sq), delta, pii
         cdef double *P = &self.pj_P[0, 0]
         cdef double *dv = &self.pj_work[0]
         cdef double *col = dv + cap
         cdef double *row = col + cap
         cdef double *cm = row + cap
-        cdef double *scratch = cm + cap  # 4 cap: _shrink_grow's update
+        cdef double *scratch = cm + cap
+        cdef double *pend = &self.pj_pend[0]
+        policy = self.policy
+        pm = policy._pend_m
+        if pm >= n or (pm >= 0 and policy._pend is not self.pj_pend_obj):
+            policy._settle()  # (not this pass's own: NumPy applies it)
+            pm = -1
         with nogil:
-            delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
+            if pm >= 0:  # the last removal's pass over P and this d = P k in one
+                delta = _project_pending(P, ldp, self.k, dv, scratch, n, kxx, pend, pm)
+            else:
+                delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
+        if pm >= 0:
+            policy._pend_m = -1
         self.pj_left = -1
         if n and (delta <= self.pj_eta or delta <= self.pj_min_rel * kxx):
             for s in range(n):  # SupportSet.add_coefs(d fᵀ)
@@ -1259,7 +1285,8 @@ cdef class EventPass:
                                 &self.sq[0], &self.kdiag[0], &self.ids[0], self.k, col,
                                 row, n, &pii)
                 delta = _project_without(dv, col, pii, i, n, self.k, kxx)
-                _shrink_grow(P, ldp, n, i, col, row, dv, scratch, cm, delta)
+                _shrink_defer(P, ldp, n, i, col, row, dv, pend, cm, delta)
+            policy._pend_m = n - 1  # the rank-two pass waits for the next d = P k
             self.pj_left = i
             return n - 1
         with nogil:
