@@ -179,17 +179,89 @@ sk_pjl_tile(const double *P, Py_ssize_t ldp, Py_ssize_t c, sk_v4d *acc, const do
  * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
  * columns left of the block four at a time for the R rows together (eight independent lane
  * sums hide the latency of the additions), then the diagonal tiles. */
+/* The removal's rank-two update (see sk_pjl_shrink_prep) of rows a0 .. a0 + R - 1's
+ * entries in columns a0 .. a (their diagonal tile), from pend's four vectors of m entries. */
 static inline __attribute__((always_inline)) void
-sk_pjl_block(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
-             double *d, double *u)
+sk_pjl_rank2_tile(double *P, Py_ssize_t ldp, Py_ssize_t a0, int R, const double *pend,
+                  Py_ssize_t m)
+{
+    const double *na = pend, *row = pend + m, *d = pend + 2 * m, *g = pend + 3 * m;
+    Py_ssize_t a, b;
+    int j;
+    for (j = 0; j < R; j++) {
+        double *pa = P + (a0 + j) * ldp;
+        a = a0 + j;
+        for (b = a0; b <= a; b++)
+            pa[b] = (pa[b] + na[a] * row[b]) + d[a] * g[b];
+    }
+}
+
+/* The columns b < a0 of sk_pjl_block's rows when they first take the removal's rank-two
+ * update (pend, m; all rows below m): each entry is updated in a register, stored, and its
+ * products taken at once, eight columns at a time (element by element, and the lane sums
+ * take columns b .. b + 3 then b + 4 .. b + 7: the same bits as the update and the four
+ * columns at a time one after the other). */
+static inline __attribute__((always_inline)) Py_ssize_t
+sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+                 double *u, sk_v4d *acc, const double *pend, Py_ssize_t m)
+{
+    const double *na = pend, *row = pend + m, *dd = pend + 2 * m, *g = pend + 3 * m;
+    sk_v8d q8, kb8, ub8, r8, g8, p8;
+    sk_v4d lo, hi;
+    Py_ssize_t b;
+    int j;
+    for (b = 0; b + 8 <= a0; b += 8) {
+        memcpy(&kb8, k + b, sizeof kb8);
+        memcpy(&ub8, u + b, sizeof ub8);
+        memcpy(&r8, row + b, sizeof r8);
+        memcpy(&g8, g + b, sizeof g8);
+        for (j = 0; j < R; j++) {
+            double *pr = P + (a0 + j) * ldp + b;
+            memcpy(&q8, pr, sizeof q8);
+            q8 = (q8 + na[a0 + j] * r8) + dd[a0 + j] * g8;
+            memcpy(pr, &q8, sizeof q8);
+            p8 = q8 * kb8;
+            memcpy(&lo, &p8, sizeof lo);
+            memcpy(&hi, (const char *)&p8 + sizeof lo, sizeof hi);
+            acc[j] = acc[j] + lo;
+            acc[j] = acc[j] + hi;
+            ub8 = ub8 + k[a0 + j] * q8;
+        }
+        memcpy(u + b, &ub8, sizeof ub8);
+    }
+    return b;
+}
+
+static inline __attribute__((always_inline)) void
+sk_pjl_block(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+             double *d, double *u, const double *pend, Py_ssize_t m)
 {
     sk_v4d acc[8];
-    sk_v4d q, kb, ub;
-    Py_ssize_t b;
+    sk_v4d q, kb, ub, rb, gb;
+    Py_ssize_t b = 0;
     int j;
     for (j = 0; j < R; j++)
         acc[j] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
-    for (b = 0; b < a0; b += 4) {
+    if (pend) {
+        b = sk_pjl_left_pend(P, ldp, a0, R, k, u, acc, pend, m);
+        for (; b < a0; b += 4) { /* the last four columns left of the tile, if any */
+            memcpy(&kb, k + b, sizeof kb);
+            memcpy(&ub, u + b, sizeof ub);
+            memcpy(&rb, pend + m + b, sizeof rb);
+            memcpy(&gb, pend + 3 * m + b, sizeof gb);
+            for (j = 0; j < R; j++) {
+                double *pr = P + (a0 + j) * ldp + b;
+                memcpy(&q, pr, sizeof q);
+                q = (q + pend[a0 + j] * rb) + pend[2 * m + a0 + j] * gb;
+                memcpy(pr, &q, sizeof q);
+                acc[j] = acc[j] + q * kb;
+                ub = ub + k[a0 + j] * q;
+            }
+            memcpy(u + b, &ub, sizeof ub);
+        }
+        sk_pjl_rank2_tile(P, ldp, a0, R, pend, m);
+    }
+    for (; b < a0; b += 4) {
         memcpy(&kb, k + b, sizeof kb);
         memcpy(&ub, u + b, sizeof ub);
         for (j = 0; j < R; j++) {
@@ -280,7 +352,6 @@ sk_pjl_rank2_rows(double *P, Py_ssize_t ldp, Py_ssize_t a0, Py_ssize_t a1, const
                   Py_ssize_t m)
 {
     const double *na = pend, *row = pend + m, *d = pend + 2 * m, *g = pend + 3 * m;
-    Py_ssize_t a, b;
     int j, R;
     for (; a0 < a1; a0 += 4) {
         R = a1 - a0 < 4 ? (int)(a1 - a0) : 4;
@@ -289,12 +360,7 @@ sk_pjl_rank2_rows(double *P, Py_ssize_t ldp, Py_ssize_t a0, Py_ssize_t a1, const
         else
             for (j = 0; j < R; j++)
                 sk_axpy2(P + (a0 + j) * ldp, na[a0 + j], row, d[a0 + j], g, a0);
-        for (j = 0; j < R; j++) {
-            double *pa = P + (a0 + j) * ldp;
-            a = a0 + j;
-            for (b = a0; b <= a; b++)
-                pa[b] = (pa[b] + na[a] * row[b]) + d[a] * g[b];
-        }
+        sk_pjl_rank2_tile(P, ldp, a0, R, pend, m);
     }
 }
 
@@ -333,13 +399,19 @@ SK_DENSE_CLONES static void sk_pjl_settle(double *P, Py_ssize_t ldp, const doubl
  * P_ca k_c: the same bits however the rows are grouped. With pend (m > 0), each block of
  * rows first takes the deferred rank-two update of sk_pjl_shrink_defer (rows below m), so
  * P is read and written once: the rows are in L1 when the block reads them. */
-static inline __attribute__((always_inline)) void
-sk_pjl_pend_rows(double *P, Py_ssize_t ldp, Py_ssize_t a0, Py_ssize_t R, const double *pend,
-                 Py_ssize_t m)
-{
-    if (pend && a0 < m)
-        sk_pjl_rank2_rows(P, ldp, a0, a0 + R < m ? a0 + R : m, pend, m);
-}
+/* Rows a0 .. a0 + R - 1 of d = P k (sk_pjl_block), after the deferred update (pend, m) when
+ * there is one: fused into the block's pass when all its rows are below m, else (the block
+ * of row m, which is current) applied to the rows below m first. */
+#define SK_PJL_BLOCK(P, ldp, a0, R, k, d, u, pend, m)                                        \
+    do {                                                                                     \
+        if (!(pend) || (a0) + (R) <= (m)) {                                                  \
+            sk_pjl_block(P, ldp, a0, R, k, d, u, pend, m);                                   \
+        } else {                                                                             \
+            if ((a0) < (m))                                                                  \
+                sk_pjl_rank2_rows(P, ldp, a0, m, pend, m);                                   \
+            sk_pjl_block(P, ldp, a0, R, k, d, u, NULL, 0);                                   \
+        }                                                                                    \
+    } while (0)
 
 static inline __attribute__((always_inline)) double
 sk_pjl_project_body(double *P, Py_ssize_t ldp, const double *k, double *d, double *u,
@@ -349,25 +421,21 @@ sk_pjl_project_body(double *P, Py_ssize_t ldp, const double *k, double *d, doubl
     if (n == 0)
         return kxx;
     memset(u, 0, (size_t)n * sizeof(double));
-    for (; a0 + 8 <= n; a0 += 8) {
-        sk_pjl_pend_rows(P, ldp, a0, 8, pend, m);
-        sk_pjl_block(P, ldp, a0, 8, k, d, u);
-    }
+    for (; a0 + 8 <= n; a0 += 8)
+        SK_PJL_BLOCK(P, ldp, a0, 8, k, d, u, pend, m);
     if (a0 + 4 <= n) {
-        sk_pjl_pend_rows(P, ldp, a0, 4, pend, m);
-        sk_pjl_block(P, ldp, a0, 4, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 4, k, d, u, pend, m);
         a0 += 4;
     }
-    sk_pjl_pend_rows(P, ldp, a0, n - a0, pend, m);
     switch (n - a0) {
     case 1:
-        sk_pjl_block(P, ldp, a0, 1, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 1, k, d, u, pend, m);
         break;
     case 2:
-        sk_pjl_block(P, ldp, a0, 2, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 2, k, d, u, pend, m);
         break;
     case 3:
-        sk_pjl_block(P, ldp, a0, 3, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 3, k, d, u, pend, m);
         break;
     default:
         break;
