@@ -175,10 +175,6 @@ sk_pjl_tile(const double *P, Py_ssize_t ldp, Py_ssize_t c, sk_v4d *acc, const do
     memcpy(u + c, &ub, sizeof ub);
 }
 
-/* d[a0 .. a0 + R - 1] (lane sums) and u (the upper triangle's part) for the R rows from a0
- * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
- * columns left of the block four at a time for the R rows together (eight independent lane
- * sums hide the latency of the additions), then the diagonal tiles. */
 /* The removal's rank-two update (see sk_pjl_shrink_prep) of rows a0 .. a0 + R - 1's
  * entries in columns a0 .. a (their diagonal tile), from pend's four vectors of m entries. */
 static inline __attribute__((always_inline)) void
@@ -232,6 +228,12 @@ sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const do
     return b;
 }
 
+/* d[a0 .. a0 + R - 1] (lane sums) and u (the upper triangle's part) for the R rows from a0
+ * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
+ * columns left of the block four at a time for the R rows together (eight independent lane
+ * sums hide the latency of the additions), then the diagonal tiles. With pend (all R rows
+ * below m), the rows first take the removal's deferred rank-two update, in the same loads
+ * (sk_pjl_left_pend) and then in their tiles; P is written only then (pend NULL: read only). */
 static inline __attribute__((always_inline)) void
 sk_pjl_block(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
              double *d, double *u, const double *pend, Py_ssize_t m)
@@ -393,12 +395,6 @@ SK_DENSE_CLONES static void sk_pjl_settle(double *P, Py_ssize_t ldp, const doubl
     sk_pjl_rank2_rows(P, ldp, 0, m, pend, m);
 }
 
-/* d = P k from P's lower triangle (n x n, leading dimension ldp), u (n entries) scratch, and
- * returns the squared projection error kxx - k . d. d_a is the lane sum of row a's entries
- * b <= a (lane b mod 4, left to right) plus u_a, the sum over the rows c > a in order of
- * P_ca k_c: the same bits however the rows are grouped. With pend (m > 0), each block of
- * rows first takes the deferred rank-two update of sk_pjl_shrink_defer (rows below m), so
- * P is read and written once: the rows are in L1 when the block reads them. */
 /* Rows a0 .. a0 + R - 1 of d = P k (sk_pjl_block), after the deferred update (pend, m) when
  * there is one: fused into the block's pass when all its rows are below m, else (the block
  * of row m, which is current) applied to the rows below m first. */
@@ -413,6 +409,12 @@ SK_DENSE_CLONES static void sk_pjl_settle(double *P, Py_ssize_t ldp, const doubl
         }                                                                                    \
     } while (0)
 
+/* d = P k from P's lower triangle (n x n, leading dimension ldp), u (n entries) scratch, and
+ * returns the squared projection error kxx - k . d. d_a is the lane sum of row a's entries
+ * b <= a (lane b mod 4, left to right) plus u_a, the sum over the rows c > a in order of
+ * P_ca k_c: the same bits however the rows are grouped. With pend (m > 0), P's rows below m
+ * first take the rank-two update sk_pjl_shrink_defer left, in the same pass: P is read and
+ * written once for both. */
 static inline __attribute__((always_inline)) double
 sk_pjl_project_body(double *P, Py_ssize_t ldp, const double *k, double *d, double *u,
                     Py_ssize_t n, double kxx, const double *pend, Py_ssize_t m)
