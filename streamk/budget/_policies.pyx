@@ -101,7 +101,9 @@ cdef inline double _append(const double *q, Py_ssize_t w, double *X, Py_ssize_t 
 def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
     """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
     ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
-    :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact)."""
+    :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact). The dots
+    of row ``i`` with the rows up to it are ``sk_dots``'s, four rows at a time (the warm-up's
+    kernel changes rebuild ``P`` from this every ten events)."""
     cdef Py_ssize_t w = X.shape[1], i, j
     cdef double t
     if n < 0 or n > X.shape[0] or sq.shape[0] < n:
@@ -112,8 +114,9 @@ def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double 
     cdef double[:, ::1] G = Gm
     with nogil:
         for i in range(n):
+            sk_dots(&G[i, 0], &X[0, 0], w, i + 1, &X[i, 0], w)
             for j in range(i + 1):
-                t = -2.0 * _dot(&X[i, 0], &X[j, 0], w)
+                t = -2.0 * G[i, j]
                 t = t + sq[i]
                 t = t + sq[j]
                 G[i, j] = t if t > 0.0 else 0.0
