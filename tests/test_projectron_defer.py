@@ -15,6 +15,7 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from streamk import MarginPerceptron, OnlineSVR
@@ -129,3 +130,26 @@ def test_the_deferred_pass_follows_the_numpy_path(make):
     np.testing.assert_allclose(
         fast._policy.inverse_gram, slow._policy.inverse_gram, rtol=1e-9, atol=1e-9
     )
+
+
+def test_a_block_run_after_a_pending_pass_takes_the_settled_p():
+    """Events one at a time (a pass left pending), then blocks through the Projectron's own
+    compiled run (``margin_run``, which settles ``P`` first), then events again: the model
+    the NumPy path learns one event at a time."""
+    events = _events(900, seed=4)
+    X = pd.DataFrame([x for x, _ in events])
+    y = [t > 0 for _, t in events]
+    mixed, slow = _margin(), _margin()
+    slow._event = None
+    for x, label in zip(events[:300], y[:300]):
+        mixed.learn_one(x[0], label)
+    assert mixed._policy._pend_m >= 0
+    mixed.learn_many(X.iloc[300:600], y[300:600])
+    for x, label in zip(events[600:], y[600:]):
+        mixed.learn_one(x[0], label)
+    for (x, _), label in zip(events, y):
+        slow.learn_one(x, label)
+    a, b = mixed.support_, slow.support_
+    assert a.ids.tolist() == b.ids.tolist() and a.next_id > 100
+    np.testing.assert_allclose(a.coef, b.coef, rtol=1e-9, atol=1e-9)
+    assert _fresh_inverse_error(mixed) < 1e-8
