@@ -480,6 +480,27 @@ SK_DENSE_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double 
     P[n * ldp + n] = 1.0 / delta;
 }
 
+/* sk_pjl_grow but its pass over P: the new row n (-d / delta) and the corner 1 / delta now,
+ * and the rows below n's rank-one update P_ab + d_a g_b left in pend (4 n entries) as a
+ * removal's rank-two one (sk_pjl_shrink_prep) with na = -0 and row = +0, for
+ * sk_pjl_project_pending: P_ab + (-0 * +0) is P_ab exactly (x + -0 = x, a zero's sign
+ * included), so the same bits as sk_pjl_grow. */
+SK_DENSE_CLONES static void sk_pjl_grow_defer(double *P, Py_ssize_t ldp, const double *d,
+                                              Py_ssize_t n, double delta, double *pend)
+{
+    double *g = pend + 3 * n;
+    Py_ssize_t s;
+    for (s = 0; s < n; s++) {
+        g[s] = d[s] / delta;
+        pend[s] = -0.0;
+        pend[n + s] = 0.0;
+        pend[2 * n + s] = d[s];
+    }
+    for (s = 0; s < n; s++)
+        P[n * ldp + s] = -g[s];
+    P[n * ldp + n] = 1.0 / delta;
+}
+
 /* P[:n, :n] = G^-1 for a symmetric positive definite G (n x n, contiguous): G = L L^T,
  * N = L^-T (upper triangular, row by row), P = N N^T, with L and N scratch (n x n each,
  * zeroed by the caller) and t (n entries) scratch. Returns 0 (P untouched) when a squared

@@ -273,7 +273,7 @@ def projectron_run(
     cdef double *Cp = &coef[0, 0]
     cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii, set_sq = 0.0
     cdef int64_t updates = 0
-    cdef Py_ssize_t pend_m = -1  # rows of the removal's update _shrink_defer left in g
+    cdef Py_ssize_t pend_m = -1  # rows of the update _shrink_defer or _grow_defer left in g
     with nogil:
         for s in range(n):
             if s_sq[s] > set_sq:
@@ -301,7 +301,8 @@ def projectron_run(
                 pend_m = n - 1
                 n -= 1
             else:
-                _grow_inverse(Pp, ldp, d, g, n, delta)
+                _grow_defer(Pp, ldp, d, n, delta, g)
+                pend_m = n
             sq = _append(&Q[j, 0], w, Xp, ldx, &s_sq[0], Cp, p, nc, &kdiag[0], kxx, &ids[0],
                          next_id, n)
             if sq > sq_max:

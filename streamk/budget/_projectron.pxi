@@ -24,6 +24,8 @@ cdef extern from "_dense.h" nogil:
                              const double *col, double *row, const double *d, double *pend,
                              double *cm, double delta)
     void sk_pjl_settle(double *P, Py_ssize_t ldp, const double *pend, Py_ssize_t m)
+    void sk_pjl_grow_defer(double *P, Py_ssize_t ldp, const double *d, Py_ssize_t n,
+                           double delta, double *pend)
     double sk_pjl_project_pending(double *P, Py_ssize_t ldp, const double *k, double *d,
                                   double *u, Py_ssize_t n, double kxx, const double *pend,
                                   Py_ssize_t m)
@@ -94,6 +96,15 @@ cdef inline void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, doubl
     """Block-inverse growth of ``P`` by one row and column (``Projectron._append``); ``g``
     (``n`` entries) is scratch."""
     sk_pjl_grow(P, ldp, d, g, n, delta)
+
+
+cdef inline void _grow_defer(double *P, Py_ssize_t ldp, const double *d, Py_ssize_t n,
+                             double delta, double *pend) noexcept nogil:
+    """:func:`_grow_inverse` but its pass over ``P``: the new row and corner are written, and
+    the rows below ``n`` want the rank-one update that ``pend`` (``4 n`` entries) takes in
+    :func:`_shrink_defer`'s form (the same bits), for :func:`_project_pending` or
+    :func:`_settle`."""
+    sk_pjl_grow_defer(P, ldp, d, n, delta, pend)
 
 
 cdef inline void _shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,

@@ -76,7 +76,7 @@ class Projectron(BudgetPolicy):
 
     #: (a class default too: a policy pickled before the flag existed has a full ``P``)
     _lower = False
-    #: rows of the removal's rank-two update of ``P`` a compiled step left pending (-1: none;
+    #: rows of the update of ``P`` a compiled step left pending (-1: none;
     #: class defaults too, for a policy pickled before they existed), see :meth:`_settle`
     _pend_m = -1
     _pend: np.ndarray | None = None
@@ -108,9 +108,10 @@ class Projectron(BudgetPolicy):
         return self._P[:n, :n].copy()
 
     def _settle(self) -> None:
-        """Apply the removal's rank-two update of ``P``'s lower triangle that the per-event
-        core (streamk/learners/_event.pyx) left for its next ``d = P k`` to fuse into its
-        pass over ``P`` (one pass instead of two), before anything else reads ``P``.
+        """Apply the update of ``P``'s lower triangle (a removal's rank-two one, or a growth's
+        rank-one one in that form) that the per-event core (streamk/learners/_event.pyx)
+        left for its next ``d = P k`` to fuse into its pass over ``P`` (one pass instead of
+        two), before anything else reads ``P``.
 
         ``_pend`` holds its four vectors of ``m = _pend_m`` entries, ``na``, ``row``, ``d``,
         ``g``; row ``a < m`` takes ``(P_ab + na_a row_b) + d_a g_b`` for ``b <= a``: the

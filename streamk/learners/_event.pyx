@@ -254,8 +254,8 @@ cdef class EventPass:
     cdef bint pj_sync
     cdef double pj_eta, pj_min_rel
     cdef Py_ssize_t pj_left  # the slot the last _projectron removed (-1: none)
-    # the policy's buffer (its ``_pend``) for a removal's rank-two update of P left to the next
-    # d = P k (its rows in the policy's ``_pend_m``; Projectron._settle applies it otherwise)
+    # the policy's buffer (its ``_pend``) for a removal's or growth's update of P left to the
+    # next d = P k (its rows in the policy's ``_pend_m``; Projectron._settle applies it otherwise)
     cdef object pj_pend_obj
     cdef double[::1] pj_pend
     # Merge: its search's scratch (for the bound buffers' rows) and the merges made here
@@ -1244,7 +1244,7 @@ cdef class EventPass:
         ``MIN_REL_DELTA k(x, x)``; else, when full, the removal (the coefficient projected
         onto the others, the last row moved into its slot, ``self.k`` as ``without_slot``
         leaves it, ``d`` and ``delta`` for the smaller set) with ``P``'s downdate and
-        block-inverse growth, or the growth alone. The removal's pass over ``P`` waits in the
+        block-inverse growth, or the growth alone. Their pass over ``P`` waits in the
         policy's ``_pend`` for the next event's ``d = P k``, which makes it in its own pass
         (one pass over ``P`` per event instead of two; ``Projectron._settle`` applies it
         first wherever else ``P`` is read). Returns the rows the new one joins;
@@ -1290,7 +1290,8 @@ cdef class EventPass:
             self.pj_left = i
             return n - 1
         with nogil:
-            _grow_inverse(P, ldp, dv, scratch, n, delta)
+            _grow_defer(P, ldp, dv, n, delta, pend)
+        policy._pend_m = n  # the growth's pass waits for the next d = P k too
         return n
 
     # -- the SVR and novelty rules ----------------------------------------------------------------
