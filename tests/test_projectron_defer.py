@@ -4,10 +4,11 @@ A removal's downdate and growth of ``P = K(S, S)^-1`` is one rank-two pass over 
 growth alone a rank-one pass); the per-event core (streamk/learners/_event.pyx) does only the
 O(n) moves at once and leaves the pass, in the policy's ``_pend``, for the next event's
 ``d = P k`` to make in its own pass (issue #16: one pass over ``P`` per event instead of two).
-Whatever else reads ``P`` first applies it in NumPy (``Projectron._settle``). Checked here: ``P`` read at a pending point is a
-fresh inverse of the Gram matrix (an independent oracle); settling in NumPy after every event
-gives the compiled pass's bits; a model pickled with a pass pending learns on alike; and the
-model is the NumPy path's, event for event.
+Whatever else reads ``P`` first applies it (``Projectron._settle``: one compiled pass, or
+NumPy). Checked here: ``P`` read at a pending point is a fresh inverse of the Gram matrix (an
+independent oracle); settling after every event, compiled or in NumPy, gives the fused pass's
+bits; a model pickled with a pass pending learns on alike; a block through the Projectron's
+own compiled run takes the settled ``P``; and the model is the NumPy path's, event for event.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pandas as pd
 import pytest
 
 from streamk import MarginPerceptron, OnlineSVR
-from streamk.budget import Projectron
+from streamk.budget import Projectron, compiled
 from streamk.kernels import RBF
 from streamk.learners import eventpass
 
@@ -80,10 +81,14 @@ def test_p_read_while_a_pass_is_pending_is_the_inverse_gram(make):
     assert checked > 20 and grown > 5
 
 
+@pytest.mark.parametrize("where", ["compiled", "numpy"])
 @pytest.mark.parametrize("make", [_svr, _margin])
-def test_settling_in_numpy_gives_the_compiled_pass_bits(make):
-    """One model settles ``P`` in NumPy after every event, the other leaves each pass to the
-    next ``d = P k``: the same bits, so the two roundings are one."""
+def test_settling_gives_the_fused_pass_bits(make, where, monkeypatch):
+    """One model settles ``P`` after every event (``Projectron._settle``: its compiled pass,
+    or its NumPy lines), the other leaves each pass to the next ``d = P k``: the same bits,
+    so the roundings are one."""
+    if where == "numpy":
+        monkeypatch.delattr(compiled.policies, "projectron_settle", raising=False)
     fused, settled = make(), make()
     pending = 0
     for x, y in _events(500, seed=1):

@@ -200,6 +200,17 @@ def projectron_insert(
     return slot, pii
 
 
+def projectron_settle(double[:, ::1] P, const double[::1] pend, Py_ssize_t m):
+    """``Projectron._settle``'s update of ``P``'s rows below ``m`` from ``pend`` (its four
+    vectors of ``m`` entries), compiled: the same bits as its NumPy lines and as the
+    ``d = P k`` that would have taken it, without their O(n²) temporaries."""
+    if m < 0 or m > P.shape[0] or P.shape[1] != P.shape[0] or pend.shape[0] < 4 * m:
+        raise ValueError("need P at least m x m (square) and 4 m entries in pend")
+    if m:
+        with nogil:
+            _settle(&P[0, 0], P.shape[1], &pend[0], m)
+
+
 cdef void _rbf_row(const double *q, Py_ssize_t w, const double *X, Py_ssize_t ldx,
                    const double *s_sq, Py_ssize_t n, double set_sq, double gamma,
                    double *k) noexcept nogil:

@@ -121,6 +121,10 @@ class Projectron(BudgetPolicy):
         if m < 0:
             return
         self._pend_m = -1
+        settle = getattr(compiled.policies, "projectron_settle", None)
+        if settle is not None:  # the same update in one compiled pass
+            settle(self._P, self._pend, m)
+            return
         na, row, d, g = self._pend[: 4 * m].reshape(4, m)
         P = self._P[:m, :m]
         low = np.tril_indices(m)

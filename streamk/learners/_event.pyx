@@ -1187,6 +1187,7 @@ cdef class EventPass:
         policy = self.policy
         P = policy._P
         if not self.pj_sync or P is not self.pj_P_obj or self.pj_P.shape[0] < n + 1:
+            self._projectron_settle()  # (before prepare reads P: in C, not NumPy)
             policy.prepare(self.support, n + 1)
             P = policy._P
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
@@ -1200,10 +1201,32 @@ cdef class EventPass:
         if policy._pend is not self.pj_pend_obj or self.pj_pend.shape[0] < 4 * (n + 1):
             import numpy as np
 
-            policy._settle()  # an update pending in another buffer, before it is replaced
+            self._projectron_settle()  # an update pending in the buffer being replaced
             pend = np.empty(4 * max(self.X.shape[0], n + 1))
             policy._pend = self.pj_pend_obj = pend
             self.pj_pend = pend
+        return True
+
+    cdef bint _projectron_settle(self) except -1:
+        """The pass over ``P`` a removal or growth left in the policy's ``_pend``, made here
+        in C when no ``d = P k`` is to take it (before the policy reads or replaces ``P``):
+        ``Projectron._settle``'s update, the same bits, without its O(n²) NumPy temporaries
+        (the warm-up's kernel changes and the set's growth call ``prepare`` often)."""
+        cdef Py_ssize_t pm
+        cdef double[:, ::1] P
+        cdef double[::1] pend
+        policy = self.policy
+        pm = policy._pend_m
+        if pm < 0:
+            return True
+        P = policy._P
+        pend = policy._pend
+        if P.shape[0] < pm or P.shape[1] < pm or pend.shape[0] < 4 * pm:
+            policy._settle()  # (not a state this pass leaves: NumPy checks it)
+            return True
+        with nogil:
+            _settle(&P[0, 0], P.shape[1], &pend[0], pm)
+        policy._pend_m = -1
         return True
 
     cdef bint _projectron_adopt(self, Py_ssize_t n) except -1:
@@ -1262,7 +1285,7 @@ cdef class EventPass:
         policy = self.policy
         pm = policy._pend_m
         if pm >= n or (pm >= 0 and policy._pend is not self.pj_pend_obj):
-            policy._settle()  # (not this pass's own: NumPy applies it)
+            self._projectron_settle()  # (not for this pass to take)
             pm = -1
         with nogil:
             if pm >= 0:  # the last removal's pass over P and this d = P k in one
