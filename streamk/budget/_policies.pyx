@@ -11,7 +11,11 @@ so the two agree to rounding).
   with an RBF kernel and a :class:`~streamk.budget.Projectron` budget in one call: the
   kernel row, the decision, the projection ``d = P k`` onto the span of the set, then
   either the projected coefficient update or the insertion with the block-inverse update
-  of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full).
+  of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full); each update's
+  pass over ``P`` is made by the next row's ``d = P k`` in its own pass (one pass instead of
+  two), the last one at the end of the run.
+* :func:`projectron_settle` — such a pass the per-event path left pending, when
+  ``Projectron._settle`` wants it before something else reads ``P``.
 * :func:`projectron_insert` — the ``P`` work of one ``Projectron.insert`` for any learner
   and kernel (the caller's kernel row): projection, removal downdate, block-inverse growth.
 * :func:`rbf_gram` and :func:`inverse_by_cholesky` — the Projectron's ``P`` rebuilt from scratch (after a change
@@ -294,7 +298,7 @@ def projectron_run(
             if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
-            if pend_m >= 0:  # the last removal's pass over P and this d = P k in one
+            if pend_m >= 0:  # the last update's pass over P and this d = P k in one
                 delta = _project_pending(Pp, ldp, k, d, cm, n, kxx, g, pend_m)
                 pend_m = -1
             else:

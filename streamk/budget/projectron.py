@@ -115,8 +115,9 @@ class Projectron(BudgetPolicy):
 
         ``_pend`` holds its four vectors of ``m = _pend_m`` entries, ``na``, ``row``, ``d``,
         ``g``; row ``a < m`` takes ``(P_ab + na_a row_b) + d_a g_b`` for ``b <= a``: the
-        compiled pass's roundings (``sk_pjl_rank2_rows`` in streamk/_dense.h), so the bits do
-        not depend on which of the two applies it."""
+        compiled pass's roundings (``sk_pjl_rank2_rows`` in streamk/_dense.h, which
+        ``_policies.projectron_settle`` runs when the extension is there), so the bits do not
+        depend on what applies it."""
         m = self._pend_m
         if m < 0:
             return

@@ -1288,7 +1288,7 @@ cdef class EventPass:
             self._projectron_settle()  # (not for this pass to take)
             pm = -1
         with nogil:
-            if pm >= 0:  # the last removal's pass over P and this d = P k in one
+            if pm >= 0:  # the last update's pass over P and this d = P k in one
                 delta = _project_pending(P, ldp, self.k, dv, scratch, n, kxx, pend, pm)
             else:
                 delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
