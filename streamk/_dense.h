@@ -15,6 +15,23 @@
 
 #include "_fastexp.h"
 
+/* The clones of the per-event loops on P: sk_dots's two plus an AVX-512F one. The loops that
+ * work element by element (y + a x, the products of a dot before its lane sums) do the same
+ * roundings at any vector width, so the AVX-512F clone does them eight at a time and gives the
+ * same bits; avx512f implies FMA, which GCC would contract a * b + c into (other roundings),
+ * hence fp-contract=off for all three clones. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define SK_DENSE_CLONES \
+    __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#else
+#define SK_DENSE_CLONES SK_DOT_CLONES
+#endif
+
+/* Eight lanes of float64: one AVX-512 instruction per operation in the AVX-512F clone, two
+ * AVX ones in the AVX2 clone, four SSE2 ones in the baseline; element by element, the same
+ * roundings. */
+typedef double sk_v8d __attribute__((vector_size(64)));
+
 /* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots. */
 static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
 {
@@ -32,6 +49,13 @@ static inline __attribute__((always_inline)) void sk_axpy4(double *y, double alp
 {
     Py_ssize_t b = 0;
     sk_v4d q, r;
+    sk_v8d q8, r8;
+    for (; b + 8 <= n; b += 8) {
+        memcpy(&q8, y + b, sizeof q8);
+        memcpy(&r8, x + b, sizeof r8);
+        q8 = q8 + alpha * r8;
+        memcpy(y + b, &q8, sizeof q8);
+    }
     for (; b + 4 <= n; b += 4) {
         memcpy(&q, y + b, sizeof q);
         memcpy(&r, x + b, sizeof r);
@@ -48,6 +72,14 @@ static inline __attribute__((always_inline)) void sk_axpy2(double *y, double alp
 {
     Py_ssize_t b = 0;
     sk_v4d q, r, s;
+    sk_v8d q8, r8, s8;
+    for (; b + 8 <= n; b += 8) {
+        memcpy(&q8, y + b, sizeof q8);
+        memcpy(&r8, x + b, sizeof r8);
+        memcpy(&s8, z + b, sizeof s8);
+        q8 = (q8 + alpha * r8) + beta * s8;
+        memcpy(y + b, &q8, sizeof q8);
+    }
     for (; b + 4 <= n; b += 4) {
         memcpy(&q, y + b, sizeof q);
         memcpy(&r, x + b, sizeof r);
@@ -71,6 +103,23 @@ sk_axpy2_quad(double *y, Py_ssize_t ldy, const double *alpha, const double *x,
     const double b0 = beta[0], b1 = beta[1], b2 = beta[2], b3 = beta[3];
     double *y0 = y, *y1 = y + ldy, *y2 = y + 2 * ldy, *y3 = y + 3 * ldy;
     sk_v4d q0, q1, q2, q3, r, s;
+    sk_v8d p0, p1, p2, p3, r8, s8;
+    for (; b + 8 <= n; b += 8) {
+        memcpy(&r8, x + b, sizeof r8);
+        memcpy(&s8, z + b, sizeof s8);
+        memcpy(&p0, y0 + b, sizeof p0);
+        memcpy(&p1, y1 + b, sizeof p1);
+        memcpy(&p2, y2 + b, sizeof p2);
+        memcpy(&p3, y3 + b, sizeof p3);
+        p0 = (p0 + a0 * r8) + b0 * s8;
+        p1 = (p1 + a1 * r8) + b1 * s8;
+        p2 = (p2 + a2 * r8) + b2 * s8;
+        p3 = (p3 + a3 * r8) + b3 * s8;
+        memcpy(y0 + b, &p0, sizeof p0);
+        memcpy(y1 + b, &p1, sizeof p1);
+        memcpy(y2 + b, &p2, sizeof p2);
+        memcpy(y3 + b, &p3, sizeof p3);
+    }
     for (; b + 4 <= n; b += 4) {
         memcpy(&r, x + b, sizeof r);
         memcpy(&s, z + b, sizeof s);
@@ -126,21 +175,95 @@ sk_pjl_tile(const double *P, Py_ssize_t ldp, Py_ssize_t c, sk_v4d *acc, const do
     memcpy(u + c, &ub, sizeof ub);
 }
 
+/* The removal's rank-two update (see sk_pjl_shrink_prep) of rows a0 .. a0 + R - 1's
+ * entries in columns a0 .. a (their diagonal tile), from pend's four vectors of m entries. */
+static inline __attribute__((always_inline)) void
+sk_pjl_rank2_tile(double *P, Py_ssize_t ldp, Py_ssize_t a0, int R, const double *pend,
+                  Py_ssize_t m)
+{
+    const double *na = pend, *row = pend + m, *d = pend + 2 * m, *g = pend + 3 * m;
+    Py_ssize_t a, b;
+    int j;
+    for (j = 0; j < R; j++) {
+        double *pa = P + (a0 + j) * ldp;
+        a = a0 + j;
+        for (b = a0; b <= a; b++)
+            pa[b] = (pa[b] + na[a] * row[b]) + d[a] * g[b];
+    }
+}
+
+/* The columns b < a0 of sk_pjl_block's rows when they first take the removal's rank-two
+ * update (pend, m; all rows below m): each entry is updated in a register, stored, and its
+ * products taken at once, eight columns at a time (element by element, and the lane sums
+ * take columns b .. b + 3 then b + 4 .. b + 7: the same bits as the update and the four
+ * columns at a time one after the other). */
+static inline __attribute__((always_inline)) Py_ssize_t
+sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+                 double *u, sk_v4d *acc, const double *pend, Py_ssize_t m)
+{
+    const double *na = pend, *row = pend + m, *dd = pend + 2 * m, *g = pend + 3 * m;
+    sk_v8d q8, kb8, ub8, r8, g8, p8;
+    sk_v4d lo, hi;
+    Py_ssize_t b;
+    int j;
+    for (b = 0; b + 8 <= a0; b += 8) {
+        memcpy(&kb8, k + b, sizeof kb8);
+        memcpy(&ub8, u + b, sizeof ub8);
+        memcpy(&r8, row + b, sizeof r8);
+        memcpy(&g8, g + b, sizeof g8);
+        for (j = 0; j < R; j++) {
+            double *pr = P + (a0 + j) * ldp + b;
+            memcpy(&q8, pr, sizeof q8);
+            q8 = (q8 + na[a0 + j] * r8) + dd[a0 + j] * g8;
+            memcpy(pr, &q8, sizeof q8);
+            p8 = q8 * kb8;
+            memcpy(&lo, &p8, sizeof lo);
+            memcpy(&hi, (const char *)&p8 + sizeof lo, sizeof hi);
+            acc[j] = acc[j] + lo;
+            acc[j] = acc[j] + hi;
+            ub8 = ub8 + k[a0 + j] * q8;
+        }
+        memcpy(u + b, &ub8, sizeof ub8);
+    }
+    return b;
+}
+
 /* d[a0 .. a0 + R - 1] (lane sums) and u (the upper triangle's part) for the R rows from a0
  * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
  * columns left of the block four at a time for the R rows together (eight independent lane
- * sums hide the latency of the additions), then the diagonal tiles. */
+ * sums hide the latency of the additions), then the diagonal tiles. With pend (all R rows
+ * below m), the rows first take the removal's deferred rank-two update, in the same loads
+ * (sk_pjl_left_pend) and then in their tiles; P is written only then (pend NULL: read only). */
 static inline __attribute__((always_inline)) void
-sk_pjl_block(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
-             double *d, double *u)
+sk_pjl_block(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+             double *d, double *u, const double *pend, Py_ssize_t m)
 {
     sk_v4d acc[8];
-    sk_v4d q, kb, ub;
-    Py_ssize_t b;
+    sk_v4d q, kb, ub, rb, gb;
+    Py_ssize_t b = 0;
     int j;
     for (j = 0; j < R; j++)
         acc[j] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
-    for (b = 0; b < a0; b += 4) {
+    if (pend) {
+        b = sk_pjl_left_pend(P, ldp, a0, R, k, u, acc, pend, m);
+        for (; b < a0; b += 4) { /* the last four columns left of the tile, if any */
+            memcpy(&kb, k + b, sizeof kb);
+            memcpy(&ub, u + b, sizeof ub);
+            memcpy(&rb, pend + m + b, sizeof rb);
+            memcpy(&gb, pend + 3 * m + b, sizeof gb);
+            for (j = 0; j < R; j++) {
+                double *pr = P + (a0 + j) * ldp + b;
+                memcpy(&q, pr, sizeof q);
+                q = (q + pend[a0 + j] * rb) + pend[2 * m + a0 + j] * gb;
+                memcpy(pr, &q, sizeof q);
+                acc[j] = acc[j] + q * kb;
+                ub = ub + k[a0 + j] * q;
+            }
+            memcpy(u + b, &ub, sizeof ub);
+        }
+        sk_pjl_rank2_tile(P, ldp, a0, R, pend, m);
+    }
+    for (; b < a0; b += 4) {
         memcpy(&kb, k + b, sizeof kb);
         memcpy(&ub, u + b, sizeof ub);
         for (j = 0; j < R; j++) {
@@ -177,32 +300,144 @@ sk_pjl_block(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const 
         d[a0 + j] = sk_hsum4(acc[j]);
 }
 
+/* The removal of slot i from P (n x n, lower triangle) and the growth by the new vector.
+ *
+ * The steps (as the reference does them): the rank-one downdate
+ * P1 = P + outer(-col, row) with col = P[:, i] and row = P[i, :] / P_ii (both from before,
+ * in col and row); row and column n - 1 moved into i; then the growth of the n - 1 rows left
+ * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
+ * the new row and column n - 1 (-d / delta) and the corner 1 / delta. With P_xy read from
+ * the lower triangle, new entry (a, b), b <= a < n - 1, is
+ * (P_{a'b'} + (-col_{a'}) row_{b'}) + d_a g_b, where a' is a with i and n - 1 swapped: the
+ * roundings of the steps one after the other. The moves are O(n) and done first (here): slot
+ * i's row takes row n - 1's entries (kept in cm, n entries), the rows below it their moved
+ * entry (n - 1, a) in column i, and row[i] row[n - 1]'s entry; the new row n - 1 is -g and
+ * the corner 1 / delta. What is left is one rank-two update of the rows a < m = n - 1,
+ * (P_ab + na_a row_b) + d_a g_b over b <= a with na_a = -col_{a'} (sk_pjl_rank2_rows): the
+ * O(n^2) pass, which sk_pjl_shrink_grow does at once and sk_pjl_shrink_defer leaves to the
+ * next d = P k (sk_pjl_project_pending): one pass over P instead of two. pend (4 m entries)
+ * takes na, row, d and g = d / delta, in that order. */
+static inline __attribute__((always_inline)) void
+sk_pjl_shrink_prep(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i, const double *col,
+                   double *row, const double *d, double *cm, double delta, double *pend)
+{
+    const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
+    const int moved = i < m;    /* else the last slot left: nothing moves */
+    double *pm = P + m * ldp, *g = pend + 3 * m;
+    Py_ssize_t a, b;
+    for (b = 0; b < m; b++)
+        g[b] = d[b] / delta;
+    for (a = 0; a < m; a++)
+        pend[a] = -col[moved && a == i ? m : a];
+    if (moved) {
+        memcpy(cm, pm, (size_t)(m + 1) * sizeof(double)); /* old row m, diagonal in cm[m] */
+        row[i] = row[m];
+        memcpy(P + i * ldp, cm, (size_t)i * sizeof(double));
+        P[i * ldp + i] = cm[m];
+        for (a = i + 1; a < m; a++) /* old entry (m, a) moved into column i */
+            P[a * ldp + i] = cm[a];
+    }
+    memcpy(pend + m, row, (size_t)m * sizeof(double));
+    memcpy(pend + 2 * m, d, (size_t)m * sizeof(double));
+    for (b = 0; b < m; b++)
+        pm[b] = -g[b];
+    pm[m] = 1.0 / delta;
+}
+
+/* Rows a0 .. a1 - 1 of P's lower triangle take the removal's rank-two update
+ * (P_ab + na_a row_b) + d_a g_b for b <= a (na, row, d, g: pend's four vectors of m
+ * entries): four rows at a time over the columns left of their diagonal tile, sharing the
+ * loads of row and g, then the tile. Every entry is updated on its own, so the rows may be
+ * taken in any groups: the same bits. */
+static inline __attribute__((always_inline)) void
+sk_pjl_rank2_rows(double *P, Py_ssize_t ldp, Py_ssize_t a0, Py_ssize_t a1, const double *pend,
+                  Py_ssize_t m)
+{
+    const double *na = pend, *row = pend + m, *d = pend + 2 * m, *g = pend + 3 * m;
+    int j, R;
+    for (; a0 < a1; a0 += 4) {
+        R = a1 - a0 < 4 ? (int)(a1 - a0) : 4;
+        if (R == 4)
+            sk_axpy2_quad(P + a0 * ldp, ldp, na + a0, row, d + a0, g, a0);
+        else
+            for (j = 0; j < R; j++)
+                sk_axpy2(P + (a0 + j) * ldp, na[a0 + j], row, d[a0 + j], g, a0);
+        sk_pjl_rank2_tile(P, ldp, a0, R, pend, m);
+    }
+}
+
+/* sk_pjl_shrink_prep and the pass: P inverts the new set on return. pend (4 (n - 1) entries)
+ * and cm (n entries) are scratch; row is changed. */
+SK_DENSE_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
+                                               Py_ssize_t i, const double *col, double *row,
+                                               const double *d, double *pend, double *cm,
+                                               double delta)
+{
+    sk_pjl_shrink_prep(P, ldp, n, i, col, row, d, cm, delta, pend);
+    sk_pjl_rank2_rows(P, ldp, 0, n - 1, pend, n - 1);
+}
+
+/* sk_pjl_shrink_prep alone: P's rows below n - 1 still want pend's rank-two update
+ * (sk_pjl_project_pending or sk_pjl_settle applies it). */
+SK_DENSE_CLONES static void sk_pjl_shrink_defer(double *P, Py_ssize_t ldp, Py_ssize_t n,
+                                                Py_ssize_t i, const double *col, double *row,
+                                                const double *d, double *pend, double *cm,
+                                                double delta)
+{
+    sk_pjl_shrink_prep(P, ldp, n, i, col, row, d, cm, delta, pend);
+}
+
+/* The deferred rank-two update (pend, m) of sk_pjl_shrink_defer applied to all of P's rows
+ * below m, when no d = P k follows to take it. */
+SK_DENSE_CLONES static void sk_pjl_settle(double *P, Py_ssize_t ldp, const double *pend,
+                                          Py_ssize_t m)
+{
+    sk_pjl_rank2_rows(P, ldp, 0, m, pend, m);
+}
+
+/* Rows a0 .. a0 + R - 1 of d = P k (sk_pjl_block), after the deferred update (pend, m) when
+ * there is one: fused into the block's pass when all its rows are below m, else (the block
+ * of row m, which is current) applied to the rows below m first. */
+#define SK_PJL_BLOCK(P, ldp, a0, R, k, d, u, pend, m)                                        \
+    do {                                                                                     \
+        if (!(pend) || (a0) + (R) <= (m)) {                                                  \
+            sk_pjl_block(P, ldp, a0, R, k, d, u, pend, m);                                   \
+        } else {                                                                             \
+            if ((a0) < (m))                                                                  \
+                sk_pjl_rank2_rows(P, ldp, a0, m, pend, m);                                   \
+            sk_pjl_block(P, ldp, a0, R, k, d, u, NULL, 0);                                   \
+        }                                                                                    \
+    } while (0)
+
 /* d = P k from P's lower triangle (n x n, leading dimension ldp), u (n entries) scratch, and
  * returns the squared projection error kxx - k . d. d_a is the lane sum of row a's entries
  * b <= a (lane b mod 4, left to right) plus u_a, the sum over the rows c > a in order of
- * P_ca k_c: the same bits however the rows are grouped. */
-SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
-                                           double *d, double *u, Py_ssize_t n, double kxx)
+ * P_ca k_c: the same bits however the rows are grouped. With pend (m > 0), P's rows below m
+ * first take the rank-two update sk_pjl_shrink_defer left, in the same pass: P is read and
+ * written once for both. */
+static inline __attribute__((always_inline)) double
+sk_pjl_project_body(double *P, Py_ssize_t ldp, const double *k, double *d, double *u,
+                    Py_ssize_t n, double kxx, const double *pend, Py_ssize_t m)
 {
     Py_ssize_t a0 = 0, a;
     if (n == 0)
         return kxx;
     memset(u, 0, (size_t)n * sizeof(double));
     for (; a0 + 8 <= n; a0 += 8)
-        sk_pjl_block(P, ldp, a0, 8, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 8, k, d, u, pend, m);
     if (a0 + 4 <= n) {
-        sk_pjl_block(P, ldp, a0, 4, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 4, k, d, u, pend, m);
         a0 += 4;
     }
     switch (n - a0) {
     case 1:
-        sk_pjl_block(P, ldp, a0, 1, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 1, k, d, u, pend, m);
         break;
     case 2:
-        sk_pjl_block(P, ldp, a0, 2, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 2, k, d, u, pend, m);
         break;
     case 3:
-        sk_pjl_block(P, ldp, a0, 3, k, d, u);
+        SK_PJL_BLOCK(P, ldp, a0, 3, k, d, u, pend, m);
         break;
     default:
         break;
@@ -212,11 +447,27 @@ SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, cons
     return kxx - sk_dot_lanes(k, d, n);
 }
 
+SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
+                                           double *d, double *u, Py_ssize_t n, double kxx)
+{
+    return sk_pjl_project_body((double *)P, ldp, k, d, u, n, kxx, NULL, 0);
+}
+
+/* sk_pjl_project after the deferred update (pend, m) of sk_pjl_shrink_defer, fused into its
+ * pass (m < n: the rows below m take it); P inverts the set on return. */
+SK_DENSE_CLONES static double sk_pjl_project_pending(double *P, Py_ssize_t ldp, const double *k,
+                                                     double *d, double *u, Py_ssize_t n,
+                                                     double kxx, const double *pend,
+                                                     Py_ssize_t m)
+{
+    return sk_pjl_project_body(P, ldp, k, d, u, n, kxx, pend, m);
+}
+
 /* Block-inverse growth of P (n x n, lower triangle) by one row and column for a vector with
  * d = P k and squared projection error delta: P += outer(d, d / delta) (row a < n gains
  * d_a g_b for b <= a), then the new row n (-d / delta) and the corner 1 / delta. g (n
  * entries) is scratch: d / delta. */
-SK_DOT_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
+SK_DENSE_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g,
                                       Py_ssize_t n, double delta)
 {
     Py_ssize_t s;
@@ -229,63 +480,25 @@ SK_DOT_CLONES static void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d
     P[n * ldp + n] = 1.0 / delta;
 }
 
-/* The removal of slot i from P (n x n, lower triangle) and the growth by the new vector, in
- * one pass over P.
- *
- * The steps (as the reference does them): the rank-one downdate
- * P1 = P + outer(-col, row) with col = P[:, i] and row = P[i, :] / P_ii (both from before,
- * in col and row); row and column n - 1 moved into i; then the growth of the n - 1 rows left
- * by d (d = P k for the smaller set, in its slot order) and delta: P1 + outer(d, d / delta),
- * the new row and column n - 1 (-d / delta) and the corner 1 / delta. With P_xy read from
- * the lower triangle, new entry (a, b), b <= a < n - 1, is
- * (P_{a'b'} + (-col_{a'}) row_{b'}) + d_a g_b, where a' is a with i and n - 1 swapped: the
- * roundings of the steps one after the other. Slot i's row takes row n - 1's entries before
- * the pass; the rows below it read their moved entry (column i) from the old row n - 1 (kept
- * in cm, n entries) and write it after their pass (a scalar store under a vector load would
- * stall it); the new row n - 1 is -g and the corner 1 / delta. Rows go four at a time over
- * the columns left of their diagonal tile, sharing the loads of row and g: the pass runs at
- * the speed of reading and writing half of P. row is changed (its entry i takes entry
- * n - 1); g (n - 1 entries) is scratch: d / delta. */
-SK_DOT_CLONES static void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n,
-                                             Py_ssize_t i, const double *col, double *row,
-                                             const double *d, double *g, double *cm,
-                                             double delta)
+/* sk_pjl_grow but its pass over P: the new row n (-d / delta) and the corner 1 / delta now,
+ * and the rows below n's rank-one update P_ab + d_a g_b left in pend (4 n entries) as a
+ * removal's rank-two one (sk_pjl_shrink_prep) with na = -0 and row = +0, for
+ * sk_pjl_project_pending: P_ab + (-0 * +0) is P_ab exactly (x + -0 = x, a zero's sign
+ * included), so the same bits as sk_pjl_grow. */
+SK_DENSE_CLONES static void sk_pjl_grow_defer(double *P, Py_ssize_t ldp, const double *d,
+                                              Py_ssize_t n, double delta, double *pend)
 {
-    const Py_ssize_t m = n - 1; /* rows left after the removal; the new one goes to m */
-    const int moved = i < m;    /* else the last slot left: nothing moves */
-    double *pm = P + m * ldp;
-    double na[4];
-    Py_ssize_t a0, a, b;
-    int j, R;
-    for (b = 0; b < m; b++)
-        g[b] = d[b] / delta;
-    if (moved) {
-        memcpy(cm, pm, (size_t)(m + 1) * sizeof(double)); /* old row m, diagonal in cm[m] */
-        row[i] = row[m];
-        memcpy(P + i * ldp, cm, (size_t)i * sizeof(double));
-        P[i * ldp + i] = cm[m];
+    double *g = pend + 3 * n;
+    Py_ssize_t s;
+    for (s = 0; s < n; s++) {
+        g[s] = d[s] / delta;
+        pend[s] = -0.0;
+        pend[n + s] = 0.0;
+        pend[2 * n + s] = d[s];
     }
-    for (a0 = 0; a0 < m; a0 += 4) {
-        R = m - a0 < 4 ? (int)(m - a0) : 4;
-        for (j = 0; j < R; j++)
-            na[j] = -col[moved && a0 + j == i ? m : a0 + j];
-        if (R == 4)
-            sk_axpy2_quad(P + a0 * ldp, ldp, na, row, d + a0, g, a0);
-        else
-            for (j = 0; j < R; j++)
-                sk_axpy2(P + (a0 + j) * ldp, na[j], row, d[a0 + j], g, a0);
-        for (j = 0; j < R; j++) {
-            a = a0 + j;
-            double *pa = P + a * ldp;
-            for (b = a0; b <= a; b++)
-                pa[b] = (pa[b] + na[j] * row[b]) + d[a] * g[b];
-            if (moved && a > i) /* old entry (m, a) moved into column i */
-                pa[i] = (cm[a] + na[j] * row[i]) + d[a] * g[i];
-        }
-    }
-    for (b = 0; b < m; b++)
-        pm[b] = -g[b];
-    pm[m] = 1.0 / delta;
+    for (s = 0; s < n; s++)
+        P[n * ldp + s] = -g[s];
+    P[n * ldp + n] = 1.0 / delta;
 }
 
 /* P[:n, :n] = G^-1 for a symmetric positive definite G (n x n, contiguous): G = L L^T,

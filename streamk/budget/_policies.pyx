@@ -11,7 +11,11 @@ so the two agree to rounding).
   with an RBF kernel and a :class:`~streamk.budget.Projectron` budget in one call: the
   kernel row, the decision, the projection ``d = P k`` onto the span of the set, then
   either the projected coefficient update or the insertion with the block-inverse update
-  of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full).
+  of ``P = K(S, S)^-1`` (after the rank-one removal when the set is full); each update's
+  pass over ``P`` is made by the next row's ``d = P k`` in its own pass (one pass instead of
+  two), the last one at the end of the run.
+* :func:`projectron_settle` — such a pass the per-event path left pending, when
+  ``Projectron._settle`` wants it before something else reads ``P``.
 * :func:`projectron_insert` — the ``P`` work of one ``Projectron.insert`` for any learner
   and kernel (the caller's kernel row): projection, removal downdate, block-inverse growth.
 * :func:`rbf_gram` and :func:`inverse_by_cholesky` — the Projectron's ``P`` rebuilt from scratch (after a change
@@ -101,7 +105,9 @@ cdef inline double _append(const double *q, Py_ssize_t w, double *X, Py_ssize_t 
 def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
     """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
     ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
-    :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact)."""
+    :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact). The dots
+    of row ``i`` with the rows up to it are ``sk_dots``'s, four rows at a time (the warm-up's
+    kernel changes rebuild ``P`` from this every ten events)."""
     cdef Py_ssize_t w = X.shape[1], i, j
     cdef double t
     if n < 0 or n > X.shape[0] or sq.shape[0] < n:
@@ -112,8 +118,9 @@ def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double 
     cdef double[:, ::1] G = Gm
     with nogil:
         for i in range(n):
+            sk_dots(&G[i, 0], &X[0, 0], w, i + 1, &X[i, 0], w)
             for j in range(i + 1):
-                t = -2.0 * _dot(&X[i, 0], &X[j, 0], w)
+                t = -2.0 * G[i, j]
                 t = t + sq[i]
                 t = t + sq[j]
                 G[i, j] = t if t > 0.0 else 0.0
@@ -183,7 +190,7 @@ def projectron_insert(
         raise ValueError("col needs 2 n entries (half of them scratch) and coef n rows")
     cdef double *Pp = &P[0, 0]
     cdef double *row = &col[m]
-    cdef double[::1] g = np.empty(2 * n)
+    cdef double[::1] g = np.empty(5 * n)  # scratch: 4 n for _shrink_grow, then cm
     with nogil:
         delta = _project(Pp, ldp, &k[0], &d[0], &g[0], n, kxx)
         if delta <= eta or delta <= min_rel * kxx:
@@ -191,10 +198,21 @@ def projectron_insert(
         elif full:
             slot = _pick(Pp, ldp, &coef[0, 0], coef.shape[1], &k[0], &col[0], row, n, &pii)
             delta = _project_without(&d[0], &col[0], pii, slot, n, &k[0], kxx)
-            _shrink_grow(Pp, ldp, n, slot, &col[0], row, &d[0], &g[0], &g[n], delta)
+            _shrink_grow(Pp, ldp, n, slot, &col[0], row, &d[0], &g[0], &g[4 * n], delta)
         else:
             _grow_inverse(Pp, ldp, &d[0], &g[0], n, delta)
     return slot, pii
+
+
+def projectron_settle(double[:, ::1] P, const double[::1] pend, Py_ssize_t m):
+    """``Projectron._settle``'s update of ``P``'s rows below ``m`` from ``pend`` (its four
+    vectors of ``m`` entries), compiled: the same bits as its NumPy lines and as the
+    ``d = P k`` that would have taken it, without their O(n²) temporaries."""
+    if m < 0 or m > P.shape[0] or P.shape[1] != P.shape[0] or pend.shape[0] < 4 * m:
+        raise ValueError("need P at least m x m (square) and 4 m entries in pend")
+    if m:
+        with nogil:
+            _settle(&P[0, 0], P.shape[1], &pend[0], m)
 
 
 cdef void _rbf_row(const double *q, Py_ssize_t w, const double *X, Py_ssize_t ldx,
@@ -255,14 +273,14 @@ def projectron_run(
         raise ValueError("the support buffers or P cannot hold the set this run may reach")
     if p < 1 or p > 64:
         raise ValueError("between 1 and 64 coefficient columns")
-    scratch = np.empty(6 * max(cap, 1) + 2 * p)
+    scratch = np.empty(9 * max(cap, 1) + 2 * p)  # g: 4 cap (_shrink_grow's update)
     cdef double[::1] sc = scratch
     cdef double *k = &sc[0]
     cdef double *d = k + cap
     cdef double *col = d + cap
     cdef double *row = col + cap
     cdef double *g = row + cap
-    cdef double *cm = g + cap
+    cdef double *cm = g + 4 * cap
     cdef double *f = cm + cap
     cdef double *nc = f + p
     cdef double *Pp = &P[0, 0]
@@ -270,6 +288,7 @@ def projectron_run(
     cdef double *Cp = &coef[0, 0]
     cdef double delta, kxx = 1.0, sq, sq_max = 0.0, pii, set_sq = 0.0
     cdef int64_t updates = 0
+    cdef Py_ssize_t pend_m = -1  # rows of the update _shrink_defer or _grow_defer left in g
     with nogil:
         for s in range(n):
             if s_sq[s] > set_sq:
@@ -279,7 +298,11 @@ def projectron_run(
             if not _margin_rule(k, Cp, n, p, &T[j, 0], margin, f, nc, &codes[j]):
                 continue
             updates += 1
-            delta = _project(Pp, ldp, k, d, g, n, kxx)
+            if pend_m >= 0:  # the last update's pass over P and this d = P k in one
+                delta = _project_pending(Pp, ldp, k, d, cm, n, kxx, g, pend_m)
+                pend_m = -1
+            else:
+                delta = _project(Pp, ldp, k, d, cm, n, kxx)
             if n and (delta <= eta or delta <= min_rel * kxx):
                 for s in range(n):
                     for c in range(p):
@@ -289,10 +312,12 @@ def projectron_run(
                 s = _remove_one(Pp, ldp, Xp, ldx, Cp, p, &s_sq[0], &kdiag[0], &ids[0], k, col,
                                 row, n, &pii)
                 delta = _project_without(d, col, pii, s, n, k, kxx)
-                _shrink_grow(Pp, ldp, n, s, col, row, d, g, cm, delta)
+                _shrink_defer(Pp, ldp, n, s, col, row, d, g, cm, delta)
+                pend_m = n - 1
                 n -= 1
             else:
-                _grow_inverse(Pp, ldp, d, g, n, delta)
+                _grow_defer(Pp, ldp, d, n, delta, g)
+                pend_m = n
             sq = _append(&Q[j, 0], w, Xp, ldx, &s_sq[0], Cp, p, nc, &kdiag[0], kxx, &ids[0],
                          next_id, n)
             if sq > sq_max:
@@ -301,6 +326,8 @@ def projectron_run(
                 set_sq = sq
             next_id += 1
             n += 1
+        if pend_m >= 0:  # no d = P k left to take it
+            _settle(Pp, ldp, g, pend_m)
     return n, next_id, updates, sq_max
 
 

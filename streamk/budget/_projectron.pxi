@@ -5,7 +5,8 @@
 # (libc.stdint) and finds streamk/_dense.h on its include path. :mod:`streamk.budget.projectron`
 # is the reference: the same steps in the same order, so the two agree to rounding. The
 # O(n²) loops on ``P`` are C in streamk/_dense.h (AVX2 clones without FMA: the same bits
-# on every machine); the removal's downdate and the growth that follows it are one pass.
+# on every machine); the removal's downdate and the growth that follows it are one pass,
+# which :func:`_shrink_defer` leaves to the next :func:`_project_pending` (one pass for both).
 # These steps read and write only ``P``'s lower triangle (``P`` is symmetric): half the
 # memory; :meth:`Projectron._mirror` mirrors it before Python reads ``P``.
 
@@ -17,8 +18,17 @@ cdef extern from "_dense.h" nogil:
     void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g, Py_ssize_t n,
                      double delta)
     void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
-                            const double *col, double *row, const double *d, double *g,
+                            const double *col, double *row, const double *d, double *pend,
                             double *cm, double delta)
+    void sk_pjl_shrink_defer(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
+                             const double *col, double *row, const double *d, double *pend,
+                             double *cm, double delta)
+    void sk_pjl_settle(double *P, Py_ssize_t ldp, const double *pend, Py_ssize_t m)
+    void sk_pjl_grow_defer(double *P, Py_ssize_t ldp, const double *d, Py_ssize_t n,
+                           double delta, double *pend)
+    double sk_pjl_project_pending(double *P, Py_ssize_t ldp, const double *k, double *d,
+                                  double *u, Py_ssize_t n, double kxx, const double *pend,
+                                  Py_ssize_t m)
     int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P, Py_ssize_t ldp,
                                double *L, double *M, double *t, double min_rel)
 
@@ -88,14 +98,40 @@ cdef inline void _grow_inverse(double *P, Py_ssize_t ldp, const double *d, doubl
     sk_pjl_grow(P, ldp, d, g, n, delta)
 
 
+cdef inline void _grow_defer(double *P, Py_ssize_t ldp, const double *d, Py_ssize_t n,
+                             double delta, double *pend) noexcept nogil:
+    """:func:`_grow_inverse` but its pass over ``P``: the new row and corner are written, and
+    the rows below ``n`` want the rank-one update that ``pend`` (``4 n`` entries) takes in
+    :func:`_shrink_defer`'s form (the same bits), for :func:`_project_pending` or
+    :func:`_settle`."""
+    sk_pjl_grow_defer(P, ldp, d, n, delta, pend)
+
+
 cdef inline void _shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
-                              const double *col, double *row, const double *d, double *g,
+                              const double *col, double *row, const double *d, double *pend,
                               double *cm, double delta) noexcept nogil:
     """``Projectron._remove_one``'s downdate of ``P`` (``n`` rows, slot ``i`` leaving; ``col``
     and ``row`` from :func:`_pick`, ``row`` then changed) and ``_append``'s growth by ``d``
-    and ``delta`` (from :func:`_project_without`), in one pass over ``P``; ``g`` and ``cm``
-    (``n`` entries each) are scratch."""
-    sk_pjl_shrink_grow(P, ldp, n, i, col, row, d, g, cm, delta)
+    and ``delta`` (from :func:`_project_without`), in one pass over ``P``; ``pend``
+    (``4 n`` entries) and ``cm`` (``n``) are scratch."""
+    sk_pjl_shrink_grow(P, ldp, n, i, col, row, d, pend, cm, delta)
+
+
+cdef inline void _shrink_defer(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
+                               const double *col, double *row, const double *d, double *pend,
+                               double *cm, double delta) noexcept nogil:
+    """:func:`_shrink_grow` but its pass over ``P``: the O(n) moves are done, and the rows
+    below ``n - 1`` still want the rank-two update whose four vectors (``n - 1`` entries
+    each) ``pend`` takes; :func:`_project_pending` or :func:`_settle` applies it."""
+    sk_pjl_shrink_defer(P, ldp, n, i, col, row, d, pend, cm, delta)
+
+
+cdef inline double _project_pending(double *P, Py_ssize_t ldp, const double *k, double *d,
+                                    double *u, Py_ssize_t n, double kxx, const double *pend,
+                                    Py_ssize_t m) noexcept nogil:
+    """:func:`_project` after :func:`_shrink_defer` (``pend``, ``m`` rows), whose update it
+    applies in the same pass over ``P``: ``P`` inverts the set on return."""
+    return sk_pjl_project_pending(P, ldp, k, d, u, n, kxx, pend, m)
 
 
 cdef inline double _project(const double *P, Py_ssize_t ldp, const double *k, double *d,
@@ -117,3 +153,10 @@ cdef double _project_without(double *d, const double *col, double pii, Py_ssize_
         d[a] = d[a] - col[a] * di
     d[i] = d[last]
     return sk_pj_error(k, d, last, kxx)
+
+
+cdef inline void _settle(double *P, Py_ssize_t ldp, const double *pend,
+                         Py_ssize_t m) noexcept nogil:
+    """The update :func:`_shrink_defer` left (``pend``, ``m`` rows) applied to ``P`` on its
+    own, when no :func:`_project_pending` follows: ``P`` inverts the set on return."""
+    sk_pjl_settle(P, ldp, pend, m)

@@ -76,6 +76,10 @@ class Projectron(BudgetPolicy):
 
     #: (a class default too: a policy pickled before the flag existed has a full ``P``)
     _lower = False
+    #: rows of the update of ``P`` a compiled step left pending (-1: none;
+    #: class defaults too, for a policy pickled before they existed), see :meth:`_settle`
+    _pend_m = -1
+    _pend: np.ndarray | None = None
 
     def __init__(self, budget: int | None = None, eta: float = 0.1):
         super().__init__(budget)
@@ -89,6 +93,8 @@ class Projectron(BudgetPolicy):
         #: ``P``'s upper triangle is stale: the compiled steps keep only its lower triangle
         #: (``P`` is symmetric; half the memory to read and write), :meth:`_mirror` mirrors it.
         self._lower = False
+        self._pend_m = -1
+        self._pend = None
 
     def _extra_params(self) -> dict[str, Any]:
         return {"eta": self.eta}
@@ -101,9 +107,34 @@ class Projectron(BudgetPolicy):
         n = self._ids.shape[0]
         return self._P[:n, :n].copy()
 
+    def _settle(self) -> None:
+        """Apply the update of ``P``'s lower triangle (a removal's rank-two one, or a growth's
+        rank-one one in that form) that the per-event core (streamk/learners/_event.pyx)
+        left for its next ``d = P k`` to fuse into its pass over ``P`` (one pass instead of
+        two), before anything else reads ``P``.
+
+        ``_pend`` holds its four vectors of ``m = _pend_m`` entries, ``na``, ``row``, ``d``,
+        ``g``; row ``a < m`` takes ``(P_ab + na_a row_b) + d_a g_b`` for ``b <= a``: the
+        compiled pass's roundings (``sk_pjl_rank2_rows`` in streamk/_dense.h, which
+        ``_policies.projectron_settle`` runs when the extension is there), so the bits do not
+        depend on what applies it."""
+        m = self._pend_m
+        if m < 0:
+            return
+        self._pend_m = -1
+        settle = getattr(compiled.policies, "projectron_settle", None)
+        if settle is not None:  # the same update in one compiled pass
+            settle(self._P, self._pend, m)
+            return
+        na, row, d, g = self._pend[: 4 * m].reshape(4, m)
+        P = self._P[:m, :m]
+        low = np.tril_indices(m)
+        P[low] = ((P + np.outer(na, row)) + np.outer(d, g))[low]
+
     def _mirror(self) -> None:
         """Mirror ``P``'s lower triangle into its upper one where a compiled step left only the
         lower triangle current (before NumPy reads the whole of ``P``)."""
+        self._settle()
         if self._lower:
             n = self._ids.shape[0]
             P = self._P[:n, :n]
@@ -129,6 +160,7 @@ class Projectron(BudgetPolicy):
         if rows > cap:
             cap = max(rows, 2 * cap)
         self._P = np.zeros((cap, cap))
+        self._pend_m = -1  # (an update pending for the old P has no meaning for the new one)
         if not compiled.inverse_gram(G, self._P, MIN_REL_DELTA):  # compiled: no BLAS threads
             try:
                 P = np.linalg.inv(G)
@@ -158,6 +190,7 @@ class Projectron(BudgetPolicy):
     def prepare(self, support: SupportSet, rows: int) -> None:
         """``P`` in sync with ``support`` and room for ``rows`` support vectors (before a
         compiled pass, :func:`streamk.budget.compiled.margin_run`, changes it in place)."""
+        self._settle()
         if not self._in_sync(support):
             self._rebuild(support, rows)
         self._grow(rows)
@@ -170,6 +203,7 @@ class Projectron(BudgetPolicy):
 
     # -- insertion ------------------------------------------------------------------------------
     def insert(self, support, row, coef, k_row):
+        self._settle()
         if not self._in_sync(support):
             self._rebuild(support, support.n + 1)  # room for the vector it may append
         coef = np.asarray(coef, dtype=np.float64).ravel()
@@ -241,3 +275,4 @@ class Projectron(BudgetPolicy):
         self._kspec = state["kernel"]
         self._kernel = None
         self._lower = False
+        self._pend_m = -1

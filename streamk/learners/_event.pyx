@@ -254,6 +254,10 @@ cdef class EventPass:
     cdef bint pj_sync
     cdef double pj_eta, pj_min_rel
     cdef Py_ssize_t pj_left  # the slot the last _projectron removed (-1: none)
+    # the policy's buffer (its ``_pend``) for a removal's or growth's update of P left to the
+    # next d = P k (its rows in the policy's ``_pend_m``; Projectron._settle applies it otherwise)
+    cdef object pj_pend_obj
+    cdef double[::1] pj_pend
     # Merge: its search's scratch (for the bound buffers' rows) and the merges made here
     cdef object m_buf_obj, m_pick_obj
     cdef double[::1] m_buf
@@ -1166,6 +1170,7 @@ cdef class EventPass:
         self.pj_eta, self.pj_min_rel = float(policy.eta), float(MIN_REL_DELTA)
         self.pj_P_obj = None
         self.pj_ids_obj = None
+        self.pj_pend_obj = None
         self.pj_sync = False
         return True
 
@@ -1182,6 +1187,7 @@ cdef class EventPass:
         policy = self.policy
         P = policy._P
         if not self.pj_sync or P is not self.pj_P_obj or self.pj_P.shape[0] < n + 1:
+            self._projectron_settle()  # (before prepare reads P: in C, not NumPy)
             policy.prepare(self.support, n + 1)
             P = policy._P
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
@@ -1192,6 +1198,35 @@ cdef class EventPass:
 
             self.pj_work_obj = np.empty(5 * max(self.X.shape[0], n + 1))
             self.pj_work = self.pj_work_obj
+        if policy._pend is not self.pj_pend_obj or self.pj_pend.shape[0] < 4 * (n + 1):
+            import numpy as np
+
+            self._projectron_settle()  # an update pending in the buffer being replaced
+            pend = np.empty(4 * max(self.X.shape[0], n + 1))
+            policy._pend = self.pj_pend_obj = pend
+            self.pj_pend = pend
+        return True
+
+    cdef bint _projectron_settle(self) except -1:
+        """The pass over ``P`` a removal or growth left in the policy's ``_pend``, made here
+        in C when no ``d = P k`` is to take it (before the policy reads or replaces ``P``):
+        ``Projectron._settle``'s update, the same bits, without its O(n²) NumPy temporaries
+        (the warm-up's kernel changes and the set's growth call ``prepare`` often)."""
+        cdef Py_ssize_t pm
+        cdef double[:, ::1] P
+        cdef double[::1] pend
+        policy = self.policy
+        pm = policy._pend_m
+        if pm < 0:
+            return True
+        P = policy._P
+        pend = policy._pend
+        if P.shape[0] < pm or P.shape[1] < pm or pend.shape[0] < 4 * pm:
+            policy._settle()  # (not a state this pass leaves: NumPy checks it)
+            return True
+        with nogil:
+            _settle(&P[0, 0], P.shape[1], &pend[0], pm)
+        policy._pend_m = -1
         return True
 
     cdef bint _projectron_adopt(self, Py_ssize_t n) except -1:
@@ -1232,19 +1267,33 @@ cdef class EventPass:
         ``MIN_REL_DELTA k(x, x)``; else, when full, the removal (the coefficient projected
         onto the others, the last row moved into its slot, ``self.k`` as ``without_slot``
         leaves it, ``d`` and ``delta`` for the smaller set) with ``P``'s downdate and
-        block-inverse growth in one pass, or the growth alone. Returns the rows the new one
-        joins; :meth:`_insert` writes it."""
+        block-inverse growth, or the growth alone. Their pass over ``P`` waits in the
+        policy's ``_pend`` for the next event's ``d = P k``, which makes it in its own pass
+        (one pass over ``P`` per event instead of two; ``Projectron._settle`` applies it
+        first wherever else ``P`` is read). Returns the rows the new one joins;
+        :meth:`_insert` writes it."""
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], ldp = self.pj_P.shape[0]
-        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 5
+        cdef Py_ssize_t s, c, i, cap = self.pj_work.shape[0] // 5, pm
         cdef double kxx = self._kdiag(row_sq), delta, pii
         cdef double *P = &self.pj_P[0, 0]
         cdef double *dv = &self.pj_work[0]
         cdef double *col = dv + cap
         cdef double *row = col + cap
-        cdef double *scratch = row + cap
-        cdef double *cm = scratch + cap
+        cdef double *cm = row + cap
+        cdef double *scratch = cm + cap
+        cdef double *pend = &self.pj_pend[0]
+        policy = self.policy
+        pm = policy._pend_m
+        if pm >= n or (pm >= 0 and policy._pend is not self.pj_pend_obj):
+            self._projectron_settle()  # (not for this pass to take)
+            pm = -1
         with nogil:
-            delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
+            if pm >= 0:  # the last update's pass over P and this d = P k in one
+                delta = _project_pending(P, ldp, self.k, dv, scratch, n, kxx, pend, pm)
+            else:
+                delta = _project(P, ldp, self.k, dv, scratch, n, kxx)
+        if pm >= 0:
+            policy._pend_m = -1
         self.pj_left = -1
         if n and (delta <= self.pj_eta or delta <= self.pj_min_rel * kxx):
             for s in range(n):  # SupportSet.add_coefs(d fᵀ)
@@ -1259,11 +1308,13 @@ cdef class EventPass:
                                 &self.sq[0], &self.kdiag[0], &self.ids[0], self.k, col,
                                 row, n, &pii)
                 delta = _project_without(dv, col, pii, i, n, self.k, kxx)
-                _shrink_grow(P, ldp, n, i, col, row, dv, scratch, cm, delta)
+                _shrink_defer(P, ldp, n, i, col, row, dv, pend, cm, delta)
+            policy._pend_m = n - 1  # the rank-two pass waits for the next d = P k
             self.pj_left = i
             return n - 1
         with nogil:
-            _grow_inverse(P, ldp, dv, scratch, n, delta)
+            _grow_defer(P, ldp, dv, n, delta, pend)
+        policy._pend_m = n  # the growth's pass waits for the next d = P k too
         return n
 
     # -- the SVR and novelty rules ----------------------------------------------------------------
