@@ -408,6 +408,37 @@ def test_events_the_compiled_path_declines_give_the_numpy_result(budget):
     assert fast.support_.n_outputs == 3
 
 
+@pytest.mark.parametrize(
+    "make, task",
+    [
+        (lambda: KernelPerceptron(budget=40), "clf"),
+        (lambda: OnlineSVR(budget=Projectron(40)), "reg"),
+        (lambda: KernelPerceptron(budget=Merge(40)), "clf"),
+    ],
+    ids=["perceptron", "svr-projectron", "perceptron-merge"],
+)
+def test_numpy_float64_values_take_the_compiled_path_with_the_floats_bits(make, task):
+    """A dict built from a NumPy row (``dict(zip(names, row))``) holds ``numpy.float64``:
+    the compiled path takes it as the float it is, and learns the same bits as from the
+    row's Python floats, which the NumPy path matches as well."""
+    floats = stream(600, 4, 11)
+    if task == "reg":
+        floats = [(x, float(sum(x.values()))) for x, _ in floats]
+    wrapped = [({k: np.float64(v) for k, v in x.items()}, y) for x, y in floats]
+    assert all(type(v) is np.float64 for x, _ in wrapped for v in x.values())
+    fast, slow, p_fast, p_slow = run_pair(make, wrapped)  # it learns the last event twice
+    plain = make()
+    for x, y in [*floats, floats[-1]]:
+        plain.learn_one(x, y)
+    if task == "reg":  # a sum of kernel values: the NumPy path's to rounding
+        np.testing.assert_allclose(p_fast, p_slow, rtol=1e-9, atol=1e-12)
+    else:
+        assert p_fast == p_slow
+    same = assert_same_value_model if task == "reg" else assert_same_model
+    same(fast, plain, exact=True)  # the same bits as from Python floats
+    same(fast, slow, exact=False)
+
+
 def test_bad_events_raise_as_on_the_numpy_path_and_change_nothing():
     model = KernelPerceptron(kernel=RBF(0.5), budget=30)
     for x, y in stream(300, 3, 3):

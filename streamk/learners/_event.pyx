@@ -41,6 +41,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport INFINITY, copysign, fabs, isfinite, pow, sqrt
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
+from numpy import float64
 
 cdef extern from "Python.h":
     bint PyFloat_CheckExact(object o)
@@ -77,6 +78,9 @@ from streamk import accel as _accel
 NOT_HANDLED = object()
 
 cdef int PY_EQ = 2
+#: numpy.float64, a subclass of float whose value PyFloat_AS_DOUBLE reads (a typed global:
+#: the per-value check is one pointer comparison, not a module lookup)
+cdef object _NP_FLOAT64 = float64
 cdef Py_ssize_t AUTO_WINDOW = 200  # streamk.learners.base.AUTO_WINDOW (checked by a test)
 cdef Py_ssize_t SETTLE_SLACK = 64  # SlotData.settle's default slack (checked by a test)
 
@@ -527,7 +531,8 @@ cdef class EventPass:
     cdef Py_ssize_t _row(self, dict x) except -2:
         """The event's values in column order into ``self.row``; its width, or -1 when its
         keys are not exactly the features in column order or a value is not a finite
-        float/int (the NumPy path then grows the index, or raises the right error)."""
+        float/int/``numpy.float64`` (the NumPy path then grows the index, or raises the
+        right error). ``numpy.float64`` is what a dict built from a NumPy row holds."""
         cdef Py_ssize_t pos = 0, i = 0, d
         cdef PyObject *key
         cdef PyObject *value
@@ -543,8 +548,8 @@ cdef class EventPass:
             name = PyList_GET_ITEM(names, i)
             if key != name and not PyObject_RichCompareBool(key, name, PY_EQ):
                 return -1
-            if PyFloat_CheckExact(<object>value):
-                v = PyFloat_AS_DOUBLE(<object>value)
+            if PyFloat_CheckExact(<object>value) or type(<object>value) is _NP_FLOAT64:
+                v = PyFloat_AS_DOUBLE(<object>value)  # numpy's float64 is a float: its value
             elif PyLong_CheckExact(<object>value):
                 v = PyLong_AsDouble(<object>value)  # raises OverflowError: not finite anyway
             else:
