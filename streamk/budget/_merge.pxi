@@ -58,7 +58,7 @@ cdef inline Py_ssize_t _index_doubles(Py_ssize_t n) noexcept nogil:
 
 cdef inline Py_ssize_t _merge_work(Py_ssize_t n, int grid) noexcept nogil:
     """Doubles of scratch :func:`_merge_pick` needs for ``n`` rows."""
-    return (24 + 2 * grid) * n + _index_doubles(n)
+    return (27 + 2 * grid) * n + _index_doubles(n)
 
 
 cdef _Search _search_in(double *work, Py_ssize_t cap, int grid) noexcept nogil:
@@ -231,6 +231,101 @@ cdef void _best_h(_Search *s, Py_ssize_t K, int grid, int steps, double mm) noex
         _finish(s, i)
 
 
+
+# The polygon bound on a candidate's loss (what rules most candidates out before the grid),
+# in C so that the pass over every candidate runs on the widest SIMD lanes (the bounds only
+# prune, so the clones' different roundings cannot change a pick).
+cdef extern from * nogil:
+    """
+    /* Kept weight a² mm + b² nn + 2ab mn at (a, b) = (k(x_m, z), k(x_n, z)). */
+    static inline double skm_w(double a, double b, double mm, double nn, double mn)
+    {
+        return a * a * mm + b * b * nn + 2.0 * a * b * mn;
+    }
+
+    static inline double skm_max(double x, double y) { return x > y ? x : y; }
+
+    /* x², flushed to 0 below 1e-300: a product that falls into the subnormals costs a
+     * hundred cycles (a far candidate's powers of r would), and a bound 1e-300 off is as
+     * good. */
+    static inline double skm_sq(double x) { x = x < 1e-150 ? 0.0 : x; return x * x; }
+
+    /* x y, flushed to 0 as skm_sq's */
+    static inline double skm_mul(double x, double y)
+    {
+        return (x < 1e-150 ? 0.0 : x) * (y < 1e-150 ? 0.0 : y);
+    }
+
+    /* A bound on the weight along the arc h in [h0, h1] of (a(h), b(h)) whose curvature
+     * keeps its sign there, besides its ends' weights: the weight is convex in (a, b)
+     * (mn² <= mm nn), so its largest value on a polygon holding the arc is at a vertex, and
+     * the arc lies in the triangle of its chord and the tangents at its ends (tangent
+     * ((1-h) a, -h b): the arc turns < 90°). Where the tangents do not meet ahead of P0
+     * and behind P1 (a point-like arc: rounding), the trivial bound ``top``. */
+    static inline double skm_arc(double h0, double a0, double b0, double h1, double a1,
+                                 double b1, double mm, double nn, double mn, double top)
+    {
+        double ta0 = (1.0 - h0) * a0, tb0 = -h0 * b0, ta1 = (1.0 - h1) * a1, tb1 = -h1 * b1;
+        double dx = a1 - a0, dy = b1 - b0, inv = 1.0 / (ta1 * tb0 - ta0 * tb1);
+        double l = (ta1 * dy - tb1 * dx) * inv, k = (ta0 * dy - tb0 * dx) * inv;
+        double tri = skm_w(a0 + l * ta0, b0 + l * tb0, mm, nn, mn);
+        /* a zero determinant gives inf or NaN: a test fails then */
+        return (l >= 0.0) & (k <= 0.0) & (l < 1e300) ? tri : top;
+    }
+
+    /* lb[i]: a lower bound on candidate i's loss, half[i] = exp(-u_i / 2). With mm <= nn,
+     * W(h) - W(1-h) = (a² - b²)(mm - nn) <= 0 for h >= 1/2, so the best weight is on
+     * [0, 1/2]; there the arc's curvature has the sign of 2u h(1-h) - 1, so cut at its
+     * root hx[i] (u > 2; any cut in (0, 1/2) for u <= 2) and at h = 1/8, 1/4 its pieces
+     * keep theirs (a, b = r^(64 (1-h)²), r^(64 h²) with r = exp(-u/64): squarings). Where
+     * nn < mm, the box bound over both halves:
+     * min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|). */
+    SK_EXP_CLONES static void skm_bounds(const double *u, const double *cut, const double *nn,
+                                         const double *mn, double mm, Py_ssize_t n,
+                                         double *lb, double *half)
+    {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double ui = u[i], hx = cut[i], N = nn[i], M = mn[i];
+            double r = sk_exp(ui * (-1.0 / 64.0)), r4, r16, r32, k, q1a, q2a;
+            double ax = sk_exp(-ui * ((1.0 - hx) * (1.0 - hx))), bx = sk_exp(-ui * (hx * hx));
+            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, any, small;
+            r4 = skm_sq(skm_sq(r));
+            r16 = skm_sq(skm_sq(r4));
+            r32 = skm_sq(r16);
+            k = skm_sq(r32);  /* exp(-u) */
+            q1a = skm_mul(skm_mul(r32, r16), r);  /* a at h = 1/8 (b = r) */
+            q2a = skm_mul(r32, r4);  /* a at h = 1/4 (b = r4) */
+            /* the cuts in order: 1/8, 1/4 and hx */
+            h1 = hx < 0.125 ? hx : 0.125;
+            a1 = hx < 0.125 ? ax : q1a;
+            b1 = hx < 0.125 ? bx : r;
+            h2 = hx < 0.125 ? 0.125 : (hx < 0.25 ? hx : 0.25);
+            a2 = hx < 0.125 ? q1a : (hx < 0.25 ? ax : q2a);
+            b2 = hx < 0.125 ? r : (hx < 0.25 ? bx : r4);
+            h3 = hx < 0.25 ? 0.25 : hx;
+            a3 = hx < 0.25 ? q2a : ax;
+            b3 = hx < 0.25 ? r4 : bx;
+            /* the weights at the cuts, then at the triangles' third vertices (a, b <= 1:
+             * the weight is at most mm + nn + 2 |mn| anywhere) */
+            top = skm_max(skm_max(skm_w(k, 1.0, mm, N, M), skm_w(a1, b1, mm, N, M)),
+                          skm_max(skm_w(a2, b2, mm, N, M), skm_w(a3, b3, mm, N, M)));
+            top = skm_max(top, skm_w(r16, r16, mm, N, M));
+            any = mm + N + 2.0 * fabs(M);
+            top = skm_max(top, skm_max(skm_arc(0.0, k, 1.0, h1, a1, b1, mm, N, M, any),
+                                       skm_arc(h1, a1, b1, h2, a2, b2, mm, N, M, any)));
+            top = skm_max(top, skm_max(skm_arc(h2, a2, b2, h3, a3, b3, mm, N, M, any),
+                                       skm_arc(h3, a3, b3, 0.5, r16, r16, mm, N, M, any)));
+            small = N < mm ? N : mm;
+            lb[i] = mm <= N ? mm + N + 2.0 * k * M - top
+                            : small + 2.0 * k * M - r32 * (small + 2.0 * fabs(M));
+            half[i] = r32;
+        }
+    }
+    """
+    void skm_bounds(const double *u, const double *cut, const double *nn, const double *mn,
+                    double mm, Py_ssize_t n, double *lb, double *half)
+
+
 cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t p,
                       const double *s_sq, const double *kdiag, const int64_t *ids,
                       Py_ssize_t n, double gamma, int grid, int steps,
@@ -249,7 +344,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     """
     cdef Py_ssize_t i, c, k, m = -1, partner = -1, K, L, kept, seed = -1
     cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, loss, best, best_h = 0.0
-    cdef double half, small, bound, d2h, c2, ub
+    cdef double bound, d2h, c2, ub, near
     cdef int64_t oldest = 0
     cdef double *cs = buf
     cdef double *dd = cs + n
@@ -257,16 +352,24 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     cdef double *MN = NN + n
     cdef double *el = MN + n  # exp(-u / 2) of every row, then exp(-u) of those with a grid
     cdef double *sv = el + n  # 1: the candidate is searched
-    cdef _Search s = _search_in(sv + n, n, grid)
+    cdef double *hx = sv + n  # gamma d2 of every row
+    cdef double *ax = hx + n  # exp(-u / 2) of every row
+    cdef double *cut = ax + n  # where the polygon bound cuts the arc (the inflection)
+    cdef _Search s = _search_in(cut + n, n, grid)
+    # The costs squared (no square root a row): sqrt is monotone, so the smallest cost is
+    # the root of the smallest square, and only rows within 3e-12 of it in squares can be
+    # within 1e-12 of it in costs (the roots decide those).
     for i in range(n):
         cost = 0.0
         for c in range(p):
             cost += C[i * p + c] * C[i * p + c]
-        cs[i] = sqrt(cost * kdiag[i])
+        cs[i] = cost * kdiag[i]
         if cs[i] < lo:
             lo = cs[i]
+    near = lo * (1.0 + 3e-12)
+    lo = sqrt(lo)
     for i in range(n):
-        if cs[i] <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
+        if cs[i] <= near and sqrt(cs[i]) <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
             m = i
             oldest = ids[i]
     for c in range(p):
@@ -290,27 +393,23 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     s.mn[0] = MN[seed]
     _best_h(&s, 1, grid, steps, mm)
     best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - s.w[0]
-    # Candidates far from m cannot beat the nearest one: their loss is at least
-    # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2; every
-    # candidate whose bound does not exceed the nearest's loss by a margin far above
-    # rounding gets the grid (the nearest again with them).
+    # Candidates whose loss provably exceeds the nearest's by a margin far above rounding
+    # are ruled out (:c:func:`skm_bounds`); the rest get the grid (the nearest again with
+    # them).
     for i in range(n):
-        el[i] = dd[i] * (0.5 * gamma)
-    sk_scaled_exp(el, n, -1.0)  # exp(-u / 2), for the bounds only
+        hx[i] = gamma * dd[i]
+        # the arc's inflection on [0, 1/2] (``2u h(1-h) = 1``) for u > 2, else any cut
+        cut[i] = 0.5 - 0.5 * sqrt(1.0 - 2.0 / hx[i]) if hx[i] > 2.0 else 0.15
+    skm_bounds(hx, cut, NN, MN, mm, n, el, ax)
     K = 0
     for i in range(n):
-        if i == m:
-            continue
-        half = el[i]
-        small = min(mm, NN[i])
-        bound = small + 2.0 * half * half * MN[i] - half * (small + 2.0 * fabs(MN[i]))
-        if i != seed and bound > best + 1e-9 * (mm + NN[i]):
+        if i == m or (i != seed and el[i] > best + 1e-9 * (mm + NN[i])):
             continue
         pick[K] = i
-        s.u[K] = gamma * dd[i]
+        s.u[K] = hx[i]
         s.nn[K] = NN[i]
         s.mn[K] = MN[i]
-        s.half[K] = half
+        s.half[K] = ax[i]
         K += 1
     _grid_pass(&s, K, grid, mm)
     # The grid bounds a candidate's best weight f*: on [0, 1], -f'' <= 4u f* + 12u mn- e^-u/2
