@@ -261,16 +261,18 @@ cdef extern from * nogil:
      * (mn² <= mm nn), so its largest value on a polygon holding the arc is at a vertex, and
      * the arc lies in the triangle of its chord and the tangents at its ends (tangent
      * ((1-h) a, -h b): the arc turns < 90°). Where the tangents do not meet ahead of P0
-     * and behind P1 (a point-like arc: rounding), the trivial bound ``top``. */
+     * and behind P1 (a point-like arc, or a far candidate's a flushed to 0), the box
+     * a <= a1, b <= b0 (a rises and b falls in h) with mnp = max(mn, 0). */
     static inline double skm_arc(double h0, double a0, double b0, double h1, double a1,
-                                 double b1, double mm, double nn, double mn, double top)
+                                 double b1, double mm, double nn, double mn, double mnp)
     {
+        double box = a1 * a1 * mm + b0 * b0 * nn + 2.0 * a1 * b0 * mnp;
         double ta0 = (1.0 - h0) * a0, tb0 = -h0 * b0, ta1 = (1.0 - h1) * a1, tb1 = -h1 * b1;
         double dx = a1 - a0, dy = b1 - b0, inv = 1.0 / (ta1 * tb0 - ta0 * tb1);
         double l = (ta1 * dy - tb1 * dx) * inv, k = (ta0 * dy - tb0 * dx) * inv;
         double tri = skm_w(a0 + l * ta0, b0 + l * tb0, mm, nn, mn);
         /* a zero determinant gives inf or NaN: a test fails then */
-        return (l >= 0.0) & (k <= 0.0) & (l < 1e300) ? tri : top;
+        return (l >= 0.0) & (k <= 0.0) & (l < 1e300) ? tri : box;
     }
 
     /* lb[i]: a lower bound on candidate i's loss, half[i] = exp(-u_i / 2). With mm <= nn,
@@ -288,7 +290,7 @@ cdef extern from * nogil:
             double ui = u[i], hx = cut[i], N = nn[i], M = mn[i];
             double r = sk_exp(ui * (-1.0 / 64.0)), r4, r16, r32, k, q1a, q2a;
             double ax = sk_exp(-ui * ((1.0 - hx) * (1.0 - hx))), bx = sk_exp(-ui * (hx * hx));
-            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, any, small;
+            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, mnp, small;
             r4 = skm_sq(skm_sq(r));
             r16 = skm_sq(skm_sq(r4));
             r32 = skm_sq(r16);
@@ -305,16 +307,15 @@ cdef extern from * nogil:
             h3 = hx < 0.25 ? 0.25 : hx;
             a3 = hx < 0.25 ? q2a : ax;
             b3 = hx < 0.25 ? r4 : bx;
-            /* the weights at the cuts, then at the triangles' third vertices (a, b <= 1:
-             * the weight is at most mm + nn + 2 |mn| anywhere) */
+            /* the weights at the cuts, then at the triangles' third vertices */
             top = skm_max(skm_max(skm_w(k, 1.0, mm, N, M), skm_w(a1, b1, mm, N, M)),
                           skm_max(skm_w(a2, b2, mm, N, M), skm_w(a3, b3, mm, N, M)));
             top = skm_max(top, skm_w(r16, r16, mm, N, M));
-            any = mm + N + 2.0 * fabs(M);
-            top = skm_max(top, skm_max(skm_arc(0.0, k, 1.0, h1, a1, b1, mm, N, M, any),
-                                       skm_arc(h1, a1, b1, h2, a2, b2, mm, N, M, any)));
-            top = skm_max(top, skm_max(skm_arc(h2, a2, b2, h3, a3, b3, mm, N, M, any),
-                                       skm_arc(h3, a3, b3, 0.5, r16, r16, mm, N, M, any)));
+            mnp = M > 0.0 ? M : 0.0;
+            top = skm_max(top, skm_max(skm_arc(0.0, k, 1.0, h1, a1, b1, mm, N, M, mnp),
+                                       skm_arc(h1, a1, b1, h2, a2, b2, mm, N, M, mnp)));
+            top = skm_max(top, skm_max(skm_arc(h2, a2, b2, h3, a3, b3, mm, N, M, mnp),
+                                       skm_arc(h3, a3, b3, 0.5, r16, r16, mm, N, M, mnp)));
             small = N < mm ? N : mm;
             lb[i] = mm <= N ? mm + N + 2.0 * k * M - top
                             : small + 2.0 * k * M - r32 * (small + 2.0 * fabs(M));
@@ -325,6 +326,17 @@ cdef extern from * nogil:
     void skm_bounds(const double *u, const double *cut, const double *nn, const double *mn,
                     double mm, Py_ssize_t n, double *lb, double *half)
 
+
+
+cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
+                              Py_ssize_t n, double *cut, double *lb, double *half) noexcept nogil:
+    """:c:func:`skm_bounds` for ``n`` candidates (``u = gamma d2``), with the cuts at the
+    arcs' inflections (``2u h(1-h) = 1`` on ``[0, 1/2]`` for ``u > 2``, else anywhere) in
+    ``cut``: lower bounds on their losses in ``lb``, ``exp(-u / 2)`` in ``half``."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        cut[i] = 0.5 - 0.5 * sqrt(1.0 - 2.0 / u[i]) if u[i] > 2.0 else 0.15
+    skm_bounds(u, cut, nn, mn, mm, n, lb, half)
 
 cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t p,
                       const double *s_sq, const double *kdiag, const int64_t *ids,
@@ -398,9 +410,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # them).
     for i in range(n):
         hx[i] = gamma * dd[i]
-        # the arc's inflection on [0, 1/2] (``2u h(1-h) = 1``) for u > 2, else any cut
-        cut[i] = 0.5 - 0.5 * sqrt(1.0 - 2.0 / hx[i]) if hx[i] > 2.0 else 0.15
-    skm_bounds(hx, cut, NN, MN, mm, n, el, ax)
+    _loss_bounds(hx, NN, MN, mm, n, cut, el, ax)
     K = 0
     for i in range(n):
         if i == m or (i != seed and el[i] > best + 1e-9 * (mm + NN[i])):
