@@ -58,7 +58,7 @@ cdef inline Py_ssize_t _index_doubles(Py_ssize_t n) noexcept nogil:
 
 cdef inline Py_ssize_t _merge_work(Py_ssize_t n, int grid) noexcept nogil:
     """Doubles of scratch :func:`_merge_pick` needs for ``n`` rows."""
-    return (27 + 2 * grid) * n + _index_doubles(n)
+    return (26 + 2 * grid) * n + _index_doubles(n)
 
 
 cdef _Search _search_in(double *work, Py_ssize_t cap, int grid) noexcept nogil:
@@ -261,36 +261,61 @@ cdef extern from * nogil:
      * (mn² <= mm nn), so its largest value on a polygon holding the arc is at a vertex, and
      * the arc lies in the triangle of its chord and the tangents at its ends (tangent
      * ((1-h) a, -h b): the arc turns < 90°). Where the tangents do not meet ahead of P0
-     * and behind P1 (a point-like arc, or a far candidate's a flushed to 0), the box
-     * a <= a1, b <= b0 (a rises and b falls in h) with mnp = max(mn, 0). */
+     * and behind P1 (a far candidate's a flushed to 0), or the arc is too short for the
+     * meeting point to be more than rounding (its ends computed two ways), the box
+     * a <= a1, b <= b0 (a rises and b falls in h; ab rises on [0, 1/2], so ab >= a0 b0
+     * bounds the term of an mn < 0). */
     static inline double skm_arc(double h0, double a0, double b0, double h1, double a1,
-                                 double b1, double mm, double nn, double mn, double mnp)
+                                 double b1, double mm, double nn, double mn)
     {
-        double box = a1 * a1 * mm + b0 * b0 * nn + 2.0 * a1 * b0 * mnp;
+        double box = a1 * a1 * mm + b0 * b0 * nn + 2.0 * (mn > 0.0 ? a1 : a0) * b0 * mn;
         double ta0 = (1.0 - h0) * a0, tb0 = -h0 * b0, ta1 = (1.0 - h1) * a1, tb1 = -h1 * b1;
         double dx = a1 - a0, dy = b1 - b0, inv = 1.0 / (ta1 * tb0 - ta0 * tb1);
         double l = (ta1 * dy - tb1 * dx) * inv, k = (ta0 * dy - tb0 * dx) * inv;
         double tri = skm_w(a0 + l * ta0, b0 + l * tb0, mm, nn, mn);
         /* a zero determinant gives inf or NaN: a test fails then */
+        l = h1 - h0 > 1e-6 ? l : -1.0;  /* too short: the box */
         return (l >= 0.0) & (k <= 0.0) & (l < 1e300) ? tri : box;
+    }
+
+    /* sqrt(t) for 0 <= t < 1 without libm's sqrt, whose errno branch keeps the loop off
+     * the SIMD lanes: 1/sqrt(t) from the exponent halved in the bits (3.5% off), four
+     * Newton steps (the error squares each: rounding after them), times t. */
+    static inline double skm_sqrt(double t)
+    {
+        uint64_t bits;
+        double y;
+        memcpy(&bits, &t, sizeof bits);
+        bits = 0x5FE6EB50C7B537A9ULL - (bits >> 1);
+        memcpy(&y, &bits, sizeof y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        return t * y;
     }
 
     /* lb[i]: a lower bound on candidate i's loss, half[i] = exp(-u_i / 2). With mm <= nn,
      * W(h) - W(1-h) = (a² - b²)(mm - nn) <= 0 for h >= 1/2, so the best weight is on
      * [0, 1/2]; there the arc's curvature has the sign of 2u h(1-h) - 1, so cut at its
-     * root hx[i] (u > 2; any cut in (0, 1/2) for u <= 2) and at h = 1/8, 1/4 its pieces
-     * keep theirs (a, b = r^(64 (1-h)²), r^(64 h²) with r = exp(-u/64): squarings). Where
-     * nn < mm, the box bound over both halves:
-     * min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|). */
-    SK_EXP_CLONES static void skm_bounds(const double *u, const double *cut, const double *nn,
-                                         const double *mn, double mm, Py_ssize_t n,
-                                         double *lb, double *half)
+     * root hx = (1 - sqrt(1 - 2/u)) / 2 (u > 2; 1/2 for u <= 2: an empty last piece) and
+     * at h = 1/8, 1/4 its pieces keep theirs (a, b = r^(64 (1-h)²), r^(64 h²) with
+     * r = exp(-u/64): squarings). Where nn < mm, the box bound over both halves:
+     * min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|). The max(u, 2) and the
+     * |t| below are arithmetic, not selects: GCC would otherwise run the sqrt's Newton
+     * steps on the unselected 1 - 2/u < 0 in every lane (subnormal assists). A cut off
+     * the root by rounding (1e-8 in h at worst, near u = 2) leaves an arc piece of the
+     * other curvature so short that it strays from its triangle by ~1e-24. */
+    SK_EXP_CLONES static void skm_bounds(const double *u, const double *nn, const double *mn,
+                                         double mm, Py_ssize_t n, double *lb, double *half)
     {
         for (Py_ssize_t i = 0; i < n; i++) {
-            double ui = u[i], hx = cut[i], N = nn[i], M = mn[i];
+            double ui = u[i], N = nn[i], M = mn[i];
+            double v = 0.5 * (ui + 2.0 + fabs(ui - 2.0));
+            double hx = 0.5 - 0.5 * skm_sqrt(fabs(1.0 - 2.0 / v));
             double r = sk_exp(ui * (-1.0 / 64.0)), r4, r16, r32, k, q1a, q2a;
             double ax = sk_exp(-ui * ((1.0 - hx) * (1.0 - hx))), bx = sk_exp(-ui * (hx * hx));
-            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, mnp, small;
+            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, small;
             r4 = skm_sq(skm_sq(r));
             r16 = skm_sq(skm_sq(r4));
             r32 = skm_sq(r16);
@@ -311,11 +336,10 @@ cdef extern from * nogil:
             top = skm_max(skm_max(skm_w(k, 1.0, mm, N, M), skm_w(a1, b1, mm, N, M)),
                           skm_max(skm_w(a2, b2, mm, N, M), skm_w(a3, b3, mm, N, M)));
             top = skm_max(top, skm_w(r16, r16, mm, N, M));
-            mnp = M > 0.0 ? M : 0.0;
-            top = skm_max(top, skm_max(skm_arc(0.0, k, 1.0, h1, a1, b1, mm, N, M, mnp),
-                                       skm_arc(h1, a1, b1, h2, a2, b2, mm, N, M, mnp)));
-            top = skm_max(top, skm_max(skm_arc(h2, a2, b2, h3, a3, b3, mm, N, M, mnp),
-                                       skm_arc(h3, a3, b3, 0.5, r16, r16, mm, N, M, mnp)));
+            top = skm_max(top, skm_max(skm_arc(0.0, k, 1.0, h1, a1, b1, mm, N, M),
+                                       skm_arc(h1, a1, b1, h2, a2, b2, mm, N, M)));
+            top = skm_max(top, skm_max(skm_arc(h2, a2, b2, h3, a3, b3, mm, N, M),
+                                       skm_arc(h3, a3, b3, 0.5, r16, r16, mm, N, M)));
             small = N < mm ? N : mm;
             lb[i] = mm <= N ? mm + N + 2.0 * k * M - top
                             : small + 2.0 * k * M - r32 * (small + 2.0 * fabs(M));
@@ -323,20 +347,17 @@ cdef extern from * nogil:
         }
     }
     """
-    void skm_bounds(const double *u, const double *cut, const double *nn, const double *mn,
-                    double mm, Py_ssize_t n, double *lb, double *half)
+    void skm_bounds(const double *u, const double *nn, const double *mn, double mm,
+                    Py_ssize_t n, double *lb, double *half)
 
 
 
 cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
-                              Py_ssize_t n, double *cut, double *lb, double *half) noexcept nogil:
-    """:c:func:`skm_bounds` for ``n`` candidates (``u = gamma d2``), with the cuts at the
-    arcs' inflections (``2u h(1-h) = 1`` on ``[0, 1/2]`` for ``u > 2``, else anywhere) in
-    ``cut``: lower bounds on their losses in ``lb``, ``exp(-u / 2)`` in ``half``."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        cut[i] = 0.5 - 0.5 * sqrt(1.0 - 2.0 / u[i]) if u[i] > 2.0 else 0.15
-    skm_bounds(u, cut, nn, mn, mm, n, lb, half)
+                              Py_ssize_t n, double *lb, double *half) noexcept nogil:
+    """:c:func:`skm_bounds` for ``n`` candidates (``u = gamma d2``): lower bounds on their
+    losses in ``lb``, ``exp(-u / 2)`` in ``half``."""
+    skm_bounds(u, nn, mn, mm, n, lb, half)
+
 
 cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t p,
                       const double *s_sq, const double *kdiag, const int64_t *ids,
@@ -366,8 +387,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     cdef double *sv = el + n  # 1: the candidate is searched
     cdef double *hx = sv + n  # gamma d2 of every row
     cdef double *ax = hx + n  # exp(-u / 2) of every row
-    cdef double *cut = ax + n  # where the polygon bound cuts the arc (the inflection)
-    cdef _Search s = _search_in(cut + n, n, grid)
+    cdef _Search s = _search_in(ax + n, n, grid)
     # The costs squared (no square root a row): sqrt is monotone, so the smallest cost is
     # the root of the smallest square, and only rows within 3e-12 of it in squares can be
     # within 1e-12 of it in costs (the roots decide those).
@@ -410,7 +430,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # them).
     for i in range(n):
         hx[i] = gamma * dd[i]
-    _loss_bounds(hx, NN, MN, mm, n, cut, el, ax)
+    _loss_bounds(hx, NN, MN, mm, n, el, ax)
     K = 0
     for i in range(n):
         if i == m or (i != seed and el[i] > best + 1e-9 * (mm + NN[i])):

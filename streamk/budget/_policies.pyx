@@ -342,12 +342,12 @@ def merge_bounds(const double[::1] u, const double[::1] nn, const double[::1] mn
     if nn.shape[0] != n or mn.shape[0] != n:
         raise ValueError("u, nn and mn must have one entry per candidate")
     lb = np.empty(n)
-    scratch = np.empty(2 * n)
+    scratch = np.empty(n)
     cdef double[::1] lv = lb
     cdef double[::1] sv = scratch
     if n:
         with nogil:
-            _loss_bounds(&u[0], &nn[0], &mn[0], mm, n, &sv[0], &lv[0], &sv[n])
+            _loss_bounds(&u[0], &nn[0], &mn[0], mm, n, &lv[0], &sv[0])
     return lb
 
 def merge_apply(
