@@ -256,26 +256,46 @@ cdef extern from * nogil:
         return (x < 1e-150 ? 0.0 : x) * (y < 1e-150 ? 0.0 : y);
     }
 
-    /* A bound on the weight along the arc h in [h0, h1] of (a(h), b(h)) whose curvature
-     * keeps its sign there, besides its ends' weights: the weight is convex in (a, b)
-     * (mn² <= mm nn), so its largest value on a polygon holding the arc is at a vertex, and
-     * the arc lies in the triangle of its chord and the tangents at its ends (tangent
-     * ((1-h) a, -h b): the arc turns < 90°). Where the tangents do not meet ahead of P0
-     * and behind P1 (a far candidate's a flushed to 0), or the arc is too short for the
-     * meeting point to be more than rounding (its ends computed two ways), the box
-     * a <= a1, b <= b0 (a rises and b falls in h; ab rises on [0, 1/2], so ab >= a0 b0
-     * bounds the term of an mn < 0). */
-    static inline double skm_arc(double h0, double a0, double b0, double h1, double a1,
-                                 double b1, double mm, double nn, double mn)
+    /* One piece of the arc h in [h0, h1] of (a(h), b(h)), its curvature of one sign there.
+     * The weight is convex in (a, b) (mn² <= mm nn), so its largest value on a polygon
+     * holding the piece is at a vertex, and the piece lies in the triangle of its chord and
+     * the tangents at its ends (tangent ((1-h) a, -h b): it turns < 90°): skm_piece_top
+     * gives the weight where the tangents meet, P0 + l t0 with l = num / det. Where they
+     * do not meet ahead of P0 and behind P1 (a far candidate's a flushed to 0), or the
+     * piece is too short for their meeting point to be more than rounding (its ends
+     * computed two ways), or det is too small for the product of four (one division serves
+     * the four pieces: the divider is the pass's slowest unit), the box a <= a1, b <= b0
+     * (a rises and b falls in h; ab rises on [0, 1/2], so ab >= a0 b0 bounds the term of an
+     * mn < 0). */
+    typedef struct { double a0, b0, ta0, tb0, ta1, tb1, dx, dy, det, box, ok; } skm_piece;
+
+    static inline skm_piece skm_piece_at(double h0, double a0, double b0, double h1, double a1,
+                                         double b1, double mm, double nn, double mn)
     {
-        double box = a1 * a1 * mm + b0 * b0 * nn + 2.0 * (mn > 0.0 ? a1 : a0) * b0 * mn;
-        double ta0 = (1.0 - h0) * a0, tb0 = -h0 * b0, ta1 = (1.0 - h1) * a1, tb1 = -h1 * b1;
-        double dx = a1 - a0, dy = b1 - b0, inv = 1.0 / (ta1 * tb0 - ta0 * tb1);
-        double l = (ta1 * dy - tb1 * dx) * inv, k = (ta0 * dy - tb0 * dx) * inv;
-        double tri = skm_w(a0 + l * ta0, b0 + l * tb0, mm, nn, mn);
-        /* a zero determinant gives inf or NaN: a test fails then */
-        l = h1 - h0 > 1e-6 ? l : -1.0;  /* too short: the box */
-        return (l >= 0.0) & (k <= 0.0) & (l < 1e300) ? tri : box;
+        skm_piece p;
+        p.a0 = a0;
+        p.b0 = b0;
+        p.ta0 = (1.0 - h0) * a0;
+        p.tb0 = -h0 * b0;
+        p.ta1 = (1.0 - h1) * a1;
+        p.tb1 = -h1 * b1;
+        p.dx = a1 - a0;
+        p.dy = b1 - b0;
+        p.det = p.ta1 * p.tb0 - p.ta0 * p.tb1;
+        p.box = a1 * a1 * mm + b0 * b0 * nn + 2.0 * (mn > 0.0 ? a1 : a0) * b0 * mn;
+        p.ok = h1 - h0 > 1e-6 ? (fabs(p.det) > 1e-70 ? 1.0 : 0.0) : 0.0;
+        p.det = p.ok != 0.0 ? p.det : 1.0;  /* |det| <= 2: the product stays a double */
+        return p;
+    }
+
+    /* The bound on piece p's weight, inv = 1 / p.det. */
+    static inline double skm_piece_top(skm_piece p, double inv, double mm, double nn,
+                                       double mn)
+    {
+        double l = (p.ta1 * p.dy - p.tb1 * p.dx) * inv, k = (p.ta0 * p.dy - p.tb0 * p.dx) * inv;
+        double tri = skm_w(p.a0 + l * p.ta0, p.b0 + l * p.tb0, mm, nn, mn);
+        l = p.ok != 0.0 ? l : -1.0;
+        return (l >= 0.0) & (k <= 0.0) ? tri : p.box;
     }
 
     /* sqrt(t) for 0 <= t < 1 without libm's sqrt, whose errno branch keeps the loop off
@@ -315,7 +335,8 @@ cdef extern from * nogil:
             double hx = 0.5 - 0.5 * skm_sqrt(fabs(1.0 - 2.0 / v));
             double r = sk_exp(ui * (-1.0 / 64.0)), r4, r16, r32, k, q1a, q2a;
             double ax = sk_exp(-ui * ((1.0 - hx) * (1.0 - hx))), bx = sk_exp(-ui * (hx * hx));
-            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, small;
+            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, small, d12, d34, inv;
+            skm_piece p1, p2, p3, p4;
             r4 = skm_sq(skm_sq(r));
             r16 = skm_sq(skm_sq(r4));
             r32 = skm_sq(r16);
@@ -336,10 +357,17 @@ cdef extern from * nogil:
             top = skm_max(skm_max(skm_w(k, 1.0, mm, N, M), skm_w(a1, b1, mm, N, M)),
                           skm_max(skm_w(a2, b2, mm, N, M), skm_w(a3, b3, mm, N, M)));
             top = skm_max(top, skm_w(r16, r16, mm, N, M));
-            top = skm_max(top, skm_max(skm_arc(0.0, k, 1.0, h1, a1, b1, mm, N, M),
-                                       skm_arc(h1, a1, b1, h2, a2, b2, mm, N, M)));
-            top = skm_max(top, skm_max(skm_arc(h2, a2, b2, h3, a3, b3, mm, N, M),
-                                       skm_arc(h3, a3, b3, 0.5, r16, r16, mm, N, M)));
+            p1 = skm_piece_at(0.0, k, 1.0, h1, a1, b1, mm, N, M);
+            p2 = skm_piece_at(h1, a1, b1, h2, a2, b2, mm, N, M);
+            p3 = skm_piece_at(h2, a2, b2, h3, a3, b3, mm, N, M);
+            p4 = skm_piece_at(h3, a3, b3, 0.5, r16, r16, mm, N, M);
+            d12 = p1.det * p2.det;
+            d34 = p3.det * p4.det;
+            inv = 1.0 / (d12 * d34);
+            top = skm_max(top, skm_max(skm_piece_top(p1, inv * p2.det * d34, mm, N, M),
+                                       skm_piece_top(p2, inv * p1.det * d34, mm, N, M)));
+            top = skm_max(top, skm_max(skm_piece_top(p3, inv * d12 * p4.det, mm, N, M),
+                                       skm_piece_top(p4, inv * d12 * p3.det, mm, N, M)));
             small = N < mm ? N : mm;
             lb[i] = mm <= N ? mm + N + 2.0 * k * M - top
                             : small + 2.0 * k * M - r32 * (small + 2.0 * fabs(M));
