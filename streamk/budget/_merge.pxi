@@ -2,8 +2,8 @@
 # streamk/budget/_policies.pyx (merge_search, merge_apply, merge_run) and
 # streamk/learners/_event.pyx (the per-event insert under a Merge budget).
 #
-# The including module declares ``sk_scaled_exp`` from ``_fastexp.h`` before including this
-# file. The steps are those of ``streamk.budget.merge`` (``merge_search`` then
+# The including module declares ``sk_scaled_exp`` and ``sk_dots`` from ``_fastexp.h`` before
+# including this file. The steps are those of ``streamk.budget.merge`` (``merge_search`` then
 # ``merge_smallest``), in the same order, so the compiled paths agree with it to rounding and
 # with each other to the bit. Rows are ``w`` wide (the buffer's row stride: zero padding
 # included), coefficients ``p`` per row, both row-major.
@@ -434,11 +434,12 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
             oldest = ids[i]
     for c in range(p):
         mm += C[m * p + c] * C[m * p + c]
+    sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m at once (SIMD across rows)
     dd[m] = 0.0
     for i in range(n):
         if i == m:
             continue
-        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * _dot(&X[i * w], &X[m * w], w), 0.0)
+        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dd[i], 0.0)
         nn = 0.0
         mn = 0.0
         for c in range(p):
