@@ -379,7 +379,6 @@ cdef extern from * nogil:
                     Py_ssize_t n, double *lb, double *half)
 
 
-
 cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
                               Py_ssize_t n, double *lb, double *half) noexcept nogil:
     """:c:func:`skm_bounds` for ``n`` candidates (``u = gamma d2``): lower bounds on their
@@ -411,11 +410,11 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     cdef double *dd = cs + n
     cdef double *NN = dd + n
     cdef double *MN = NN + n
-    cdef double *el = MN + n  # exp(-u / 2) of every row, then exp(-u) of those with a grid
+    cdef double *el = MN + n  # the loss bound of every row, then exp(-u) of those with a grid
     cdef double *sv = el + n  # 1: the candidate is searched
-    cdef double *hx = sv + n  # gamma d2 of every row
-    cdef double *ax = hx + n  # exp(-u / 2) of every row
-    cdef _Search s = _search_in(ax + n, n, grid)
+    cdef double *us = sv + n  # u = gamma d2 of every row
+    cdef double *hf = us + n  # exp(-u / 2) of every row
+    cdef _Search s = _search_in(hf + n, n, grid)
     # The costs squared (no square root a row): sqrt is monotone, so the smallest cost is
     # the root of the smallest square, and only rows within 3e-12 of it in squares can be
     # within 1e-12 of it in costs (the roots decide those).
@@ -458,17 +457,17 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # are ruled out (:c:func:`skm_bounds`); the rest get the grid (the nearest again with
     # them).
     for i in range(n):
-        hx[i] = gamma * dd[i]
-    _loss_bounds(hx, NN, MN, mm, n, el, ax)
+        us[i] = gamma * dd[i]
+    _loss_bounds(us, NN, MN, mm, n, el, hf)
     K = 0
     for i in range(n):
         if i == m or (i != seed and el[i] > best + 1e-9 * (mm + NN[i])):
             continue
         pick[K] = i
-        s.u[K] = hx[i]
+        s.u[K] = us[i]
         s.nn[K] = NN[i]
         s.mn[K] = MN[i]
-        s.half[K] = ax[i]
+        s.half[K] = hf[i]
         K += 1
     _grid_pass(&s, K, grid, mm)
     # The grid bounds a candidate's best weight f*: on [0, 1], -f'' <= 4u f* + 12u mn- e^-u/2
