@@ -2,8 +2,8 @@
 # streamk/budget/_policies.pyx (merge_search, merge_apply, merge_run) and
 # streamk/learners/_event.pyx (the per-event insert under a Merge budget).
 #
-# The including module declares ``sk_scaled_exp`` from ``_fastexp.h`` before including this
-# file. The steps are those of ``streamk.budget.merge`` (``merge_search`` then
+# The including module declares ``sk_scaled_exp`` and ``sk_dots`` from ``_fastexp.h`` before
+# including this file. The steps are those of ``streamk.budget.merge`` (``merge_search`` then
 # ``merge_smallest``), in the same order, so the compiled paths agree with it to rounding and
 # with each other to the bit. Rows are ``w`` wide (the buffer's row stride: zero padding
 # included), coefficients ``p`` per row, both row-major.
@@ -58,7 +58,7 @@ cdef inline Py_ssize_t _index_doubles(Py_ssize_t n) noexcept nogil:
 
 cdef inline Py_ssize_t _merge_work(Py_ssize_t n, int grid) noexcept nogil:
     """Doubles of scratch :func:`_merge_pick` needs for ``n`` rows."""
-    return (24 + 2 * grid) * n + _index_doubles(n)
+    return (26 + 2 * grid) * n + _index_doubles(n)
 
 
 cdef _Search _search_in(double *work, Py_ssize_t cap, int grid) noexcept nogil:
@@ -231,6 +231,161 @@ cdef void _best_h(_Search *s, Py_ssize_t K, int grid, int steps, double mm) noex
         _finish(s, i)
 
 
+
+# The polygon bound on a candidate's loss (what rules most candidates out before the grid),
+# in C so that the pass over every candidate runs on the widest SIMD lanes (the bounds only
+# prune, so the clones' different roundings cannot change a pick).
+cdef extern from * nogil:
+    """
+    /* Kept weight a² mm + b² nn + 2ab mn at (a, b) = (k(x_m, z), k(x_n, z)). */
+    static inline double skm_w(double a, double b, double mm, double nn, double mn)
+    {
+        return a * a * mm + b * b * nn + 2.0 * a * b * mn;
+    }
+
+    static inline double skm_max(double x, double y) { return x > y ? x : y; }
+
+    /* x², flushed to 0 below 1e-300: a product that falls into the subnormals costs a
+     * hundred cycles (a far candidate's powers of r would), and a bound 1e-300 off is as
+     * good. */
+    static inline double skm_sq(double x) { x = x < 1e-150 ? 0.0 : x; return x * x; }
+
+    /* x y, flushed to 0 as skm_sq's */
+    static inline double skm_mul(double x, double y)
+    {
+        return (x < 1e-150 ? 0.0 : x) * (y < 1e-150 ? 0.0 : y);
+    }
+
+    /* One piece of the arc h in [h0, h1] of (a(h), b(h)), its curvature of one sign there.
+     * The weight is convex in (a, b) (mn² <= mm nn), so its largest value on a polygon
+     * holding the piece is at a vertex, and the piece lies in the triangle of its chord and
+     * the tangents at its ends (tangent ((1-h) a, -h b): it turns < 90°): skm_piece_top
+     * gives the weight where the tangents meet, P0 + l t0 with l = num / det. Where they
+     * do not meet ahead of P0 and behind P1 (a far candidate's a flushed to 0), or the
+     * piece is too short for their meeting point to be more than rounding (its ends
+     * computed two ways), or det is too small for the product of four (one division serves
+     * the four pieces: the divider is the pass's slowest unit), the box a <= a1, b <= b0
+     * (a rises and b falls in h; ab rises on [0, 1/2], so ab >= a0 b0 bounds the term of an
+     * mn < 0). */
+    typedef struct { double a0, b0, ta0, tb0, ta1, tb1, dx, dy, det, box, ok; } skm_piece;
+
+    static inline skm_piece skm_piece_at(double h0, double a0, double b0, double h1, double a1,
+                                         double b1, double mm, double nn, double mn)
+    {
+        skm_piece p;
+        p.a0 = a0;
+        p.b0 = b0;
+        p.ta0 = (1.0 - h0) * a0;
+        p.tb0 = -h0 * b0;
+        p.ta1 = (1.0 - h1) * a1;
+        p.tb1 = -h1 * b1;
+        p.dx = a1 - a0;
+        p.dy = b1 - b0;
+        p.det = p.ta1 * p.tb0 - p.ta0 * p.tb1;
+        p.box = a1 * a1 * mm + b0 * b0 * nn + 2.0 * (mn > 0.0 ? a1 : a0) * b0 * mn;
+        p.ok = h1 - h0 > 1e-6 ? (fabs(p.det) > 1e-70 ? 1.0 : 0.0) : 0.0;
+        p.det = p.ok != 0.0 ? p.det : 1.0;  /* |det| <= 2: the product stays a double */
+        return p;
+    }
+
+    /* The bound on piece p's weight, inv = 1 / p.det. */
+    static inline double skm_piece_top(skm_piece p, double inv, double mm, double nn,
+                                       double mn)
+    {
+        double l = (p.ta1 * p.dy - p.tb1 * p.dx) * inv, k = (p.ta0 * p.dy - p.tb0 * p.dx) * inv;
+        double tri = skm_w(p.a0 + l * p.ta0, p.b0 + l * p.tb0, mm, nn, mn);
+        l = p.ok != 0.0 ? l : -1.0;
+        return (l >= 0.0) & (k <= 0.0) ? tri : p.box;
+    }
+
+    /* sqrt(t) for 0 <= t < 1 without libm's sqrt, whose errno branch keeps the loop off
+     * the SIMD lanes: 1/sqrt(t) from the exponent halved in the bits (3.5% off), four
+     * Newton steps (the error squares each: rounding after them), times t. */
+    static inline double skm_sqrt(double t)
+    {
+        uint64_t bits;
+        double y;
+        memcpy(&bits, &t, sizeof bits);
+        bits = 0x5FE6EB50C7B537A9ULL - (bits >> 1);
+        memcpy(&y, &bits, sizeof y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        y = y * (1.5 - 0.5 * t * y * y);
+        return t * y;
+    }
+
+    /* lb[i]: a lower bound on candidate i's loss, half[i] = exp(-u_i / 2). With mm <= nn,
+     * W(h) - W(1-h) = (a² - b²)(mm - nn) <= 0 for h >= 1/2, so the best weight is on
+     * [0, 1/2]; there the arc's curvature has the sign of 2u h(1-h) - 1, so cut at its
+     * root hx = (1 - sqrt(1 - 2/u)) / 2 (u > 2; 1/2 for u <= 2: an empty last piece) and
+     * at h = 1/8, 1/4 its pieces keep theirs (a, b = r^(64 (1-h)²), r^(64 h²) with
+     * r = exp(-u/64): squarings). Where nn < mm, the box bound over both halves:
+     * min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|). The max(u, 2) and the
+     * |t| below are arithmetic, not selects: GCC would otherwise run the sqrt's Newton
+     * steps on the unselected 1 - 2/u < 0 in every lane (subnormal assists). A cut off
+     * the root by rounding (1e-8 in h at worst, near u = 2) leaves an arc piece of the
+     * other curvature so short that it strays from its triangle by ~1e-24. */
+    SK_EXP_CLONES static void skm_bounds(const double *u, const double *nn, const double *mn,
+                                         double mm, Py_ssize_t n, double *lb, double *half)
+    {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double ui = u[i], N = nn[i], M = mn[i];
+            double v = 0.5 * (ui + 2.0 + fabs(ui - 2.0));
+            double hx = 0.5 - 0.5 * skm_sqrt(fabs(1.0 - 2.0 / v));
+            double r = sk_exp(ui * (-1.0 / 64.0)), r4, r16, r32, k, q1a, q2a;
+            double ax = sk_exp(-ui * ((1.0 - hx) * (1.0 - hx))), bx = sk_exp(-ui * (hx * hx));
+            double h1, a1, b1, h2, a2, b2, h3, a3, b3, top, small, d12, d34, inv;
+            skm_piece p1, p2, p3, p4;
+            r4 = skm_sq(skm_sq(r));
+            r16 = skm_sq(skm_sq(r4));
+            r32 = skm_sq(r16);
+            k = skm_sq(r32);  /* exp(-u) */
+            q1a = skm_mul(skm_mul(r32, r16), r);  /* a at h = 1/8 (b = r) */
+            q2a = skm_mul(r32, r4);  /* a at h = 1/4 (b = r4) */
+            /* the cuts in order: 1/8, 1/4 and hx */
+            h1 = hx < 0.125 ? hx : 0.125;
+            a1 = hx < 0.125 ? ax : q1a;
+            b1 = hx < 0.125 ? bx : r;
+            h2 = hx < 0.125 ? 0.125 : (hx < 0.25 ? hx : 0.25);
+            a2 = hx < 0.125 ? q1a : (hx < 0.25 ? ax : q2a);
+            b2 = hx < 0.125 ? r : (hx < 0.25 ? bx : r4);
+            h3 = hx < 0.25 ? 0.25 : hx;
+            a3 = hx < 0.25 ? q2a : ax;
+            b3 = hx < 0.25 ? r4 : bx;
+            /* the weights at the cuts, then at the triangles' third vertices */
+            top = skm_max(skm_max(skm_w(k, 1.0, mm, N, M), skm_w(a1, b1, mm, N, M)),
+                          skm_max(skm_w(a2, b2, mm, N, M), skm_w(a3, b3, mm, N, M)));
+            top = skm_max(top, skm_w(r16, r16, mm, N, M));
+            p1 = skm_piece_at(0.0, k, 1.0, h1, a1, b1, mm, N, M);
+            p2 = skm_piece_at(h1, a1, b1, h2, a2, b2, mm, N, M);
+            p3 = skm_piece_at(h2, a2, b2, h3, a3, b3, mm, N, M);
+            p4 = skm_piece_at(h3, a3, b3, 0.5, r16, r16, mm, N, M);
+            d12 = p1.det * p2.det;
+            d34 = p3.det * p4.det;
+            inv = 1.0 / (d12 * d34);
+            top = skm_max(top, skm_max(skm_piece_top(p1, inv * p2.det * d34, mm, N, M),
+                                       skm_piece_top(p2, inv * p1.det * d34, mm, N, M)));
+            top = skm_max(top, skm_max(skm_piece_top(p3, inv * d12 * p4.det, mm, N, M),
+                                       skm_piece_top(p4, inv * d12 * p3.det, mm, N, M)));
+            small = N < mm ? N : mm;
+            lb[i] = mm <= N ? mm + N + 2.0 * k * M - top
+                            : small + 2.0 * k * M - r32 * (small + 2.0 * fabs(M));
+            half[i] = r32;
+        }
+    }
+    """
+    void skm_bounds(const double *u, const double *nn, const double *mn, double mm,
+                    Py_ssize_t n, double *lb, double *half)
+
+
+cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
+                              Py_ssize_t n, double *lb, double *half) noexcept nogil:
+    """:c:func:`skm_bounds` for ``n`` candidates (``u = gamma d2``): lower bounds on their
+    losses in ``lb``, ``exp(-u / 2)`` in ``half``."""
+    skm_bounds(u, nn, mn, mm, n, lb, half)
+
+
 cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t p,
                       const double *s_sq, const double *kdiag, const int64_t *ids,
                       Py_ssize_t n, double gamma, int grid, int steps,
@@ -247,35 +402,44 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     margin far above rounding, so the pick is the full search's.
     ``buf`` holds :func:`_merge_work` doubles, ``pick`` ``n`` slots (both scratch).
     """
-    cdef Py_ssize_t i, c, k, m = -1, partner = -1, K, L, kept, seed = -1
+    cdef Py_ssize_t i, j, c, k, m = -1, partner = -1, J, K, L, kept, seed = -1
     cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, loss, best, best_h = 0.0
-    cdef double half, small, bound, d2h, c2, ub
+    cdef double bound, small, d2h, c2, ub, near
+    cdef bint box
     cdef int64_t oldest = 0
     cdef double *cs = buf
     cdef double *dd = cs + n
     cdef double *NN = dd + n
     cdef double *MN = NN + n
-    cdef double *el = MN + n  # exp(-u / 2) of every row, then exp(-u) of those with a grid
+    cdef double *el = MN + n  # the gathered rows' loss bounds, then exp(-u) of those with a grid
     cdef double *sv = el + n  # 1: the candidate is searched
-    cdef _Search s = _search_in(sv + n, n, grid)
+    cdef double *us = sv + n  # u = gamma d2 of every row
+    cdef double *hf = us + n  # exp(-u / 2) of every row, then of the gathered rows
+    cdef _Search s = _search_in(hf + n, n, grid)
+    # The costs squared (no square root a row): sqrt is monotone, so the smallest cost is
+    # the root of the smallest square, and only rows within 3e-12 of it in squares can be
+    # within 1e-12 of it in costs (the roots decide those).
     for i in range(n):
         cost = 0.0
         for c in range(p):
             cost += C[i * p + c] * C[i * p + c]
-        cs[i] = sqrt(cost * kdiag[i])
+        cs[i] = cost * kdiag[i]
         if cs[i] < lo:
             lo = cs[i]
+    near = lo * (1.0 + 3e-12)
+    lo = sqrt(lo)
     for i in range(n):
-        if cs[i] <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
+        if cs[i] <= near and sqrt(cs[i]) <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
             m = i
             oldest = ids[i]
     for c in range(p):
         mm += C[m * p + c] * C[m * p + c]
+    sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m at once (SIMD across rows)
     dd[m] = 0.0
     for i in range(n):
         if i == m:
             continue
-        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * _dot(&X[i * w], &X[m * w], w), 0.0)
+        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dd[i], 0.0)
         nn = 0.0
         mn = 0.0
         for c in range(p):
@@ -290,27 +454,44 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     s.mn[0] = MN[seed]
     _best_h(&s, 1, grid, steps, mm)
     best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - s.w[0]
-    # Candidates far from m cannot beat the nearest one: their loss is at least
-    # min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|), u = gamma d2; every
-    # candidate whose bound does not exceed the nearest's loss by a margin far above
-    # rounding gets the grid (the nearest again with them).
+    # Candidates whose loss provably exceeds the nearest's by a margin far above rounding
+    # are ruled out by :c:func:`skm_bounds`; those left get the grid (the nearest again
+    # with them). Where the nearest loses little (best < mm / 4: near duplicates), the box
+    # bound min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|) first rules out most far
+    # rows for one exponential each (a large set's: 1,000 rows to ~100); elsewhere it
+    # rules out few and would only add its cost. The rows gathered for skm_bounds have
+    # their u, nn, mn in cs, dd and sv (free by now).
+    box = best < 0.25 * mm
     for i in range(n):
-        el[i] = dd[i] * (0.5 * gamma)
-    sk_scaled_exp(el, n, -1.0)  # exp(-u / 2), for the bounds only
-    K = 0
+        us[i] = gamma * dd[i]
+        hf[i] = us[i] * 0.5
+    if box:
+        sk_scaled_exp(hf, n, -1.0)  # exp(-u / 2)
+    J = 0
     for i in range(n):
         if i == m:
             continue
-        half = el[i]
-        small = min(mm, NN[i])
-        bound = small + 2.0 * half * half * MN[i] - half * (small + 2.0 * fabs(MN[i]))
-        if i != seed and bound > best + 1e-9 * (mm + NN[i]):
+        if box and i != seed:
+            small = min(mm, NN[i])
+            bound = small + 2.0 * hf[i] * hf[i] * MN[i] - hf[i] * (small + 2.0 * fabs(MN[i]))
+            if bound > best + 1e-9 * (mm + NN[i]):
+                continue
+        pick[J] = i
+        cs[J] = us[i]
+        dd[J] = NN[i]
+        sv[J] = MN[i]
+        J += 1
+    _loss_bounds(cs, dd, sv, mm, J, el, hf)
+    K = 0
+    for j in range(J):  # K <= j: pick is compacted in place
+        i = pick[j]
+        if i != seed and el[j] > best + 1e-9 * (mm + dd[j]):
             continue
         pick[K] = i
-        s.u[K] = gamma * dd[i]
-        s.nn[K] = NN[i]
-        s.mn[K] = MN[i]
-        s.half[K] = half
+        s.u[K] = cs[j]
+        s.nn[K] = dd[j]
+        s.mn[K] = sv[j]
+        s.half[K] = hf[j]
         K += 1
     _grid_pass(&s, K, grid, mm)
     # The grid bounds a candidate's best weight f*: on [0, 1], -f'' <= 4u f* + 12u mn- e^-u/2

@@ -360,6 +360,23 @@ def merge_search(
     return m, partner, h
 
 
+
+def merge_bounds(const double[::1] u, const double[::1] nn, const double[::1] mn, double mm):
+    """Lower bounds on Merge's loss for partners at ``u = gamma d2`` with ``||alpha_n||² =
+    nn``, ``alpha_m · alpha_n = mn`` and ``||alpha_m||² = mm``: what :func:`merge_search`
+    rules candidates out by (``_merge.pxi``'s ``_loss_bounds``), for tests."""
+    cdef Py_ssize_t n = u.shape[0]
+    if nn.shape[0] != n or mn.shape[0] != n:
+        raise ValueError("u, nn and mn must have one entry per candidate")
+    lb = np.empty(n)
+    scratch = np.empty(n)
+    cdef double[::1] lv = lb
+    cdef double[::1] sv = scratch
+    if n:
+        with nogil:
+            _loss_bounds(&u[0], &nn[0], &mn[0], mm, n, &lv[0], &sv[0])
+    return lb
+
 def merge_apply(
     double[:, ::1] X,
     double[:, ::1] C,
