@@ -1174,37 +1174,57 @@ cdef void _hint_sums(const double[:, ::1] coef, const float[::1] s_sq32, Py_ssiz
         M[0] += cmax * s_sq32[s] * 1.01
 
 
+def _hook_setup(const double[:, ::1] Q, const double[:, ::1] X, const double[:, ::1] coef,
+                double gamma):
+    """What the test hooks :func:`hint_values` and :func:`hint_column_values` start from,
+    as the hint pass starts: :func:`_hint_setup`'s float32 rows, the larger of the largest
+    squared norms and the rows' room (:func:`_hint_room`); ``None`` where the pass would not
+    use hints."""
+    if coef.shape[0] != X.shape[0] or Q.shape[1] == 0:
+        raise ValueError("one coefficient row per support row, and at least one feature")
+    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, X.shape[0])
+    if not _hint_applies(gamma, Q.shape[1], q_big, s_big, 1e-3):
+        return None
+    return Qt_buf, q32_buf, S32_buf, s32_buf, max(q_big, s_big), _hint_room(Q.shape[0])
+
+
+cdef void _hook_tolerances(const double[:, ::1] coef, const float[::1] s_sq32,
+                           const float[::1] q_sq32, double gamma, Py_ssize_t w,
+                           const double *err, double sq_hi, double[::1] E) noexcept:
+    """Each row's bound ``E_r`` for the test hooks over ``w`` features, as the hint pass
+    takes it (the weighted bound from the error sums ``err``, none where ``err`` is NULL)."""
+    cdef double L = 0.0, M = 0.0
+    cdef Py_ssize_t j
+    _hint_sums(coef, s_sq32, coef.shape[0], &L, &M)
+    for j in range(E.shape[0]):
+        E[j] = _hint_tol(gamma, w, q_sq32[j], L, M, err[j] if err != NULL else INFINITY, sq_hi)
+
+
 def hint_values(const double[:, ::1] Q, const double[:, ::1] X, const double[:, ::1] coef,
                 double gamma, bint weigh=True):
     """The hints ``H`` (``(p, m)``) of block ``Q`` against support rows ``X`` with
     coefficients ``coef``, and each row's bound ``E_r``, as :func:`perceptron_hint_pass`
     computes them before its first row; ``None`` where that pass would not use them. For
     tests: ``|H - f| <= E_r`` is the claim the pass rests on."""
-    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], n = X.shape[0], p = coef.shape[1], j
-    cdef double L = 0.0, M = 0.0
-    if coef.shape[0] != n or w == 0:
-        raise ValueError("one coefficient row per support row, and at least one feature")
-    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
-    if not _hint_applies(gamma, w, q_big, s_big, 1e-3):
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], n = X.shape[0], p = coef.shape[1], room
+    cdef double sq_hi
+    hook = _hook_setup(Q, X, coef, gamma)
+    if hook is None:
         return None
-    cdef double sq_hi = max(q_big, s_big)
+    Qt_buf, q32_buf, S32_buf, s32_buf, sq_hi, room = hook
     cdef float[:, ::1] Qt = Qt_buf
     cdef float[::1] q_sq32 = q32_buf
     cdef float[:, ::1] S32 = S32_buf
     cdef float[::1] s_sq32 = s32_buf
-    cdef Py_ssize_t room = _hint_room(m)
     H_buf = np.zeros((p + 1, room))  # the hints, then the error sums
     cdef double[:, ::1] H = H_buf
     E_buf = np.empty(m)
-    cdef double[::1] E = E_buf
     cdef double *err = &H[p, 0] if weigh else NULL
     with nogil:
-        _hint_sums(coef, s_sq32, n, &L, &M)
         if n and m:
             sk_hint_block(&H[0, 0], err, room, p, &coef[0, 0], n, &S32[0, 0], w,
                           &s_sq32[0], &Qt[0, 0], room, w, m, &q_sq32[0], <float>gamma)
-        for j in range(m):
-            E[j] = _hint_tol(gamma, w, q_sq32[j], L, M, H[p, j] if weigh else INFINITY, sq_hi)
+    _hook_tolerances(coef, s_sq32, q_sq32, gamma, w, err, sq_hi, E_buf)
     return H_buf[:p, :m], E_buf
 
 
@@ -1216,29 +1236,26 @@ def hint_column_values(const double[:, ::1] Q, const double[:, ::1] X,
     one) on a start of ``fill`` everywhere: ``(H, E)`` as :func:`hint_values` gives them,
     or ``None``. For tests: ``|H - fill - f| <= E_r`` on those rows, ``H == fill`` on the
     others (the kernels work on whole groups of 16 rows)."""
-    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], n = X.shape[0], p = coef.shape[1], j, s
-    cdef double L = 0.0, M = 0.0
-    if coef.shape[0] != n or w == 0 or not 0 <= r0 <= r1 <= m:
-        raise ValueError("one coefficient row per support row, a feature, 0 <= r0 <= r1 <= m")
-    Qt_buf, q32_buf, S32_buf, s32_buf, q_big, s_big = _hint_setup(Q, X, n)
-    if not _hint_applies(gamma, w, q_big, s_big, 1e-3):
+    cdef Py_ssize_t m = Q.shape[0], w = Q.shape[1], n = X.shape[0], p = coef.shape[1], s, room
+    cdef double sq_hi
+    if not 0 <= r0 <= r1 <= m:
+        raise ValueError("the rows r0:r1 within the block: 0 <= r0 <= r1 <= m")
+    hook = _hook_setup(Q, X, coef, gamma)
+    if hook is None:
         return None
-    cdef double sq_hi = max(q_big, s_big)
+    Qt_buf, q32_buf, S32_buf, s32_buf, sq_hi, room = hook
     cdef float[:, ::1] Qt = Qt_buf
     cdef float[::1] q_sq32 = q32_buf
     cdef float[:, ::1] S32 = S32_buf
     cdef float[::1] s_sq32 = s32_buf
-    cdef Py_ssize_t room = _hint_room(m)
     H_buf = np.full((p + 1, room), fill)
     H_buf[p] = 0.0  # the error sums start at 0
     cdef double[:, ::1] H = H_buf
     wts_buf = np.empty((2, p))
     cdef double[:, ::1] wts = wts_buf
     E_buf = np.empty(m)
-    cdef double[::1] E = E_buf
     cdef double *err = &H[p, 0] if weigh else NULL
     with nogil:
-        _hint_sums(coef, s_sq32, n, &L, &M)
         s = 0
         while s < n:
             wts[0, :] = coef[s, :]
@@ -1252,8 +1269,7 @@ def hint_column_values(const double[:, ::1] Q, const double[:, ::1] X,
                 sk_hint_column(&H[0, 0], err, room, p, &wts[0, 0], &Qt[0, 0], room, w, r0, r1,
                                &S32[s, 0], s_sq32[s], &q_sq32[0], <float>gamma)
                 s += 1
-        for j in range(m):
-            E[j] = _hint_tol(gamma, w, q_sq32[j], L, M, H[p, j] if weigh else INFINITY, sq_hi)
+    _hook_tolerances(coef, s_sq32, q_sq32, gamma, w, err, sq_hi, E_buf)
     return H_buf[:p, :m], E_buf
 
 
