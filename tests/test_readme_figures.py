@@ -187,3 +187,19 @@ def test_the_user_guides_projectron_floor_matches_its_benchmark():
     capped = [r["best_ratio"] for r in doc["rows"] if r["best_ratio"] < 1.0]
     assert int(claim["all"]) == len(doc["rows"]) and int(claim["cells"]) == len(capped)
     assert claim["lo"] == f"{min(capped):.2f}" and claim["hi"] == f"{max(capped):.2f}"
+
+
+def test_the_user_guides_grid_timing_is_the_benchmarks():
+    """docs/user-guide.md says how ``benchmarks.online_throughput`` times a repeat (fresh
+    models until a CPU budget is spent): the budget is ``online_grid.MIN_CPU``, and the
+    committed grid was measured with it."""
+    from benchmarks import online_grid
+
+    claim = _user_guide_claim(
+        r"median of (?P<repeats>\d) repeats, each of which learns the stream with fresh "
+        r"models until it has spent (?P<ms>\d+) ms",
+        "grid timing",
+    )
+    doc = _benchmark("online_grid", "online_throughput")
+    assert int(claim["ms"]) / 1000 == online_grid.MIN_CPU == doc["min_cpu_s_per_repeat"]
+    assert int(claim["repeats"]) == doc["repeats"]
