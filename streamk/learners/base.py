@@ -284,6 +284,39 @@ class KernelLearner:
             scale.n = accel.core.welford_each(rows[done:last], scale.n, scale.mean, scale._m2)
         return bounds, kernels
 
+    def _runs_ahead(
+        self, rows: np.ndarray, start: int, stop: int
+    ) -> tuple[ScaleEstimator, list[int], list[Kernel]]:
+        """The warm-up's runs from row ``start`` to ``stop``, ahead of learning them: a copy
+        of the estimator with their rows folded in, their bounds and the kernel each one is
+        learned under (:meth:`_fold_runs`, the kernel in use carried where a run's first row
+        does not move it). The estimator does not depend on learning, so these are the
+        kernels the runs one at a time would meet; :meth:`_take_runs` commits them."""
+        scale = self._scale.copy()
+        bounds, moved = self._fold_runs(scale, rows, start, stop)
+        kernels, kernel = [], self._support.kernel
+        for k in moved:
+            kernel = kernel if k is None else k
+            kernels.append(kernel)
+        return scale, bounds, kernels
+
+    def _take_runs(
+        self,
+        scale: ScaleEstimator,
+        rows: np.ndarray,
+        bounds: list[int],
+        kernels: list[Kernel],
+        runs: int,
+    ) -> None:
+        """Commit the first ``runs >= 1`` runs of :meth:`_runs_ahead`, learned: the estimator
+        as after their rows (``scale`` when every run was learned; else the rows folded
+        again at once, Welford's step row by row, the same bits) and the last one's kernel."""
+        if runs == len(kernels):
+            self._scale.n, self._scale.mean, self._scale._m2 = scale.n, scale.mean, scale._m2
+        else:
+            self._fold_runs(self._scale, rows, bounds[0], bounds[runs])
+        self._support.set_kernel(kernels[runs - 1])
+
     def _fold_runs_marked(
         self, scale: ScaleEstimator, rows: np.ndarray, start: int, stop: int
     ) -> tuple[list[int], list[Kernel | None]]:

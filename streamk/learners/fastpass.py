@@ -210,6 +210,19 @@ def _rows_after(support: SupportSet, added: int, budget: int) -> int:
     return n + added if budget == 0 else max(n, min(budget, n + added))
 
 
+def _rbf_exact(support: SupportSet, q_sq: np.ndarray, kernels: list[Kernel]) -> bool:
+    """Whether every kernel is an RBF whose norm expansion is exact for rows of squared
+    norms ``q_sq`` against the set, whatever the rows it has taken in by then (the bound
+    covers every run: each run's own is below it)."""
+    if any(type(k) is not RBF for k in kernels):
+        return False
+    # Python's max is the same number and a fraction of a reduction's cost on a short run
+    q_max = float(max(q_sq.tolist(), default=0.0) if len(q_sq) <= 16 else q_sq.max())
+    widths = [k.gamma for k in kernels]
+    # the rule is monotone in gamma: the widest kernel's answer is every kernel's
+    return kernels[widths.index(max(widths))].expansion_exact(q_max + max(support._sq_max, q_max))
+
+
 def perceptron_run(
     support: SupportSet,
     policy: BudgetPolicy,
@@ -242,15 +255,9 @@ def perceptron_run(
         q_sq = accel.sqnorms(rows)
     m = rows.shape[0]
     bounds, kernels = ([0, m], [support.kernel]) if runs is None else runs
-    # Python's max is the same number and a fraction of a reduction's cost on a short run
-    q_max = float(max(q_sq.tolist(), default=0.0) if len(q_sq) <= 16 else q_sq.max())
-    bound = q_max + max(support._sq_max, q_max)  # over every run: each run's own is below
-    if any(type(k) is not RBF for k in kernels):
+    if not _rbf_exact(support, q_sq, kernels):
         return None
     widths = [k.gamma for k in kernels]
-    # the rule is monotone in gamma: the widest kernel's answer is every kernel's
-    if not kernels[widths.index(max(widths))].expansion_exact(bound):
-        return None
     pcode = accel.core.POLICY_CODES[type(policy).__name__]
     draws, pstate = _NO_DRAWS, None
     if type(policy) is RemoveRandom:
@@ -572,6 +579,118 @@ def _step(
         if joins:
             support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
     return joined.view(bool), r
+
+
+def untracked_runs(
+    support: SupportSet,
+    policy: BudgetPolicy,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    runs: tuple[list[int], list[Kernel]],
+    call: Callable[..., tuple],
+) -> int | None:
+    """The ``gamma="auto"`` warm-up's runs through one untracked compiled pass each, with
+    nothing but the calls between them; the updates, or ``None`` (nothing changed) where
+    :func:`rows_plan` would not take every run.
+
+    ``runs = (bounds, kernels)``: rows ``bounds[r]:bounds[r + 1]`` of ``Q`` (squared norms
+    ``q_sq``) under ``kernels[r]``, RBFs of which only the width moves. ``call(K, a, b, n,
+    next_id, how, qdiag, draws, fq, fm)`` learns rows ``a:b`` with the scratch row ``K``,
+    the set's size and next id, the run's :class:`Plan`, every row's ``k(q, q)``, the
+    remove-random draws from the run's first insertion on and the Forgetron's state; it
+    returns ``(n, next_id, updates, largest new squared norm, draws used, fq, fm)``. The
+    runs one at a time would each reserve, plan and peek their draws; here that happens
+    once (the draws as one sequence, as :func:`perceptron_run` reads them).
+    """
+    bounds, kernels = runs
+    m = bounds[-1]
+    if accel.core is None or Q.shape[1] == 0:
+        return None
+    how = rows_plan(support, policy, q_sq[bounds[0] : m])
+    if how is None or not _rbf_exact(support, q_sq[bounds[0] : m], kernels):
+        return None
+    pcode, budget = how.pcode, how.budget
+    support.reserve(_rows_after(support, m - bounds[0], budget), Q.shape[1])
+    qdiag = np.ascontiguousarray(kernels[0].diag(Q), dtype=np.float64)  # the width's no part
+    draws = _NO_DRAWS
+    if type(policy) is RemoveRandom and budget:  # none read unless an insertion finds it full
+        full = support.n + m - bounds[0] > budget
+        draws = policy.peek_slots(m) if full else np.zeros(m, dtype=np.int64)
+    fq, fm = 0.0, 0
+    if type(policy) is Forgetron:
+        st = policy.state()
+        fq, fm = float(st["Q"]), int(st["M"])
+    K = np.zeros((1, support.capacity))
+    kcode = accel.core.KERNEL_CODES["RBF"]
+    n, next_id, updates, used, sq_max = support.n, support.next_id, 0, 0, 0.0
+    for r, kernel in enumerate(kernels):
+        how = Plan(kcode, np.array([kernel.gamma, 0.0, 0.0, 1.0]), pcode, budget, policy)
+        n, next_id, done, run_sq_max, run_used, fq, fm = call(
+            K, bounds[r], bounds[r + 1], n, next_id, how, qdiag, draws[used:], fq, fm
+        )
+        updates += done
+        used += run_used
+        sq_max = max(sq_max, run_sq_max)
+    if used:
+        policy.skip_slots(used)
+    if type(policy) is Forgetron:
+        policy.load_state({"Q": fq, "M": fm})
+    if updates:
+        support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+    COUNTS["compiled"] += m - bounds[0]
+    COUNTS["untracked"] += m - bounds[0]
+    return updates
+
+
+def svr_runs(
+    support: SupportSet,
+    policy: BudgetPolicy,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    Y: np.ndarray,
+    stats: np.ndarray,
+    runs: tuple[list[int], list[Kernel]],
+) -> np.ndarray | None:
+    """:func:`svr_rows` over the warm-up's runs (:func:`untracked_runs`; ``Y`` a target per
+    row of ``Q``): which rows joined the set, or ``None`` (nothing changed)."""
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    joined = np.zeros(Q.shape[0], dtype=np.uint8)
+    F, r_unused, code = np.zeros((1, 1)), np.zeros(0), accel.core.RULE_CODES["svr"]
+
+    def run(K, a, b, n, next_id, how, qdiag, draws, fq, fm):  # noqa: ANN001, ANN202
+        done = accel.core.step_pass(
+            K, F, Q, q_sq, *_buffers(support), code, Y[a:b], stats, joined[a:b], r_unused,
+            False, a, b, n, how.budget, next_id, 0.0, how.kcode, how.kp, _EMPTY, qdiag, 0.0,
+            True, how.pcode, draws, fq, fm,
+        )  # fmt: skip
+        n, next_id, joins, _, sq_max, _, used, fq, fm = done
+        return n, next_id, joins, sq_max, used, fq, fm
+
+    if untracked_runs(support, policy, Q, q_sq, runs, run) is None:
+        return None
+    return joined.view(bool)
+
+
+def ranker_runs(
+    support: SupportSet,
+    policy: BudgetPolicy,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    ranks: np.ndarray,
+    b: np.ndarray,
+    runs: tuple[list[int], list[Kernel]],
+) -> int | None:
+    """:func:`ranker_rows` over the warm-up's runs (:func:`untracked_runs`): the updates,
+    or ``None`` (nothing changed); thresholds ``b`` change in place."""
+    ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+
+    def run(K, a, z, n, next_id, how, qdiag, draws, fq, fm):  # noqa: ANN001, ANN202
+        return accel.core.ranker_rows(
+            K, Q[a:z], q_sq[a:z], *_buffers(support), ranks[a:z], b, n, how.budget, next_id,
+            how.kcode, how.kp, qdiag[a:z], how.pcode, draws, fq, fm,
+        )  # fmt: skip
+
+    return untracked_runs(support, policy, Q, q_sq, runs, run)
 
 
 def svr_stats(count: int, mean: float, m2: float, rule: tuple[float, float, float]) -> np.ndarray:

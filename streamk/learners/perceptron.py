@@ -213,14 +213,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 return start, True
         else:
             stop = len(labels)
-        scale = self._scale.copy()
-        bounds, moved = self._fold_runs(scale, rows, start, stop)
+        scale, bounds, kernels = self._runs_ahead(rows, start, stop)
         if len(bounds) == 1:  # the next run reaches a new label
             return start, True
-        kernels, kernel = [], self._support.kernel
-        for k in moved:
-            kernel = kernel if k is None else k
-            kernels.append(kernel)
         end = bounds[-1]
         if pre is None:
             T = self._labels.target_matrix(
@@ -244,12 +239,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         if done is None:
             return start, False
         mistakes, runs = done
-        if runs == len(kernels):
-            self._scale.n, self._scale.mean, self._scale._m2 = scale.n, scale.mean, scale._m2
-        else:  # stopped before a run: the estimator as that run's first row finds it, the
-            # runs taken folded again at once (Welford's step is row by row: the same bits)
-            self._fold_runs(self._scale, rows, start, bounds[runs])
-        self._support.set_kernel(kernels[runs - 1])
+        self._take_runs(scale, rows, bounds, kernels, runs)  # (stopped early: as its row finds it)
         self.n_mistakes += mistakes
         self._n_learned += bounds[runs] - start
         return bounds[runs], runs == len(kernels)

@@ -249,7 +249,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             self._learn_rows(rows, labels, self._learn_block_row)  # new ranks: row by row
             return
         ranks = np.array([self._index[label] for label in labels], dtype=np.int64)
-        i = 0
+        i = self._warm_runs(rows, ranks) if self._warming_up else 0
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
             if self._learn_untracked(rows[i:end], ranks[i:end]):
@@ -260,6 +260,28 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             if i < end:
                 self._learn_tracked(rows[i:end], labels[i:end], ranks[i:end])
             i = end
+
+    def _warm_runs(self, rows: np.ndarray, ranks: np.ndarray) -> int:
+        """The block's rows under ``gamma="auto"``'s warm-up, run after run, in one
+        :func:`streamk.learners.fastpass.ranker_runs` (the compiled pass of each run with no
+        Python between them; the kernels ahead, :meth:`_runs_ahead`); the row it got to (0:
+        nothing changed, the runs go one at a time)."""
+        if accel.core is None or rows.shape[1] == 0:
+            return 0
+        scale, bounds, kernels = self._runs_ahead(rows, 0, len(ranks))
+        end = bounds[-1]
+        Q = np.ascontiguousarray(rows[:end], dtype=np.float64)
+        self._b = np.ascontiguousarray(self._b, dtype=np.float64)
+        runs = (bounds, kernels)
+        mistakes = fastpass.ranker_runs(
+            self._support, self._policy, Q, accel.sqnorms(Q), ranks[:end], self._b, runs
+        )
+        if mistakes is None:
+            return 0
+        self._take_runs(scale, rows, bounds, kernels, len(kernels))
+        self.n_mistakes += mistakes
+        self._n_learned += end
+        return end
 
     def _learn_tracked(self, rows: np.ndarray, labels: list[Any], ranks: np.ndarray) -> None:
         """Rows learned under one kernel on a tracked block: one compiled pass when it

@@ -268,7 +268,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         if self._objects or self.resweeps:
             self._learn_rows(rows, targets, self._learn_block_row)
             return
-        i = 0
+        i = self._warm_runs(rows, targets) if self._warming_up else 0
         while i < len(targets):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
             if self._learn_compiled(rows[i:end], targets[i:end]):
@@ -281,6 +281,27 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
                 with self._support.track(rows[i:end]) as block:
                     self._learn_tracked(block, rows[i:end], targets[i:end])
             i = end
+
+    def _warm_runs(self, rows: np.ndarray, targets: list[float]) -> int:
+        """The block's rows under ``gamma="auto"``'s warm-up, run after run, in one
+        :func:`streamk.learners.fastpass.svr_runs` (the compiled pass of each run with no
+        Python between them; the kernels ahead, :meth:`_runs_ahead`); the row it got to (0:
+        nothing changed, the runs go one at a time)."""
+        if accel.core is None or rows.shape[1] == 0:
+            return 0
+        scale, bounds, kernels = self._runs_ahead(rows, 0, len(targets))
+        end = bounds[-1]
+        Q = np.ascontiguousarray(rows[:end], dtype=np.float64)
+        stats = self._stats()
+        runs = (bounds, kernels)
+        joined = fastpass.svr_runs(
+            self._support, self._policy, Q, accel.sqnorms(Q), targets[:end], stats, runs
+        )
+        if joined is None:
+            return 0
+        self._take_runs(scale, rows, bounds, kernels, len(kernels))
+        self._after_compiled(stats, joined, targets[:end])
+        return end
 
     def _learn_compiled(self, rows: np.ndarray, targets: list[float]) -> bool:
         """Rows learned under one kernel in one untracked compiled pass (each row's kernel
