@@ -224,6 +224,8 @@ cdef class EventPass:
     cdef object support, X_obj, coef_obj, labels, classes, features, names, scale
     cdef object policy, rng_obj, index, b_obj
     cdef bint warming  # gamma="auto" is still being estimated: each learned row refines it
+    cdef object sc_mean_obj, sc_m2_obj  # the estimate's arrays the views below are of
+    cdef double[::1] sc_mean, sc_m2
     cdef Py_ssize_t version, n_classes
     cdef double[:, ::1] X
     cdef double[:, ::1] coef
@@ -598,12 +600,19 @@ cdef class EventPass:
         cdef Py_ssize_t j, n_old
         scale = self.scale
         mean_obj, m2_obj = scale.mean, scale._m2
-        if mean_obj.shape[0] != d or m2_obj.shape[0] != d or d == 0:
+        if mean_obj is not self.sc_mean_obj or m2_obj is not self.sc_m2_obj:
+            # new arrays (a fresh or restored estimate): checked and viewed once, not per row
+            if mean_obj.dtype.char != "d" or m2_obj.dtype.char != "d":
+                return False
+            if not (mean_obj.flags.writeable and m2_obj.flags.writeable):
+                return False
+            self.sc_mean = mean_obj
+            self.sc_m2 = m2_obj
+            self.sc_mean_obj, self.sc_m2_obj = mean_obj, m2_obj
+        mean = self.sc_mean
+        m2 = self.sc_m2
+        if mean.shape[0] != d or m2.shape[0] != d or d == 0:
             return False
-        if not (mean_obj.flags.writeable and m2_obj.flags.writeable):
-            return False
-        mean = mean_obj
-        m2 = m2_obj
         n_old = scale.n
         a = 1.0 / <double>(n_old + 1)
         c = <double>n_old / <double>(n_old + 1)
@@ -620,8 +629,18 @@ cdef class EventPass:
         if not self._fold(d):
             return False
         cdef Py_ssize_t n = self.scale.n
+        cdef int kcode = self.kcode
         if n <= AUTO_WINDOW and (n <= 10 or n % 10 == 0):
-            model._support.set_kernel(model._auto_kernel.resolve(self.scale))
+            support = model._support
+            # only the width moves: a binding current until now takes the new kernel's
+            # parameters alone (a full re-binding costs ~10 us, 29 times a warm-up), but
+            # under the Projectron, whose P the binding takes with the kernel's values
+            keep = (self.bound and support is self.support and support.version == self.version
+                    and self.pcode != P_PROJECTRON)
+            kernel = model._auto_kernel.resolve(self.scale)
+            support.set_kernel(kernel)
+            if keep and self._bind_kernel(kernel) and self.kcode == kcode:
+                self.version = support.version
         return True
 
     cdef object _finish(self, model, Py_ssize_t d, y):
@@ -1121,7 +1140,7 @@ cdef class EventPass:
         binding it if needed): :meth:`learn_rows` then learns rows until one declines."""
         return self._current(model)
 
-    def learn_rows(self, model, rows, targets, out=None):
+    def learn_rows(self, model, rows, targets, out=None, bint fold=False):
         """``model.learn_one`` on each row of a run, in one loop: ``rows`` C-contiguous
         float64, already in the learner's feature order and folded into the ``gamma=
         "auto"`` estimate (one run under one kernel, as ``learn_many`` splits a block);
@@ -1131,13 +1150,21 @@ cdef class EventPass:
         decline (a new label, no room, ...), with nothing changed for that row, so the
         caller goes on with the NumPy path from there. ``out``, a list, is extended with
         what ``predict_one`` would have said before each row learned (the classifiers and
-        the ranker only)."""
+        the ranker only).
+
+        ``fold``: the rows are not folded yet; each one is, here, as :meth:`learn` folds an
+        event during the warm-up (the kernel moving where ``regamma_at`` says), so a block
+        needs no split into runs. A row it stops at is not folded either; a row folded is
+        learned whatever follows (on the NumPy path where this one cannot take it)."""
         cdef const double[:, ::1] R
         cdef Py_ssize_t i, m, d
         cdef list pred = None
+        cdef double yv = 0.0
         if out is not None:
             if self.valued:
                 raise ValueError("learn_rows: no predictions for the SVR or novelty")
+            if fold:
+                raise ValueError("learn_rows: no predictions while folding the warm-up")
             pred = <list?>out
         if getattr(rows, "ndim", 0) != 2 or rows.dtype.char != "d":
             return 0
@@ -1155,11 +1182,30 @@ cdef class EventPass:
             if self.rcode == R_SVR and type(targets[i]) is not float:
                 return i
             if self.valued:
-                if not self._learn_value_row(model, d, self._value(targets, i), False):
+                yv = self._value(targets, i)
+                if fold and self.warming and self.scale.n < AUTO_WINDOW:
+                    if not isfinite(yv) or not self._fold_warm(model, d):
+                        return i
+                    if not self._current(model):
+                        self._finish_value(model, d, yv)
+                    else:
+                        self._learn_value_row(model, d, yv, True)
+                    continue
+                if not self._learn_value_row(model, d, yv, False):
                     return i
                 continue
             code = self._code(targets[i])
-            if code is None or not self._learn_label(model, d, targets[i], code, False, pred):
+            if code is None:
+                return i
+            if fold and self.warming and self.scale.n < AUTO_WINDOW:
+                if not self._fold_warm(model, d):
+                    return i
+                if not self._current(model):
+                    self._finish(model, d, targets[i])
+                else:
+                    self._learn_label(model, d, targets[i], code, True, None)
+                continue
+            if not self._learn_label(model, d, targets[i], code, False, pred):
                 return i
         return m
 

@@ -197,7 +197,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         """``resweeps=0``: each run under one kernel through the compiled per-event core
         (``EventPass.learn_rows``), the rows it does not take row by row on the NumPy
         path."""
-        i = 0
+        i = self._warm_event_rows(rows, labels, self._learn_block_row)  # (0 once warm)
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
             i += self._event_rows(rows[i:end], labels[i:end], self._learn_block_row)

@@ -377,6 +377,33 @@ class KernelLearner:
                     step(rows[i + j], k_row, item)
             i = end
 
+    def _warm_event_rows(self, rows: np.ndarray, items: list | None, step: Callable) -> int:
+        """The warm-up's rows of a block through the compiled per-event core, each folded
+        into ``gamma="auto"`` there as ``learn_one`` folds it (``EventPass.learn_rows`` with
+        ``fold``): no split into runs, no Python between rows. A row the core hands back is
+        folded and learned as ``learn_one``'s NumPy path would (``step(row, K(row, S),
+        item)``). Returns the row it got to: the warm-up's end at most, 0 when the core does
+        not take this learner; the caller's runs go on from there."""
+        event = self._event
+        if event is None or not self._warming_up or not event.applies(self):
+            return 0
+        m = min(rows.shape[0], AUTO_WINDOW - self._scale.n)  # the rows the warm-up folds
+        Q = np.ascontiguousarray(rows[:m], dtype=np.float64)
+        i = stalls = 0
+        while i < m:
+            j = event.learn_rows(self, Q[i:], None if items is None else items[i:], None, True)
+            fastpass.COUNTS["compiled"] += j
+            fastpass.COUNTS["event_rows"] += j
+            stalls = stalls + 1 if j == 0 else 0
+            if stalls > _EVENT_STALLS:  # it declines row after row: the caller goes on
+                return i
+            i += j
+            if i < m:  # the row the core stopped at, unfolded: learn_one's NumPy path
+                self._refine_gamma(Q[i])
+                step(Q[i], self._kernel_row(Q[i]), None if items is None else items[i])
+                i += 1
+        return i
+
     def _event_rows(
         self,
         rows: np.ndarray,

@@ -344,6 +344,8 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
             self._learn_rows(rows, [None] * len(rows), self._learn_block_row)
             return
         i = 0
+        if self._warming_up and not fastpass.block_pass_applies(self._support, self._policy, rows):
+            i = self._warm_event_rows(rows, None, self._learn_block_row)  # (0 once warm)
         while i < len(rows):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
             if self._learn_compiled(rows[i:end]):

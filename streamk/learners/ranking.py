@@ -250,6 +250,9 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             return
         ranks = np.array([self._index[label] for label in labels], dtype=np.int64)
         i = self._warm_runs(rows, ranks) if self._warming_up else 0
+        warm = not i and self._warming_up
+        if warm and not fastpass.block_pass_applies(self._support, self._policy, rows):
+            i = self._warm_event_rows(rows, labels, self._learn_block_row)  # (0 once warm)
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
             if self._learn_untracked(rows[i:end], ranks[i:end]):

@@ -269,6 +269,10 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             self._learn_rows(rows, targets, self._learn_block_row)
             return
         i = self._warm_runs(rows, targets) if self._warming_up else 0
+        warm = not i and self._warming_up
+        if warm and not fastpass.block_pass_applies(self._support, self._policy, rows):
+            i = self._warm_event_rows(rows, targets, self._learn_block_row)  # (0 once warm)
+            self._targets.settle(self._support)
         while i < len(targets):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
             if self._learn_compiled(rows[i:end], targets[i:end]):

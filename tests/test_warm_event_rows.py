@@ -1,0 +1,130 @@
+"""``learn_many``'s ``gamma="auto"`` warm-up through the compiled per-event core in one go
+(``KernelLearner._warm_event_rows``: ``EventPass.learn_rows`` with ``fold``, each row folded
+into the estimate there as ``learn_one`` folds it) against the same block split into runs,
+each folded ahead and learned run by run (``_warm_event_rows`` declined), and against
+``learn_one``. The learners and policies that take the per-event core in ``learn_many``:
+the adatron under every policy, the others under Merge and the Projectron.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from streamk import RBF, Forgetron, Merge, Projectron, RemoveOldest, accel
+from streamk.learners import KernelAdatron, KernelNovelty, OnlineRanker, OnlineSVR
+from streamk.learners.base import KernelLearner
+
+needs_core = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
+
+POLICIES = {
+    "merge-25": lambda: Merge(25),
+    "merge-300": lambda: Merge(300),
+    "projectron-25": lambda: Projectron(25),
+    "oldest-25": lambda: RemoveOldest(25),
+    "forgetron-25": lambda: Forgetron(25),
+}
+
+LEARNERS = {
+    "adatron": lambda b: KernelAdatron(kernel=RBF(gamma="auto"), budget=b),
+    "svr": lambda b: OnlineSVR(kernel=RBF(gamma="auto"), budget=b),
+    "ranker": lambda b: OnlineRanker(kernel=RBF(gamma="auto"), ranks=(0, 1, 2), budget=b),
+    "novelty": lambda b: KernelNovelty(kernel=RBF(gamma="auto"), budget=b),
+}
+
+#: (learner, policy) pairs whose learn_many warm-up takes the per-event core
+CASES = [("adatron", p) for p in sorted(POLICIES)] + [
+    (name, p)
+    for name in ("svr", "ranker", "novelty")
+    for p in ("merge-25", "merge-300", "projectron-25")
+]
+
+
+def _stream(learner: str, n: int, width: int, seed: int) -> tuple[pd.DataFrame, list]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, width)) * rng.uniform(0.5, 3.0, size=width)
+    score = np.sin(2 * X[:, 0]) + X[:, -1] * X[:, 0] + 0.3 * rng.standard_normal(n)
+    if learner == "svr":
+        y = score.tolist()
+    elif learner == "ranker":
+        y = np.digitize(score, np.quantile(score, [1 / 3, 2 / 3])).tolist()
+    else:  # the adatron's labels: a third class first seen 40 rows in (handed back)
+        y = np.where(score > 0, "a", "b").astype(object)
+        y[40::7] = "c"
+        y = y.tolist()
+    return pd.DataFrame(X, columns=[f"f{j}" for j in range(width)]), y
+
+
+def _learn_many(model, X: pd.DataFrame, y: list, size: int) -> None:  # noqa: ANN001
+    for i in range(0, len(y), size):
+        if isinstance(model, KernelNovelty):
+            model.learn_many(X.iloc[i : i + size])
+        else:
+            model.learn_many(X.iloc[i : i + size], pd.Series(y[i : i + size], dtype=object))
+
+
+def _state(model) -> tuple:  # noqa: ANN001
+    s = model.support_
+    return (
+        model._scale.n,
+        model._scale.mean.tobytes(),
+        model._scale._m2.tobytes(),
+        model.kernel_.gamma,
+        s.n,
+        s.next_id,
+        s._ids[: s.n].tolist(),
+        s._X[: s.n].tobytes(),
+        s._coef[: s.n].tobytes(),
+        model.n_learned,
+        repr(model._policy.state()),
+    )
+
+
+@needs_core
+@pytest.mark.parametrize(("learner", "policy"), CASES)
+@pytest.mark.parametrize("size", [500, 37])
+def test_warm_event_rows_leave_the_model_of_the_run_by_run_loop(
+    learner: str, policy: str, size: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warm = KernelLearner._warm_event_rows
+    taken = []
+
+    def spy(self, rows, items, step):  # noqa: ANN001, ANN202
+        end = warm(self, rows, items, step)
+        taken.append(end)
+        return end
+
+    for seed in range(3):
+        X, y = _stream(learner, 330, 1 + seed % 3, seed)
+        monkeypatch.setattr(KernelLearner, "_warm_event_rows", spy)
+        fast = LEARNERS[learner](POLICIES[policy]())
+        _learn_many(fast, X, y, size)
+        monkeypatch.setattr(KernelLearner, "_warm_event_rows", lambda self, rows, items, step: 0)
+        slow = LEARNERS[learner](POLICIES[policy]())
+        _learn_many(slow, X, y, size)
+        assert _state(fast) == _state(slow)
+        probe = X.iloc[:40].to_dict("records")
+        if isinstance(fast, KernelNovelty):
+            assert [fast.score_one(x) for x in probe] == [slow.score_one(x) for x in probe]
+        else:
+            assert [fast.predict_one(x) for x in probe] == [slow.predict_one(x) for x in probe]
+    assert sum(taken) > 0  # the warm-up went through the core
+
+
+@needs_core
+@pytest.mark.parametrize(("learner", "policy"), CASES)
+def test_warm_event_rows_are_learn_one(learner: str, policy: str) -> None:
+    X, y = _stream(learner, 260, 2, 9)
+    many = LEARNERS[learner](POLICIES[policy]())
+    _learn_many(many, X, y, 260)
+    one = LEARNERS[learner](POLICIES[policy]())
+    for x, t in zip(X.to_dict("records"), y):
+        if isinstance(one, KernelNovelty):
+            one.learn_one(x)
+        else:
+            one.learn_one(x, t)
+    assert _state(many)[:8] == _state(one)[:8]  # the estimate, the width and the rows
+    n = many.support_.n
+    np.testing.assert_allclose(many.support_._coef[:n], one.support_._coef[:n], rtol=1e-9)
+    assert many.n_learned == one.n_learned
