@@ -1,6 +1,6 @@
-"""The SVR's and the ranker's ``gamma="auto"`` warm-up in one go (``_warm_runs``:
-``fastpass.svr_runs`` / ``fastpass.ranker_runs`` over ``fastpass.untracked_runs``) against
-the same runs one at a time.
+"""The SVR's, the ranker's and novelty's ``gamma="auto"`` warm-up in one go (``_warm_runs``:
+``fastpass.svr_runs`` / ``ranker_runs`` / ``novelty_runs`` over ``fastpass.untracked_runs``)
+against the same runs one at a time.
 
 The oracle is the run-by-run loop of ``learn_many`` (``_warm_runs`` declined), which plans,
 reserves and peeks its draws again for each run, and ``learn_one`` event by event: the
@@ -15,9 +15,12 @@ import pandas as pd
 import pytest
 
 from streamk import RBF, Forgetron, RemoveOldest, RemoveRandom, accel
-from streamk.learners import OnlineRanker, OnlineSVR
+from streamk.learners import KernelNovelty, OnlineRanker, OnlineSVR
+from streamk.learners.novelty import KernelNovelty as _Novelty
 from streamk.learners.ranking import OnlineRanker as _Ranker
 from streamk.learners.svr import OnlineSVR as _SVR
+
+CLASSES = {"svr": _SVR, "ranker": _Ranker, "novelty": _Novelty}
 
 needs_core = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
 
@@ -36,6 +39,7 @@ LEARNERS = {
     "ranker": lambda budget: OnlineRanker(
         kernel=RBF(gamma="auto"), ranks=(0, 1, 2, 3, 4), budget=budget
     ),
+    "novelty": lambda budget: KernelNovelty(kernel=RBF(gamma="auto"), budget=budget),
 }
 
 
@@ -51,11 +55,12 @@ def _stream(learner: str, n: int, width: int, seed: int) -> tuple[pd.DataFrame, 
 def _state(model) -> tuple:  # noqa: ANN001
     """Everything the model is, as bytes and plain values (exact comparison)."""
     s = model.support_
-    own = (
-        (model._y_n, model._y_mean, model._y_m2, model.n_updates)
-        if isinstance(model, _SVR)
-        else (np.asarray(model._b).tobytes(), model.n_mistakes)
-    )
+    if isinstance(model, _SVR):
+        own = (model._y_n, model._y_mean, model._y_m2, model.n_updates)
+    elif isinstance(model, _Ranker):
+        own = (np.asarray(model._b).tobytes(), model.n_mistakes)
+    else:  # the centre's statistics (r stale through a warm-up: the kernel moves)
+        own = (model._r is None, model._cc, model._r_updates)
     return (
         model._scale.n,
         model._scale.mean.tobytes(),
@@ -77,7 +82,17 @@ def _state(model) -> tuple:  # noqa: ANN001
 
 def _learn_many(model, X: pd.DataFrame, y: pd.Series, size: int) -> None:  # noqa: ANN001
     for i in range(0, len(y), size):
-        model.learn_many(X.iloc[i : i + size], y.iloc[i : i + size])
+        if isinstance(model, _Novelty):
+            model.learn_many(X.iloc[i : i + size])
+        else:
+            model.learn_many(X.iloc[i : i + size], y.iloc[i : i + size])
+
+
+def _learn_one(model, x: dict, t: float) -> None:  # noqa: ANN001
+    if isinstance(model, _Novelty):
+        model.learn_one(x)
+    else:
+        model.learn_one(x, t)
 
 
 @needs_core
@@ -87,12 +102,12 @@ def _learn_many(model, X: pd.DataFrame, y: pd.Series, size: int) -> None:  # noq
 def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
     learner: str, policy: str, size: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cls = _SVR if learner == "svr" else _Ranker
+    cls = CLASSES[learner]
     warm = cls._warm_runs
     taken = []
 
-    def spy(self, rows, targets):  # noqa: ANN001, ANN202
-        end = warm(self, rows, targets)
+    def spy(self, *args):  # noqa: ANN001, ANN002, ANN202
+        end = warm(self, *args)
         taken.append(end)
         return end
 
@@ -102,11 +117,12 @@ def test_warm_runs_leave_the_model_of_the_run_by_run_loop(
         monkeypatch.setattr(cls, "_warm_runs", spy)
         _learn_many(fast, X, y, size)
         slow = LEARNERS[learner](POLICIES[policy]())
-        monkeypatch.setattr(cls, "_warm_runs", lambda self, rows, targets: 0)
+        monkeypatch.setattr(cls, "_warm_runs", lambda self, *args: 0)
         _learn_many(slow, X, y, size)
         assert _state(fast) == _state(slow)
         probe = X.iloc[:50].to_dict("records")
-        assert [fast.predict_one(x) for x in probe] == [slow.predict_one(x) for x in probe]
+        say = "score_one" if learner == "novelty" else "predict_one"
+        assert [getattr(fast, say)(x) for x in probe] == [getattr(slow, say)(x) for x in probe]
     assert sum(taken) > 0  # the warm-up path ran
 
 
@@ -119,7 +135,7 @@ def test_warm_runs_are_learn_one(learner: str, policy: str) -> None:
     _learn_many(many, X, y, 250)
     one = LEARNERS[learner](POLICIES[policy]())
     for x, t in zip(X.to_dict("records"), y.tolist()):
-        one.learn_one(x, t)
+        _learn_one(one, x, t)
     a, b = _state(many), _state(one)
     # the coefficients and the Forgetron's Q to rounding: learn_one sums some of them in
     # another order (so do the run-by-run loop's passes); everything else to the bit

@@ -79,6 +79,8 @@ COUNTS: Counter[str] = Counter()
 
 _EMPTY = np.zeros((0, 0))
 _NO_DRAWS = np.zeros(0, dtype=np.int64)
+_NO_JOINED = np.zeros(0, dtype=np.uint8)
+_NO_TARGETS = np.zeros(0)
 _UNUSED_DRAW = np.zeros(1, dtype=np.int64)  # remove-random's draw on a set not yet full
 
 #: The float32 hints are used while a float32 kernel value's error bound (before its
@@ -505,7 +507,6 @@ def _policy_state(policy: BudgetPolicy, how: Plan, count: int) -> tuple[np.ndarr
     return draws, fq, fm
 
 
-_NO_TARGETS = np.zeros(0)
 
 
 def _step(
@@ -642,6 +643,34 @@ def untracked_runs(
     return updates
 
 
+def _step_runs(
+    support: SupportSet,
+    policy: BudgetPolicy,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    runs: tuple[list[int], list[Kernel]],
+    rule: str,
+    stats: np.ndarray,
+    Y: np.ndarray = _NO_TARGETS,
+    joined: np.ndarray = _NO_JOINED,
+) -> int | None:
+    """:func:`untracked_runs` of :func:`streamk._core.step_pass` under ``rule`` (``stats``
+    carried from run to run in place, ``Y``/``joined`` a target and a flag per row of ``Q``
+    for the SVR, empty for novelty)."""
+    F, r_unused, code = np.zeros((1, 1)), np.zeros(0), accel.core.RULE_CODES[rule]
+
+    def run(K, a, b, n, next_id, how, qdiag, draws, fq, fm):  # noqa: ANN001, ANN202
+        done = accel.core.step_pass(
+            K, F, Q, q_sq, *_buffers(support), code, Y[a:b], stats, joined[a:b], r_unused,
+            False, a, b, n, how.budget, next_id, 0.0, how.kcode, how.kp, _EMPTY, qdiag, 0.0,
+            True, how.pcode, draws, fq, fm,
+        )  # fmt: skip
+        n, next_id, joins, _, sq_max, _, used, fq, fm = done
+        return n, next_id, joins, sq_max, used, fq, fm
+
+    return untracked_runs(support, policy, Q, q_sq, runs, run)
+
+
 def svr_runs(
     support: SupportSet,
     policy: BudgetPolicy,
@@ -655,20 +684,29 @@ def svr_runs(
     row of ``Q``): which rows joined the set, or ``None`` (nothing changed)."""
     Y = np.ascontiguousarray(Y, dtype=np.float64)
     joined = np.zeros(Q.shape[0], dtype=np.uint8)
-    F, r_unused, code = np.zeros((1, 1)), np.zeros(0), accel.core.RULE_CODES["svr"]
-
-    def run(K, a, b, n, next_id, how, qdiag, draws, fq, fm):  # noqa: ANN001, ANN202
-        done = accel.core.step_pass(
-            K, F, Q, q_sq, *_buffers(support), code, Y[a:b], stats, joined[a:b], r_unused,
-            False, a, b, n, how.budget, next_id, 0.0, how.kcode, how.kp, _EMPTY, qdiag, 0.0,
-            True, how.pcode, draws, fq, fm,
-        )  # fmt: skip
-        n, next_id, joins, _, sq_max, _, used, fq, fm = done
-        return n, next_id, joins, sq_max, used, fq, fm
-
-    if untracked_runs(support, policy, Q, q_sq, runs, run) is None:
+    if _step_runs(support, policy, Q, q_sq, runs, "svr", stats, Y, joined) is None:
         return None
     return joined.view(bool)
+
+
+def novelty_runs(
+    support: SupportSet,
+    policy: BudgetPolicy,
+    Q: np.ndarray,
+    q_sq: np.ndarray,
+    centre: Centre,
+    runs: tuple[list[int], list[Kernel]],
+) -> tuple[None, float, int] | None:
+    """:func:`novelty_rows` over the warm-up's runs (:func:`untracked_runs`) with the centre's
+    statistics stale (``centre.r`` is ``None``; a run's new kernel leaves them so, and the
+    passes do not track a stale ``r``): ``(None, cc, updates)``, or ``None`` (nothing
+    changed, also for a current ``r``)."""
+    if centre.r is not None:
+        return None
+    stats = np.array([centre.updates, centre.every, 0, 0, 0, 0, centre.cc, 0], dtype=np.float64)
+    if _step_runs(support, policy, Q, q_sq, runs, "novelty", stats) is None:
+        return None
+    return None, float(stats[6]), int(stats[0])
 
 
 def ranker_runs(

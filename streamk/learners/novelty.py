@@ -343,8 +343,9 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         if self._objects:
             self._learn_rows(rows, [None] * len(rows), self._learn_block_row)
             return
-        i = 0
-        if self._warming_up and not fastpass.block_pass_applies(self._support, self._policy, rows):
+        i = self._warm_runs(rows) if self._warming_up else 0
+        warm = not i and self._warming_up
+        if warm and not fastpass.block_pass_applies(self._support, self._policy, rows):
             i = self._warm_event_rows(rows, None, self._learn_block_row)  # (0 once warm)
         while i < len(rows):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
@@ -365,6 +366,27 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
     def _centre(self) -> fastpass.Centre:
         """The centre's statistics as the compiled passes take them."""
         return fastpass.Centre(self._fresh_r(), self._cc, self._r_updates, self._EXACT_EVERY)
+
+    def _warm_runs(self, rows: np.ndarray) -> int:
+        """The block's rows under ``gamma="auto"``'s warm-up, run after run, in one
+        :func:`streamk.learners.fastpass.novelty_runs` (the compiled pass of each run with no
+        Python between them; the kernels ahead, :meth:`_runs_ahead`); the row it got to (0:
+        nothing changed, the runs go one at a time)."""
+        if accel.core is None or rows.shape[1] == 0:
+            return 0
+        scale, bounds, kernels = self._runs_ahead(rows, 0, rows.shape[0])
+        end = bounds[-1]
+        Q = np.ascontiguousarray(rows[:end], dtype=np.float64)
+        runs = (bounds, kernels)
+        done = fastpass.novelty_runs(
+            self._support, self._policy, Q, accel.sqnorms(Q), self._centre(), runs
+        )
+        if done is None:
+            return 0
+        self._take_runs(scale, rows, bounds, kernels, len(kernels))
+        self._r, self._cc, self._r_updates = done
+        self._n_learned += end
+        return end
 
     def _learn_compiled(self, rows: np.ndarray) -> bool:
         """Rows learned under one kernel in one untracked compiled pass
