@@ -972,3 +972,32 @@ def test_merge_with_another_kernel_declines_and_the_numpy_path_refuses_it(learne
     with pytest.raises(ConfigError, match="RBF"):
         for x, y in events:  # (the first update raises)
             _learn(model, x, y)
+
+
+# -- a growing set ---------------------------------------------------------------------------------
+GROWING = {
+    **{name: (make, stream) for name, make in LEARNERS.items() if name != "ranker, ranks seen"},
+    **{name: (make, value_stream) for name, make in VALUE_LEARNERS.items()},
+    **{f"adatron {norm}": (make, stream) for norm, make in ADATRONS.items()},
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROWING))
+@pytest.mark.parametrize("policy", ["unbounded", "merge"])
+def test_a_growing_set_grows_its_buffers_on_the_compiled_path(name, policy, monkeypatch):
+    """Once the labels are known, an append into full buffers (about log2 n of them as the
+    set grows) runs compiled too: the core grows the buffers first (``SupportSet.reserve``,
+    doubling them) and re-binds, instead of handing the event to the NumPy path (whose
+    policy ``insert`` is never called)."""
+    make, make_stream = GROWING[name]
+    model = make(RBF(0.3), None if policy == "unbounded" else Merge(300))
+    events = make_stream(700, 4, 31, (0, 1, 2, 3)) if "ranker" in name else make_stream(700, 4, 31)
+    for x, y in events[:20]:
+        _learn(model, x, y)
+    capacity = model.support_.capacity
+    calls = []
+    monkeypatch.setattr(model._policy, "insert", lambda *args: calls.append(args))
+    for x, y in events[20:]:
+        _learn(model, x, y)
+    assert calls == []
+    assert model.support_.capacity >= 4 * capacity  # it grew twice or more on the way

@@ -765,6 +765,21 @@ cdef class EventPass:
             return self.pcode != P_RANDOM or n < 0xFFFFFFFF  # _draw's range
         return n < self.X.shape[0]
 
+    cdef bint _grow_first(self, Py_ssize_t n) except -1:
+        """Room in the set's buffers for the row the event may append, made before its
+        kernel row (``SupportSet.reserve``, which doubles them; the caller re-binds): True
+        when they grew. Without it an append into full buffers, about log2(n) of them in a
+        growing set, would take the NumPy path, which grows them only there. Merge appends
+        before it merges (one row over a full set); the Projectron may project instead, and
+        is grown the same way, whether or not it appends."""
+        cdef Py_ssize_t need = n + 1
+        if self.budget > 0 and n >= self.budget and self.pcode != P_MERGE:
+            need = n  # a removal policy frees its slot first (the Projectron removes too)
+        if need <= self.X.shape[0]:
+            return False
+        self.support.reserve(need, self.X.shape[1])
+        return True
+
     cdef Py_ssize_t _oldest(self, Py_ssize_t n) noexcept:
         """``SupportSet.oldest``: the slot with the smallest id (the first on ties)."""
         cdef Py_ssize_t s, slot = 0
@@ -1081,6 +1096,8 @@ cdef class EventPass:
         cdef double row_sq
         cdef Py_ssize_t pr = 0, i, k = 0
         cdef bint update
+        if self._grow_first(self.support.n) and not self._current(model):
+            return self._finish(model, d, y) if folded else False
         if not self._margins(d, &row_sq):
             return self._finish(model, d, y) if folded else False
         said = self._decide() if pred is not None else None
@@ -1511,10 +1528,7 @@ cdef class EventPass:
         cdef bint track_r = False, swap = False, need_k, full, one_k = False
         n = self.support.n
         full = self.budget > 0 and n >= self.budget
-        if self.pcode == P_PROJECTRON and not full and n >= self.X.shape[0]:
-            # room for the row it may append (a Projectron that mostly projects would leave
-            # every later row to the NumPy path, which grows the buffers only on an append)
-            self.support.reserve(n + 1, self.X.shape[1])
+        if self._grow_first(n):
             if not self._current(model):
                 return self._finish_value(model, d, yv) if folded else False
         if self.rcode == R_NOVELTY:

@@ -507,8 +507,6 @@ def _policy_state(policy: BudgetPolicy, how: Plan, count: int) -> tuple[np.ndarr
     return draws, fq, fm
 
 
-
-
 def _step(
     support: SupportSet,
     how: Plan,
