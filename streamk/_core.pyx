@@ -1292,6 +1292,8 @@ def perceptron_hint_pass(
     int pcode=P_OLDEST,
     const int64_t[::1] draws=None,
     double[::1] pstate=None,
+    const int64_t[::1] ranks=None,
+    double[::1] thresholds=None,
 ):
     """Learn the rows of a micro-batch (targets ``T``) with the kernel perceptron, finding
     the rows that need work from float32 decision hints; ``None`` (nothing changed) when
@@ -1354,12 +1356,15 @@ def perceptron_hint_pass(
 
     With ``margin > 0`` it is the perceptron with margin: a row also updates where
     ``t f < margin`` (per column); a hint within ``E_r`` of ``margin`` is decided afresh too.
+
+    With rank indices ``ranks`` and ``thresholds`` (changed in place) it is the ranker
+    (:func:`ranker_rows`'s rule; ``T`` one column, not read): see :func:`_hint_pass`.
     """
     Qt, q_sq32, S32, s_sq32, center, H, work = _hint_buffers(
         Q.shape[1], Q.shape[0], X.shape[0], T.shape[1])
     return _hint_pass(Q, q_sq, X, s_sq, coef, kdiag, ids, T, n, budget, next_id, gamma, codes,
                       hint_limit, margin, pcode, draws, pstate, Qt, q_sq32, S32, s_sq32,
-                      center, H, work)
+                      center, H, work, ranks, thresholds)
 
 
 def perceptron_warm_pass(
@@ -1434,6 +1439,20 @@ def perceptron_warm_pass(
     return done_runs, n, next_id, mistakes, sq_max, fresh
 
 
+cdef inline Py_ssize_t _hint_rank(double h, double tol, const double *b,
+                                  Py_ssize_t nb) noexcept nogil:
+    """The ranker's predicted rank from a hint ``h`` within ``tol`` of ``f``: the number of
+    thresholds ``b[i] <= f``, or -1 where a threshold lies within ``tol`` of ``h`` (or ``h``
+    is NaN): its side is not certain."""
+    cdef Py_ssize_t i, pr = 0
+    for i in range(nb):
+        if h - b[i] > tol:
+            pr += 1
+        elif not b[i] - h > tol:
+            return -1
+    return pr
+
+
 cdef object _hint_pass(
     const double[:, ::1] Q,
     const double[::1] q_sq,
@@ -1460,10 +1479,20 @@ cdef object _hint_pass(
     double[::1] center,
     double[:, ::1] H,
     double[::1] work,
+    const int64_t[::1] ranks=None,
+    double[::1] thresholds=None,
 ):
     """The body of :func:`perceptron_hint_pass` (its docstring says what it does), callable
     from C: :func:`perceptron_warm_pass` runs it once per run. The buffers (see
-    :func:`_hint_buffers`) may have room for more rows (``Qt``, ``q_sq32``, ``H``)."""
+    :func:`_hint_buffers`) may have room for more rows (``Qt``, ``q_sq32``, ``H``).
+
+    With ``ranks`` and ``thresholds`` it is the ranker's pass instead (one output, ``T`` unread):
+    row ``j``'s predicted rank is the number of thresholds ``<= f``, certain from the
+    hint where no threshold lies within the bound of it; a wrong rank moves the thresholds
+    between the two ranks by one and joins the set with ``ranks[j] - predicted`` (as
+    :func:`ranker_rows`), and a row whose rank is not certain is decided afresh in float64
+    as the per-event path decides it (``sk_coef_dot`` of its kernel row). ``codes[j]``
+    receives the predicted rank index."""
     cdef Py_ssize_t m = Q.shape[0], p = T.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot
     cdef Py_ssize_t mistakes = 0, fresh = 0
@@ -1483,6 +1512,15 @@ cdef object _hint_pass(
         raise ValueError("no features, support rows narrower than the block, or shapes differ")
     if cap < (n + m if budget <= 0 else min(budget, n + m)):
         raise ValueError("the support buffers are too small: reserve the rows first")
+    cdef bint ranker = ranks is not None
+    cdef Py_ssize_t nb = 0, pr = 0, i
+    if ranker:
+        if thresholds is None or p != 1 or ranks.shape[0] != m or margin != 0.0:
+            raise ValueError("the ranker: thresholds, one output, one rank per row, no margin")
+        nb = thresholds.shape[0]
+        for j in range(m):
+            if not 0 <= ranks[j] <= nb:
+                raise ValueError("a rank index beyond the thresholds")
     if m == 0:
         return n, next_id, 0, 0.0, 0
     if n > cap:
@@ -1514,49 +1552,73 @@ cdef object _hint_pass(
         for j in range(m):
             tol = _hint_tol(gamma, wq, q_sq32[j], L, M, H[p, j] if weigh else INFINITY,
                             max(q_big, s_big))
-            certain = True
-            any_wrong = False
-            below = False
-            for c in range(p):
-                h = H[c, j] * T[j, c]
-                if h > margin + tol:
+            if ranker:
+                pr = _hint_rank(H[0, j], tol, &thresholds[0], nb)
+                if pr < 0:  # a threshold within the bound: afresh, as learn_one decides it
+                    fresh += 1
+                    if n:
+                        sk_dots(&krow[0], &X[0, 0], wx, n, &Q[j, 0], wq)
+                        sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], q_sq[j], n, gamma)
+                    h = sk_coef_dot(&krow[0], &coef[0, 0], n)
+                    pr = 0
+                    for i in range(nb):
+                        if thresholds[i] <= h:
+                            pr += 1
+                codes[j] = pr
+                if pr == ranks[j]:
                     continue
-                if h < -tol and p == 1:
-                    any_wrong = True  # binary: a certain mistake needs no exact value
-                    continue
-                if tol < h < margin - tol and p == 1:
-                    below = True  # binary: a certain margin error, the sign right
-                    continue
-                certain = False
-                break
-            if certain and not any_wrong and not below:
-                codes[j] = -1
-                continue
-            if certain:  # binary: a certain mistake (it predicted -T) or margin error
-                codes[j] = (1 if T[j, 0] < 0.0 else 0) if any_wrong else -1
-                nc[0] = T[j, 0]
+                nc[0] = <double>(ranks[j] - pr)
                 step = fabs(nc[0])
-            else:  # decided afresh, exactly as learn_one computes it
-                fresh += 1
-                for c in range(p):
-                    f[c] = 0.0
-                if n:
-                    sk_dots(&krow[0], &X[0, 0], wx, n, &Q[j, 0], wq)
-                    sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], q_sq[j], n, gamma)
-                if p == 1:  # the same sum in a register: no store and reload of f[0]
-                    h = 0.0  # (from 0.0, as f[0] was: the same additions in order)
-                    for s in range(n):
-                        h = h + krow[s] * coef[s, 0]
-                    f[0] = h
+                if pr < ranks[j]:
+                    for i in range(pr, ranks[j]):
+                        thresholds[i] = thresholds[i] - 1.0
                 else:
-                    for s in range(n):
-                        for c in range(p):
-                            f[c] = f[c] + krow[s] * coef[s, c]
-                any_wrong = _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j])
-                if margin > 0.0:
-                    any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
-                if not any_wrong:
+                    for i in range(ranks[j], pr):
+                        thresholds[i] = thresholds[i] + 1.0
+            else:
+                certain = True
+                any_wrong = False
+                below = False
+                for c in range(p):
+                    h = H[c, j] * T[j, c]
+                    if h > margin + tol:
+                        continue
+                    if h < -tol and p == 1:
+                        any_wrong = True  # binary: a certain mistake needs no exact value
+                        continue
+                    if tol < h < margin - tol and p == 1:
+                        below = True  # binary: a certain margin error, the sign right
+                        continue
+                    certain = False
+                    break
+                if certain and not any_wrong and not below:
+                    codes[j] = -1
                     continue
+                if certain:  # binary: a certain mistake (it predicted -T) or margin error
+                    codes[j] = (1 if T[j, 0] < 0.0 else 0) if any_wrong else -1
+                    nc[0] = T[j, 0]
+                    step = fabs(nc[0])
+                else:  # decided afresh, exactly as learn_one computes it
+                    fresh += 1
+                    for c in range(p):
+                        f[c] = 0.0
+                    if n:
+                        sk_dots(&krow[0], &X[0, 0], wx, n, &Q[j, 0], wq)
+                        sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], q_sq[j], n, gamma)
+                    if p == 1:  # the same sum in a register: no store and reload of f[0]
+                        h = 0.0  # (from 0.0, as f[0] was: the same additions in order)
+                        for s in range(n):
+                            h = h + krow[s] * coef[s, 0]
+                        f[0] = h
+                    else:
+                        for s in range(n):
+                            for c in range(p):
+                                f[c] = f[c] + krow[s] * coef[s, c]
+                    any_wrong = _decide(&f[0], &T[j, 0], p, &nc[0], &step, &codes[j])
+                    if margin > 0.0:
+                        any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
+                    if not any_wrong:
+                        continue
             mistakes += 1
             phi = 1.0
             left = False

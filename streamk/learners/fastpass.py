@@ -234,9 +234,15 @@ def perceptron_run(
     margin: float = 0.0,
     q_sq: np.ndarray | None = None,
     runs: tuple[list[int], list[Kernel]] | None = None,
+    ranks: np.ndarray | None = None,
+    thresholds: np.ndarray | None = None,
 ) -> tuple[int, int] | None:
     """Learn ``rows`` (targets ``T``, every label known) in one compiled pass with float32
     hints; ``(mistakes, rows decided afresh)``, or ``None`` when the pass does not apply.
+
+    With rank indices ``ranks`` and the ranker's ``thresholds`` (C-contiguous float64,
+    changed in place; ``T`` one column of zeros, ``margin`` 0, no ``runs``) it is the
+    ranker's rule (:func:`ranker_rows`), its ranks taken from the hints where certain.
 
     ``codes`` receives the predictions as for :func:`perceptron_pass`. ``q_sq``, the rows'
     squared norms as :func:`streamk.accel.sqnorms` gives them, saves recomputing them
@@ -250,7 +256,7 @@ def perceptron_run(
     the runs one at a time would peek and skip in turn.
     """
     budget = _hint_budget(support, policy)
-    if budget is None or rows.shape[1] == 0:
+    if budget is None or rows.shape[1] == 0 or (ranks is not None and runs is not None):
         return None
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     if q_sq is None:
@@ -277,7 +283,7 @@ def perceptron_run(
     rule = (codes, HINT_LIMIT, margin, pcode, draws, pstate)  # both passes end alike
     if runs is None:
         gamma = float(support.kernel.gamma)
-        done = accel.core.perceptron_hint_pass(rows, q_sq, *args, gamma, *rule)
+        done = accel.core.perceptron_hint_pass(rows, q_sq, *args, gamma, *rule, ranks, thresholds)
         if done is None:
             return None
         done_runs, (n, next_id, mistakes, sq_max, fresh) = 1, done
@@ -296,6 +302,7 @@ def perceptron_run(
     if mistakes:
         support.after_compiled_changes(n, next_id, rows.shape[1], sq_max)
     COUNTS["compiled"] += bounds[done_runs]
+    COUNTS["hints"] += bounds[done_runs]
     return (mistakes, fresh) if runs is None else (mistakes, done_runs)
 
 

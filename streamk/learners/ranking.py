@@ -310,13 +310,29 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             return False
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         q_sq = accel.sqnorms(Q)
-        how = fastpass.rows_plan(self._support, self._policy, q_sq)
-        if how is None:
-            return False
         self._b = np.ascontiguousarray(self._b, dtype=np.float64)
-        self.n_mistakes += fastpass.ranker_rows(self._support, Q, q_sq, ranks, self._b, how)
+        mistakes = self._hint_run(Q, q_sq, ranks)
+        if mistakes is None:
+            how = fastpass.rows_plan(self._support, self._policy, q_sq)
+            if how is None:
+                return False
+            mistakes = fastpass.ranker_rows(self._support, Q, q_sq, ranks, self._b, how)
+        self.n_mistakes += mistakes
         self._n_learned += len(ranks)
         return True
+
+    def _hint_run(self, Q: np.ndarray, q_sq: np.ndarray, ranks: np.ndarray) -> int | None:
+        """The rows in the float32 hint pass (RBF; :func:`streamk.learners.fastpass.
+        perceptron_run` with the ranks and thresholds): a row whose rank the hint makes
+        certain needs no float64 kernel row, whether or not it updates. The mistakes, or
+        ``None`` (nothing changed) where the pass does not apply."""
+        T = np.zeros((Q.shape[0], 1))
+        codes = np.empty(Q.shape[0], dtype=np.int64)
+        ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+        done = fastpass.perceptron_run(
+            self._support, self._policy, Q, T, codes, 0.0, q_sq, ranks=ranks, thresholds=self._b
+        )
+        return None if done is None else done[0]
 
     def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
         self._update(row, float(k_row @ self._support.coef[:, 0]), k_row, label)
