@@ -3,7 +3,8 @@
 into the estimate there as ``learn_one`` folds it) against the same block split into runs,
 each folded ahead and learned run by run (``_warm_event_rows`` declined), and against
 ``learn_one``. The learners and policies that take the per-event core in ``learn_many``:
-the adatron under every policy, the others under Merge and the Projectron.
+the adatron under every policy, the others under Merge and the Projectron (the
+perceptrons' warm-up too, whose hint pass takes neither).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import pandas as pd
 import pytest
 
 from streamk import RBF, Forgetron, Merge, Projectron, RemoveOldest, accel
-from streamk.learners import KernelAdatron, KernelNovelty, OnlineRanker, OnlineSVR
+from streamk.learners import (
+    KernelAdatron,
+    KernelNovelty,
+    KernelPerceptron,
+    MarginPerceptron,
+    OnlineRanker,
+    OnlineSVR,
+)
 from streamk.learners.base import KernelLearner
 
 needs_core = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")
@@ -31,12 +39,14 @@ LEARNERS = {
     "svr": lambda b: OnlineSVR(kernel=RBF(gamma="auto"), budget=b),
     "ranker": lambda b: OnlineRanker(kernel=RBF(gamma="auto"), ranks=(0, 1, 2), budget=b),
     "novelty": lambda b: KernelNovelty(kernel=RBF(gamma="auto"), budget=b),
+    "perceptron": lambda b: KernelPerceptron(kernel=RBF(gamma="auto"), budget=b),
+    "margin": lambda b: MarginPerceptron(kernel=RBF(gamma="auto"), budget=b),
 }
 
 #: (learner, policy) pairs whose learn_many warm-up takes the per-event core
 CASES = [("adatron", p) for p in sorted(POLICIES)] + [
     (name, p)
-    for name in ("svr", "ranker", "novelty")
+    for name in ("svr", "ranker", "novelty", "perceptron", "margin")
     for p in ("merge-25", "merge-300", "projectron-25")
 ]
 
@@ -49,7 +59,7 @@ def _stream(learner: str, n: int, width: int, seed: int) -> tuple[pd.DataFrame, 
         y = score.tolist()
     elif learner == "ranker":
         y = np.digitize(score, np.quantile(score, [1 / 3, 2 / 3])).tolist()
-    else:  # the adatron's labels: a third class first seen 40 rows in (handed back)
+    else:  # the classifiers' labels: a third class first seen 40 rows in (handed back)
         y = np.where(score > 0, "a", "b").astype(object)
         y[40::7] = "c"
         y = y.tolist()

@@ -161,6 +161,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 i, warm = self._warm_runs(
                     rows, labels, i, None if pre is None else (pre, base), values
                 )
+                if not warm and type(self._policy) in (Merge, Projectron):  # no hint pass:
+                    # the warm-up through the per-event core, each row folded there
+                    i += self._warm_event_rows(rows[i:], labels[i:], self._learn_event_row)
                 if i > start:
                     continue
             first = _UNSET
