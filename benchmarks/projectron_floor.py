@@ -62,17 +62,26 @@ def _bandwidths() -> dict[int, float]:
     return {n: 8 * n * (n + 1) / 2 / _read_seconds(n) for n in SIZES}
 
 
+def _updates(model: Any) -> int:
+    """The updates ``model`` has made so far: its own count (novelty inserts every event;
+    the support set's version would also count the growth of its buffers)."""
+    for name in ("n_updates", "n_mistakes"):
+        if hasattr(model, name):
+            return getattr(model, name)
+    return model.n_learned
+
+
 def _update_sizes(model: Any, data: list, unsupervised: bool) -> list[int]:
-    """The support's size before each event on which a fresh ``model`` changes its support
-    (learning ``data`` one event at a time)."""
+    """The support's size before each event on which a fresh ``model`` updates (learning
+    ``data`` one event at a time)."""
     sizes = []
     for x, y in data:
-        before, n = model._support.version, model._support.n
+        before, n = _updates(model), model._support.n
         if unsupervised:
             model.learn_one(x)
         else:
             model.learn_one(x, y)
-        if model._support.version != before:
+        if _updates(model) != before:
             sizes.append(max(n, 1))
     return sizes
 

@@ -633,13 +633,14 @@ cdef class EventPass:
         if n <= AUTO_WINDOW and (n <= 10 or n % 10 == 0):
             support = model._support
             # only the width moves: a binding current until now takes the new kernel's
-            # parameters alone (a full re-binding costs ~10 us, 29 times a warm-up), but
-            # under the Projectron, whose P the binding takes with the kernel's values
-            keep = (self.bound and support is self.support and support.version == self.version
-                    and self.pcode != P_PROJECTRON)
+            # parameters alone (a full re-binding costs ~10 us, 29 times a warm-up); the
+            # Projectron's binding lets its P go, taken afresh at the next insert
+            keep = self.bound and support is self.support and support.version == self.version
             kernel = model._auto_kernel.resolve(self.scale)
             support.set_kernel(kernel)
             if keep and self._bind_kernel(kernel) and self.kcode == kcode:
+                if self.pcode == P_PROJECTRON:
+                    self._bind_projectron(self.policy)
                 self.version = support.version
         return True
 
