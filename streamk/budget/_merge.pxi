@@ -379,6 +379,18 @@ cdef extern from * nogil:
                     Py_ssize_t n, double *lb, double *half)
 
 
+cdef extern from "_dense.h" nogil:
+    double skm_costs(const double *C, Py_ssize_t p, const double *kdiag, Py_ssize_t n,
+                     double *nn, double *cs)
+    Py_ssize_t skm_partners(double *dd, const double *sq, const double *C, Py_ssize_t p,
+                            Py_ssize_t n, Py_ssize_t m, double gamma, double *mn, double *u,
+                            double *half)
+    Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn,
+                          const double *half, double mm, double best, int box, Py_ssize_t n,
+                          Py_ssize_t m, Py_ssize_t seed, double *flag, Py_ssize_t *pick,
+                          double *cu, double *cn, double *cmn)
+
+
 cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
                               Py_ssize_t n, double *lb, double *half) noexcept nogil:
     """:c:func:`skm_bounds` for ``n`` candidates (``u = gamma d2``): lower bounds on their
@@ -402,9 +414,9 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     margin far above rounding, so the pick is the full search's.
     ``buf`` holds :func:`_merge_work` doubles, ``pick`` ``n`` slots (both scratch).
     """
-    cdef Py_ssize_t i, j, c, k, m = -1, partner = -1, J, K, L, kept, seed = -1
-    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, loss, best, best_h = 0.0
-    cdef double bound, small, d2h, c2, ub, near
+    cdef Py_ssize_t i, j, k, m = -1, partner = -1, J, K, L, kept, seed
+    cdef double lo, mm, loss, best, best_h = 0.0
+    cdef double bound, d2h, c2, ub, near
     cdef bint box
     cdef int64_t oldest = 0
     cdef double *cs = buf
@@ -418,38 +430,20 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     cdef _Search s = _search_in(hf + n, n, grid)
     # The costs squared (no square root a row): sqrt is monotone, so the smallest cost is
     # the root of the smallest square, and only rows within 3e-12 of it in squares can be
-    # within 1e-12 of it in costs (the roots decide those).
-    for i in range(n):
-        cost = 0.0
-        for c in range(p):
-            cost += C[i * p + c] * C[i * p + c]
-        cs[i] = cost * kdiag[i]
-        if cs[i] < lo:
-            lo = cs[i]
+    # within 1e-12 of it in costs (the roots decide those). Every row's ||coef_i||² comes
+    # with its cost (the partners' nn).
+    lo = skm_costs(C, p, kdiag, n, NN, cs)
     near = lo * (1.0 + 3e-12)
     lo = sqrt(lo)
     for i in range(n):
         if cs[i] <= near and sqrt(cs[i]) <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
             m = i
             oldest = ids[i]
-    for c in range(p):
-        mm += C[m * p + c] * C[m * p + c]
+    mm = NN[m]
     sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m at once (SIMD across rows)
-    dd[m] = 0.0
-    for i in range(n):
-        if i == m:
-            continue
-        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dd[i], 0.0)
-        nn = 0.0
-        mn = 0.0
-        for c in range(p):
-            nn += C[i * p + c] * C[i * p + c]
-            mn += C[i * p + c] * C[m * p + c]
-        NN[i] = nn
-        MN[i] = mn
-        if seed < 0 or dd[i] < dd[seed]:
-            seed = i
-    s.u[0] = gamma * dd[seed]
+    # the squared distances, mn, u = gamma d2 and u / 2 of every row, and the nearest
+    seed = skm_partners(dd, s_sq, C, p, n, m, gamma, MN, us, hf)
+    s.u[0] = us[seed]
     s.nn[0] = NN[seed]
     s.mn[0] = MN[seed]
     _best_h(&s, 1, grid, steps, mm)
@@ -462,25 +456,9 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # rules out few and would only add its cost. The rows gathered for skm_bounds have
     # their u, nn, mn in cs, dd and sv (free by now).
     box = best < 0.25 * mm
-    for i in range(n):
-        us[i] = gamma * dd[i]
-        hf[i] = us[i] * 0.5
     if box:
         sk_scaled_exp(hf, n, -1.0)  # exp(-u / 2)
-    J = 0
-    for i in range(n):
-        if i == m:
-            continue
-        if box and i != seed:
-            small = min(mm, NN[i])
-            bound = small + 2.0 * hf[i] * hf[i] * MN[i] - hf[i] * (small + 2.0 * fabs(MN[i]))
-            if bound > best + 1e-9 * (mm + NN[i]):
-                continue
-        pick[J] = i
-        cs[J] = us[i]
-        dd[J] = NN[i]
-        sv[J] = MN[i]
-        J += 1
+    J = skm_gather(us, NN, MN, hf, mm, best, box, n, m, seed, el, pick, cs, dd, sv)
     _loss_bounds(cs, dd, sv, mm, J, el, hf)
     K = 0
     for j in range(J):  # K <= j: pick is compacted in place
