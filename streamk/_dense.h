@@ -672,4 +672,56 @@ SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
     return J;
 }
 
+/* m: the row of smallest cost (lo = the smallest squared cost cs, from skm_costs), ties
+ * within 1e-12 relative in the costs themselves going to the oldest id. sqrt is monotone,
+ * so only rows within 3e-12 of lo in squares can tie; a block of eight rows none of which
+ * is that near is passed over on one vector compare (most are). */
+SK_DENSE_CLONES static Py_ssize_t skm_smallest(const double *cs, const int64_t *ids,
+                                               Py_ssize_t n, double lo)
+{
+    double near = lo * (1.0 + 3e-12), root = sqrt(lo) * (1.0 + 1e-12);
+    Py_ssize_t i = 0, j, m = -1;
+    int64_t oldest = 0;
+    sk_v8d x, nv = (sk_v8d){0.0} + near;
+    sk_v8l k;
+    for (; i < n; i += 8) {
+        Py_ssize_t e = n - i < 8 ? n - i : 8;
+        if (e == 8) {
+            memcpy(&x, cs + i, sizeof x);
+            k = x <= nv;
+            if (!((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7])))
+                continue;
+        }
+        for (j = i; j < i + e; j++)
+            if (cs[j] <= near && sqrt(cs[j]) <= root && (m < 0 || ids[j] < oldest)) {
+                m = j;
+                oldest = ids[j];
+            }
+    }
+    return m;
+}
+
+/* The candidates skm_bounds's bounds lb (J of them, gathered by skm_gather with their u,
+ * nn, mn, half) do not rule out against best, and seed always: compacted in place into
+ * pick and u, nn, mn, half of the search (branch-free, as skm_gather). Returns how many. */
+SK_DENSE_CLONES static Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed,
+                                           double mm, double best, Py_ssize_t *pick,
+                                           const double *cu, const double *cn,
+                                           const double *cmn, const double *chalf, double *u,
+                                           double *nn, double *mn, double *half)
+{
+    Py_ssize_t j, K = 0;
+    for (j = 0; j < J; j++) {
+        Py_ssize_t i = pick[j];
+        int keep = (i == seed) | !(lb[j] > best + 1e-9 * (mm + cn[j]));
+        pick[K] = i;
+        u[K] = cu[j];
+        nn[K] = cn[j];
+        mn[K] = cmn[j];
+        half[K] = chalf[j];
+        K += keep;
+    }
+    return K;
+}
+
 #endif

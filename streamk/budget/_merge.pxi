@@ -385,6 +385,10 @@ cdef extern from "_dense.h" nogil:
     Py_ssize_t skm_partners(double *dd, const double *sq, const double *C, Py_ssize_t p,
                             Py_ssize_t n, Py_ssize_t m, double gamma, double *mn, double *u,
                             double *half)
+    Py_ssize_t skm_smallest(const double *cs, const int64_t *ids, Py_ssize_t n, double lo)
+    Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed, double mm, double best,
+                        Py_ssize_t *pick, const double *cu, const double *cn, const double *cmn,
+                        const double *chalf, double *u, double *nn, double *mn, double *half)
     Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn,
                           const double *half, double mm, double best, int box, Py_ssize_t n,
                           Py_ssize_t m, Py_ssize_t seed, double *flag, Py_ssize_t *pick,
@@ -416,9 +420,8 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     """
     cdef Py_ssize_t i, j, k, m = -1, partner = -1, J, K, L, kept, seed
     cdef double lo, mm, loss, best, best_h = 0.0
-    cdef double bound, d2h, c2, ub, near
+    cdef double bound, d2h, c2, ub
     cdef bint box
-    cdef int64_t oldest = 0
     cdef double *cs = buf
     cdef double *dd = cs + n
     cdef double *NN = dd + n
@@ -433,12 +436,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # within 1e-12 of it in costs (the roots decide those). Every row's ||coef_i||² comes
     # with its cost (the partners' nn).
     lo = skm_costs(C, p, kdiag, n, NN, cs)
-    near = lo * (1.0 + 3e-12)
-    lo = sqrt(lo)
-    for i in range(n):
-        if cs[i] <= near and sqrt(cs[i]) <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
-            m = i
-            oldest = ids[i]
+    m = skm_smallest(cs, ids, n, lo)
     mm = NN[m]
     sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m at once (SIMD across rows)
     # the squared distances, mn, u = gamma d2 and u / 2 of every row, and the nearest
@@ -460,17 +458,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
         sk_scaled_exp(hf, n, -1.0)  # exp(-u / 2)
     J = skm_gather(us, NN, MN, hf, mm, best, box, n, m, seed, el, pick, cs, dd, sv)
     _loss_bounds(cs, dd, sv, mm, J, el, hf)
-    K = 0
-    for j in range(J):  # K <= j: pick is compacted in place
-        i = pick[j]
-        if i != seed and el[j] > best + 1e-9 * (mm + dd[j]):
-            continue
-        pick[K] = i
-        s.u[K] = cs[j]
-        s.nn[K] = dd[j]
-        s.mn[K] = sv[j]
-        s.half[K] = hf[j]
-        K += 1
+    K = skm_keep(el, J, seed, mm, best, pick, cs, dd, sv, hf, s.u, s.nn, s.mn, s.half)
     _grid_pass(&s, K, grid, mm)
     # The grid bounds a candidate's best weight f*: on [0, 1], -f'' <= 4u f* + 12u mn- e^-u/2
     # (mn- = max(-mn, 0)), and f* is at an endpoint (a grid point) or a stationary point
