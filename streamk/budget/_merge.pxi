@@ -43,10 +43,11 @@ cdef struct _Search:
     double *wg
     double *top    # the largest grid weight
     double *flat   # 1: every grid weight is within GRID_TIE of the top (nothing to refine)
-    double *e1     # scratch of the vectorised exponentials
+    double *e1     # scratch of the vectorised exponentials (``2 cap``: ``e2`` follows it)
     double *e2
-    double *B      # exp(-u h_j²): ``grid`` rows of ``cap``
-    double *W      # the grid weights: ``grid`` rows of ``cap``
+    double *B      # exp(-u h_j²): ``grid`` rows of ``ldb``
+    double *W      # the grid weights: ``grid`` rows of ``ldb``
+    Py_ssize_t ldb   # the row stride of ``B`` and ``W``: the last grid pass's candidates
     Py_ssize_t *act  # the candidates still searching
 
 
@@ -66,6 +67,7 @@ cdef _Search _search_in(double *work, Py_ssize_t cap, int grid) noexcept nogil:
     doubles, then the index list)."""
     cdef _Search s
     s.cap = cap
+    s.ldb = cap
     s.u = work
     s.nn = s.u + cap
     s.mn = s.nn + cap
@@ -109,15 +111,18 @@ cdef void _grid_pass(_Search *s, Py_ssize_t K, int grid, double mm) noexcept nog
     (one exponential a point: ``a`` at ``h_j`` is ``b`` at ``h_{grid-1-j}``), the weights,
     the best point (ties within ``GRID_TIE``: the smallest ``h``) with its bracket, and
     whether the grid is flat. The slopes wait for :func:`_grid_slopes`: the grid's bound
-    leaves few candidates to refine."""
-    cdef Py_ssize_t i, cap = s.cap
+    leaves few candidates to refine. ``B`` and ``W`` have rows of ``K`` (``s.ldb``), so
+    that the exponentials are one call (a call per grid point costs more than its
+    exponentials where few candidates are left, e.g. the nearest alone)."""
+    cdef Py_ssize_t i, cap = max(K, 1)
     cdef int j
     cdef double Hg, step = 1.0 / (grid - 1), A, Bv, top, low
+    s.ldb = cap
     for j in range(grid):
         Hg = <double>j / (grid - 1)
         for i in range(K):
             s.B[j * cap + i] = s.u[i] * (Hg * Hg)
-        sk_scaled_exp(&s.B[j * cap], K, -1.0)
+    sk_scaled_exp(s.B, grid * K, -1.0)
     for j in range(grid):
         for i in range(K):
             A = s.B[(grid - 1 - j) * cap + i]
@@ -183,19 +188,19 @@ cdef void _refine(_Search *s, Py_ssize_t K, int steps, double mm) noexcept nogil
                 continue
             s.x[i] = xn
             s.g[i] = 1.0 if ok and fabs(xn - x) <= STEP_TOL else 0.0  # 1: its last step
-            s.e1[moved] = s.u[i] * ((1.0 - xn) * (1.0 - xn))
-            s.e2[moved] = s.u[i] * (xn * xn)
+            # a's and b's exponents side by side (``e1`` and ``e2`` are one buffer): one call
+            s.e1[2 * moved] = s.u[i] * ((1.0 - xn) * (1.0 - xn))
+            s.e1[2 * moved + 1] = s.u[i] * (xn * xn)
             s.act[moved] = i
             moved += 1
         if moved == 0:
             return
-        sk_scaled_exp(s.e1, moved, -1.0)
-        sk_scaled_exp(s.e2, moved, -1.0)
+        sk_scaled_exp(s.e1, 2 * moved, -1.0)
         live = 0
         for k in range(moved):
             i = s.act[k]
-            s.a[i] = s.e1[k]
-            s.b[i] = s.e2[k]
+            s.a[i] = s.e1[2 * k]
+            s.b[i] = s.e1[2 * k + 1]
             s.w[i] = (s.a[i] * s.a[i] * mm + s.b[i] * s.b[i] * s.nn[i]
                       + 2.0 * s.a[i] * s.b[i] * s.mn[i])
             if s.g[i] != 0.0:
@@ -466,7 +471,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # is one the search keeps, so the grid's losses bound the best loss too.
     d2h = 0.125 / ((grid - 1.0) * (grid - 1.0))  # d² / 2
     for k in range(K):
-        el[k] = s.B[(grid - 1) * s.cap + k]  # exp(-u): k(x_m, x_n)
+        el[k] = s.B[(grid - 1) * s.ldb + k]  # exp(-u): k(x_m, x_n)
         best = min(best, mm + s.nn[k] + 2.0 * el[k] * s.mn[k] - s.top[k])
     L = 0
     kept = 0
