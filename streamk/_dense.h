@@ -636,30 +636,25 @@ SK_DENSE_CLONES static Py_ssize_t skm_partners(double *dd, const double *sq, con
     return m == 0 ? 1 : 0;  /* NaN distances only */
 }
 
-/* The candidates for skm_bounds: every row but m whose box bound (box != 0; see
- * _merge_pick) does not rule it out against best, and seed always; their indices into
+/* The candidates for skm_bounds: every row but m whose box bound (half = exp(-u / 2);
+ * see _merge_pick) does not rule it out against best, and seed always; their indices into
  * pick, their u, nn, mn into cu, cn, cmn (which may be the scratch of earlier passes).
  * The keep flags are one vectorised pass (into flag), the gathering one branch-free pass
  * (a row is written at J and kept by moving J on): a branch a row mispredicts on a set
  * whose rows are kept at random. Returns how many. */
 SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
                                              const double *mn, const double *half, double mm,
-                                             double best, int box, Py_ssize_t n, Py_ssize_t m,
+                                             double best, Py_ssize_t n, Py_ssize_t m,
                                              Py_ssize_t seed, double *flag, Py_ssize_t *pick,
                                              double *cu, double *cn, double *cmn)
 {
     Py_ssize_t i, J = 0;
-    if (box) {
-        for (i = 0; i < n; i++) {
-            double small = nn[i] < mm ? nn[i] : mm, hf = half[i];
-            double bound = (small + 2.0 * hf * hf * mn[i]) - hf * (small + 2.0 * fabs(mn[i]));
-            flag[i] = bound > best + 1e-9 * (mm + nn[i]) ? 0.0 : 1.0;
-        }
-        flag[seed] = 1.0;
-    } else {
-        for (i = 0; i < n; i++)
-            flag[i] = 1.0;
+    for (i = 0; i < n; i++) {
+        double small = nn[i] < mm ? nn[i] : mm, hf = half[i];
+        double bound = (small + 2.0 * hf * hf * mn[i]) - hf * (small + 2.0 * fabs(mn[i]));
+        flag[i] = bound > best + 1e-9 * (mm + nn[i]) ? 0.0 : 1.0;
     }
+    flag[seed] = 1.0;
     flag[m] = 0.0;
     for (i = 0; i < n; i++) {
         double ui = u[i], ni = nn[i], mi = mn[i];
@@ -701,19 +696,22 @@ SK_DENSE_CLONES static Py_ssize_t skm_smallest(const double *cs, const int64_t *
     return m;
 }
 
-/* The candidates skm_bounds's bounds lb (J of them, gathered by skm_gather with their u,
- * nn, mn, half) do not rule out against best, and seed always: compacted in place into
- * pick and u, nn, mn, half of the search (branch-free, as skm_gather). Returns how many. */
+/* The candidates skm_bounds's bounds lb do not rule out against best, and seed always,
+ * but never m: the J rows bounded are rows from[j] (gathered by skm_gather with their u,
+ * nn, mn, half; from may be pick itself) or, from NULL, rows 0..J-1 (all of them, m
+ * included). Their rows into pick and their u, nn, mn, half into the search's, in slot
+ * order (branch-free, as skm_gather). Returns how many. */
 SK_DENSE_CLONES static Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed,
-                                           double mm, double best, Py_ssize_t *pick,
+                                           Py_ssize_t m, double mm, double best,
+                                           const Py_ssize_t *from, Py_ssize_t *pick,
                                            const double *cu, const double *cn,
                                            const double *cmn, const double *chalf, double *u,
                                            double *nn, double *mn, double *half)
 {
     Py_ssize_t j, K = 0;
     for (j = 0; j < J; j++) {
-        Py_ssize_t i = pick[j];
-        int keep = (i == seed) | !(lb[j] > best + 1e-9 * (mm + cn[j]));
+        Py_ssize_t i = from != NULL ? from[j] : j;
+        int keep = (i == seed) | (!(lb[j] > best + 1e-9 * (mm + cn[j])) & (i != m));
         pick[K] = i;
         u[K] = cu[j];
         nn[K] = cn[j];

@@ -88,14 +88,14 @@ def test_the_smallest_cost_alone_in_the_last_block(n, m_slot):
 def test_duplicate_partners_keep_the_first_slot(n, near):
     """The best partner copied into several slots (equal losses): the first of them wins
     through the gathering and the compaction after the bounds (``near``: the copies are
-    near duplicates of ``m``, so the box bound runs first)."""
+    near duplicates of ``m``, so the box bound runs first; else every row is bounded)."""
     rng = np.random.default_rng(n)
     s = SupportSet(RBF(gamma=0.5))
     for _ in range(n):
-        s.append(rng.normal(scale=20.0, size=2), np.array([1.0]))
+        s.append(rng.normal(scale=50.0, size=2), np.array([1.0]))
     m_row = s.X[n // 2].copy()
     s._coef[n // 2] = 0.5  # m
-    partner = m_row + (1e-3 if near else 0.3)
+    partner = m_row + (1e-3 if near else 1.0)  # losses ~1e-6 mm or ~0.9 mm: box or not
     copies = sorted(rng.choice([i for i in range(n) if i != n // 2], 4 if n > 8 else 2, False))
     for slot in copies:
         s.replace(int(slot), partner, np.array([1.0]))

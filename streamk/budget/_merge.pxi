@@ -391,11 +391,12 @@ cdef extern from "_dense.h" nogil:
                             Py_ssize_t n, Py_ssize_t m, double gamma, double *mn, double *u,
                             double *half)
     Py_ssize_t skm_smallest(const double *cs, const int64_t *ids, Py_ssize_t n, double lo)
-    Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed, double mm, double best,
-                        Py_ssize_t *pick, const double *cu, const double *cn, const double *cmn,
-                        const double *chalf, double *u, double *nn, double *mn, double *half)
+    Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed, Py_ssize_t m, double mm,
+                        double best, const Py_ssize_t *frm, Py_ssize_t *pick, const double *cu,
+                        const double *cn, const double *cmn, const double *chalf, double *u,
+                        double *nn, double *mn, double *half)
     Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn,
-                          const double *half, double mm, double best, int box, Py_ssize_t n,
+                          const double *half, double mm, double best, Py_ssize_t n,
                           Py_ssize_t m, Py_ssize_t seed, double *flag, Py_ssize_t *pick,
                           double *cu, double *cn, double *cmn)
 
@@ -457,13 +458,19 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # bound min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|) first rules out most far
     # rows for one exponential each (a large set's: 1,000 rows to ~100); elsewhere it
     # rules out few and would only add its cost. The rows gathered for skm_bounds have
-    # their u, nn, mn in cs, dd and sv (free by now).
+    # their u, nn, mn in cs, dd and sv (free by now); without the box, skm_bounds takes
+    # every row where it is (m's bound is finite: u = 0) and m is left out after it.
     box = best < 0.25 * mm
     if box:
         sk_scaled_exp(hf, n, -1.0)  # exp(-u / 2)
-    J = skm_gather(us, NN, MN, hf, mm, best, box, n, m, seed, el, pick, cs, dd, sv)
-    _loss_bounds(cs, dd, sv, mm, J, el, hf)
-    K = skm_keep(el, J, seed, mm, best, pick, cs, dd, sv, hf, s.u, s.nn, s.mn, s.half)
+        J = skm_gather(us, NN, MN, hf, mm, best, n, m, seed, el, pick, cs, dd, sv)
+        _loss_bounds(cs, dd, sv, mm, J, el, hf)
+        K = skm_keep(el, J, seed, m, mm, best, pick, pick, cs, dd, sv, hf,
+                     s.u, s.nn, s.mn, s.half)
+    else:
+        _loss_bounds(us, NN, MN, mm, n, el, hf)
+        K = skm_keep(el, n, seed, m, mm, best, NULL, pick, us, NN, MN, hf,
+                     s.u, s.nn, s.mn, s.half)
     _grid_pass(&s, K, grid, mm)
     # The grid bounds a candidate's best weight f*: on [0, 1], -f'' <= 4u f* + 12u mn- e^-u/2
     # (mn- = max(-mn, 0)), and f* is at an endpoint (a grid point) or a stationary point
