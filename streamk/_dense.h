@@ -541,4 +541,185 @@ SK_DOT_CLONES static int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, d
     return 1;
 }
 
+/* Merge's per-row passes (streamk/budget/_merge.pxi's _merge_pick): once the set is full
+ * nearly every event merges, and these run over all n rows each time. They do the
+ * operations of the scalar loops they replace in the same order (fp-contract off), so the
+ * same bits: the search's picks do not move. Element by element, they run on the clones'
+ * widest lanes; the p = 1 case (one coefficient column: every learner but a multi-output
+ * one) gets a loop of its own that GCC vectorises. */
+
+typedef int64_t sk_v8l __attribute__((vector_size(64)));
+
+/* min(lo, a[0..n-1]) (the smallest value: min is exact, so the lane order does not
+ * matter), eight lanes at a time by a compare and a blend. */
+static inline __attribute__((always_inline)) double skm_min(const double *a, Py_ssize_t n,
+                                                            double lo)
+{
+    Py_ssize_t i = 0;
+    if (n >= 8) {
+        sk_v8d v, x;
+        sk_v8l k;
+        memcpy(&v, a, sizeof v);
+        for (i = 8; i + 8 <= n; i += 8) {
+            memcpy(&x, a + i, sizeof x);
+            k = x < v;
+            v = (sk_v8d)((k & (sk_v8l)x) | (~k & (sk_v8l)v));
+        }
+        for (int j = 0; j < 8; j++)
+            lo = v[j] < lo ? v[j] : lo;
+    }
+    for (; i < n; i++)
+        lo = a[i] < lo ? a[i] : lo;
+    return lo;
+}
+
+/* nn[i] = ||C_i||² (its p columns summed left to right from 0) and cs[i] = nn[i] kdiag[i]
+ * (the removal cost squared) for the n rows; returns the smallest cs. */
+SK_DENSE_CLONES static double skm_costs(const double *C, Py_ssize_t p, const double *kdiag,
+                                        Py_ssize_t n, double *nn, double *cs)
+{
+    Py_ssize_t i, c;
+    if (p == 1) {
+        for (i = 0; i < n; i++) {
+            nn[i] = 0.0 + C[i] * C[i];
+            cs[i] = nn[i] * kdiag[i];
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            double t = 0.0;
+            for (c = 0; c < p; c++)
+                t += C[i * p + c] * C[i * p + c];
+            nn[i] = t;
+            cs[i] = t * kdiag[i];
+        }
+    }
+    return skm_min(cs, n, INFINITY);
+}
+
+/* Every row's place against row m, from dd[i] = x_i . x_m: dd[i] = max(sq_i + sq_m -
+ * 2 dd[i], 0) (the squared distance), mn[i] = C_i . C_m, u[i] = gamma dd[i] and
+ * half[i] = u[i] / 2 (row m's four set as for a distance of 0). Returns the nearest row
+ * but m (the first of the nearest). */
+SK_DENSE_CLONES static Py_ssize_t skm_partners(double *dd, const double *sq, const double *C,
+                                               Py_ssize_t p, Py_ssize_t n, Py_ssize_t m,
+                                               double gamma, double *mn, double *u,
+                                               double *half)
+{
+    Py_ssize_t i, c;
+    double sqm = sq[m], lo;
+    const double *cm = C + m * p;
+    for (i = 0; i < n; i++) {
+        double d = sq[i] + sqm - 2.0 * dd[i];
+        d = 0.0 > d ? 0.0 : d;
+        dd[i] = d;
+        u[i] = gamma * d;
+        half[i] = u[i] * 0.5;
+    }
+    if (p == 1) {
+        for (i = 0; i < n; i++)
+            mn[i] = 0.0 + C[i] * cm[0];
+    } else {
+        for (i = 0; i < n; i++) {
+            double t = 0.0;
+            for (c = 0; c < p; c++)
+                t += C[i * p + c] * cm[c];
+            mn[i] = t;
+        }
+    }
+    dd[m] = 0.0;
+    u[m] = gamma * 0.0;
+    half[m] = u[m] * 0.5;
+    lo = skm_min(dd + m + 1, n - m - 1, skm_min(dd, m, INFINITY));
+    for (i = 0; i < n; i++)
+        if (i != m && dd[i] == lo)
+            return i;
+    return m == 0 ? 1 : 0;  /* NaN distances only */
+}
+
+/* The candidates for skm_bounds: every row but m whose box bound (half = exp(-u / 2);
+ * see _merge_pick) does not rule it out against best, and seed always; their indices into
+ * pick, their u, nn, mn into cu, cn, cmn (which may be the scratch of earlier passes).
+ * The keep flags are one vectorised pass (into flag), the gathering one branch-free pass
+ * (a row is written at J and kept by moving J on): a branch a row mispredicts on a set
+ * whose rows are kept at random. Returns how many. */
+SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
+                                             const double *mn, const double *half, double mm,
+                                             double best, Py_ssize_t n, Py_ssize_t m,
+                                             Py_ssize_t seed, double *flag, Py_ssize_t *pick,
+                                             double *cu, double *cn, double *cmn)
+{
+    Py_ssize_t i, J = 0;
+    for (i = 0; i < n; i++) {
+        double small = nn[i] < mm ? nn[i] : mm, hf = half[i];
+        double bound = (small + 2.0 * hf * hf * mn[i]) - hf * (small + 2.0 * fabs(mn[i]));
+        flag[i] = bound > best + 1e-9 * (mm + nn[i]) ? 0.0 : 1.0;
+    }
+    flag[seed] = 1.0;
+    flag[m] = 0.0;
+    for (i = 0; i < n; i++) {
+        double ui = u[i], ni = nn[i], mi = mn[i];
+        pick[J] = i;
+        cu[J] = ui;
+        cn[J] = ni;
+        cmn[J] = mi;
+        J += flag[i] != 0.0;
+    }
+    return J;
+}
+
+/* m: the row of smallest cost (lo = the smallest squared cost cs, from skm_costs), ties
+ * within 1e-12 relative in the costs themselves going to the oldest id. sqrt is monotone,
+ * so only rows within 3e-12 of lo in squares can tie; a block of eight rows none of which
+ * is that near is passed over on one vector compare (most are). */
+SK_DENSE_CLONES static Py_ssize_t skm_smallest(const double *cs, const int64_t *ids,
+                                               Py_ssize_t n, double lo)
+{
+    double near = lo * (1.0 + 3e-12), root = sqrt(lo) * (1.0 + 1e-12);
+    Py_ssize_t i = 0, j, m = -1;
+    int64_t oldest = 0;
+    sk_v8d x, nv = (sk_v8d){0.0} + near;
+    sk_v8l k;
+    for (; i < n; i += 8) {
+        Py_ssize_t e = n - i < 8 ? n - i : 8;
+        if (e == 8) {
+            memcpy(&x, cs + i, sizeof x);
+            k = x <= nv;
+            if (!((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7])))
+                continue;
+        }
+        for (j = i; j < i + e; j++)
+            if (cs[j] <= near && sqrt(cs[j]) <= root && (m < 0 || ids[j] < oldest)) {
+                m = j;
+                oldest = ids[j];
+            }
+    }
+    return m;
+}
+
+/* The candidates skm_bounds's bounds lb do not rule out against best, and seed always,
+ * but never m: the J rows bounded are rows from[j] (gathered by skm_gather with their u,
+ * nn, mn, half; from may be pick itself) or, from NULL, rows 0..J-1 (all of them, m
+ * included). Their rows into pick and their u, nn, mn, half into the search's, in slot
+ * order (branch-free, as skm_gather). Returns how many. */
+SK_DENSE_CLONES static Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed,
+                                           Py_ssize_t m, double mm, double best,
+                                           const Py_ssize_t *from, Py_ssize_t *pick,
+                                           const double *cu, const double *cn,
+                                           const double *cmn, const double *chalf, double *u,
+                                           double *nn, double *mn, double *half)
+{
+    Py_ssize_t j, K = 0;
+    for (j = 0; j < J; j++) {
+        Py_ssize_t i = from != NULL ? from[j] : j;
+        int keep = (i == seed) | (!(lb[j] > best + 1e-9 * (mm + cn[j])) & (i != m));
+        pick[K] = i;
+        u[K] = cu[j];
+        nn[K] = cn[j];
+        mn[K] = cmn[j];
+        half[K] = chalf[j];
+        K += keep;
+    }
+    return K;
+}
+
 #endif

@@ -43,10 +43,11 @@ cdef struct _Search:
     double *wg
     double *top    # the largest grid weight
     double *flat   # 1: every grid weight is within GRID_TIE of the top (nothing to refine)
-    double *e1     # scratch of the vectorised exponentials
+    double *e1     # scratch of the vectorised exponentials (``2 cap``: ``e2`` follows it)
     double *e2
-    double *B      # exp(-u h_j²): ``grid`` rows of ``cap``
-    double *W      # the grid weights: ``grid`` rows of ``cap``
+    double *B      # exp(-u h_j²): ``grid`` rows of ``ldb``
+    double *W      # the grid weights: ``grid`` rows of ``ldb``
+    Py_ssize_t ldb   # the row stride of ``B`` and ``W``: the last grid pass's candidates
     Py_ssize_t *act  # the candidates still searching
 
 
@@ -66,6 +67,7 @@ cdef _Search _search_in(double *work, Py_ssize_t cap, int grid) noexcept nogil:
     doubles, then the index list)."""
     cdef _Search s
     s.cap = cap
+    s.ldb = cap
     s.u = work
     s.nn = s.u + cap
     s.mn = s.nn + cap
@@ -109,15 +111,18 @@ cdef void _grid_pass(_Search *s, Py_ssize_t K, int grid, double mm) noexcept nog
     (one exponential a point: ``a`` at ``h_j`` is ``b`` at ``h_{grid-1-j}``), the weights,
     the best point (ties within ``GRID_TIE``: the smallest ``h``) with its bracket, and
     whether the grid is flat. The slopes wait for :func:`_grid_slopes`: the grid's bound
-    leaves few candidates to refine."""
-    cdef Py_ssize_t i, cap = s.cap
+    leaves few candidates to refine. ``B`` and ``W`` have rows of ``K`` (``s.ldb``), so
+    that the exponentials are one call (a call per grid point costs more than its
+    exponentials where few candidates are left, e.g. the nearest alone)."""
+    cdef Py_ssize_t i, cap = max(K, 1)
     cdef int j
     cdef double Hg, step = 1.0 / (grid - 1), A, Bv, top, low
+    s.ldb = cap
     for j in range(grid):
         Hg = <double>j / (grid - 1)
         for i in range(K):
             s.B[j * cap + i] = s.u[i] * (Hg * Hg)
-        sk_scaled_exp(&s.B[j * cap], K, -1.0)
+    sk_scaled_exp(s.B, grid * K, -1.0)
     for j in range(grid):
         for i in range(K):
             A = s.B[(grid - 1 - j) * cap + i]
@@ -183,19 +188,19 @@ cdef void _refine(_Search *s, Py_ssize_t K, int steps, double mm) noexcept nogil
                 continue
             s.x[i] = xn
             s.g[i] = 1.0 if ok and fabs(xn - x) <= STEP_TOL else 0.0  # 1: its last step
-            s.e1[moved] = s.u[i] * ((1.0 - xn) * (1.0 - xn))
-            s.e2[moved] = s.u[i] * (xn * xn)
+            # a's and b's exponents side by side (``e1`` and ``e2`` are one buffer): one call
+            s.e1[2 * moved] = s.u[i] * ((1.0 - xn) * (1.0 - xn))
+            s.e1[2 * moved + 1] = s.u[i] * (xn * xn)
             s.act[moved] = i
             moved += 1
         if moved == 0:
             return
-        sk_scaled_exp(s.e1, moved, -1.0)
-        sk_scaled_exp(s.e2, moved, -1.0)
+        sk_scaled_exp(s.e1, 2 * moved, -1.0)
         live = 0
         for k in range(moved):
             i = s.act[k]
-            s.a[i] = s.e1[k]
-            s.b[i] = s.e2[k]
+            s.a[i] = s.e1[2 * k]
+            s.b[i] = s.e1[2 * k + 1]
             s.w[i] = (s.a[i] * s.a[i] * mm + s.b[i] * s.b[i] * s.nn[i]
                       + 2.0 * s.a[i] * s.b[i] * s.mn[i])
             if s.g[i] != 0.0:
@@ -379,6 +384,23 @@ cdef extern from * nogil:
                     Py_ssize_t n, double *lb, double *half)
 
 
+cdef extern from "_dense.h" nogil:
+    double skm_costs(const double *C, Py_ssize_t p, const double *kdiag, Py_ssize_t n,
+                     double *nn, double *cs)
+    Py_ssize_t skm_partners(double *dd, const double *sq, const double *C, Py_ssize_t p,
+                            Py_ssize_t n, Py_ssize_t m, double gamma, double *mn, double *u,
+                            double *half)
+    Py_ssize_t skm_smallest(const double *cs, const int64_t *ids, Py_ssize_t n, double lo)
+    Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed, Py_ssize_t m, double mm,
+                        double best, const Py_ssize_t *frm, Py_ssize_t *pick, const double *cu,
+                        const double *cn, const double *cmn, const double *chalf, double *u,
+                        double *nn, double *mn, double *half)
+    Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn,
+                          const double *half, double mm, double best, Py_ssize_t n,
+                          Py_ssize_t m, Py_ssize_t seed, double *flag, Py_ssize_t *pick,
+                          double *cu, double *cn, double *cmn)
+
+
 cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
                               Py_ssize_t n, double *lb, double *half) noexcept nogil:
     """:c:func:`skm_bounds` for ``n`` candidates (``u = gamma d2``): lower bounds on their
@@ -402,11 +424,10 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     margin far above rounding, so the pick is the full search's.
     ``buf`` holds :func:`_merge_work` doubles, ``pick`` ``n`` slots (both scratch).
     """
-    cdef Py_ssize_t i, j, c, k, m = -1, partner = -1, J, K, L, kept, seed = -1
-    cdef double lo = INFINITY, cost, mm = 0.0, nn, mn, loss, best, best_h = 0.0
-    cdef double bound, small, d2h, c2, ub, near
+    cdef Py_ssize_t i, j, k, m = -1, partner = -1, J, K, L, kept, seed
+    cdef double lo, mm, loss, best, best_h = 0.0
+    cdef double bound, d2h, c2, ub
     cdef bint box
-    cdef int64_t oldest = 0
     cdef double *cs = buf
     cdef double *dd = cs + n
     cdef double *NN = dd + n
@@ -418,38 +439,15 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     cdef _Search s = _search_in(hf + n, n, grid)
     # The costs squared (no square root a row): sqrt is monotone, so the smallest cost is
     # the root of the smallest square, and only rows within 3e-12 of it in squares can be
-    # within 1e-12 of it in costs (the roots decide those).
-    for i in range(n):
-        cost = 0.0
-        for c in range(p):
-            cost += C[i * p + c] * C[i * p + c]
-        cs[i] = cost * kdiag[i]
-        if cs[i] < lo:
-            lo = cs[i]
-    near = lo * (1.0 + 3e-12)
-    lo = sqrt(lo)
-    for i in range(n):
-        if cs[i] <= near and sqrt(cs[i]) <= lo * (1.0 + 1e-12) and (m < 0 or ids[i] < oldest):
-            m = i
-            oldest = ids[i]
-    for c in range(p):
-        mm += C[m * p + c] * C[m * p + c]
+    # within 1e-12 of it in costs (the roots decide those). Every row's ||coef_i||² comes
+    # with its cost (the partners' nn).
+    lo = skm_costs(C, p, kdiag, n, NN, cs)
+    m = skm_smallest(cs, ids, n, lo)
+    mm = NN[m]
     sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m at once (SIMD across rows)
-    dd[m] = 0.0
-    for i in range(n):
-        if i == m:
-            continue
-        dd[i] = max(s_sq[i] + s_sq[m] - 2.0 * dd[i], 0.0)
-        nn = 0.0
-        mn = 0.0
-        for c in range(p):
-            nn += C[i * p + c] * C[i * p + c]
-            mn += C[i * p + c] * C[m * p + c]
-        NN[i] = nn
-        MN[i] = mn
-        if seed < 0 or dd[i] < dd[seed]:
-            seed = i
-    s.u[0] = gamma * dd[seed]
+    # the squared distances, mn, u = gamma d2 and u / 2 of every row, and the nearest
+    seed = skm_partners(dd, s_sq, C, p, n, m, gamma, MN, us, hf)
+    s.u[0] = us[seed]
     s.nn[0] = NN[seed]
     s.mn[0] = MN[seed]
     _best_h(&s, 1, grid, steps, mm)
@@ -460,39 +458,19 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # bound min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|) first rules out most far
     # rows for one exponential each (a large set's: 1,000 rows to ~100); elsewhere it
     # rules out few and would only add its cost. The rows gathered for skm_bounds have
-    # their u, nn, mn in cs, dd and sv (free by now).
+    # their u, nn, mn in cs, dd and sv (free by now); without the box, skm_bounds takes
+    # every row where it is (m's bound is finite: u = 0) and m is left out after it.
     box = best < 0.25 * mm
-    for i in range(n):
-        us[i] = gamma * dd[i]
-        hf[i] = us[i] * 0.5
     if box:
         sk_scaled_exp(hf, n, -1.0)  # exp(-u / 2)
-    J = 0
-    for i in range(n):
-        if i == m:
-            continue
-        if box and i != seed:
-            small = min(mm, NN[i])
-            bound = small + 2.0 * hf[i] * hf[i] * MN[i] - hf[i] * (small + 2.0 * fabs(MN[i]))
-            if bound > best + 1e-9 * (mm + NN[i]):
-                continue
-        pick[J] = i
-        cs[J] = us[i]
-        dd[J] = NN[i]
-        sv[J] = MN[i]
-        J += 1
-    _loss_bounds(cs, dd, sv, mm, J, el, hf)
-    K = 0
-    for j in range(J):  # K <= j: pick is compacted in place
-        i = pick[j]
-        if i != seed and el[j] > best + 1e-9 * (mm + dd[j]):
-            continue
-        pick[K] = i
-        s.u[K] = cs[j]
-        s.nn[K] = dd[j]
-        s.mn[K] = sv[j]
-        s.half[K] = hf[j]
-        K += 1
+        J = skm_gather(us, NN, MN, hf, mm, best, n, m, seed, el, pick, cs, dd, sv)
+        _loss_bounds(cs, dd, sv, mm, J, el, hf)
+        K = skm_keep(el, J, seed, m, mm, best, pick, pick, cs, dd, sv, hf,
+                     s.u, s.nn, s.mn, s.half)
+    else:
+        _loss_bounds(us, NN, MN, mm, n, el, hf)
+        K = skm_keep(el, n, seed, m, mm, best, NULL, pick, us, NN, MN, hf,
+                     s.u, s.nn, s.mn, s.half)
     _grid_pass(&s, K, grid, mm)
     # The grid bounds a candidate's best weight f*: on [0, 1], -f'' <= 4u f* + 12u mn- e^-u/2
     # (mn- = max(-mn, 0)), and f* is at an endpoint (a grid point) or a stationary point
@@ -500,7 +478,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # is one the search keeps, so the grid's losses bound the best loss too.
     d2h = 0.125 / ((grid - 1.0) * (grid - 1.0))  # d² / 2
     for k in range(K):
-        el[k] = s.B[(grid - 1) * s.cap + k]  # exp(-u): k(x_m, x_n)
+        el[k] = s.B[(grid - 1) * s.ldb + k]  # exp(-u): k(x_m, x_n)
         best = min(best, mm + s.nn[k] + 2.0 * el[k] * s.mn[k] - s.top[k])
     L = 0
     kept = 0
