@@ -31,6 +31,7 @@ __all__ = [
     "projectron_insert",
     "inverse_gram",
     "support_gram",
+    "support_gram_kept",
     "compiled_merge_search",
     "merge_apply",
     "merge_run",
@@ -184,6 +185,57 @@ def support_gram(support: SupportSet) -> np.ndarray | None:
     if not kernel.expansion_exact(2.0 * support._sq_max) or support.n == 0:
         return None
     return policies.rbf_gram(support._X, support._sq, support.n, float(kernel.gamma))
+
+
+class GramKept:
+    """What :func:`support_gram_kept` keeps between calls: the ``m`` rows its last Gram matrix
+    was computed from (ids, entries, dots in a lower triangle), and a second set of buffers
+    the next call writes while it reads these (then the two swap)."""
+
+    __slots__ = ("m", "kept", "spare")
+
+    def __init__(self) -> None:
+        self.m = 0
+        self.kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.spare: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
+def _kept_buffers(
+    bufs: tuple[np.ndarray, np.ndarray, np.ndarray] | None, n: int, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``bufs`` when they hold ``n`` rows ``width`` wide, else new ones with room to grow."""
+    if bufs is not None and bufs[0].shape[0] >= n and bufs[1].shape[1] == width:
+        return bufs
+    rows = n + n // 4 + 8
+    return np.empty(rows, dtype=np.int64), np.empty((rows, width)), np.empty((rows, rows))
+
+
+def support_gram_kept(
+    support: SupportSet, kept: GramKept | None
+) -> tuple[np.ndarray, GramKept] | None:
+    """:func:`support_gram` (the same bits) reusing the dots of the rows the last call kept
+    (``kept``, or ``None``): a new ``gamma`` then costs the exps and the new rows' dots, not
+    ``n² d / 2`` multiply-adds (the warm-up's kernel changes rebuild the Projectron's ``P``
+    every ten events). Returns ``(G, kept)``, or ``None`` where :func:`support_gram` is."""
+    kernel = support.kernel
+    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+        return None
+    n = support.n
+    if not kernel.expansion_exact(2.0 * support._sq_max) or n == 0:
+        return None
+    X = support._X
+    width = X.shape[1]
+    if kept is None:
+        kept = GramKept()
+    old, m = kept.kept, kept.m
+    if old is None or old[1].shape[1] != width:  # rows of another width: none comparable
+        old, m = _kept_buffers(None, 0, width), 0
+    out = _kept_buffers(kept.spare, n, width)
+    G, _found = policies.rbf_gram_kept(
+        X, support._sq, support._ids, n, float(kernel.gamma), *old, m, *out
+    )
+    kept.kept, kept.spare, kept.m = out, old, n
+    return G, kept
 
 
 def inverse_gram(G: np.ndarray, P: np.ndarray, min_rel_delta: float) -> bool:
