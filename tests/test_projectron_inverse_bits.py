@@ -6,7 +6,8 @@ sums (lane ``l`` over the entries ``k = l mod 4`` of the slice, left to right), 
 ``(lane0 + lane1) + (lane2 + lane3)``. It computes two dots per load of a row, which must not
 change a bit. The reference here makes the same steps one dot at a time in NumPy (element by
 element float64 operations: the same roundings), so ``P`` must equal it exactly, on whatever
-clone (AVX-512F, AVX2, baseline) the machine runs.
+clone (AVX-512F, AVX2, baseline) the machine runs, and whatever its scratch held before
+(a caller's reused buffer: here NaN, which any entry read before it is written would spread).
 """
 
 from __future__ import annotations
@@ -59,5 +60,8 @@ def test_the_compiled_inverse_has_the_bits_of_its_steps(n):
     assert compiled.inverse_gram(G, P, MIN_REL_DELTA)
     want = _reference(G)
     np.testing.assert_array_equal(P[:n, :n], want)
+    Q = np.zeros((n + 3, n + 3))
+    assert compiled.inverse_gram(G, Q, MIN_REL_DELTA, np.full(2 * n * n + 9 * n + 5, np.nan))
+    np.testing.assert_array_equal(Q, P)
     np.testing.assert_allclose(want, np.linalg.inv(G), rtol=1e-7, atol=1e-7 * np.abs(want).max())
     assert not P[n:].any() and not P[:, n:].any()

@@ -31,7 +31,7 @@ the per-event path (``streamk/learners/_event.pyx``) includes both.
 """
 
 from libc.math cimport INFINITY, exp, fabs, sqrt
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 from libc.stdint cimport int64_t, uint64_t
 
 
@@ -187,6 +187,7 @@ def rbf_gram_kept(
     int64_t[::1] out_ids,
     double[:, ::1] out_X,
     double[:, ::1] out_D,
+    double[:, ::1] out_G,
 ):
     """:func:`rbf_gram` (the same bits) from the dots a former call kept.
 
@@ -196,8 +197,8 @@ def rbf_gram_kept(
     from ``kept_D`` (a dot's bits do not depend on which operand is the row, see
     ``sk_dots``); the other pairs are ``sk_dots``'s. So a new ``gamma`` costs the exps and
     the dots of new rows only. ``out_ids``, ``out_X`` and ``out_D`` (room for ``n`` rows, not
-    the kept buffers) receive what to keep for the next call. Returns ``G`` and how many
-    rows were found kept."""
+    the kept buffers) receive what to keep for the next call, ``out_G`` (``n x n``) the Gram
+    matrix. Returns how many rows were found kept."""
     cdef Py_ssize_t w = X.shape[1], i, j, a, b, mask = 1, found = 0
     if n < 0 or n > X.shape[0] or sq.shape[0] < n or ids.shape[0] < n:
         raise ValueError("X, sq and ids must hold n rows")
@@ -209,15 +210,16 @@ def rbf_gram_kept(
         raise ValueError("the output buffers must hold n rows as wide as X")
     if out_D.shape[0] < n or out_D.shape[1] < n:
         raise ValueError("out_D must hold n x n dots")
-    Gm = np.empty((n, n))
+    if out_G.shape[0] != n or out_G.shape[1] != n:
+        raise ValueError("out_G must be n x n")
     if n == 0:
-        return Gm, 0
+        return 0
     while mask <= 2 * m:
         mask *= 2
     scratch = np.empty(mask + n, dtype=np.intp)
     cdef Py_ssize_t[::1] sc = scratch
     cdef Py_ssize_t *hit = &sc[mask]
-    cdef double[:, ::1] G = Gm
+    cdef double[:, ::1] G = out_G
     cdef double[:, ::1] D = out_D
     with nogil:
         if m:
@@ -243,10 +245,11 @@ def rbf_gram_kept(
                 else:
                     D[i, j] = kept_D[b, a]
         _gram_rows(&G[0, 0], &D[0, 0], D.shape[1], sq, n, gamma)
-    return Gm, found
+    return found
 
 
-def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel):
+def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel,
+                        double[::1] work=None):
     """``P[:n, :n] = G^-1`` for a positive definite Gram matrix ``G`` (``n x n``):
     ``G = L Lᵀ``, ``N = L^-ᵀ``, ``P = N Nᵀ`` (O(n³), backward stable like LAPACK's; every
     step a dot of two rows, so ``P`` comes out exactly symmetric).
@@ -255,23 +258,27 @@ def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel
     machine for a matrix this small. Returns ``False`` (``P`` untouched) when a squared
     pivot ``L_ss²`` (the squared distance of ``x_s`` from the span of the rows before it)
     falls to ``min_rel * G_ss`` or below: ``G`` is too close to singular, and the caller
-    inverts it with LAPACK (or a pseudo-inverse) instead.
+    inverts it with LAPACK (or a pseudo-inverse) instead. ``work`` (``2 n² + 9 n`` entries,
+    any contents), when given, is the scratch (``L``, ``N`` and the dots' lanes): a caller
+    that rebuilds often saves the allocations.
     """
-    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0]
+    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0], i
     cdef bint ok
     if G.shape[1] != n or ldp < n or P.shape[1] != ldp:
         raise ValueError("G must be square and P at least as large")
     if n == 0:
         return True
-    Lm = np.zeros((n, n))
-    Nm = np.zeros((n, n))
-    tm = np.empty(9 * n)  # t, then the lane sums of two dots per row (sk_pjl_inverse)
-    cdef double[:, ::1] L = Lm
-    cdef double[:, ::1] N = Nm
-    cdef double[::1] t = tm
+    if work is None:
+        work = np.empty(2 * n * n + 9 * n)
+    elif work.shape[0] < 2 * n * n + 9 * n:
+        raise ValueError("work must hold 2 n² + 9 n entries")
+    cdef double *L = &work[0]
+    cdef double *N = L + n * n
+    cdef double *t = N + n * n
     with nogil:  # the loops are C (streamk/_dense.h: two dots per load, sk_dots's bits)
-        ok = sk_pjl_inverse(&G[0, 0], n, &P[0, 0], ldp, &L[0, 0], &N[0, 0], &t[0], &t[n],
-                            min_rel) != 0
+        for i in range(n):  # N's zeros below its diagonal are read (L's unwritten part is not)
+            memset(&N[i * n], 0, i * sizeof(double))
+        ok = sk_pjl_inverse(&G[0, 0], n, &P[0, 0], ldp, L, N, t, t + n, min_rel) != 0
     return ok
 
 

@@ -189,15 +189,34 @@ def support_gram(support: SupportSet) -> np.ndarray | None:
 
 class GramKept:
     """What :func:`support_gram_kept` keeps between calls: the ``m`` rows its last Gram matrix
-    was computed from (ids, entries, dots in a lower triangle), and a second set of buffers
-    the next call writes while it reads these (then the two swap)."""
+    was computed from (ids, entries, dots in a lower triangle), a second set of buffers the
+    next call writes while it reads these (then the two swap), and the scratch of a
+    rebuild (the Gram matrix, then :func:`inverse_gram`'s), reused instead of allocated."""
 
-    __slots__ = ("m", "kept", "spare")
+    __slots__ = ("m", "kept", "spare", "work")
 
     def __init__(self) -> None:
         self.m = 0
         self.kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.spare: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.work = np.zeros(0)
+
+    def _scratch(self, n: int) -> np.ndarray:
+        """The scratch for a set of ``n``: ``n²`` entries of Gram matrix, then
+        :func:`inverse_gram`'s ``2 n² + 9 n``."""
+        need = 3 * n * n + 9 * n
+        if self.work.shape[0] < need:
+            rows = n + n // 4 + 8
+            self.work = np.empty(3 * rows * rows + 9 * rows)
+        return self.work
+
+    def gram_out(self, n: int) -> np.ndarray:
+        """Where :func:`support_gram_kept` writes the ``n x n`` Gram matrix."""
+        return self._scratch(n)[: n * n].reshape(n, n)
+
+    def inverse_work(self, n: int) -> np.ndarray:
+        """:func:`inverse_gram`'s scratch for the Gram matrix of :meth:`gram_out` (after it)."""
+        return self._scratch(n)[n * n :]
 
 
 def _kept_buffers(
@@ -231,21 +250,22 @@ def support_gram_kept(
     if old is None or old[1].shape[1] != width:  # rows of another width: none comparable
         old, m = _kept_buffers(None, 0, width), 0
     out = _kept_buffers(kept.spare, n, width)
-    G, _found = policies.rbf_gram_kept(
-        X, support._sq, support._ids, n, float(kernel.gamma), *old, m, *out
-    )
+    G = kept.gram_out(n)
+    policies.rbf_gram_kept(X, support._sq, support._ids, n, float(kernel.gamma), *old, m, *out, G)
     kept.kept, kept.spare, kept.m = out, old, n
     return G, kept
 
 
-def inverse_gram(G: np.ndarray, P: np.ndarray, min_rel_delta: float) -> bool:
-    """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`); ``False`` when the
-    extension is not loaded or ``G`` is too close to singular (then ``P[:n, :n]`` must be
-    overwritten by the caller)."""
+def inverse_gram(
+    G: np.ndarray, P: np.ndarray, min_rel_delta: float, work: np.ndarray | None = None
+) -> bool:
+    """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`, with ``work`` as its
+    scratch when given); ``False`` when the extension is not loaded or ``G`` is too close to
+    singular (then ``P[:n, :n]`` must be overwritten by the caller)."""
     if policies is None or G.shape[0] == 0:
         return False
     G = np.ascontiguousarray(G, dtype=np.float64)
-    return bool(policies.inverse_by_cholesky(G, P, min_rel_delta))
+    return bool(policies.inverse_by_cholesky(G, P, min_rel_delta, work))
 
 
 def compiled_merge_search(support: SupportSet, gamma: float) -> tuple[int, int, float] | None:

@@ -170,7 +170,9 @@ class Projectron(BudgetPolicy):
         if self._P.shape[0] < cap:  # else the buffer serves: P[:n, :n] is written whole
             self._P = np.zeros((cap, cap))  # below, and no step reads beyond n unwritten
         self._pend_m = -1  # (an update pending for the old P has no meaning for the new one)
-        if not compiled.inverse_gram(G, self._P, MIN_REL_DELTA):  # compiled: no BLAS threads
+        kept = self._gram_kept
+        work = None if kept is None else kept.inverse_work(n)
+        if not compiled.inverse_gram(G, self._P, MIN_REL_DELTA, work):  # no BLAS threads
             try:
                 P = np.linalg.inv(G)
             except np.linalg.LinAlgError:
