@@ -165,10 +165,10 @@ class Projectron(BudgetPolicy):
         if G is None:
             G = support.kernel_block(support.X) if n else np.zeros((0, 0))
         cap = max(n, 1)
-        if rows > cap:
-            cap = max(rows, 2 * cap)
-        if self._P.shape[0] < cap:  # else the buffer serves: P[:n, :n] is written whole
-            self._P = np.zeros((cap, cap))  # below, and no step reads beyond n unwritten
+        if self._P.shape[0] < max(cap, rows):  # else the buffer serves: P[:n, :n] is written
+            if rows > cap:  # whole below, and no step reads beyond n unwritten
+                cap = max(rows, 2 * cap)
+            self._P = np.zeros((cap, cap))
         self._pend_m = -1  # (an update pending for the old P has no meaning for the new one)
         kept = self._gram_kept
         work = None if kept is None else kept.inverse_work(n)
