@@ -228,6 +228,34 @@ sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const do
     return b;
 }
 
+/* sk_pjl_left_pend without the update: the columns b < a0 of sk_pjl_block's R rows eight at
+ * a time, read only (the products' halves added to the lanes one after the other: the bits of
+ * four columns at a time). Returns the first column it left. */
+static inline __attribute__((always_inline)) Py_ssize_t
+sk_pjl_left(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+            double *u, sk_v4d *acc)
+{
+    sk_v8d q8, kb8, ub8, p8;
+    sk_v4d lo, hi;
+    Py_ssize_t b;
+    int j;
+    for (b = 0; b + 8 <= a0; b += 8) {
+        memcpy(&kb8, k + b, sizeof kb8);
+        memcpy(&ub8, u + b, sizeof ub8);
+        for (j = 0; j < R; j++) {
+            memcpy(&q8, P + (a0 + j) * ldp + b, sizeof q8);
+            p8 = q8 * kb8;
+            memcpy(&lo, &p8, sizeof lo);
+            memcpy(&hi, (const char *)&p8 + sizeof lo, sizeof hi);
+            acc[j] = acc[j] + lo;
+            acc[j] = acc[j] + hi;
+            ub8 = ub8 + k[a0 + j] * q8;
+        }
+        memcpy(u + b, &ub8, sizeof ub8);
+    }
+    return b;
+}
+
 /* d[a0 .. a0 + R - 1] (lane sums) and u (the upper triangle's part) for the R rows from a0
  * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
  * columns left of the block four at a time for the R rows together (eight independent lane
@@ -262,6 +290,8 @@ sk_pjl_block(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double
             memcpy(u + b, &ub, sizeof ub);
         }
         sk_pjl_rank2_tile(P, ldp, a0, R, pend, m);
+    } else {
+        b = sk_pjl_left(P, ldp, a0, R, k, u, acc);
     }
     for (; b < a0; b += 4) {
         memcpy(&kb, k + b, sizeof kb);
@@ -447,7 +477,9 @@ sk_pjl_project_body(double *P, Py_ssize_t ldp, const double *k, double *d, doubl
     return kxx - sk_dot_lanes(k, d, n);
 }
 
-SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
+/* d = P k and kxx - k . d with P read only: the body's AVX-512F clone too (eight columns per
+ * load in sk_pjl_left; the same bits on every clone). */
+SK_DENSE_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
                                            double *d, double *u, Py_ssize_t n, double kxx)
 {
     return sk_pjl_project_body((double *)P, ldp, k, d, u, n, kxx, NULL, 0);
