@@ -700,10 +700,13 @@ sk_pjl_chol_col(const double *G, Py_ssize_t n, double *L, Py_ssize_t j, double l
  * together, column j + 1's entry j once column j is known; N = L^-T columns i and i + 1 the
  * same over the full blocks of eight rows below i (the block holding row i by sk_dots, as
  * before); P = N N^T rows i and i + 1 (i even: the same start i & ~3) together. lanes
- * (8 n entries) is scratch besides sk_inverse_by_cholesky's. */
+ * (8 n entries) is scratch besides sk_inverse_by_cholesky's. Only G's lower triangle is
+ * read, only N's strictly lower triangle must be zero (L's unwritten entries are never
+ * read), and with mirror 0 P's upper triangle is not made current (the per-event steps read
+ * only the lower one; the mirror's column writes cost a cache line per entry). */
 SK_DENSE_CLONES static int sk_pjl_inverse(const double *G, Py_ssize_t n, double *P,
                                           Py_ssize_t ldp, double *L, double *N, double *t,
-                                          double *lanes, double min_rel)
+                                          double *lanes, double min_rel, int mirror)
 {
 #ifdef SK_PJL_SHUFFLE
     double *l0 = lanes, *l1 = lanes + 4 * n, s, ljj, lii;
@@ -769,12 +772,12 @@ SK_DENSE_CLONES static int sk_pjl_inverse(const double *G, Py_ssize_t n, double 
         for (j = 0; j <= i + 1; j++)
             P[(i + 1) * ldp + j] = sk_pjl_hsum4p(l1 + 4 * j);
     }
-    for (i = 0; i < n; i++) /* mirrored: P exactly symmetric */
+    for (i = 0; mirror && i < n; i++) /* mirrored: P exactly symmetric */
         for (j = 0; j < i; j++)
             P[j * ldp + i] = P[i * ldp + j];
     return 1;
 #else
-    (void)lanes;
+    (void)lanes, (void)mirror;
     return sk_inverse_by_cholesky(G, n, P, ldp, L, N, t, min_rel);
 #endif
 }

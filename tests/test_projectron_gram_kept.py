@@ -154,3 +154,19 @@ def test_the_cache_never_travels_with_the_policy():
     for other in (copy.deepcopy(policy), pickle.loads(pickle.dumps(policy))):
         assert other._gram_kept is None
         np.testing.assert_array_equal(other.inverse_gram, policy.inverse_gram)
+
+
+def test_a_rebuilt_p_is_mirrored_before_numpy_reads_it():
+    """The rebuild writes ``P``'s lower triangle only (the compiled steps read no other);
+    ``inverse_gram`` and the NumPy steps see the whole symmetric inverse."""
+    rng = np.random.default_rng(4)
+    support = SupportSet(RBF(gamma=0.3))
+    for row in rng.normal(size=(12, 3)):
+        support.append(row, np.ones(1))
+    policy = Projectron(20)
+    policy.prepare(support, 13)
+    assert policy._lower  # (compiled: the upper triangle is not current)
+    P = policy.inverse_gram
+    np.testing.assert_array_equal(P, P.T)
+    want = np.linalg.inv(_oracle(support))
+    np.testing.assert_allclose(P, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())

@@ -63,5 +63,9 @@ def test_the_compiled_inverse_has_the_bits_of_its_steps(n):
     Q = np.zeros((n + 3, n + 3))
     assert compiled.inverse_gram(G, Q, MIN_REL_DELTA, np.full(2 * n * n + 9 * n + 5, np.nan))
     np.testing.assert_array_equal(Q, P)
+    R = np.full((n + 3, n + 3), 7.0)  # the lower triangle only: what the per-event steps read
+    assert compiled.inverse_gram(G, R, MIN_REL_DELTA, lower=True)
+    np.testing.assert_array_equal(np.tril(R[:n, :n]), np.tril(want))
+    assert (R[n:] == 7.0).all() and (R[:, n:] == 7.0).all()
     np.testing.assert_allclose(want, np.linalg.inv(G), rtol=1e-7, atol=1e-7 * np.abs(want).max())
     assert not P[n:].any() and not P[:, n:].any()

@@ -249,7 +249,7 @@ def rbf_gram_kept(
 
 
 def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel,
-                        double[::1] work=None):
+                        double[::1] work=None, bint mirror=True):
     """``P[:n, :n] = G^-1`` for a positive definite Gram matrix ``G`` (``n x n``):
     ``G = L Lᵀ``, ``N = L^-ᵀ``, ``P = N Nᵀ`` (O(n³), backward stable like LAPACK's; every
     step a dot of two rows, so ``P`` comes out exactly symmetric).
@@ -260,7 +260,8 @@ def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel
     falls to ``min_rel * G_ss`` or below: ``G`` is too close to singular, and the caller
     inverts it with LAPACK (or a pseudo-inverse) instead. ``work`` (``2 n² + 9 n`` entries,
     any contents), when given, is the scratch (``L``, ``N`` and the dots' lanes): a caller
-    that rebuilds often saves the allocations.
+    that rebuilds often saves the allocations. ``mirror=False`` writes ``P``'s lower triangle
+    only (the Projectron's compiled steps read no other; it mirrors before NumPy reads ``P``).
     """
     cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0], i
     cdef bint ok
@@ -278,7 +279,7 @@ def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel
     with nogil:  # the loops are C (streamk/_dense.h: two dots per load, sk_dots's bits)
         for i in range(n):  # N's zeros below its diagonal are read (L's unwritten part is not)
             memset(&N[i * n], 0, i * sizeof(double))
-        ok = sk_pjl_inverse(&G[0, 0], n, &P[0, 0], ldp, L, N, t, t + n, min_rel) != 0
+        ok = sk_pjl_inverse(&G[0, 0], n, &P[0, 0], ldp, L, N, t, t + n, min_rel, mirror) != 0
     return ok
 
 

@@ -257,15 +257,20 @@ def support_gram_kept(
 
 
 def inverse_gram(
-    G: np.ndarray, P: np.ndarray, min_rel_delta: float, work: np.ndarray | None = None
+    G: np.ndarray,
+    P: np.ndarray,
+    min_rel_delta: float,
+    work: np.ndarray | None = None,
+    lower: bool = False,
 ) -> bool:
     """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`, with ``work`` as its
-    scratch when given); ``False`` when the extension is not loaded or ``G`` is too close to
-    singular (then ``P[:n, :n]`` must be overwritten by the caller)."""
+    scratch when given; ``lower``: its lower triangle only); ``False`` when the extension is
+    not loaded or ``G`` is too close to singular (then ``P[:n, :n]`` must be overwritten by
+    the caller)."""
     if policies is None or G.shape[0] == 0:
         return False
     G = np.ascontiguousarray(G, dtype=np.float64)
-    return bool(policies.inverse_by_cholesky(G, P, min_rel_delta, work))
+    return bool(policies.inverse_by_cholesky(G, P, min_rel_delta, work, not lower))
 
 
 def compiled_merge_search(support: SupportSet, gamma: float) -> tuple[int, int, float] | None:

@@ -172,13 +172,14 @@ class Projectron(BudgetPolicy):
         self._pend_m = -1  # (an update pending for the old P has no meaning for the new one)
         kept = self._gram_kept
         work = None if kept is None else kept.inverse_work(n)
-        if not compiled.inverse_gram(G, self._P, MIN_REL_DELTA, work):  # no BLAS threads
+        # compiled (no BLAS threads), the lower triangle only: :meth:`_mirror` mirrors it
+        self._lower = compiled.inverse_gram(G, self._P, MIN_REL_DELTA, work, lower=True)
+        if not self._lower:
             try:
                 P = np.linalg.inv(G)
             except np.linalg.LinAlgError:
                 P = np.linalg.pinv(G, hermitian=True)
             self._P[:n, :n] = P
-        self._lower = False
         self._remember(support)
 
     def _gram(self, support: SupportSet) -> np.ndarray | None:
