@@ -175,16 +175,22 @@ def projectron_insert(
     return True
 
 
+def _gram_applies(support: SupportSet) -> bool:
+    """Whether the compiled Gram matrix applies: the extension, an RBF float support set of
+    one row or more whose norms keep the expansion exact."""
+    kernel = support.kernel
+    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+        return False
+    return bool(kernel.expansion_exact(2.0 * support._sq_max)) and support.n > 0
+
+
 def support_gram(support: SupportSet) -> np.ndarray | None:
     """``K(S, S)`` of an RBF float support set, compiled and single-threaded
     (:func:`_policies.rbf_gram`); ``None`` for other kernels, rows too large for the norm
     expansion, or without the extension (then ``support.kernel_block`` computes it)."""
-    kernel = support.kernel
-    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+    if not _gram_applies(support):
         return None
-    if not kernel.expansion_exact(2.0 * support._sq_max) or support.n == 0:
-        return None
-    return policies.rbf_gram(support._X, support._sq, support.n, float(kernel.gamma))
+    return policies.rbf_gram(support._X, support._sq, support.n, float(support.kernel.gamma))
 
 
 class GramKept:
@@ -236,12 +242,9 @@ def support_gram_kept(
     (``kept``, or ``None``): a new ``gamma`` then costs the exps and the new rows' dots, not
     ``n² d / 2`` multiply-adds (the warm-up's kernel changes rebuild the Projectron's ``P``
     every ten events). Returns ``(G, kept)``, or ``None`` where :func:`support_gram` is."""
-    kernel = support.kernel
-    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+    if not _gram_applies(support):
         return None
-    n = support.n
-    if not kernel.expansion_exact(2.0 * support._sq_max) or n == 0:
-        return None
+    n, gamma = support.n, float(support.kernel.gamma)
     X = support._X
     width = X.shape[1]
     if kept is None:
@@ -251,7 +254,7 @@ def support_gram_kept(
         old, m = _kept_buffers(None, 0, width), 0
     out = _kept_buffers(kept.spare, n, width)
     G = kept.gram_out(n)
-    policies.rbf_gram_kept(X, support._sq, support._ids, n, float(kernel.gamma), *old, m, *out, G)
+    policies.rbf_gram_kept(X, support._sq, support._ids, n, gamma, *old, m, *out, G)
     kept.kept, kept.spare, kept.m = out, old, n
     return G, kept
 
