@@ -64,7 +64,9 @@ class Projectron(BudgetPolicy):
 
     ``P``, the slot ids it was built for and the kernel are the state. If the set changed
     behind the policy's back (another policy, a learner pruning zero coefficients, or a
-    kernel change during ``gamma="auto"`` warm-up), ``P`` is rebuilt in O(n³).
+    kernel change during ``gamma="auto"`` warm-up), ``P`` is rebuilt in O(n³); compiled,
+    from the rows' dots the last rebuild kept (a new ``gamma`` costs the exps), with
+    reused scratch, and only ``P``'s lower triangle written (mirrored when NumPy reads it).
 
     Parameters
     ----------
