@@ -18,6 +18,7 @@ import pytest
 
 from streamk import OnlineSVR
 from streamk.budget import Projectron, compiled
+from streamk.budget.projectron import KEEP_FROM
 from streamk.kernels import RBF
 from streamk.learners.support import SupportSet
 
@@ -145,11 +146,11 @@ def test_the_warm_up_reuses_dots_and_keeps_the_model_bits(monkeypatch):
 
 
 def test_the_cache_never_travels_with_the_policy():
-    policy = Projectron(20)
+    policy = Projectron(50)
     support = SupportSet(RBF(gamma=0.3))
-    for row in np.random.default_rng(1).normal(size=(8, 3)):
+    for row in np.random.default_rng(1).normal(size=(KEEP_FROM + 4, 3)):
         support.append(row, np.ones(1))
-    policy.prepare(support, 9)
+    policy.prepare(support, KEEP_FROM + 5)
     assert policy._gram_kept is not None
     for other in (copy.deepcopy(policy), pickle.loads(pickle.dumps(policy))):
         assert other._gram_kept is None

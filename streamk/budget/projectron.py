@@ -26,6 +26,10 @@ __all__ = ["Projectron"]
 #: always projected, whatever ``eta``: adding it would make ``K`` numerically singular.
 MIN_REL_DELTA = 1e-8
 
+#: The fewest rows whose rebuild keeps their dots and scratch for the next one (below it
+#: the compiled Gram matrix from scratch is cheaper than the bookkeeping).
+KEEP_FROM = 32
+
 
 def _row(support: SupportSet, row):
     """A float row as ``SupportSet`` stores it; a string or tree as it is."""
@@ -187,7 +191,11 @@ class Projectron(BudgetPolicy):
     def _gram(self, support: SupportSet) -> np.ndarray | None:
         """``K(S, S)`` compiled (no BLAS threads) from the dots of the rows the last rebuild
         kept (a kernel change during ``gamma="auto"``'s warm-up then costs exps, not dots);
-        ``None`` where :func:`compiled.support_gram` is."""
+        ``None`` where :func:`compiled.support_gram` is. A set below :data:`KEEP_FROM` rows
+        is computed afresh (fewer dots than the kept path's set-up costs)."""
+        if support.n < KEEP_FROM:
+            self._gram_kept = None
+            return compiled.support_gram(support)
         got = compiled.support_gram_kept(support, self._gram_kept)
         if got is None:
             self._gram_kept = None
