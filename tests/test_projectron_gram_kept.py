@@ -171,3 +171,36 @@ def test_a_rebuilt_p_is_mirrored_before_numpy_reads_it():
     np.testing.assert_array_equal(P, P.T)
     want = np.linalg.inv(_oracle(support))
     np.testing.assert_allclose(P, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("compiled_steps", [True, False])
+def test_a_reused_p_buffer_gives_the_p_of_a_fresh_one(compiled_steps, monkeypatch):
+    """A rebuild for a smaller set keeps the larger ``P`` buffer, stale rows and all beyond
+    the set; the inserts after it (compiled or NumPy) must never read them: the same ``P``
+    and set as a policy that starts from a fresh buffer."""
+    if not compiled_steps:
+        monkeypatch.setattr(compiled, "policies", None)
+    rng = np.random.default_rng(9)
+    rows = rng.normal(size=(60, 4))
+
+    def run(shrink_first: bool):
+        support = SupportSet(RBF(gamma=0.2))
+        policy = Projectron(50, eta=0.01)
+        for row in rows[:45]:
+            support.append(row, np.ones(1))
+        if shrink_first:
+            policy.prepare(support, 46)  # a P for 45 rows (and room)
+            policy._P[33:] = np.nan  # what the set of 33 below must never read
+            policy._P[:, 33:] = np.nan
+        for _ in range(12):  # rows leave behind the policy's back
+            support.remove(support.n - 1)
+        for row in rows[45:]:
+            k = support.kernel_row(row)
+            policy.insert(support, row, np.ones(1), k)
+        return support, policy
+
+    (s1, p1), (s2, p2) = run(True), run(False)
+    assert p1._P.shape != p2._P.shape  # (the first kept its larger buffer)
+    np.testing.assert_array_equal(s1.ids, s2.ids)
+    np.testing.assert_array_equal(s1.coef, s2.coef)
+    np.testing.assert_array_equal(p1.inverse_gram, p2.inverse_gram)
