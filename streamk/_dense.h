@@ -228,6 +228,34 @@ sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const do
     return b;
 }
 
+/* sk_pjl_left_pend without the update: the columns b < a0 of sk_pjl_block's R rows eight at
+ * a time, read only (the products' halves added to the lanes one after the other: the bits of
+ * four columns at a time). Returns the first column it left. */
+static inline __attribute__((always_inline)) Py_ssize_t
+sk_pjl_left(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+            double *u, sk_v4d *acc)
+{
+    sk_v8d q8, kb8, ub8, p8;
+    sk_v4d lo, hi;
+    Py_ssize_t b;
+    int j;
+    for (b = 0; b + 8 <= a0; b += 8) {
+        memcpy(&kb8, k + b, sizeof kb8);
+        memcpy(&ub8, u + b, sizeof ub8);
+        for (j = 0; j < R; j++) {
+            memcpy(&q8, P + (a0 + j) * ldp + b, sizeof q8);
+            p8 = q8 * kb8;
+            memcpy(&lo, &p8, sizeof lo);
+            memcpy(&hi, (const char *)&p8 + sizeof lo, sizeof hi);
+            acc[j] = acc[j] + lo;
+            acc[j] = acc[j] + hi;
+            ub8 = ub8 + k[a0 + j] * q8;
+        }
+        memcpy(u + b, &ub8, sizeof ub8);
+    }
+    return b;
+}
+
 /* d[a0 .. a0 + R - 1] (lane sums) and u (the upper triangle's part) for the R rows from a0
  * (a multiple of 4; R is 8, 4 or below 4 for the last rows) of P's lower triangle: the
  * columns left of the block four at a time for the R rows together (eight independent lane
@@ -262,6 +290,8 @@ sk_pjl_block(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double
             memcpy(u + b, &ub, sizeof ub);
         }
         sk_pjl_rank2_tile(P, ldp, a0, R, pend, m);
+    } else {
+        b = sk_pjl_left(P, ldp, a0, R, k, u, acc);
     }
     for (; b < a0; b += 4) {
         memcpy(&kb, k + b, sizeof kb);
@@ -447,7 +477,9 @@ sk_pjl_project_body(double *P, Py_ssize_t ldp, const double *k, double *d, doubl
     return kxx - sk_dot_lanes(k, d, n);
 }
 
-SK_DOT_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
+/* d = P k and kxx - k . d with P read only: the body's AVX-512F clone too (eight columns per
+ * load in sk_pjl_left; the same bits on every clone). */
+SK_DENSE_CLONES static double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k,
                                            double *d, double *u, Py_ssize_t n, double kxx)
 {
     return sk_pjl_project_body((double *)P, ldp, k, d, u, n, kxx, NULL, 0);
@@ -720,6 +752,215 @@ SK_DENSE_CLONES static Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ss
         K += keep;
     }
     return K;
+}
+
+/* ---- P rebuilt from scratch, two dots per load ----------------------------------------------
+ * sk_pjl_inverse is sk_inverse_by_cholesky with the same bits, faster: its O(n^3) steps take
+ * two dots at a time that share a row operand (one load of that row for both). A dot keeps
+ * sk_dots's order (four lane sums, lane l over the entries k = l mod 4 left to right, the last
+ * partial group padded with 0, then (lane0 + lane1) + (lane2 + lane3)), so an eight-lane
+ * vector may hold two dots' lanes side by side: element by element, the same roundings at any
+ * width (the AVX-512F clone does it in one register, fp-contract off). Where a dot is one
+ * entry longer than its partner (the next column of a triangle), that entry is the last of
+ * its lane and is added to the kept lanes afterwards: the bits of the longer dot. Compilers
+ * without __builtin_shufflevector (GCC < 12) run sk_inverse_by_cholesky itself. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define SK_PJL_SHUFFLE 1
+#endif
+#endif
+
+#ifdef SK_PJL_SHUFFLE
+/* A row's four entries twice over (one half per dot), two rows' four entries side by side,
+ * and the halves of an eight-lane vector. */
+#define SK_PJL_TWICE(v) __builtin_shufflevector(v, v, 0, 1, 2, 3, 0, 1, 2, 3)
+#define SK_PJL_PAIR(a, b) __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7)
+#define SK_PJL_LO(v) __builtin_shufflevector(v, v, 0, 1, 2, 3)
+#define SK_PJL_HI(v) __builtin_shufflevector(v, v, 4, 5, 6, 7)
+
+static inline __attribute__((always_inline)) sk_v4d sk_pjl_load4(const double *x)
+{
+    sk_v4d v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
+/* (lane0 + lane1) + (lane2 + lane3) of four lanes kept in memory (sk_hsum4's sum). */
+static inline __attribute__((always_inline)) double sk_pjl_hsum4p(const double *l)
+{
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+/* The four lane sums of X[s] . q0 and X[s] . q1 (s < n, leading dimension ldx; q0 and q1 w
+ * entries each) into out0 and out1 (4 n entries each; lane l of row s at 4 s + l), in
+ * sk_dots's order. Eight rows at a time: two rows side by side in a vector against each
+ * query's entries twice over, so each load of a row serves both dots. */
+static inline __attribute__((always_inline)) void
+sk_pjl_lanes2(const double *X, Py_ssize_t ldx, Py_ssize_t n, const double *q0,
+              const double *q1, Py_ssize_t w, double *out0, double *out1)
+{
+    const Py_ssize_t wf = w & ~(Py_ssize_t)3;
+    const int t = (int)(w - wf);
+    const sk_v8d z = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    sk_v8d r0, r1, v, a0, qt = z;
+    sk_v4d h0, h1;
+    Py_ssize_t s = 0, k;
+    int j;
+    if (t) /* the queries' last partial group, padded with 0 */
+        qt = SK_PJL_PAIR(sk_tail4(q0 + wf, t), sk_tail4(q1 + wf, t));
+    for (; s + 8 <= n; s += 8) {
+        const double *x = X + s * ldx;
+        sk_v8d a[4] = {z, z, z, z}, b[4] = {z, z, z, z};
+        for (k = 0; k < wf; k += 4) {
+            h0 = sk_pjl_load4(q0 + k);
+            h1 = sk_pjl_load4(q1 + k);
+            r0 = SK_PJL_TWICE(h0);
+            r1 = SK_PJL_TWICE(h1);
+            for (j = 0; j < 4; j++) {
+                v = SK_PJL_PAIR(sk_pjl_load4(x + 2 * j * ldx + k),
+                                sk_pjl_load4(x + (2 * j + 1) * ldx + k));
+                a[j] = a[j] + v * r0;
+                b[j] = b[j] + v * r1;
+            }
+        }
+        if (t) {
+            h0 = SK_PJL_LO(qt);
+            h1 = SK_PJL_HI(qt);
+            r0 = SK_PJL_TWICE(h0);
+            r1 = SK_PJL_TWICE(h1);
+            for (j = 0; j < 4; j++) {
+                v = SK_PJL_PAIR(sk_tail4(x + 2 * j * ldx + wf, t),
+                                sk_tail4(x + (2 * j + 1) * ldx + wf, t));
+                a[j] = a[j] + v * r0;
+                b[j] = b[j] + v * r1;
+            }
+        }
+        for (j = 0; j < 4; j++) {
+            h0 = SK_PJL_LO(a[j]);
+            memcpy(out0 + 4 * (s + 2 * j), &h0, sizeof h0);
+            h0 = SK_PJL_HI(a[j]);
+            memcpy(out0 + 4 * (s + 2 * j + 1), &h0, sizeof h0);
+            h1 = SK_PJL_LO(b[j]);
+            memcpy(out1 + 4 * (s + 2 * j), &h1, sizeof h1);
+            h1 = SK_PJL_HI(b[j]);
+            memcpy(out1 + 4 * (s + 2 * j + 1), &h1, sizeof h1);
+        }
+    }
+    for (; s < n; s++) { /* the last rows one at a time, both queries side by side */
+        const double *x = X + s * ldx;
+        a0 = z;
+        for (k = 0; k < wf; k += 4) {
+            h0 = sk_pjl_load4(x + k);
+            a0 = a0 + SK_PJL_TWICE(h0) * SK_PJL_PAIR(sk_pjl_load4(q0 + k), sk_pjl_load4(q1 + k));
+        }
+        if (t) {
+            h0 = sk_tail4(x + wf, t);
+            a0 = a0 + SK_PJL_TWICE(h0) * qt;
+        }
+        h0 = SK_PJL_LO(a0);
+        memcpy(out0 + 4 * s, &h0, sizeof h0);
+        h1 = SK_PJL_HI(a0);
+        memcpy(out1 + 4 * s, &h1, sizeof h1);
+    }
+}
+
+/* Column j of L below the diagonal, as sk_inverse_by_cholesky computes it:
+ * L_ij = (G_ij - dot) / ljj with the dot's lanes at lanes + 4 (i - j - 1). */
+static inline __attribute__((always_inline)) void
+sk_pjl_chol_col(const double *G, Py_ssize_t n, double *L, Py_ssize_t j, double ljj,
+                const double *lanes)
+{
+    Py_ssize_t i;
+    for (i = j + 1; i < n; i++)
+        L[i * n + j] = (G[i * n + j] - sk_pjl_hsum4p(lanes + 4 * (i - j - 1))) / ljj;
+}
+#endif
+
+/* sk_inverse_by_cholesky's P (the same arguments, return and bits) with two dots per load
+ * (see above): Cholesky columns j and j + 1 take their lane sums over L's first j columns
+ * together, column j + 1's entry j once column j is known; N = L^-T columns i and i + 1 the
+ * same over the full blocks of eight rows below i (the block holding row i by sk_dots, as
+ * before); P = N N^T rows i and i + 1 (i even: the same start i & ~3) together. lanes
+ * (8 n entries) is scratch besides sk_inverse_by_cholesky's. Only G's lower triangle is
+ * read, only N's strictly lower triangle must be zero (L's unwritten entries are never
+ * read), and with mirror 0 P's upper triangle is not made current (the per-event steps read
+ * only the lower one; the mirror's column writes cost a cache line per entry). */
+SK_DENSE_CLONES static int sk_pjl_inverse(const double *G, Py_ssize_t n, double *P,
+                                          Py_ssize_t ldp, double *L, double *N, double *t,
+                                          double *lanes, double min_rel, int mirror)
+{
+#ifdef SK_PJL_SHUFFLE
+    double *l0 = lanes, *l1 = lanes + 4 * n, s, ljj, lii;
+    Py_ssize_t i, j, j0, i0, jf, c;
+    for (j = 0; j < n; j += 2) { /* Cholesky, columns j and j + 1 */
+        s = G[j * n + j] - sk_dot_lanes(L + j * n, L + j * n, j);
+        if (!(s > min_rel * G[j * n + j]))
+            return 0;
+        ljj = sqrt(s);
+        L[j * n + j] = ljj;
+        if (j + 1 == n)
+            break;
+        sk_pjl_lanes2(L + (j + 1) * n, n, n - j - 1, L + j * n, L + (j + 1) * n, j, l0, l1);
+        sk_pjl_chol_col(G, n, L, j, ljj, l0);
+        s = G[(j + 1) * n + j + 1] - sk_dot_lanes(L + (j + 1) * n, L + (j + 1) * n, j + 1);
+        if (!(s > min_rel * G[(j + 1) * n + j + 1]))
+            return 0;
+        ljj = sqrt(s);
+        L[(j + 1) * n + j + 1] = ljj;
+        for (i = j + 2; i < n; i++) /* entry j of each dot of column j + 1, last in its lane */
+            l1[4 * (i - j - 1) + (j & 3)] += L[i * n + j] * L[(j + 1) * n + j];
+        sk_pjl_chol_col(G, n, L, j + 1, ljj, l1 + 4);
+    }
+    for (i = 0; i < n; i += 2) { /* N = L^-T, columns i and i + 1 */
+        lii = L[i * n + i];
+        jf = i & ~(Py_ssize_t)7; /* the full blocks of eight rows end here */
+        for (j0 = 0; j0 < jf; j0 += 8)
+            if (i + 1 < n)
+                sk_pjl_lanes2(N + j0 * n + j0, n, 8, L + i * n + j0, L + (i + 1) * n + j0,
+                              i - j0, l0 + 4 * j0, l1 + 4 * j0);
+            else
+                sk_dots(t + j0, N + j0 * n + j0, n, 8, L + i * n + j0, i - j0);
+        if (i + 1 < n)
+            for (j = 0; j < jf; j++)
+                t[j] = sk_pjl_hsum4p(l0 + 4 * j);
+        if (jf < i)
+            sk_dots(t + jf, N + jf * n + jf, n, i - jf, L + i * n + jf, i - jf);
+        for (j = 0; j < i; j++)
+            N[j * n + i] = -t[j] / lii;
+        N[i * n + i] = 1.0 / lii;
+        if (i + 1 == n)
+            break;
+        lii = L[(i + 1) * n + i + 1];
+        for (j = 0; j < jf; j++) { /* entry i of each dot of column i + 1, last in its lane */
+            c = 4 * j + ((i - (j & ~(Py_ssize_t)7)) & 3);
+            l1[c] += N[j * n + i] * L[(i + 1) * n + i];
+            t[j] = sk_pjl_hsum4p(l1 + 4 * j);
+        }
+        sk_dots(t + jf, N + jf * n + jf, n, i + 1 - jf, L + (i + 1) * n + jf, i + 1 - jf);
+        for (j = 0; j <= i; j++)
+            N[j * n + i + 1] = -t[j] / lii;
+        N[(i + 1) * n + i + 1] = 1.0 / lii;
+    }
+    for (i = 0; i < n; i += 2) { /* P[i, j] = N[i, i0:] . N[j, i0:], rows i and i + 1 */
+        i0 = i & ~(Py_ssize_t)3;
+        if (i + 1 == n) {
+            sk_dots(P + i * ldp, N + i0, n, i + 1, N + i * n + i0, n - i0);
+            break;
+        }
+        sk_pjl_lanes2(N + i0, n, i + 2, N + i * n + i0, N + (i + 1) * n + i0, n - i0, l0, l1);
+        for (j = 0; j <= i; j++)
+            P[i * ldp + j] = sk_pjl_hsum4p(l0 + 4 * j);
+        for (j = 0; j <= i + 1; j++)
+            P[(i + 1) * ldp + j] = sk_pjl_hsum4p(l1 + 4 * j);
+    }
+    for (i = 0; mirror && i < n; i++) /* mirrored: P exactly symmetric */
+        for (j = 0; j < i; j++)
+            P[j * ldp + i] = P[i * ldp + j];
+    return 1;
+#else
+    (void)lanes, (void)mirror;
+    return sk_inverse_by_cholesky(G, n, P, ldp, L, N, t, min_rel);
+#endif
 }
 
 #endif

@@ -19,7 +19,8 @@ so the two agree to rounding).
 * :func:`projectron_insert` — the ``P`` work of one ``Projectron.insert`` for any learner
   and kernel (the caller's kernel row): projection, removal downdate, block-inverse growth.
 * :func:`rbf_gram` and :func:`inverse_by_cholesky` — the Projectron's ``P`` rebuilt from scratch (after a change
-  it did not make, e.g. ``gamma="auto"`` moving the kernel) without LAPACK's threads.
+  it did not make, e.g. ``gamma="auto"`` moving the kernel) without LAPACK's threads;
+  :func:`rbf_gram_kept` the same Gram matrix from the dots a former rebuild kept.
 * :func:`merge_search` — :class:`~streamk.budget.Merge`'s search: the vector to merge, its
   partner and the point ``h`` on the segment between them that loses least;
   :func:`merge_apply` the whole merge, :func:`merge_run` a margin perceptron over a block
@@ -30,7 +31,8 @@ the per-event path (``streamk/learners/_event.pyx``) includes both.
 """
 
 from libc.math cimport INFINITY, exp, fabs, sqrt
-from libc.stdint cimport int64_t
+from libc.string cimport memcmp, memcpy, memset
+from libc.stdint cimport int64_t, uint64_t
 
 
 cdef extern from "../_fastexp.h" nogil:
@@ -102,14 +104,33 @@ cdef inline double _append(const double *q, Py_ssize_t w, double *X, Py_ssize_t 
     return sq
 
 
+cdef void _gram_rows(double *G, const double *D, Py_ssize_t ldd, const double[::1] sq,
+                     Py_ssize_t n, double gamma) noexcept nogil:
+    """``G`` (``n x n``, contiguous) from the dots ``D`` (leading dimension ``ldd``, lower
+    triangle read; ``D`` may be ``G``): ``exp(-gamma max(0, (-2 D_ij + sq_i) + sq_j))`` for
+    ``j <= i`` row by row, in the operation order of :func:`streamk.accel.rbf_from_dots`,
+    then mirrored. The part :func:`rbf_gram` and :func:`rbf_gram_kept` share (the same
+    bits)."""
+    cdef Py_ssize_t i, j
+    cdef double t
+    for i in range(n):
+        for j in range(i + 1):
+            t = -2.0 * D[i * ldd + j]
+            t = t + sq[i]
+            t = t + sq[j]
+            G[i * n + j] = t if t > 0.0 else 0.0
+        sk_scaled_exp(&G[i * n], i + 1, -gamma)
+        for j in range(i):
+            G[j * n + i] = G[i * n + j]
+
+
 def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
     """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
     ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
     :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact). The dots
     of row ``i`` with the rows up to it are ``sk_dots``'s, four rows at a time (the warm-up's
     kernel changes rebuild ``P`` from this every ten events)."""
-    cdef Py_ssize_t w = X.shape[1], i, j
-    cdef double t
+    cdef Py_ssize_t w = X.shape[1], i
     if n < 0 or n > X.shape[0] or sq.shape[0] < n:
         raise ValueError("X and sq must hold n rows")
     Gm = np.empty((n, n))
@@ -119,18 +140,116 @@ def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double 
     with nogil:
         for i in range(n):
             sk_dots(&G[i, 0], &X[0, 0], w, i + 1, &X[i, 0], w)
-            for j in range(i + 1):
-                t = -2.0 * G[i, j]
-                t = t + sq[i]
-                t = t + sq[j]
-                G[i, j] = t if t > 0.0 else 0.0
-            sk_scaled_exp(&G[i, 0], i + 1, -gamma)
-            for j in range(i):
-                G[j, i] = G[i, j]
+        _gram_rows(&G[0, 0], &G[0, 0], n, sq, n, gamma)
     return Gm
 
 
-def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel):
+cdef inline Py_ssize_t _slot_hash(int64_t key, Py_ssize_t mask) noexcept nogil:
+    """A slot of an open-addressing table of ``mask + 1`` entries for ``key``."""
+    return <Py_ssize_t>((<uint64_t>key * <uint64_t>0x9E3779B97F4A7C15ULL) >> 40) & mask
+
+
+cdef void _kept_rows(const double *X, Py_ssize_t w, const int64_t *ids, Py_ssize_t n,
+                     const double *kX, const int64_t *kids, Py_ssize_t m, Py_ssize_t *table,
+                     Py_ssize_t mask, Py_ssize_t *hit) noexcept nogil:
+    """``hit[i]``: the kept row (of ``m``, ``w`` wide, ids ``kids``) with slot ``i``'s id and
+    its very entries, else ``-1``. ``table`` (``mask + 1`` entries, a power of two above
+    ``m``) is scratch: the kept ids hashed, linear probing."""
+    cdef Py_ssize_t a, h
+    for h in range(mask + 1):
+        table[h] = -1
+    for a in range(m):
+        h = _slot_hash(kids[a], mask)
+        while table[h] >= 0:
+            h = (h + 1) & mask
+        table[h] = a
+    for a in range(n):
+        hit[a] = -1
+        h = _slot_hash(ids[a], mask)
+        while table[h] >= 0:
+            if kids[table[h]] == ids[a]:
+                if memcmp(&X[a * w], &kX[table[h] * w], w * sizeof(double)) == 0:
+                    hit[a] = table[h]
+                break
+            h = (h + 1) & mask
+
+
+def rbf_gram_kept(
+    const double[:, ::1] X,
+    const double[::1] sq,
+    const int64_t[::1] ids,
+    Py_ssize_t n,
+    double gamma,
+    const int64_t[::1] kept_ids,
+    const double[:, ::1] kept_X,
+    const double[:, ::1] kept_D,
+    Py_ssize_t m,
+    int64_t[::1] out_ids,
+    double[:, ::1] out_X,
+    double[:, ::1] out_D,
+    double[:, ::1] out_G,
+):
+    """:func:`rbf_gram` (the same bits) from the dots a former call kept.
+
+    ``kept_ids``, ``kept_X`` and ``kept_D`` hold ``m`` rows (ids, entries as wide as
+    ``X``, dots in ``kept_D``'s lower triangle). Slot ``i``'s row, when kept under its id
+    with the very same entries (compared here), takes its dots with the other kept rows
+    from ``kept_D`` (a dot's bits do not depend on which operand is the row, see
+    ``sk_dots``); the other pairs are ``sk_dots``'s. So a new ``gamma`` costs the exps and
+    the dots of new rows only. ``out_ids``, ``out_X`` and ``out_D`` (room for ``n`` rows, not
+    the kept buffers) receive what to keep for the next call, ``out_G`` (``n x n``) the Gram
+    matrix. Returns how many rows were found kept."""
+    cdef Py_ssize_t w = X.shape[1], i, j, a, b, mask = 1, found = 0
+    if n < 0 or n > X.shape[0] or sq.shape[0] < n or ids.shape[0] < n:
+        raise ValueError("X, sq and ids must hold n rows")
+    if m < 0 or m > kept_ids.shape[0] or m > kept_X.shape[0] or m > kept_D.shape[0]:
+        raise ValueError("the kept buffers must hold m rows")
+    if m and (kept_X.shape[1] != w or kept_D.shape[1] < m):
+        raise ValueError("kept rows as wide as X, kept dots m x m")
+    if out_ids.shape[0] < n or out_X.shape[0] < n or out_X.shape[1] != w:
+        raise ValueError("the output buffers must hold n rows as wide as X")
+    if out_D.shape[0] < n or out_D.shape[1] < n:
+        raise ValueError("out_D must hold n x n dots")
+    if out_G.shape[0] != n or out_G.shape[1] != n:
+        raise ValueError("out_G must be n x n")
+    if n == 0:
+        return 0
+    while mask <= 2 * m:
+        mask *= 2
+    scratch = np.empty(mask + n, dtype=np.intp)
+    cdef Py_ssize_t[::1] sc = scratch
+    cdef Py_ssize_t *hit = &sc[mask]
+    cdef double[:, ::1] G = out_G
+    cdef double[:, ::1] D = out_D
+    with nogil:
+        if m:
+            _kept_rows(&X[0, 0], w, &ids[0], n, &kept_X[0, 0], &kept_ids[0], m, &sc[0],
+                       mask - 1, hit)
+        else:
+            for i in range(n):
+                hit[i] = -1
+        for i in range(n):
+            out_ids[i] = ids[i]
+            memcpy(&out_X[i, 0], &X[i, 0], w * sizeof(double))
+            if hit[i] < 0:  # a new row: its dots with all the rows up to it
+                sk_dots(&D[i, 0], &X[0, 0], w, i + 1, &X[i, 0], w)
+                continue
+            found += 1
+            a = hit[i]
+            for j in range(i + 1):
+                b = hit[j]
+                if b < 0:
+                    sk_dots(&D[i, j], &X[j, 0], w, 1, &X[i, 0], w)
+                elif b <= a:
+                    D[i, j] = kept_D[a, b]
+                else:
+                    D[i, j] = kept_D[b, a]
+        _gram_rows(&G[0, 0], &D[0, 0], D.shape[1], sq, n, gamma)
+    return found
+
+
+def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel,
+                        double[::1] work=None, bint mirror=True):
     """``P[:n, :n] = G^-1`` for a positive definite Gram matrix ``G`` (``n x n``):
     ``G = L Lᵀ``, ``N = L^-ᵀ``, ``P = N Nᵀ`` (O(n³), backward stable like LAPACK's; every
     step a dot of two rows, so ``P`` comes out exactly symmetric).
@@ -139,23 +258,28 @@ def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel
     machine for a matrix this small. Returns ``False`` (``P`` untouched) when a squared
     pivot ``L_ss²`` (the squared distance of ``x_s`` from the span of the rows before it)
     falls to ``min_rel * G_ss`` or below: ``G`` is too close to singular, and the caller
-    inverts it with LAPACK (or a pseudo-inverse) instead.
+    inverts it with LAPACK (or a pseudo-inverse) instead. ``work`` (``2 n² + 9 n`` entries,
+    any contents), when given, is the scratch (``L``, ``N`` and the dots' lanes): a caller
+    that rebuilds often saves the allocations. ``mirror=False`` writes ``P``'s lower triangle
+    only (the Projectron's compiled steps read no other; it mirrors before NumPy reads ``P``).
     """
-    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0]
+    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0], i
     cdef bint ok
     if G.shape[1] != n or ldp < n or P.shape[1] != ldp:
         raise ValueError("G must be square and P at least as large")
     if n == 0:
         return True
-    Lm = np.zeros((n, n))
-    Nm = np.zeros((n, n))
-    tm = np.empty(n)
-    cdef double[:, ::1] L = Lm
-    cdef double[:, ::1] N = Nm
-    cdef double[::1] t = tm
-    with nogil:  # the loops are C (streamk/_dense.h, AVX2 clones)
-        ok = sk_inverse_by_cholesky(&G[0, 0], n, &P[0, 0], ldp, &L[0, 0], &N[0, 0], &t[0],
-                                    min_rel) != 0
+    if work is None:
+        work = np.empty(2 * n * n + 9 * n)
+    elif work.shape[0] < 2 * n * n + 9 * n:
+        raise ValueError("work must hold 2 n² + 9 n entries")
+    cdef double *L = &work[0]
+    cdef double *N = L + n * n
+    cdef double *t = N + n * n
+    with nogil:  # the loops are C (streamk/_dense.h: two dots per load, sk_dots's bits)
+        for i in range(n):  # N's zeros below its diagonal are read (L's unwritten part is not)
+            memset(&N[i * n], 0, i * sizeof(double))
+        ok = sk_pjl_inverse(&G[0, 0], n, &P[0, 0], ldp, L, N, t, t + n, min_rel, mirror) != 0
     return ok
 
 

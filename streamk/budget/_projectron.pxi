@@ -29,8 +29,8 @@ cdef extern from "_dense.h" nogil:
     double sk_pjl_project_pending(double *P, Py_ssize_t ldp, const double *k, double *d,
                                   double *u, Py_ssize_t n, double kxx, const double *pend,
                                   Py_ssize_t m)
-    int sk_inverse_by_cholesky(const double *G, Py_ssize_t n, double *P, Py_ssize_t ldp,
-                               double *L, double *M, double *t, double min_rel)
+    int sk_pjl_inverse(const double *G, Py_ssize_t n, double *P, Py_ssize_t ldp, double *L,
+                       double *M, double *t, double *lanes, double min_rel, int mirror)
 
 
 cdef Py_ssize_t _pick(const double *P, Py_ssize_t ldp, const double *coef, Py_ssize_t p,

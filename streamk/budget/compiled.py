@@ -31,6 +31,7 @@ __all__ = [
     "projectron_insert",
     "inverse_gram",
     "support_gram",
+    "support_gram_kept",
     "compiled_merge_search",
     "merge_apply",
     "merge_run",
@@ -174,26 +175,105 @@ def projectron_insert(
     return True
 
 
+def _gram_applies(support: SupportSet) -> bool:
+    """Whether the compiled Gram matrix applies: the extension, an RBF float support set of
+    one row or more whose norms keep the expansion exact."""
+    kernel = support.kernel
+    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+        return False
+    return bool(kernel.expansion_exact(2.0 * support._sq_max)) and support.n > 0
+
+
 def support_gram(support: SupportSet) -> np.ndarray | None:
     """``K(S, S)`` of an RBF float support set, compiled and single-threaded
     (:func:`_policies.rbf_gram`); ``None`` for other kernels, rows too large for the norm
     expansion, or without the extension (then ``support.kernel_block`` computes it)."""
-    kernel = support.kernel
-    if policies is None or type(kernel) is not RBF or getattr(support, "takes_objects", False):
+    if not _gram_applies(support):
         return None
-    if not kernel.expansion_exact(2.0 * support._sq_max) or support.n == 0:
-        return None
-    return policies.rbf_gram(support._X, support._sq, support.n, float(kernel.gamma))
+    return policies.rbf_gram(support._X, support._sq, support.n, float(support.kernel.gamma))
 
 
-def inverse_gram(G: np.ndarray, P: np.ndarray, min_rel_delta: float) -> bool:
-    """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`); ``False`` when the
-    extension is not loaded or ``G`` is too close to singular (then ``P[:n, :n]`` must be
-    overwritten by the caller)."""
+class GramKept:
+    """What :func:`support_gram_kept` keeps between calls: the ``m`` rows its last Gram matrix
+    was computed from (ids, entries, dots in a lower triangle), a second set of buffers the
+    next call writes while it reads these (then the two swap), and the scratch of a
+    rebuild (the Gram matrix, then :func:`inverse_gram`'s), reused instead of allocated."""
+
+    __slots__ = ("m", "kept", "spare", "work")
+
+    def __init__(self) -> None:
+        self.m = 0
+        self.kept: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.spare: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.work = np.zeros(0)
+
+    def _scratch(self, n: int) -> np.ndarray:
+        """The scratch for a set of ``n``: ``n²`` entries of Gram matrix, then
+        :func:`inverse_gram`'s ``2 n² + 9 n``."""
+        need = 3 * n * n + 9 * n
+        if self.work.shape[0] < need:
+            rows = n + n // 4 + 8
+            self.work = np.empty(3 * rows * rows + 9 * rows)
+        return self.work
+
+    def gram_out(self, n: int) -> np.ndarray:
+        """Where :func:`support_gram_kept` writes the ``n x n`` Gram matrix."""
+        return self._scratch(n)[: n * n].reshape(n, n)
+
+    def inverse_work(self, n: int) -> np.ndarray:
+        """:func:`inverse_gram`'s scratch for the Gram matrix of :meth:`gram_out` (after it)."""
+        return self._scratch(n)[n * n :]
+
+
+def _kept_buffers(
+    bufs: tuple[np.ndarray, np.ndarray, np.ndarray] | None, n: int, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``bufs`` when they hold ``n`` rows ``width`` wide, else new ones with room to grow."""
+    if bufs is not None and bufs[0].shape[0] >= n and bufs[1].shape[1] == width:
+        return bufs
+    rows = n + n // 4 + 8
+    return np.empty(rows, dtype=np.int64), np.empty((rows, width)), np.empty((rows, rows))
+
+
+def support_gram_kept(
+    support: SupportSet, kept: GramKept | None
+) -> tuple[np.ndarray, GramKept] | None:
+    """:func:`support_gram` (the same bits) reusing the dots of the rows the last call kept
+    (``kept``, or ``None``): a new ``gamma`` then costs the exps and the new rows' dots, not
+    ``n² d / 2`` multiply-adds (the warm-up's kernel changes rebuild the Projectron's ``P``
+    every ten events). Returns ``(G, kept)``, or ``None`` where :func:`support_gram` is."""
+    if not _gram_applies(support):
+        return None
+    n, gamma = support.n, float(support.kernel.gamma)
+    X = support._X
+    width = X.shape[1]
+    if kept is None:
+        kept = GramKept()
+    old, m = kept.kept, kept.m
+    if old is None or old[1].shape[1] != width:  # rows of another width: none comparable
+        old, m = _kept_buffers(None, 0, width), 0
+    out = _kept_buffers(kept.spare, n, width)
+    G = kept.gram_out(n)
+    policies.rbf_gram_kept(X, support._sq, support._ids, n, gamma, *old, m, *out, G)
+    kept.kept, kept.spare, kept.m = out, old, n
+    return G, kept
+
+
+def inverse_gram(
+    G: np.ndarray,
+    P: np.ndarray,
+    min_rel_delta: float,
+    work: np.ndarray | None = None,
+    lower: bool = False,
+) -> bool:
+    """``P[:n, :n] = G^-1`` compiled (:func:`_policies.inverse_by_cholesky`, with ``work`` as its
+    scratch when given; ``lower``: its lower triangle only); ``False`` when the extension is
+    not loaded or ``G`` is too close to singular (then ``P[:n, :n]`` must be overwritten by
+    the caller)."""
     if policies is None or G.shape[0] == 0:
         return False
     G = np.ascontiguousarray(G, dtype=np.float64)
-    return bool(policies.inverse_by_cholesky(G, P, min_rel_delta))
+    return bool(policies.inverse_by_cholesky(G, P, min_rel_delta, work, not lower))
 
 
 def compiled_merge_search(support: SupportSet, gamma: float) -> tuple[int, int, float] | None:

@@ -26,6 +26,10 @@ __all__ = ["Projectron"]
 #: always projected, whatever ``eta``: adding it would make ``K`` numerically singular.
 MIN_REL_DELTA = 1e-8
 
+#: The fewest rows whose rebuild keeps their dots and scratch for the next one (below it
+#: the compiled Gram matrix from scratch is cheaper than the bookkeeping).
+KEEP_FROM = 32
+
 
 def _row(support: SupportSet, row):
     """A float row as ``SupportSet`` stores it; a string or tree as it is."""
@@ -64,7 +68,9 @@ class Projectron(BudgetPolicy):
 
     ``P``, the slot ids it was built for and the kernel are the state. If the set changed
     behind the policy's back (another policy, a learner pruning zero coefficients, or a
-    kernel change during ``gamma="auto"`` warm-up), ``P`` is rebuilt in O(n³).
+    kernel change during ``gamma="auto"`` warm-up), ``P`` is rebuilt in O(n³); compiled,
+    from the rows' dots the last rebuild kept (a new ``gamma`` costs the exps), with
+    reused scratch, and only ``P``'s lower triangle written (mirrored when NumPy reads it).
 
     Parameters
     ----------
@@ -80,6 +86,8 @@ class Projectron(BudgetPolicy):
     #: class defaults too, for a policy pickled before they existed), see :meth:`_settle`
     _pend_m = -1
     _pend: np.ndarray | None = None
+    #: the rows' dots :meth:`_gram` keeps between rebuilds (a cache: never pickled or copied)
+    _gram_kept: compiled.GramKept | None = None
 
     def __init__(self, budget: int | None = None, eta: float = 0.1):
         super().__init__(budget)
@@ -95,6 +103,12 @@ class Projectron(BudgetPolicy):
         self._lower = False
         self._pend_m = -1
         self._pend = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The attributes but :meth:`_gram`'s cache (pickles and deep copies leave it)."""
+        state = self.__dict__.copy()
+        state.pop("_gram_kept", None)
+        return state
 
     def _extra_params(self) -> dict[str, Any]:
         return {"eta": self.eta}
@@ -153,22 +167,41 @@ class Projectron(BudgetPolicy):
         """``P`` inverted afresh for ``support``, with room for ``rows`` vectors (the room
         :meth:`_grow` would make next, in one allocation instead of two)."""
         n = support.n
-        G = compiled.support_gram(support)  # compiled: no BLAS threads
+        G = self._gram(support)
         if G is None:
             G = support.kernel_block(support.X) if n else np.zeros((0, 0))
         cap = max(n, 1)
-        if rows > cap:
-            cap = max(rows, 2 * cap)
-        self._P = np.zeros((cap, cap))
+        if self._P.shape[0] < max(cap, rows):  # else the buffer serves: P[:n, :n] is written
+            if rows > cap:  # whole below, and no step reads beyond n unwritten
+                cap = max(rows, 2 * cap)
+            self._P = np.zeros((cap, cap))
         self._pend_m = -1  # (an update pending for the old P has no meaning for the new one)
-        if not compiled.inverse_gram(G, self._P, MIN_REL_DELTA):  # compiled: no BLAS threads
+        kept = self._gram_kept
+        work = None if kept is None else kept.inverse_work(n)
+        # compiled (no BLAS threads), the lower triangle only: :meth:`_mirror` mirrors it
+        self._lower = compiled.inverse_gram(G, self._P, MIN_REL_DELTA, work, lower=True)
+        if not self._lower:
             try:
                 P = np.linalg.inv(G)
             except np.linalg.LinAlgError:
                 P = np.linalg.pinv(G, hermitian=True)
             self._P[:n, :n] = P
-        self._lower = False
         self._remember(support)
+
+    def _gram(self, support: SupportSet) -> np.ndarray | None:
+        """``K(S, S)`` compiled (no BLAS threads) from the dots of the rows the last rebuild
+        kept (a kernel change during ``gamma="auto"``'s warm-up then costs exps, not dots);
+        ``None`` where :func:`compiled.support_gram` is. A set below :data:`KEEP_FROM` rows
+        is computed afresh (fewer dots than the kept path's set-up costs)."""
+        if support.n < KEEP_FROM:
+            self._gram_kept = None
+            return compiled.support_gram(support)
+        got = compiled.support_gram_kept(support, self._gram_kept)
+        if got is None:
+            self._gram_kept = None
+            return None
+        G, self._gram_kept = got
+        return G
 
     def _remember(self, support: SupportSet) -> None:
         """Take ``support``'s ids and kernel as the set ``P`` inverts. The kernel's spec is

@@ -1310,7 +1310,7 @@ cdef class EventPass:
             and self.pj_ids_obj is not None
             and policy._ids is self.pj_ids_obj
             and self.pj_ids.shape[0] == n
-            and policy._kernel is self.support.kernel
+            and policy._kernel is self.support._kernel  # (the property's value, no call)
         ):
             self.pj_ids[i] = self.ids[i]
             self.pj_ids[last] = self.ids[last]
