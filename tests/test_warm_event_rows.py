@@ -138,3 +138,21 @@ def test_warm_event_rows_are_learn_one(learner: str, policy: str) -> None:
     n = many.support_.n
     np.testing.assert_allclose(many.support_._coef[:n], one.support_._coef[:n], rtol=1e-9)
     assert many.n_learned == one.n_learned
+
+
+@needs_core
+@pytest.mark.parametrize("learner", ["perceptron", "margin"])
+def test_the_perceptrons_learn_many_under_merge_is_the_per_event_core(learner: str) -> None:
+    """After the warm-up too: Merge's rows go through ``EventPass.learn_rows`` (the kernel
+    row from the dots, as ``learn_one``), not the run of ``compiled.merge_run`` (from the
+    distances), and leave ``learn_one``'s model to the bit."""
+    from streamk.learners import fastpass
+
+    X, y = _stream(learner, 700, 3, 5)
+    many, one = LEARNERS[learner](Merge(40)), LEARNERS[learner](Merge(40))
+    fastpass.COUNTS.clear()
+    _learn_many(many, X, y, 350)
+    assert fastpass.COUNTS["event_rows"] >= 690  # all but the rows of a new class
+    for x, t in zip(X.to_dict("records"), y):
+        one.learn_one(x, t)
+    assert _state(many) == _state(one)

@@ -378,8 +378,13 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray
     ) -> tuple[int, int] | None:
         """:func:`streamk.budget.compiled.merge_run` with this learner's margin: a whole run
-        under a Merge budget (RBF) in one call; ``(updates, rows)`` or ``None``."""
+        under a Merge budget (RBF) in one call; ``(updates, rows)`` or ``None``. Only where
+        the per-event core does not take the model: its rows (``EventPass.learn_rows``, the
+        kernel row from the dots) cost less than the run's (from the distances), on every
+        stream of the grid."""
         if type(self._policy) is not Merge:
+            return None
+        if self._event is not None and self._event.applies(self):
             return None
         done = merge_run(self._support, self._policy, rows, T, codes, self._margin)
         if done is None:
