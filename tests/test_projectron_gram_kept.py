@@ -18,7 +18,7 @@ import pytest
 
 from streamk import OnlineSVR
 from streamk.budget import Projectron, compiled
-from streamk.budget.projectron import KEEP_FROM
+from streamk.budget.projectron import KEEP_FROM, KEEP_UP_TO
 from streamk.kernels import RBF
 from streamk.learners.support import SupportSet
 
@@ -155,6 +155,20 @@ def test_the_cache_never_travels_with_the_policy():
     for other in (copy.deepcopy(policy), pickle.loads(pickle.dumps(policy))):
         assert other._gram_kept is None
         np.testing.assert_array_equal(other.inverse_gram, policy.inverse_gram)
+
+
+def test_a_large_set_keeps_nothing_after_its_rebuild():
+    """Above ``KEEP_UP_TO`` rows (no warm-up's set is that large) a rebuild keeps neither
+    dots nor scratch, and its ``P`` is still the inverse of the Gram matrix."""
+    policy = Projectron(KEEP_UP_TO + 20)
+    support = SupportSet(RBF(gamma=0.02))
+    rng = np.random.default_rng(2)
+    for row in rng.normal(size=(KEEP_UP_TO + 10, 4)) * 3.0:
+        support.append(row, np.ones(1))
+    policy.prepare(support, KEEP_UP_TO + 11)
+    assert policy._gram_kept is None
+    K = support.kernel_block(support.X)
+    np.testing.assert_allclose(policy.inverse_gram @ K, np.eye(support.n), atol=1e-6)
 
 
 def test_a_rebuilt_p_is_mirrored_before_numpy_reads_it():

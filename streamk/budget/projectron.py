@@ -30,6 +30,11 @@ MIN_REL_DELTA = 1e-8
 #: the compiled Gram matrix from scratch is cheaper than the bookkeeping).
 KEEP_FROM = 32
 
+#: The most rows whose rebuild keeps them (about 5 n² doubles: 1.6 MB at 200): the rebuilds
+#: that come in a row are the ``gamma="auto"`` warm-up's, on its first 200 events, so no
+#: larger set needs them, and a set of B = 1,000 would hold 40 MB for nothing.
+KEEP_UP_TO = 256
+
 
 def _row(support: SupportSet, row):
     """A float row as ``SupportSet`` stores it; a string or tree as it is."""
@@ -192,8 +197,9 @@ class Projectron(BudgetPolicy):
         """``K(S, S)`` compiled (no BLAS threads) from the dots of the rows the last rebuild
         kept (a kernel change during ``gamma="auto"``'s warm-up then costs exps, not dots);
         ``None`` where :func:`compiled.support_gram` is. A set below :data:`KEEP_FROM` rows
-        is computed afresh (fewer dots than the kept path's set-up costs)."""
-        if support.n < KEEP_FROM:
+        is computed afresh (fewer dots than the kept path's set-up costs), and so is one
+        above :data:`KEEP_UP_TO` (its memory kept for nothing: no rebuild follows soon)."""
+        if not KEEP_FROM <= support.n <= KEEP_UP_TO:
             self._gram_kept = None
             return compiled.support_gram(support)
         got = compiled.support_gram_kept(support, self._gram_kept)
