@@ -412,7 +412,8 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
                       const double *s_sq, const double *kdiag, const int64_t *ids,
                       Py_ssize_t n, double gamma, int grid, int steps,
                       double *buf, Py_ssize_t *pick, Py_ssize_t *m_out,
-                      Py_ssize_t *partner_out, double *h_out) noexcept nogil:
+                      Py_ssize_t *partner_out, double *h_out,
+                      const double *last_dots=NULL) noexcept nogil:
     """``merge.merge_search`` on the first ``n >= 2`` rows: ``m``, its partner and ``h``.
 
     ``m`` is the vector of smallest ``||coef_m|| sqrt(k(x_m, x_m))`` (ties within 1e-12
@@ -423,6 +424,8 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     candidate is ruled out only when its bound exceeds a loss some candidate reaches by a
     margin far above rounding, so the pick is the full search's.
     ``buf`` holds :func:`_merge_work` doubles, ``pick`` ``n`` slots (both scratch).
+    ``last_dots``: the dots of row ``n - 1`` (just appended) with the rows before it, if
+    known (the per-event core's decision computed them), used where it is ``m``.
     """
     cdef Py_ssize_t i, j, k, m = -1, partner = -1, J, K, L, kept, seed
     cdef double lo, mm, loss, best, best_h = 0.0
@@ -444,7 +447,13 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     lo = skm_costs(C, p, kdiag, n, NN, cs)
     m = skm_smallest(cs, ids, n, lo)
     mm = NN[m]
-    sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m at once (SIMD across rows)
+    if last_dots != NULL and m == n - 1:  # m is the row just appended: the dots its
+        # decision computed (sk_dots's bits whichever operand is the query), and its own
+        for i in range(m):
+            dd[i] = last_dots[i]
+        sk_dots(dd + m, &X[m * w], w, 1, &X[m * w], w)
+    else:
+        sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m (SIMD across rows)
     # the squared distances, mn, u = gamma d2 and u / 2 of every row, and the nearest
     seed = skm_partners(dd, s_sq, C, p, n, m, gamma, MN, us, hf)
     s.u[0] = us[seed]

@@ -269,6 +269,8 @@ cdef class EventPass:
     cdef double[::1] m_buf
     cdef Py_ssize_t[::1] m_pick
     cdef readonly Py_ssize_t merges
+    cdef Py_ssize_t m_dots  # rows of the set whose dots with the event's row _margins left
+    #                        in ``kr`` under Merge (-1: none), for a merge whose m is the row
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
         if rule not in (None, "svr", "novelty", "adatron"):
@@ -291,6 +293,7 @@ cdef class EventPass:
         self._margin = 0.0 if margin is None else float(margin)
         self.bound = False
         self.bitgen = NULL
+        self.m_dots = -1
         self.row = self.k = self.kr = self.f = self.t = self.fr = NULL
         self.cap_row = self.cap_k = self.cap_f = 0
 
@@ -573,6 +576,7 @@ cdef class EventPass:
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k
         cdef double acc = 0.0
         cdef double *row = self.row
+        self.m_dots = -1
         for k in range(d):
             acc = acc + row[k] * row[k]
         row_sq[0] = acc
@@ -585,8 +589,13 @@ cdef class EventPass:
         if not self._expansion_exact(self.support._sq_max + acc):
             return False
         with nogil:
-            _kcol(self.kcode, self.kp, &self.X[0, 0], self.X.shape[1], n, &self.sq[0], row, d,
-                  acc, self.k)
+            if self.pcode == P_MERGE:  # (a plain RBF) _kcol's steps, the dots kept in kr
+                sk_dots(self.kr, &self.X[0, 0], self.X.shape[1], n, row, d)
+                sk_rbf_from_dots(self.k, self.kr, &self.sq[0], acc, n, self.kp[0])
+                self.m_dots = n
+            else:
+                _kcol(self.kcode, self.kp, &self.X[0, 0], self.X.shape[1], n, &self.sq[0],
+                      row, d, acc, self.k)
             _combine(self.k, &self.coef[0, 0], n, p, self.f)
         return True
 
@@ -1027,10 +1036,13 @@ cdef class EventPass:
         self.ids[n] = next_id
         support.next_id = next_id + 1
         n += 1
-        if full:
+        if full:  # the row's dots with the others, where _margins kept them (m is the row
+            # in about half the merges of a learner that updates on most events)
             _merge_pick(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
                         &self.ids[0], n, self.gamma, MERGE_GRID, MERGE_STEPS, &self.m_buf[0],
-                        &self.m_pick[0], &m, &partner, &h)
+                        &self.m_pick[0], &m, &partner, &h,
+                        self.kr if self.m_dots == n - 1 else NULL)
+            self.m_dots = -1
             if self.swap_r:  # the two leaving vectors' columns (the search's scratch is free)
                 wm, wp = self.coef[m, 0], self.coef[partner, 0]
                 _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[m, 0],
@@ -1097,6 +1109,7 @@ cdef class EventPass:
         cdef double row_sq
         cdef Py_ssize_t pr = 0, i, k = 0
         cdef bint update
+        self.m_dots = -1  # (this event's _margins sets it)
         if self._grow_first(self.support.n) and not self._current(model):
             return self._finish(model, d, y) if folded else False
         if not self._margins(d, &row_sq):
@@ -1527,6 +1540,7 @@ cdef class EventPass:
         cdef double stats[3]
         cdef Py_ssize_t n, s, slot
         cdef bint track_r = False, swap = False, need_k, full, one_k = False
+        self.m_dots = -1  # (this event's _margins sets it)
         n = self.support.n
         full = self.budget > 0 and n >= self.budget
         if self._grow_first(n):
