@@ -109,16 +109,23 @@ def test_rows_on_the_thresholds_are_decided_afresh() -> None:
 
 
 @needs_core
-def test_learn_many_takes_the_hint_pass_and_matches_learn_one() -> None:
-    X, ranks = _rows(900, 6, 21)
+@pytest.mark.parametrize("policy", ["random", "unbounded"])
+def test_learn_many_takes_the_hint_pass_and_matches_learn_one(
+    policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From ``HINTS_FROM`` vectors on (here lowered to 50, so the set of 60 takes it)."""
     import pandas as pd
 
+    from streamk.learners import ranking
+
+    monkeypatch.setattr(ranking, "HINTS_FROM", 50)
+    X, ranks = _rows(900, 6, 21)
     frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(6)])
-    many, one = _model("random", 0.2), _model("random", 0.2)
+    many, one = _model(policy, 0.2), _model(policy, 0.2)
     fastpass.COUNTS.clear()
-    for a in range(0, 900, 300):
-        many.learn_many(frame.iloc[a : a + 300], pd.Series(ranks[a : a + 300].tolist()))
-    assert fastpass.COUNTS["hints"] == 900
+    for a in range(0, 900, 150):
+        many.learn_many(frame.iloc[a : a + 150], pd.Series(ranks[a : a + 150].tolist()))
+    assert 0 < fastpass.COUNTS["hints"] < 900  # not the first blocks: a set below 50
     for x, r in zip(frame.to_dict("records"), ranks.tolist()):
         one.learn_one(x, r)
     assert _state(many) == _state(one)
