@@ -1486,13 +1486,13 @@ cdef object _hint_pass(
     from C: :func:`perceptron_warm_pass` runs it once per run. The buffers (see
     :func:`_hint_buffers`) may have room for more rows (``Qt``, ``q_sq32``, ``H``).
 
-    With ``ranks`` and ``thresholds`` it is the ranker's pass instead (one output, ``T`` unread):
-    row ``j``'s predicted rank is the number of thresholds ``<= f``, certain from the
-    hint where no threshold lies within the bound of it; a wrong rank moves the thresholds
-    between the two ranks by one and joins the set with ``ranks[j] - predicted`` (as
-    :func:`ranker_rows`), and a row whose rank is not certain is decided afresh in float64
-    as the per-event path decides it (``sk_coef_dot`` of its kernel row). ``codes[j]``
-    receives the predicted rank index."""
+    With ``ranks`` and ``thresholds`` it is the ranker's pass instead (one output, ``T``
+    unread): row ``j``'s predicted rank is the number of thresholds ``<= f``, certain from
+    the hint where no threshold lies within the bound of it; a wrong rank moves the
+    thresholds between the two ranks by one and joins the set with ``ranks[j] - predicted``
+    (as :func:`ranker_rows`), and a row whose rank is not certain is decided afresh in
+    float64 as the per-event path decides it (``sk_coef_dot`` of its kernel row).
+    ``codes[j]`` receives the predicted rank index."""
     cdef Py_ssize_t m = Q.shape[0], p = T.shape[1], wq = Q.shape[1], wx = X.shape[1]
     cdef Py_ssize_t cap = X.shape[0], j, c, s, k, slot
     cdef Py_ssize_t mistakes = 0, fresh = 0
