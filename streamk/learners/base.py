@@ -300,6 +300,21 @@ class KernelLearner:
             kernels.append(kernel)
         return scale, bounds, kernels
 
+    def _warm_untracked(self, rows: np.ndarray, learn: Callable[..., bool]) -> int:
+        """The block's rows under ``gamma="auto"``'s warm-up, run after run, in one go: the
+        kernels ahead (:meth:`_runs_ahead`), then ``learn(Q, q_sq, runs)``, the learner's
+        untracked passes over them (:func:`streamk.learners.fastpass.untracked_runs`: no
+        Python between the runs), which records what it learned and says whether it took
+        the rows. The row it got to (0: nothing changed, the runs go one at a time)."""
+        if accel.core is None or rows.shape[1] == 0:
+            return 0
+        scale, bounds, kernels = self._runs_ahead(rows, 0, rows.shape[0])
+        Q = np.ascontiguousarray(rows[: bounds[-1]], dtype=np.float64)
+        if not learn(Q, accel.sqnorms(Q), (bounds, kernels)):
+            return 0
+        self._take_runs(scale, rows, bounds, kernels, len(kernels))
+        return bounds[-1]
+
     def _take_runs(
         self,
         scale: ScaleEstimator,

@@ -295,12 +295,10 @@ def perceptron_run(
         )
         if not done_runs:
             return None
-    if type(policy) is RemoveRandom:
-        policy.skip_slots(int(pstate[0]))
-    elif type(policy) is Forgetron:
-        policy.load_state({"Q": float(pstate[1]), "M": int(pstate[2])})
-    if mistakes:
-        support.after_compiled_changes(n, next_id, rows.shape[1], sq_max)
+    used, fq, fm = 0, 0.0, 0
+    if pstate is not None:  # remove-random's draws used, the Forgetron's Q and M
+        used, fq, fm = int(pstate[0]), float(pstate[1]), int(pstate[2])
+    _settle(support, policy, rows.shape[1], n, next_id, mistakes, sq_max, used, fq, fm)
     COUNTS["compiled"] += bounds[done_runs]
     COUNTS["hints"] += bounds[done_runs]
     return (mistakes, fresh) if runs is None else (mistakes, done_runs)
@@ -329,6 +327,30 @@ def _policy_args(
     return G, qdiag, draws, fq, fm
 
 
+def _settle(
+    support: SupportSet,
+    policy: BudgetPolicy,
+    width: int,
+    n: int,
+    next_id: int,
+    updates: int,
+    sq_max: float,
+    used: int,
+    fq: float,
+    fm: int,
+) -> None:
+    """The set and the policy after a compiled pass changed the buffers: remove-random's
+    ``used`` draws consumed, the Forgetron's ``Q`` and ``M`` taken back, and the set's
+    counters where a row joined (rows ``width`` wide, the largest new squared norm
+    ``sq_max``)."""
+    if used:
+        policy.skip_slots(used)
+    if type(policy) is Forgetron:
+        policy.load_state({"Q": fq, "M": fm})
+    if updates:
+        support.after_compiled_changes(n, next_id, width, sq_max)
+
+
 def _after_pass(support: SupportSet, block: BlockTracker, end: int, how: Plan, done: tuple) -> int:
     """Bring the set, the tracker and the policy up to date after a tracked pass; returns
     the number of updates."""
@@ -336,13 +358,7 @@ def _after_pass(support: SupportSet, block: BlockTracker, end: int, how: Plan, d
     block.start = end
     block.coef_l1 = coef_l1
     block.kmax = kmax
-    policy = how.policy
-    if used:
-        policy.skip_slots(used)
-    if type(policy) is Forgetron:
-        policy.load_state({"Q": fq, "M": fm})
-    if mistakes:
-        support.after_compiled_changes(n, next_id, block.Q.shape[1], sq_max)
+    _settle(support, how.policy, block.Q.shape[1], n, next_id, mistakes, sq_max, used, fq, fm)
     return mistakes
 
 
@@ -458,12 +474,7 @@ def _rows_call(
         K, Q, q_sq, *_buffers(support), *targets, support.n, how.budget, support.next_id,
         *codes, how.kcode, how.kp, qdiag, how.pcode, draws, fq, fm, *rule,
     )  # fmt: skip
-    if used:
-        how.policy.skip_slots(used)
-    if type(how.policy) is Forgetron:
-        how.policy.load_state({"Q": fq, "M": fm})
-    if updates:
-        support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+    _settle(support, how.policy, Q.shape[1], n, next_id, updates, sq_max, used, fq, fm)
     COUNTS["compiled"] += m
     COUNTS["untracked"] += m
     return updates
@@ -578,12 +589,7 @@ def _step(
         _after_pass(support, block, end, how, done)
     else:
         n, next_id, joins, _, sq_max, _, used, fq, fm = done
-        if used:
-            how.policy.skip_slots(used)
-        if type(how.policy) is Forgetron:
-            how.policy.load_state({"Q": fq, "M": fm})
-        if joins:
-            support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+        _settle(support, how.policy, Q.shape[1], n, next_id, joins, sq_max, used, fq, fm)
     return joined.view(bool), r
 
 
@@ -618,14 +624,7 @@ def untracked_runs(
     pcode, budget = how.pcode, how.budget
     support.reserve(_rows_after(support, m - bounds[0], budget), Q.shape[1])
     qdiag = np.ascontiguousarray(kernels[0].diag(Q), dtype=np.float64)  # the width's no part
-    draws = _NO_DRAWS
-    if type(policy) is RemoveRandom and budget:  # none read unless an insertion finds it full
-        full = support.n + m - bounds[0] > budget
-        draws = policy.peek_slots(m) if full else np.zeros(m, dtype=np.int64)
-    fq, fm = 0.0, 0
-    if type(policy) is Forgetron:
-        st = policy.state()
-        fq, fm = float(st["Q"]), int(st["M"])
+    draws, fq, fm = _policy_state(policy, how, m - bounds[0])
     K = np.zeros((1, support.capacity))
     kcode = accel.core.KERNEL_CODES["RBF"]
     n, next_id, updates, used, sq_max = support.n, support.next_id, 0, 0, 0.0
@@ -637,12 +636,7 @@ def untracked_runs(
         updates += done
         used += run_used
         sq_max = max(sq_max, run_sq_max)
-    if used:
-        policy.skip_slots(used)
-    if type(policy) is Forgetron:
-        policy.load_state({"Q": fq, "M": fm})
-    if updates:
-        support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+    _settle(support, policy, Q.shape[1], n, next_id, updates, sq_max, used, fq, fm)
     COUNTS["compiled"] += m - bounds[0]
     COUNTS["untracked"] += m - bounds[0]
     return updates
@@ -935,9 +929,7 @@ class OneRow:
             fq,
             fm,
         )
-        if type(policy) is Forgetron:  # (remove-random's draw, if used, is taken already)
-            policy.load_state({"Q": fq, "M": fm})
-        if joins:
-            support.after_compiled_changes(n, next_id, Q.shape[1], sq_max)
+        # (remove-random's draw, if used, is taken already: no draws to skip)
+        _settle(support, policy, Q.shape[1], n, next_id, joins, sq_max, 0, fq, fm)
         COUNTS["one"] += 1
         return bool(joins), r_buf

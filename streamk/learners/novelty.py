@@ -368,25 +368,17 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         return fastpass.Centre(self._fresh_r(), self._cc, self._r_updates, self._EXACT_EVERY)
 
     def _warm_runs(self, rows: np.ndarray) -> int:
-        """The block's rows under ``gamma="auto"``'s warm-up, run after run, in one
-        :func:`streamk.learners.fastpass.novelty_runs` (the compiled pass of each run with no
-        Python between them; the kernels ahead, :meth:`_runs_ahead`); the row it got to (0:
-        nothing changed, the runs go one at a time)."""
-        if accel.core is None or rows.shape[1] == 0:
-            return 0
-        scale, bounds, kernels = self._runs_ahead(rows, 0, rows.shape[0])
-        end = bounds[-1]
-        Q = np.ascontiguousarray(rows[:end], dtype=np.float64)
-        runs = (bounds, kernels)
-        done = fastpass.novelty_runs(
-            self._support, self._policy, Q, accel.sqnorms(Q), self._centre(), runs
-        )
-        if done is None:
-            return 0
-        self._take_runs(scale, rows, bounds, kernels, len(kernels))
-        self._r, self._cc, self._r_updates = done
-        self._n_learned += end
-        return end
+        """The warm-up's runs of a block in one :func:`streamk.learners.fastpass.novelty_runs`
+        (:meth:`_warm_untracked`); the row it got to (0: nothing changed)."""
+
+        def learn(Q: np.ndarray, q_sq: np.ndarray, runs: tuple) -> bool:
+            done = fastpass.novelty_runs(self._support, self._policy, Q, q_sq, self._centre(), runs)
+            if done is not None:
+                self._r, self._cc, self._r_updates = done
+                self._n_learned += Q.shape[0]
+            return done is not None
+
+        return self._warm_untracked(rows, learn)
 
     def _learn_compiled(self, rows: np.ndarray) -> bool:
         """Rows learned under one kernel in one untracked compiled pass

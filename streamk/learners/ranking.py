@@ -271,26 +271,21 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             i = end
 
     def _warm_runs(self, rows: np.ndarray, ranks: np.ndarray) -> int:
-        """The block's rows under ``gamma="auto"``'s warm-up, run after run, in one
-        :func:`streamk.learners.fastpass.ranker_runs` (the compiled pass of each run with no
-        Python between them; the kernels ahead, :meth:`_runs_ahead`); the row it got to (0:
-        nothing changed, the runs go one at a time)."""
-        if accel.core is None or rows.shape[1] == 0:
-            return 0
-        scale, bounds, kernels = self._runs_ahead(rows, 0, len(ranks))
-        end = bounds[-1]
-        Q = np.ascontiguousarray(rows[:end], dtype=np.float64)
-        self._b = np.ascontiguousarray(self._b, dtype=np.float64)
-        runs = (bounds, kernels)
-        mistakes = fastpass.ranker_runs(
-            self._support, self._policy, Q, accel.sqnorms(Q), ranks[:end], self._b, runs
-        )
-        if mistakes is None:
-            return 0
-        self._take_runs(scale, rows, bounds, kernels, len(kernels))
-        self.n_mistakes += mistakes
-        self._n_learned += end
-        return end
+        """The warm-up's runs of a block in one :func:`streamk.learners.fastpass.ranker_runs`
+        (:meth:`_warm_untracked`); the row it got to (0: nothing changed)."""
+
+        def learn(Q: np.ndarray, q_sq: np.ndarray, runs: tuple) -> bool:
+            self._b = np.ascontiguousarray(self._b, dtype=np.float64)
+            m = Q.shape[0]
+            mistakes = fastpass.ranker_runs(
+                self._support, self._policy, Q, q_sq, ranks[:m], self._b, runs
+            )
+            if mistakes is not None:
+                self.n_mistakes += mistakes
+                self._n_learned += m
+            return mistakes is not None
+
+        return self._warm_untracked(rows, learn)
 
     def _learn_tracked(self, rows: np.ndarray, labels: list[Any], ranks: np.ndarray) -> None:
         """Rows learned under one kernel on a tracked block: one compiled pass when it

@@ -287,25 +287,17 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             i = end
 
     def _warm_runs(self, rows: np.ndarray, targets: list[float]) -> int:
-        """The block's rows under ``gamma="auto"``'s warm-up, run after run, in one
-        :func:`streamk.learners.fastpass.svr_runs` (the compiled pass of each run with no
-        Python between them; the kernels ahead, :meth:`_runs_ahead`); the row it got to (0:
-        nothing changed, the runs go one at a time)."""
-        if accel.core is None or rows.shape[1] == 0:
-            return 0
-        scale, bounds, kernels = self._runs_ahead(rows, 0, len(targets))
-        end = bounds[-1]
-        Q = np.ascontiguousarray(rows[:end], dtype=np.float64)
-        stats = self._stats()
-        runs = (bounds, kernels)
-        joined = fastpass.svr_runs(
-            self._support, self._policy, Q, accel.sqnorms(Q), targets[:end], stats, runs
-        )
-        if joined is None:
-            return 0
-        self._take_runs(scale, rows, bounds, kernels, len(kernels))
-        self._after_compiled(stats, joined, targets[:end])
-        return end
+        """The warm-up's runs of a block in one :func:`streamk.learners.fastpass.svr_runs`
+        (:meth:`_warm_untracked`); the row it got to (0: nothing changed)."""
+
+        def learn(Q: np.ndarray, q_sq: np.ndarray, runs: tuple) -> bool:
+            stats, ys = self._stats(), targets[: Q.shape[0]]
+            joined = fastpass.svr_runs(self._support, self._policy, Q, q_sq, ys, stats, runs)
+            if joined is not None:
+                self._after_compiled(stats, joined, ys)
+            return joined is not None
+
+        return self._warm_untracked(rows, learn)
 
     def _learn_compiled(self, rows: np.ndarray, targets: list[float]) -> bool:
         """Rows learned under one kernel in one untracked compiled pass (each row's kernel
