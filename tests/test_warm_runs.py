@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from model_state import model_state
 
 from streamk import RBF, Forgetron, KernelPerceptron, RemoveOldest, RemoveRandom, accel
 from streamk.learners import fastpass
@@ -53,26 +54,9 @@ def _learn(model: KernelPerceptron, X: pd.DataFrame, y: pd.Series, size: int) ->
         model.learn_many(X.iloc[i : i + size], y.iloc[i : i + size])
 
 
-def _state(model: KernelPerceptron) -> tuple:
+def _state(model: KernelPerceptron) -> dict:
     """Everything the model is, as bytes and plain values (exact comparison)."""
-    s = model.support_
-    return (
-        model._scale.n,
-        model._scale.mean.tobytes(),
-        model._scale._m2.tobytes(),
-        model.kernel_.gamma,
-        s.n,
-        s.next_id,
-        s._sq_max,
-        s._ids[: s.n].tolist(),
-        s._X[: s.n].tobytes(),
-        s._coef[: s.n].tobytes(),
-        s._sq[: s.n].tobytes(),
-        s._kdiag[: s.n].tobytes(),
-        model.n_mistakes,
-        model.n_learned,
-        repr(model._policy.state()),
-    )
+    return {**model_state(model), "n_mistakes": model.n_mistakes}
 
 
 LEARNERS = {

@@ -1,0 +1,28 @@
+"""A learner's state as plain values and bytes, for tests that ask two paths for the same
+model to the bit (``tests/test_warm_runs.py``, ``test_untracked_runs.py``,
+``test_warm_event_rows.py``): the ``gamma="auto"`` estimate and width, the support set's
+buffers up to its size, the count of rows learned and the policy's state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def model_state(model: Any) -> dict[str, Any]:
+    """The fields, by name (a test compares all of them or the ones it names)."""
+    s = model.support_
+    n = s.n
+    return {
+        "scale": (model._scale.n, model._scale.mean.tobytes(), model._scale._m2.tobytes()),
+        "gamma": model.kernel_.gamma,
+        "n": n,
+        "next_id": s.next_id,
+        "sq_max": s._sq_max,
+        "ids": s._ids[:n].tolist(),
+        "X": s._X[:n].tobytes(),
+        "coef": s._coef[:n].tobytes(),
+        "sq": s._sq[:n].tobytes(),
+        "kdiag": s._kdiag[:n].tobytes(),
+        "n_learned": model.n_learned,
+        "policy": repr(model._policy.state()),
+    }
