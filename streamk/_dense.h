@@ -192,16 +192,17 @@ sk_pjl_rank2_tile(double *P, Py_ssize_t ldp, Py_ssize_t a0, int R, const double 
     }
 }
 
-/* The columns b < a0 of sk_pjl_block's rows when they first take the removal's rank-two
- * update (pend, m; all rows below m): each entry is updated in a register, stored, and its
- * products taken at once, eight columns at a time (element by element, and the lane sums
- * take columns b .. b + 3 then b + 4 .. b + 7: the same bits as the update and the four
- * columns at a time one after the other). */
+/* The columns b < a0 of sk_pjl_block's R rows, eight at a time: each row's lane sums with k
+ * and u's part of the upper triangle (the products' halves added to the lanes one after the
+ * other: the bits of four columns at a time). With pend (all rows below m) each entry first
+ * takes the removal's deferred rank-two update in a register and is stored (element by
+ * element: the bits of the update and the sums one after the other); pend NULL: read only
+ * (a constant wherever it is inlined, so the test folds away). Returns the first column it
+ * left. */
 static inline __attribute__((always_inline)) Py_ssize_t
-sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
-                 double *u, sk_v4d *acc, const double *pend, Py_ssize_t m)
+sk_pjl_left(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
+            double *u, sk_v4d *acc, const double *pend, Py_ssize_t m)
 {
-    const double *na = pend, *row = pend + m, *dd = pend + 2 * m, *g = pend + 3 * m;
     sk_v8d q8, kb8, ub8, r8, g8, p8;
     sk_v4d lo, hi;
     Py_ssize_t b;
@@ -209,13 +210,17 @@ sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const do
     for (b = 0; b + 8 <= a0; b += 8) {
         memcpy(&kb8, k + b, sizeof kb8);
         memcpy(&ub8, u + b, sizeof ub8);
-        memcpy(&r8, row + b, sizeof r8);
-        memcpy(&g8, g + b, sizeof g8);
+        if (pend) {
+            memcpy(&r8, pend + m + b, sizeof r8);
+            memcpy(&g8, pend + 3 * m + b, sizeof g8);
+        }
         for (j = 0; j < R; j++) {
             double *pr = P + (a0 + j) * ldp + b;
             memcpy(&q8, pr, sizeof q8);
-            q8 = (q8 + na[a0 + j] * r8) + dd[a0 + j] * g8;
-            memcpy(pr, &q8, sizeof q8);
+            if (pend) {
+                q8 = (q8 + pend[a0 + j] * r8) + pend[2 * m + a0 + j] * g8;
+                memcpy(pr, &q8, sizeof q8);
+            }
             p8 = q8 * kb8;
             memcpy(&lo, &p8, sizeof lo);
             memcpy(&hi, (const char *)&p8 + sizeof lo, sizeof hi);
@@ -225,33 +230,25 @@ sk_pjl_left_pend(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const do
         }
         memcpy(u + b, &ub8, sizeof ub8);
     }
-    return b;
-}
-
-/* sk_pjl_left_pend without the update: the columns b < a0 of sk_pjl_block's R rows eight at
- * a time, read only (the products' halves added to the lanes one after the other: the bits of
- * four columns at a time). Returns the first column it left. */
-static inline __attribute__((always_inline)) Py_ssize_t
-sk_pjl_left(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
-            double *u, sk_v4d *acc)
-{
-    sk_v8d q8, kb8, ub8, p8;
-    sk_v4d lo, hi;
-    Py_ssize_t b;
-    int j;
-    for (b = 0; b + 8 <= a0; b += 8) {
-        memcpy(&kb8, k + b, sizeof kb8);
-        memcpy(&ub8, u + b, sizeof ub8);
-        for (j = 0; j < R; j++) {
-            memcpy(&q8, P + (a0 + j) * ldp + b, sizeof q8);
-            p8 = q8 * kb8;
-            memcpy(&lo, &p8, sizeof lo);
-            memcpy(&hi, (const char *)&p8 + sizeof lo, sizeof hi);
-            acc[j] = acc[j] + lo;
-            acc[j] = acc[j] + hi;
-            ub8 = ub8 + k[a0 + j] * q8;
+    for (; b < a0; b += 4) { /* the last four columns left of the tile, if any */
+        sk_v4d q, kb, ub, rb, gb;
+        memcpy(&kb, k + b, sizeof kb);
+        memcpy(&ub, u + b, sizeof ub);
+        if (pend) {
+            memcpy(&rb, pend + m + b, sizeof rb);
+            memcpy(&gb, pend + 3 * m + b, sizeof gb);
         }
-        memcpy(u + b, &ub8, sizeof ub8);
+        for (j = 0; j < R; j++) {
+            double *pr = P + (a0 + j) * ldp + b;
+            memcpy(&q, pr, sizeof q);
+            if (pend) {
+                q = (q + pend[a0 + j] * rb) + pend[2 * m + a0 + j] * gb;
+                memcpy(pr, &q, sizeof q);
+            }
+            acc[j] = acc[j] + q * kb;
+            ub = ub + k[a0 + j] * q;
+        }
+        memcpy(u + b, &ub, sizeof ub);
     }
     return b;
 }
@@ -261,47 +258,22 @@ sk_pjl_left(const double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const d
  * columns left of the block four at a time for the R rows together (eight independent lane
  * sums hide the latency of the additions), then the diagonal tiles. With pend (all R rows
  * below m), the rows first take the removal's deferred rank-two update, in the same loads
- * (sk_pjl_left_pend) and then in their tiles; P is written only then (pend NULL: read only). */
+ * (sk_pjl_left) and then in their tiles; P is written only then (pend NULL: read only). */
 static inline __attribute__((always_inline)) void
 sk_pjl_block(double *P, Py_ssize_t ldp, Py_ssize_t a0, const int R, const double *k,
              double *d, double *u, const double *pend, Py_ssize_t m)
 {
     sk_v4d acc[8];
-    sk_v4d q, kb, ub, rb, gb;
+    sk_v4d q, kb, ub;
     Py_ssize_t b = 0;
     int j;
     for (j = 0; j < R; j++)
         acc[j] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
-    if (pend) {
-        b = sk_pjl_left_pend(P, ldp, a0, R, k, u, acc, pend, m);
-        for (; b < a0; b += 4) { /* the last four columns left of the tile, if any */
-            memcpy(&kb, k + b, sizeof kb);
-            memcpy(&ub, u + b, sizeof ub);
-            memcpy(&rb, pend + m + b, sizeof rb);
-            memcpy(&gb, pend + 3 * m + b, sizeof gb);
-            for (j = 0; j < R; j++) {
-                double *pr = P + (a0 + j) * ldp + b;
-                memcpy(&q, pr, sizeof q);
-                q = (q + pend[a0 + j] * rb) + pend[2 * m + a0 + j] * gb;
-                memcpy(pr, &q, sizeof q);
-                acc[j] = acc[j] + q * kb;
-                ub = ub + k[a0 + j] * q;
-            }
-            memcpy(u + b, &ub, sizeof ub);
-        }
+    if (pend) { /* (two calls, so each inlined copy has pend's test folded) */
+        sk_pjl_left(P, ldp, a0, R, k, u, acc, pend, m);
         sk_pjl_rank2_tile(P, ldp, a0, R, pend, m);
     } else {
-        b = sk_pjl_left(P, ldp, a0, R, k, u, acc);
-    }
-    for (; b < a0; b += 4) {
-        memcpy(&kb, k + b, sizeof kb);
-        memcpy(&ub, u + b, sizeof ub);
-        for (j = 0; j < R; j++) {
-            memcpy(&q, P + (a0 + j) * ldp + b, sizeof q);
-            acc[j] = acc[j] + q * kb;
-            ub = ub + k[a0 + j] * q;
-        }
-        memcpy(u + b, &ub, sizeof ub);
+        sk_pjl_left(P, ldp, a0, R, k, u, acc, NULL, 0);
     }
     if (R >= 4) {
         sk_pjl_tile(P, ldp, a0, acc, k, u);
