@@ -142,3 +142,17 @@ def test_the_pass_refuses_bad_ranks_before_changing_anything() -> None:
     with pytest.raises(ValueError, match="rank index"):
         _hinted(model, np.ascontiguousarray(X), bad)
     assert _state(model) == before
+
+
+def test_the_user_guide_states_the_hint_gate() -> None:
+    """docs/user-guide.md says from how many vectors the ranker takes the hint pass: the
+    number ``ranking.HINTS_FROM`` holds (fails when either moves alone)."""
+    import re
+    from pathlib import Path
+
+    from streamk.learners import ranking
+
+    text = " ".join((Path(__file__).parents[1] / "docs" / "user-guide.md").read_text().split())
+    found = re.search(r"takes the same pass once its set holds ([\d,]+) vectors", text)
+    assert found is not None
+    assert int(found.group(1).replace(",", "")) == ranking.HINTS_FROM
