@@ -92,6 +92,7 @@ extensions = [
             "streamk/_fastexp.h",
             "streamk/_dense.h",
             "streamk/_kcol.pxi",
+            "streamk/_kprog.pxi",
             "streamk/budget/_projectron.pxi",
             "streamk/budget/_merge.pxi",
             "streamk/budget/_vec.pxi",

@@ -51,6 +51,7 @@ from streamk import (
     Projectron,
     RemoveOldest,
     RemoveRandom,
+    Sum,
     accel,
 )
 from streamk.errors import ConfigError
@@ -64,6 +65,8 @@ KERNELS: dict[str, Callable[[], Any]] = {
     "laplacian": lambda: Laplacian(gamma="auto"),
     "poly": lambda: Polynomial(degree=2, scale=0.1),
     "linear": lambda: Linear(),
+    # a combination: the per-event core runs it as a program (streamk/kernels/program.py)
+    "sum": lambda: Sum(RBF(gamma="auto"), Linear()),
 }
 
 #: Budget policies at a budget B; ``None`` marks the unbounded set (run once, B = "-").

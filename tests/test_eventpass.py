@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from streamk import (
+    Constant,
     Forgetron,
     KernelAdatron,
     KernelNovelty,
@@ -47,7 +48,7 @@ from streamk import (
 )
 from streamk.budget import Projectron, compiled
 from streamk.errors import ConfigError, InvalidInput
-from streamk.kernels import RBF
+from streamk.kernels import RBF, Kernel
 from streamk.learners import base, eventpass
 
 pytestmark = pytest.mark.skipif(
@@ -176,6 +177,17 @@ KERNELS = {
     "linear": (lambda: Linear(), False),
     "scaled-rbf": (lambda: Scaled(RBF(0.3), 2.0), False),
     "scaled-laplacian": (lambda: Scaled(Laplacian(0.3), 2.0), False),
+    # programs (streamk/kernels/program.py): every node kind, and a width still "auto"
+    "sum3": (lambda: Sum(RBF(0.3), Linear(), Constant(0.5)), False),
+    "sum-auto": (lambda: Sum(RBF("auto"), Constant(1.0)), False),
+    "scaled-laplacian-product": (
+        lambda: Scaled(Product(Laplacian(0.3), Polynomial(degree=2, scale=0.2)), 1.5),
+        False,
+    ),
+    "normalized-sum": (
+        lambda: Normalized(Sum(Polynomial(degree=3, scale=0.3), Linear())),
+        False,
+    ),
 }
 POLICIES = {
     "unbounded": lambda: None,
@@ -302,10 +314,20 @@ def test_a_policy_state_loaded_in_place_is_the_one_drawn_from():
         assert_same_model(model, oracle, exact=False)
 
 
+class Cubic(Kernel):
+    """A user's own kernel: no program (streamk.kernels.program) describes it."""
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return (A @ B.T) ** 3 + 1.0
+
+    def diag(self, A):
+        return np.einsum("ij,ij->i", A, A) ** 3 + 1.0
+
+
 DECLINED_KERNELS = {
-    "sum": lambda: Sum(RBF(0.4), Linear()),
-    "product": lambda: Product(RBF(0.2), Polynomial(degree=2, scale=0.1)),
-    "normalized": lambda: Normalized(Polynomial(degree=3, scale=0.3)),
+    "own": lambda: Cubic(),
+    "sum-with-own": lambda: Sum(RBF(0.4), Cubic()),
+    "normalized-own": lambda: Normalized(Product(Cubic(), Linear())),
 }
 DECLINED_POLICIES = {
     "smallest": lambda: RemoveSmallest(30),

@@ -89,6 +89,7 @@ DEF K_RBF = 0
 DEF K_LAPLACIAN = 1
 DEF K_POLY = 2
 DEF K_LINEAR = 3
+DEF K_PROGRAM = 8  # a sum, product, scaling or normalisation of the above (_kprog.pxi)
 DEF P_OLDEST = 0  # remove-oldest, or none (budget 0)
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
@@ -103,6 +104,7 @@ DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
 
 include "../_kcol.pxi"
+include "../_kprog.pxi"
 include "../budget/_vec.pxi"
 include "../budget/_projectron.pxi"
 include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_policies.pyx)
@@ -236,6 +238,16 @@ cdef class EventPass:
     cdef int kcode, pcode
     cdef double kp[4]
     cdef double gamma  # the RBF's (for the exactness test of its norm expansion), else 0
+    # a kernel program (K_PROGRAM): its nodes, how many, its stack's depth, whether it
+    # normalises, its largest RBF width (for the expansion's exactness test), and its
+    # stack: prog_slots rows of cap_k doubles
+    cdef object prog_obj
+    cdef double[:, ::1] prog
+    cdef Py_ssize_t prog_m, prog_depth, prog_slots
+    cdef bint prog_norm
+    cdef double prog_gamma
+    cdef double *kw
+    cdef Py_ssize_t cap_kw
     cdef Py_ssize_t budget
     cdef sk_bitgen *bitgen  # remove-random's generator (owned by rng_obj)
     cdef object cols  # label -> column of its class (one-vs-rest) or its sign (binary)
@@ -294,8 +306,10 @@ cdef class EventPass:
         self.bound = False
         self.bitgen = NULL
         self.m_dots = -1
-        self.row = self.k = self.kr = self.f = self.t = self.fr = NULL
-        self.cap_row = self.cap_k = self.cap_f = 0
+        self.row = self.k = self.kr = self.f = self.t = self.fr = self.kw = NULL
+        self.cap_row = self.cap_k = self.cap_f = self.cap_kw = 0
+        self.prog_obj = None
+        self.prog_slots = 0
 
     def __dealloc__(self):
         free(self.row)
@@ -304,6 +318,7 @@ cdef class EventPass:
         free(self.f)
         free(self.t)
         free(self.fr)
+        free(self.kw)
 
     def __reduce__(self):
         # the binding is a cache of the learner it serves: a copy starts unbound
@@ -346,6 +361,7 @@ cdef class EventPass:
                 raise MemoryError()
             self.kr = <double *>mem
             self.cap_k = n
+        self._reserve_program()
         if p > self.cap_f:
             mem = realloc(self.f, max(p, 1) * sizeof(double))
             if mem == NULL:
@@ -360,6 +376,18 @@ cdef class EventPass:
                 raise MemoryError()
             self.fr = <double *>mem
             self.cap_f = p
+        return True
+
+    cdef bint _reserve_program(self) except False:
+        """Room for the bound program's stack: ``prog_slots`` rows of ``cap_k``."""
+        cdef void *mem
+        cdef Py_ssize_t need = self.prog_slots * max(self.cap_k, 1)
+        if need > self.cap_kw:
+            mem = realloc(self.kw, need * sizeof(double))
+            if mem == NULL:
+                raise MemoryError()
+            self.kw = <double *>mem
+            self.cap_kw = need
         return True
 
     # -- binding --------------------------------------------------------------------------------
@@ -391,8 +419,9 @@ cdef class EventPass:
         return self._bind(model, support)
 
     cdef bint _bind_kernel(self, kernel) except -1:
-        """The kernel's code and parameters (as ``fastpass._kernel_plan``); False for any
-        other kernel."""
+        """The kernel's code and parameters (as ``fastpass._kernel_plan``), or its program
+        (``streamk.kernels.program``) for a sum, product, scaling or normalisation of them;
+        False for any other kernel."""
         from streamk.kernels import RBF, Laplacian, Linear, Polynomial, Scaled
 
         c, inner = 1.0, kernel
@@ -401,6 +430,7 @@ cdef class EventPass:
         self.gamma = 0.0
         self.kp[0] = self.kp[1] = self.kp[2] = 0.0
         self.kp[3] = float(c)
+        self.prog_obj = None
         if type(inner) is RBF or type(inner) is Laplacian:
             if not inner.is_resolved:
                 return False
@@ -414,8 +444,38 @@ cdef class EventPass:
         elif type(inner) is Linear:
             self.kcode = K_LINEAR
         else:
-            return False
+            return self._bind_program(kernel)
         return True
+
+    cdef bint _bind_program(self, kernel) except -1:
+        """``kernel``'s program (K_PROGRAM) and room for its stack; False when it has none."""
+        from streamk.kernels.program import kernel_program
+
+        program = kernel_program(kernel)
+        if program is None:
+            return False
+        self.kcode = K_PROGRAM
+        self.kp[3] = 1.0
+        self.prog_obj = program.ops
+        self.prog = program.ops
+        self.prog_m = program.ops.shape[0]
+        self.prog_depth = program.depth
+        self.prog_norm = program.normalizes
+        self.prog_slots = program.depth * (2 if program.normalizes else 1)
+        self.prog_gamma = program.rbf_gamma
+        self._reserve_program()
+        return True
+
+    cdef void _column(self, const double *X, Py_ssize_t ldx, Py_ssize_t n, const double *x_sq,
+                      const double *row, Py_ssize_t w, double row_sq,
+                      double *out) noexcept nogil:
+        """``out[s] = k(row, X[s])`` for ``s < n <= cap_k``: :func:`_kcol`, or the bound
+        program on its stack."""
+        if self.kcode == K_PROGRAM:
+            _kprog_col(&self.prog[0, 0], self.prog_m, self.prog_depth, self.prog_norm, X, ldx,
+                       n, x_sq, row, w, row_sq, self.kw, out)
+        else:
+            _kcol(self.kcode, self.kp, X, ldx, n, x_sq, row, w, row_sq, out)
 
     cdef bint _bind_policy(self, policy, support) except -1:
         """The policy's code, budget and state holders; False for any other policy."""
@@ -566,8 +626,10 @@ cdef class EventPass:
         return d
 
     cdef bint _expansion_exact(self, double sq_bound) noexcept:
-        """``RBF.expansion_exact``: the RBF's norm expansion is exact to 1e-10 (other
-        kernels compute no expansion)."""
+        """``RBF.expansion_exact``: the RBF's norm expansion is exact to 1e-10 (for a
+        program, that of its widest RBF; other kernels compute no expansion)."""
+        if self.kcode == K_PROGRAM:
+            return not sq_bound * 1e-15 * self.prog_gamma > 1e-10
         return self.kcode != K_RBF or not sq_bound * 1e-15 * self.gamma > 1e-10
 
     cdef bint _margins(self, Py_ssize_t d, double *row_sq) noexcept:
@@ -594,8 +656,8 @@ cdef class EventPass:
                 sk_rbf_from_dots(self.k, self.kr, &self.sq[0], acc, n, self.kp[0])
                 self.m_dots = n
             else:
-                _kcol(self.kcode, self.kp, &self.X[0, 0], self.X.shape[1], n, &self.sq[0],
-                      row, d, acc, self.k)
+                self._column(&self.X[0, 0], self.X.shape[1], n, &self.sq[0], row, d, acc,
+                             self.k)
             _combine(self.k, &self.coef[0, 0], n, p, self.f)
         return True
 
@@ -826,8 +888,8 @@ cdef class EventPass:
         q = policy._q
         m = policy._m
         with nogil:
-            _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx,
-                  self.sq[r], self.kr)
+            self._column(&self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx, self.sq[r],
+                         self.kr)
             _combine(self.kr, &self.coef[0, 0], n, p, self.fr)
             for c in range(p):
                 self.fr[c] = self.fr[c] + self.k[r] * self.f[c]
@@ -842,6 +904,8 @@ cdef class EventPass:
 
     cdef double _kdiag(self, double row_sq) noexcept:
         """``kernel.diag_one(row)`` from the row's squared norm."""
+        if self.kcode == K_PROGRAM:
+            return _kprog_diag(&self.prog[0, 0], self.prog_m, row_sq)
         if self.kcode == K_POLY:
             return self.kp[3] * _power(self.kp[0] * row_sq + self.kp[1], self.kp[2])
         if self.kcode == K_LINEAR:
@@ -859,8 +923,8 @@ cdef class EventPass:
         cdef Py_ssize_t s, last = n - 1, wx = self.X.shape[1]
         cdef double wq = self.coef[q, 0], f = 0.0, rnew
         if self.pcode != P_FORGETRON:
-            _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[q, 0], wx,
-                  self.sq[q], self.kr)
+            self._column(&self.X[0, 0], wx, n, &self.sq[0], &self.X[q, 0], wx, self.sq[q],
+                         self.kr)
         for s in range(n):
             if s != q:
                 f = f + self.k[s] * self.coef[s, 0]
@@ -1570,8 +1634,8 @@ cdef class EventPass:
             if not self._expansion_exact(self.support._sq_max + row_sq):
                 return self._finish_value(model, d, yv) if folded else False
             slot = self._oldest(n)
-            _kcol(self.kcode, self.kp, &self.X[slot, 0], self.X.shape[1], 1, &self.sq[slot],
-                  self.row, d, row_sq, &self.k[slot])
+            self._column(&self.X[slot, 0], self.X.shape[1], 1, &self.sq[slot], self.row, d,
+                         row_sq, &self.k[slot])
         kxx = self._kdiag(row_sq)
         if self.rcode == R_SVR:
             stats[0], stats[1], stats[2] = <double>model._y_n, model._y_mean, model._y_m2
@@ -1619,3 +1683,33 @@ cdef class EventPass:
             model._y_mean, model._y_m2 = stats[1], stats[2]
         model._n_learned += 1
         return True
+
+
+def program_row(kernel, const double[:, ::1] X, const double[::1] sq, const double[::1] row):
+    """Test hook: ``(k(row, X[s]) for s < len(X), k(row, row))`` as the per-event core
+    computes them from ``kernel``'s program (``sq``: the rows' squared norms); ``None``
+    for a kernel without one."""
+    from streamk.kernels.program import kernel_program
+
+    import numpy as np
+
+    program = kernel_program(kernel)
+    if program is None:
+        return None
+    cdef const double[:, ::1] ops = program.ops
+    cdef Py_ssize_t n = X.shape[0], i
+    cdef double row_sq = 0.0
+    for i in range(row.shape[0]):
+        row_sq = row_sq + row[i] * row[i]
+    out = np.zeros(n)
+    work = np.zeros(max(n, 1) * program.depth * (2 if program.normalizes else 1))
+    cdef double[::1] o = out
+    cdef double[::1] wk = work
+    if n:
+        _kprog_col(&ops[0, 0], ops.shape[0], program.depth, program.normalizes, &X[0, 0],
+                   X.shape[1], n, &sq[0], &row[0], row.shape[0], row_sq, &wk[0], &o[0])
+    return out, _kprog_diag(&ops[0, 0], ops.shape[0], row_sq)
+
+
+#: The deepest program the core's stack takes (``streamk.kernels.program.MAX_DEPTH``).
+PROGRAM_STACK = PROGRAM_DEPTH

@@ -4,9 +4,11 @@ the novelty detector, when it is built.
 :mod:`streamk.learners._event` (``_event.pyx``) does a whole ``learn_one`` or
 ``predict_one`` — feature dict to row, kernel row, margins, mistake test, support-set
 write — in one call, where the NumPy path makes 17–20 calls. It applies to the RBF,
-Laplacian, polynomial and linear kernels (each possibly scaled) under no budget,
-remove-oldest, remove-random, the Forgetron or the Projectron, and to the RBF kernel under
-Merge; for everything else (other kernels or policies, new features or labels) it declines
+Laplacian, polynomial and linear kernels (each possibly scaled), and to sums, products,
+scalings and normalisations of them (as programs, :mod:`streamk.kernels.program`), under
+no budget, remove-oldest, remove-random, the Forgetron or the Projectron, and to the RBF
+kernel under Merge; for everything else (other kernels or policies, new features or
+labels) it declines
 before changing anything and the learner runs its NumPy path, which is the reference the
 compiled one is tested against (``tests/test_eventpass.py``).
 
