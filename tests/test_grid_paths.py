@@ -34,9 +34,22 @@ from streamk import (
     Sum,
     accel,
 )
+from streamk.kernels import Kernel
 from streamk.learners import fastpass
 
 pytestmark = pytest.mark.skipif(accel.core is None, reason="the compiled core is not built")
+
+
+class Cubic(Kernel):
+    """A user's own kernel: no program describes it (streamk/kernels/program.py), so the
+    per-event core declines it and the block passes take its columns from the Gram."""
+
+    def _gram(self, A, B, a_sq, b_sq):
+        return (0.3 * (A @ B.T) + 1.0) ** 3
+
+    def diag(self, A):
+        return (0.3 * np.einsum("ij,ij->i", A, A) + 1.0) ** 3
+
 
 KERNELS = {
     "rbf": lambda: RBF(gamma=0.4),
@@ -48,6 +61,7 @@ KERNELS = {
     "sum": lambda: Sum(RBF(gamma=0.4), Linear()),
     "product": lambda: Product(RBF(gamma=0.2), Polynomial(degree=2, scale=0.1)),
     "normalized-poly": lambda: Normalized(Polynomial(degree=3, scale=0.3)),
+    "own": lambda: Cubic(),
 }
 #: name -> (factory, whether a compiled pass exists for it)
 POLICIES = {
@@ -64,7 +78,9 @@ LEARNERS = {
     "margin": lambda k, b: MarginPerceptron(kernel=k, budget=b, margin=0.5),
     "ranker": lambda k, b: OnlineRanker(kernel=k, ranks=(0, 1, 2, 3, 4), budget=b),
 }
-GRAM_KERNELS = {"sum", "product", "normalized-poly"}  # columns from the block's Gram matrix
+#: combinations: the per-event core runs them as programs, learn_many included
+PROGRAM_KERNELS = {"sum", "product", "normalized-poly"}
+GRAM_KERNELS = {"own"}  # columns from the block's Gram matrix
 #: kernels whose compiled learn_many runs untracked (fastpass.perceptron_rows/ranker_rows):
 #: computed in C, and (the perceptrons) no float32 hint pass of their own
 UNTRACKED_KERNELS = {"laplacian", "poly", "linear", "scaled-laplacian"}
@@ -75,7 +91,7 @@ def event_core_takes(kernel: str, policy: str) -> bool:
     block pass takes: every vector kernel (the combinations as programs,
     streamk/kernels/program.py), every policy but RemoveSmallest, Merge with a plain RBF
     kernel only."""
-    if policy == "smallest":
+    if policy == "smallest" or kernel in GRAM_KERNELS:
         return False
     return policy != "merge" or kernel.startswith("rbf")
 
@@ -146,6 +162,8 @@ CASES = [
 @pytest.mark.parametrize(("learner", "kernel", "policy", "classes"), CASES)
 def test_compiled_learn_many_equals_numpy_learn_one(learner, kernel, policy, classes):
     make_policy, compiled = POLICIES[policy]
+    if kernel in PROGRAM_KERNELS:
+        compiled = False  # no block pass: learn_many loops the per-event core instead
     if policy == "forgetron" and kernel in GRAM_KERNELS:
         compiled = False  # its removal needs k(x_r, S): falls back
     # the Projectron's and Merge's own runs (streamk.budget.compiled.margin_run, merge_run)
@@ -153,7 +171,8 @@ def test_compiled_learn_many_equals_numpy_learn_one(learner, kernel, policy, cla
     compiled = compiled or event_core_takes(kernel, policy)
     if policy == "merge" and not kernel.startswith("rbf"):
         pytest.skip("Merge takes an RBF kernel only (ConfigError otherwise)")
-    if classes == 3 and policy in ("projectron", "merge", "smallest") and kernel in GRAM_KERNELS:
+    slow_kernel = kernel in GRAM_KERNELS | PROGRAM_KERNELS
+    if classes == 3 and policy in ("projectron", "merge", "smallest") and slow_kernel:
         pytest.skip("covered by the binary stream; slow on the NumPy path")
     X, y = _stream(900, classes)
     probe = X.iloc[::37]

@@ -44,6 +44,8 @@ from .. import accel
 from ..budget.base import Unbounded
 from ..budget.removal import Forgetron, RemoveOldest, RemoveRandom
 from ..kernels import RBF, Kernel, Laplacian, Linear, Polynomial, Scaled
+from ..kernels.program import kernel_program
+from . import eventpass
 
 if TYPE_CHECKING:
     from ..budget.base import BudgetPolicy
@@ -113,7 +115,10 @@ class Plan(NamedTuple):
 def _kernel_plan(kernel: Kernel) -> tuple[int, np.ndarray] | None:
     """The compiled pass's code for ``kernel`` and its parameters ``(gamma or scale, offset,
     degree, c)``; ``K_GRAM`` (columns from the block's Gram matrix) for any other vector
-    kernel; ``None`` for strings and trees."""
+    kernel; ``None`` for strings and trees, and for a combination the per-event core runs
+    as a program (:mod:`streamk.kernels.program`): ``learn_many`` then loops that core
+    over its rows, which beat the block's Gram matrix on every stream of
+    ``python -m benchmarks.online_throughput --quick --kernel sum``."""
     if kernel.takes_objects:
         return None
     c, inner = 1.0, kernel
@@ -126,6 +131,8 @@ def _kernel_plan(kernel: Kernel) -> tuple[int, np.ndarray] | None:
         return codes["Polynomial"], np.array([inner.scale, inner.offset, inner.degree, c])
     if type(inner) is Linear:
         return codes["Linear"], np.array([0.0, 0.0, 0.0, c])
+    if eventpass.available() and kernel_program(kernel) is not None:
+        return None
     return codes["gram"], np.array([0.0, 0.0, 0.0, 1.0])
 
 
