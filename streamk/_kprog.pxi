@@ -61,6 +61,30 @@ cdef double _kprog_diag(const double *prog, Py_ssize_t m, double sq) noexcept no
     return st[0]
 
 
+cdef inline void _kprog_leaf(const double *node, const double *X, Py_ssize_t ldx,
+                             Py_ssize_t n, const double *x_sq, const double *row, Py_ssize_t w,
+                             double row_sq, double *dots, bint *have_dots,
+                             double *out) noexcept nogil:
+    """A leaf's row into ``out``: :func:`_kcol`'s steps, with the dots ``X[s] . row`` taken
+    once per program (``dots``, computed by the first leaf that needs them) for every RBF,
+    polynomial and linear leaf (``Sum(RBF, Linear)`` pays one pass over the set, not two)."""
+    cdef int code = <int>node[5]
+    cdef Py_ssize_t s
+    if code == K_LAPLACIAN:
+        _kcol(code, node + 1, X, ldx, n, x_sq, row, w, row_sq, out)
+        return
+    if not have_dots[0]:
+        sk_dots(dots, X, ldx, n, row, w)
+        have_dots[0] = True
+    if code == K_RBF:
+        sk_rbf_from_dots(out, dots, x_sq, row_sq, n, node[1])
+    elif code == K_POLY:
+        for s in range(n):
+            out[s] = _power(node[1] * dots[s] + node[2], node[3])
+    else:  # K_LINEAR
+        memcpy(out, dots, n * sizeof(double))
+
+
 cdef void _kprog_col(const double *prog, Py_ssize_t m, Py_ssize_t depth, bint norm,
                      const double *X, Py_ssize_t ldx, Py_ssize_t n, const double *x_sq,
                      const double *row, Py_ssize_t w, double row_sq, double *work,
@@ -68,8 +92,11 @@ cdef void _kprog_col(const double *prog, Py_ssize_t m, Py_ssize_t depth, bint no
     """``out[s] = k(row, X[s])`` for ``s < n`` (as :func:`_kcol`: rows ``ldx`` wide, ``row``
     ``w <= ldx`` wide) for the program ``prog`` of ``m`` nodes. ``work``: ``depth * n``
     doubles, twice that when the program normalises (each level's row then carries the
-    rows' own ``k(x, x)`` beside it, and the event row's in ``dr``)."""
+    rows' own ``k(x, x)`` beside it, and the event row's in ``dr``), then ``n`` for the
+    dots the leaves share."""
     cdef double *D = work + depth * n  # the diagonal rows, level by level
+    cdef double *dots = work + (2 * depth if norm else depth) * n
+    cdef bint have_dots = False
     cdef double dr[PROGRAM_DEPTH]  # the event row's diagonal, level by level
     cdef double *a
     cdef double *b
@@ -87,7 +114,7 @@ cdef void _kprog_col(const double *prog, Py_ssize_t m, Py_ssize_t depth, bint no
         if op == OP_LEAF or op == OP_CONSTANT:
             a = work + h * n
             if op == OP_LEAF:
-                _kcol(<int>node[5], node + 1, X, ldx, n, x_sq, row, w, row_sq, a)
+                _kprog_leaf(node, X, ldx, n, x_sq, row, w, row_sq, dots, &have_dots, a)
             else:
                 for s in range(n):
                     a[s] = node[1]

@@ -240,7 +240,7 @@ cdef class EventPass:
     cdef double gamma  # the RBF's (for the exactness test of its norm expansion), else 0
     # a kernel program (K_PROGRAM): its nodes, how many, its stack's depth, whether it
     # normalises, its largest RBF width (for the expansion's exactness test), and its
-    # stack: prog_slots rows of cap_k doubles
+    # stack: prog_slots rows of cap_k doubles (the last for the dots its leaves share)
     cdef object prog_obj
     cdef double[:, ::1] prog
     cdef Py_ssize_t prog_m, prog_depth, prog_slots
@@ -461,7 +461,7 @@ cdef class EventPass:
         self.prog_m = program.ops.shape[0]
         self.prog_depth = program.depth
         self.prog_norm = program.normalizes
-        self.prog_slots = program.depth * (2 if program.normalizes else 1)
+        self.prog_slots = program.depth * (2 if program.normalizes else 1) + 1  # + the dots
         self.prog_gamma = program.rbf_gamma
         self._reserve_program()
         return True
@@ -1702,7 +1702,7 @@ def program_row(kernel, const double[:, ::1] X, const double[::1] sq, const doub
     for i in range(row.shape[0]):
         row_sq = row_sq + row[i] * row[i]
     out = np.zeros(n)
-    work = np.zeros(max(n, 1) * program.depth * (2 if program.normalizes else 1))
+    work = np.zeros(max(n, 1) * (program.depth * (2 if program.normalizes else 1) + 1))
     cdef double[::1] o = out
     cdef double[::1] wk = work
     if n:
