@@ -51,6 +51,7 @@ from streamk import (
     Projectron,
     RemoveOldest,
     RemoveRandom,
+    RemoveSmallest,
     Sum,
     accel,
 )
@@ -73,6 +74,7 @@ KERNELS: dict[str, Callable[[], Any]] = {
 POLICIES: dict[str, Callable[[int], Any] | None] = {
     "RemoveOldest": RemoveOldest,
     "RemoveRandom": lambda b: RemoveRandom(b, seed=0),
+    "RemoveSmallest": RemoveSmallest,
     "Forgetron": Forgetron,
     "Projectron": Projectron,
     "Merge": Merge,

@@ -195,6 +195,7 @@ POLICIES = {
     "random": lambda: RemoveRandom(40, seed=3),
     "forgetron": lambda: Forgetron(40),
     "projectron": lambda: Projectron(40),
+    "smallest": lambda: RemoveSmallest(40),
 }
 
 
@@ -245,6 +246,42 @@ def test_every_policy_kernel_and_learner_agrees_with_numpy(learner, kernel, poli
         assert_projected_and_turned_over(fast, kernel, fast.n_mistakes)
     elif policy != "unbounded":
         assert fast.n_mistakes > 120  # the budget filled and turned over
+
+
+@pytest.mark.parametrize("older_by", [5e-13, 3e-12])
+def test_remove_smallest_ties_within_1e12_go_to_the_oldest(older_by):
+    """``RemoveSmallest`` drops the oldest of the vectors whose cost is within 1e-12 of the
+    least (``oldest_among(cost <= min (1 + 1e-12))``): with the oldest vector's cost
+    ``1 + older_by`` times the least one's, the oldest leaves at 5e-13 and the cheapest
+    at 3e-12, on both paths."""
+    events = stream(400, 3, 5)
+    models = []
+    for fast in (True, False):
+        model = KernelPerceptron(kernel=RBF(0.3), budget=RemoveSmallest(5))
+        if not fast:
+            model._event = None
+        i = 0
+        while model.n_support < 5:
+            model.learn_one(*events[i])
+            i += 1
+        S = model.support_
+        order = np.argsort(S.ids)  # slots, oldest first
+        signs = np.sign(S._coef[:5, 0])
+        costs = np.full(5, 2.0)
+        costs[order[0]] = 1.0 + older_by  # the oldest, just above the least
+        costs[order[-1]] = 1.0  # the newest, the least
+        S._coef[:5, 0] = signs * costs
+        oldest, newest = S.ids[order[0]], S.ids[order[-1]]
+        before = model.n_mistakes
+        while model.n_mistakes == before:  # up to the next insert, which removes one
+            model.learn_one(*events[i])
+            i += 1
+        models.append(model)
+    fast, slow = models
+    assert sorted(fast.support_.ids) == sorted(slow.support_.ids)
+    gone = oldest if older_by < 1e-12 else newest
+    assert gone not in fast.support_.ids
+    assert ({oldest, newest} - {gone}) <= set(fast.support_.ids)
 
 
 def test_remove_random_draws_as_its_generator_does():
@@ -329,8 +366,15 @@ DECLINED_KERNELS = {
     "sum-with-own": lambda: Sum(RBF(0.4), Cubic()),
     "normalized-own": lambda: Normalized(Product(Cubic(), Linear())),
 }
+
+
+class RemoveOldestOfMine(RemoveOldest):
+    """A user's own policy (here RemoveOldest's rule): the compiled path knows only its
+    own policies, by type, so it declines this one."""
+
+
 DECLINED_POLICIES = {
-    "smallest": lambda: RemoveSmallest(30),
+    "own": lambda: RemoveOldestOfMine(30),
 }
 DECLINED = [(k, "oldest") for k in sorted(DECLINED_KERNELS)] + [
     ("rbf", p) for p in sorted(DECLINED_POLICIES)

@@ -88,10 +88,9 @@ UNTRACKED_KERNELS = {"laplacian", "poly", "linear", "scaled-laplacian"}
 
 def event_core_takes(kernel: str, policy: str) -> bool:
     """Whether ``learn_many``'s per-event core (``EventPass.learn_rows``) learns the rows no
-    block pass takes: every vector kernel (the combinations as programs,
-    streamk/kernels/program.py), every policy but RemoveSmallest, Merge with a plain RBF
-    kernel only."""
-    if policy == "smallest" or kernel in GRAM_KERNELS:
+    block pass takes: every vector kernel but a user's own (the combinations as programs,
+    streamk/kernels/program.py), every policy, Merge with a plain RBF kernel only."""
+    if kernel in GRAM_KERNELS:
         return False
     return policy != "merge" or kernel.startswith("rbf")
 

@@ -6,11 +6,11 @@ the novelty detector, when it is built.
 write — in one call, where the NumPy path makes 17–20 calls. It applies to the RBF,
 Laplacian, polynomial and linear kernels (each possibly scaled), and to sums, products,
 scalings and normalisations of them (as programs, :mod:`streamk.kernels.program`), under
-no budget, remove-oldest, remove-random, the Forgetron or the Projectron, and to the RBF
-kernel under Merge; for everything else (other kernels or policies, new features or
-labels) it declines
-before changing anything and the learner runs its NumPy path, which is the reference the
-compiled one is tested against (``tests/test_eventpass.py``).
+no budget, remove-oldest, remove-random, remove-smallest, the Forgetron or the
+Projectron, and to the RBF kernel under Merge; for everything else (a kernel or policy of
+the user's own, new features or labels) it declines before changing anything and the
+learner runs its NumPy path, which is the reference the compiled one is tested against
+(``tests/test_eventpass.py``).
 
 ``EventPass.learn_rows`` runs the same core over a run of rows ``learn_many`` has already
 converted and folded into ``gamma="auto"``, for the runs no compiled block pass
