@@ -12,8 +12,9 @@ def model_state(model: Any) -> dict[str, Any]:
     """The fields, by name (a test compares all of them or the ones it names)."""
     s = model.support_
     n = s.n
+    scale = model._scale  # None for a fixed width
     return {
-        "scale": (model._scale.n, model._scale.mean.tobytes(), model._scale._m2.tobytes()),
+        "scale": None if scale is None else (scale.n, scale.mean.tobytes(), scale._m2.tobytes()),
         "gamma": model.kernel_.gamma,
         "n": n,
         "next_id": s.next_id,

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from model_state import model_state
 
-from streamk import RBF, Forgetron, Merge, Projectron, RemoveOldest, accel
+from streamk import RBF, Forgetron, Merge, Projectron, RemoveOldest, RemoveSmallest, accel
 from streamk.learners import (
     KernelAdatron,
     KernelNovelty,
@@ -44,12 +44,18 @@ LEARNERS = {
     "margin": lambda b: MarginPerceptron(kernel=RBF(gamma="auto"), budget=b),
 }
 
-#: (learner, policy) pairs whose learn_many warm-up takes the per-event core
-CASES = [("adatron", p) for p in sorted(POLICIES)] + [
-    (name, p)
-    for name in ("svr", "ranker", "novelty", "perceptron", "margin")
-    for p in ("merge-25", "merge-300", "projectron-25")
-]
+#: (learner, policy) pairs whose learn_many warm-up takes the per-event core (the
+#: perceptrons' under Merge only once the set is full: until then the unbounded set's
+#: hint pass, see test_the_perceptrons_learn_many_under_merge_is_the_per_event_core)
+CASES = (
+    [("adatron", p) for p in sorted(POLICIES)]
+    + [
+        (name, p)
+        for name in ("svr", "ranker", "novelty")
+        for p in ("merge-25", "merge-300", "projectron-25")
+    ]
+    + [(name, p) for name in ("perceptron", "margin") for p in ("merge-25", "projectron-25")]
+)
 
 
 def _stream(learner: str, n: int, width: int, seed: int) -> tuple[pd.DataFrame, list]:
@@ -132,18 +138,38 @@ def test_warm_event_rows_are_learn_one(learner: str, policy: str) -> None:
 
 
 @needs_core
-@pytest.mark.parametrize("learner", ["perceptron", "margin"])
-def test_the_perceptrons_learn_many_under_merge_is_the_per_event_core(learner: str) -> None:
-    """After the warm-up too: Merge's rows go through ``EventPass.learn_rows`` (the kernel
-    row from the dots, as ``learn_one``), not the run of ``compiled.merge_run`` (from the
-    distances), and leave ``learn_one``'s model to the bit."""
+@pytest.mark.parametrize("learner", ["perceptron", "margin", "eager"])
+@pytest.mark.parametrize("policy", ["merge", "smallest"])
+@pytest.mark.parametrize("size", [350, 45])
+def test_the_perceptrons_learn_many_under_merge_is_the_per_event_core(
+    learner: str, policy: str, size: int
+) -> None:
+    """Under Merge or RemoveSmallest, the rows of a set that cannot fill within them go
+    through the unbounded set's hint pass (``KernelPerceptron._until_full``: no update can
+    reach the budget, so the same model), and once it is full through
+    ``EventPass.learn_rows`` (the kernel row from the dots, as ``learn_one``), not the run
+    of ``compiled.merge_run`` (from the distances); both leave ``learn_one``'s model to the
+    bit, the fill falling inside a block or at its edge."""
     from streamk.learners import fastpass
 
-    X, y = _stream(learner, 700, 3, 5)
-    many, one = LEARNERS[learner](Merge(40)), LEARNERS[learner](Merge(40))
+    make = {"merge": lambda: Merge(45), "smallest": lambda: RemoveSmallest(45)}[policy]
+    learners = {  # "eager": a margin so wide that every row updates, and a fixed width
+        **LEARNERS,  # (no warm-up): the first chunk fills the set at its last row
+        "eager": lambda b: MarginPerceptron(kernel=RBF(gamma=0.5), budget=b, margin=50.0),
+    }
+    X, y = _stream("margin", 700, 3, 5)
+    many, one = learners[learner](make()), learners[learner](make())
+    if learner == "eager":  # two classes, known before the block (its run then starts
+        y = ["a" if t == "c" else t for t in y]  # at the block's first row)
+        first = X.iloc[[y.index("a"), y.index("b")]].to_dict("records")
+        for model in (many, one):
+            model.learn_one(first[0], "a")
+            model.learn_one(first[1], "b")
     fastpass.COUNTS.clear()
-    _learn_many(many, X, y, 350)
-    assert fastpass.COUNTS["event_rows"] >= 690  # all but the rows of a new class
+    _learn_many(many, X, y, size)
+    core = fastpass.COUNTS["event_rows"]
+    passes = fastpass.COUNTS["compiled"] - core  # rows of the unbounded set's block passes
+    assert passes >= 30 and core >= 400 and passes + core >= 690  # (a new class's rows aside)
     for x, t in zip(X.to_dict("records"), y):
         one.learn_one(x, t)
     assert _state(many) == _state(one)

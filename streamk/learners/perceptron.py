@@ -8,7 +8,7 @@ import numpy as np
 from river import base
 
 from .. import accel
-from ..budget import BudgetPolicy
+from ..budget import BudgetPolicy, RemoveSmallest, Unbounded
 from ..budget.compiled import margin_run, merge_run
 from ..budget.merge import Merge
 from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
@@ -24,6 +24,11 @@ __all__ = ["KernelPerceptron"]
 
 
 _UNSET = object()  # a prediction not made yet (None is a real one: before any label)
+
+
+#: The fewest rows :meth:`KernelPerceptron._until_full` hands to the unbounded set's pass at
+#: once: below it, a chunk's Python costs more than the per-event core's rows.
+UNTIL_FULL_ROWS = 32
 
 
 class _Offset:
@@ -161,8 +166,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 i, warm = self._warm_runs(
                     rows, labels, i, None if pre is None else (pre, base), values
                 )
-                if not warm and type(self._policy) in (Merge, Projectron):  # no hint pass:
-                    # the warm-up through the per-event core, each row folded there
+                if not warm and type(self._policy) in (Merge, Projectron, RemoveSmallest):
+                    # no hint pass: the rest of the warm-up through the per-event core,
+                    # each row folded there
                     i += self._warm_event_rows(rows[i:], labels[i:], self._learn_event_row)
                 if i > start:
                     continue
@@ -216,6 +222,12 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 return start, True
         else:
             stop = len(labels)
+        policy = self._policy
+        if type(policy) in (Merge, RemoveSmallest):  # up to where the set could fill
+            room = policy.budget - self._support.n
+            if room <= 0:  # full: the rest of the warm-up through the per-event core
+                return start, False
+            stop = min(stop, start + room)
         scale, bounds, kernels = self._runs_ahead(rows, start, stop)
         if len(bounds) == 1:  # the next run reaches a new label
             return start, True
@@ -231,7 +243,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             T, q_sq, codes = T[start - base :], q_sq[start - base :], codes[start - base :]
         done = fastpass.perceptron_run(
             self._support,
-            self._policy,
+            self._policy_while(end - start),
             rows[start:end],
             T[: end - start],
             codes[: end - start],
@@ -308,6 +320,13 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 T = None
             codes = np.empty(len(labels), dtype=np.int64)
         if T is not None:
+            head = self._until_full(rows, T, codes, q_sq, out, labels)
+            if head:
+                if head == len(labels):
+                    return
+                rows, labels, T, codes = rows[head:], labels[head:], T[head:], codes[head:]
+                q_sq = None if q_sq is None else q_sq[head:]
+                out = None if out is None else _Offset(out.items, out.start + head)
             done = fastpass.perceptron_run(
                 self._support, self._policy, rows, T, codes, self._margin, q_sq
             )
@@ -358,6 +377,54 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self._add_label(label)
         k_row = np.zeros(0)
         self._update(row, k_row @ self._support.coef, k_row, label)
+
+    def _policy_while(self, rows: int) -> BudgetPolicy:
+        """The policy to learn the next ``rows`` rows with: an unbounded stand-in for one that
+        acts only on a full set (``Merge``, ``RemoveSmallest``) while the set has room for
+        all of them (no update can then reach the budget: the same model), else the policy.
+        The compiled passes of the unbounded set (the float32 hint pass for the RBF) then
+        take rows the per-event core would (``Merge`` of 200 never fills on Phishing)."""
+        policy = self._policy
+        if type(policy) in (Merge, RemoveSmallest) and self._support.n + rows <= policy.budget:
+            return Unbounded()
+        return policy
+
+    def _until_full(
+        self,
+        rows: np.ndarray,
+        T: np.ndarray,
+        codes: np.ndarray,
+        q_sq: np.ndarray | None,
+        out: _Offset | None,
+        labels: list[Any],
+    ) -> int:
+        """How many leading rows of a run are learned by the unbounded set's compiled pass
+        (:meth:`_policy_while`), in chunks of at least :data:`UNTIL_FULL_ROWS` rows each
+        small enough that the set cannot fill; 0 where it does not apply."""
+        if type(self._policy) not in (Merge, RemoveSmallest):
+            return 0
+        done = 0
+        while True:
+            take = min(self._policy.budget - self._support.n, len(rows) - done)
+            if take < min(UNTIL_FULL_ROWS, len(rows) - done) or take <= 0:
+                return done
+            end = done + take
+            ran = fastpass.perceptron_run(
+                self._support,
+                self._policy_while(take),
+                rows[done:end],
+                T[done:end],
+                codes[done:end],
+                self._margin,
+                None if q_sq is None else q_sq[done:end],
+            )
+            if ran is None:
+                return done
+            self.n_mistakes += ran[0]
+            self._n_learned += take
+            if out is not None:
+                out.put(done, self._labels.decode(codes[done:end].tolist(), labels[done:end]))
+            done = end
 
     def _projectron_run(
         self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray
