@@ -198,14 +198,16 @@ def test_learn_rows_predictions_and_models_match(learner):
 
 
 def test_the_gate_is_the_documented_one():
-    """16 features and 64 vectors (the module's comment and the user guide say so): below
-    either the hints are not used, above both they are."""
-    assert _event.hint_settings()[1:] == (16, 64, 1.0)
-    for width, used in ((15, False), (16, True)):
+    """8 features and 96 vectors (the module docstrings say so): below either the hints
+    are not used, past both they are."""
+    assert _event.hint_settings()[1:] == (8, 96, 1.0)
+    for text in (_event.__doc__, eventpass.__doc__):
+        assert "at least 8 features and the set at least 96 vectors" in " ".join(text.split())
+    for width, used in ((7, False), (8, True)):
         model = make("margin", "unbounded", 0.5 / width)
         data = events(200, width, "margin", seed=2)
         for x, y in data:
             model.learn_one(x, y)
-            if model.support_.n < 64:
+            if model.support_.n < 96:
                 assert model._event.hints_certain + model._event.hints_fresh == 0
         assert (model._event.hints_certain > 0) == used

@@ -30,6 +30,17 @@ steps of ``streamk/budget/_projectron.pxi``; Merge's search and merge are
 ``streamk/budget/_merge.pxi``, the code of ``_policies.merge_apply``) and computes the kernel
 row with the loops of
 :mod:`streamk._core` (``_fastexp.h``).
+
+The perceptrons and the ranker under a plain RBF kernel and no budget, remove-oldest,
+remove-random or the Forgetron decide an event from float32 hints once it has at least 8
+features and the set at least 96 vectors (``HINT_MIN_WIDTH``, ``HINT_MIN_SET``, measured
+where the hints start to pay): the event's kernel row in float32 against a float32 mirror
+of the support rows (4 (w + 1) + 8 bytes per row of the set's buffers, w features, kept
+only past the gate, never in a snapshot or a copy), trusted only where the error bound of
+:func:`streamk._core.perceptron_hint_pass` makes the decision certain; every other event
+takes the float64 row. A certain mistake inserts the row with its label's coefficient
+whatever ``f`` is, so the models are those of the float64 path to the bit
+(``tests/test_event_hints.py``).
 """
 
 from cpython.dict cimport PyDict_Next, PyDict_Size
@@ -114,12 +125,15 @@ DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
 DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
-# The per-event float32 hints (EventPass._hint): where they pay. Below HINT_MIN_WIDTH
-# features the float64 kernel row is a few operations per vector and the hint's own pass
-# costs as much; below HINT_MIN_SET vectors the mirror's upkeep is not repaid (measured:
-# see hint_settings).
-cdef Py_ssize_t HINT_MIN_WIDTH = 16
-cdef Py_ssize_t HINT_MIN_SET = 64
+# The per-event float32 hints (EventPass._hint): where they pay. Below HINT_MIN_SET vectors
+# the hint's fixed costs (the event's centring, the sums, the mirror's upkeep) exceed what
+# the float32 row saves: learn_one + predict_one with hints on / off, margin perceptron,
+# remove-oldest, took 1.02-1.09x the time at 32-64 vectors below 16 features, 0.93-0.95x
+# at 128, 0.80-0.87x at 256; at 50 features 0.89x at 64, 0.66x at 1000. Below
+# HINT_MIN_WIDTH features the float64 row is a few operations per vector (2-3 features:
+# 0.95-0.98x on Bananas, the Forgetron 1.02x): not worth the mirror.
+cdef Py_ssize_t HINT_MIN_WIDTH = 8
+cdef Py_ssize_t HINT_MIN_SET = 96
 cdef bint HINTS_ON = True  # tests compare against the float64 path with it off
 cdef double HINT_TOL_SCALE = 1.0  # tests only: 0 trusts every hint (a test must then fail)
 # Float32's unit roundoff, as streamk._core's U32.
@@ -725,12 +739,15 @@ cdef class EventPass:
             # parameters alone (a full re-binding costs ~10 us, 29 times a warm-up); the
             # Projectron's binding lets its P go, taken afresh at the next insert
             keep = self.bound and support is self.support and support.version == self.version
+            mirror = keep and self._mirror_current(d)
             kernel = model._auto_kernel.resolve(self.scale)
             support.set_kernel(kernel)
             if keep and self._bind_kernel(kernel) and self.kcode == kcode:
                 if self.pcode == P_PROJECTRON:
                     self._bind_projectron(self.policy)
                 self.version = support.version
+                if mirror:  # the rows did not move: the hints' mirror holds them still
+                    self.h_version = self.version
         return True
 
     cdef object _finish(self, model, Py_ssize_t d, y):
@@ -779,10 +796,11 @@ cdef class EventPass:
     # -- the float32 hints ---------------------------------------------------------------------
     # learn_one / predict_one of the perceptrons and the ranker under a plain RBF kernel and
     # no budget, remove-oldest, remove-random or the Forgetron, once the event has at least
-    # HINT_MIN_WIDTH features and the set HINT_MIN_SET vectors: the event's kernel row in
-    # float32 against a mirror of the support rows, and the decision from it wherever the
-    # error bound of streamk._core.perceptron_hint_pass makes it certain (the float64 row
-    # otherwise). The mirror costs 4 (w + 1) bytes per row of the set's buffers.
+    # HINT_MIN_WIDTH (8) features and the set HINT_MIN_SET (96) vectors: the event's kernel
+    # row in float32 against a mirror of the support rows, and the decision from it wherever
+    # the error bound of streamk._core.perceptron_hint_pass makes it certain (the float64
+    # row otherwise). The mirror, allocated at the first event past the gate, costs
+    # 4 (w + 1) + 8 bytes per row of the set's buffers (w features).
 
     cdef bint _hint_kind(self) noexcept:
         """Whether the hints serve this binding: the perceptrons' or the ranker's rule, a
@@ -830,7 +848,7 @@ cdef class EventPass:
         """The mirror from the set's rows: centred on their mean (the rounding shrinks with
         the norms), each vector's squared norm over all of its features (those past ``d``
         included), the slots past ``n`` zero (the kernel's spare lanes read them)."""
-        cdef Py_ssize_t n = self.support.n, wx = self.X.shape[1], s, k
+        cdef Py_ssize_t n = self.support.n, wx = self.X.shape[1], s, k, t
         cdef Py_ssize_t ld = (self.X.shape[0] + 15) // 16 * 16
         cdef double h
         self.h_valid = False
@@ -843,15 +861,21 @@ cdef class EventPass:
         for k in range(d):
             self.h_center[k] /= max(n, 1)
         self.h_sbig = 0.0
-        for s in range(n):
-            h = sk_centre32(&self.h_S[s], &self.X[s, 0], self.h_center, d, ld)
+        for s in range(n):  # the squared norms after centring, all features
+            h = 0.0
+            for k in range(d):
+                h += (self.X[s, k] - self.h_center[k]) * (self.X[s, k] - self.h_center[k])
             for k in range(d, wx):
                 h += self.X[s, k] * self.X[s, k]
             self.h_ssq[s] = <float>h
             self.h_sbig = max(self.h_sbig, h)
-        for s in range(n, ld):
+        for t in range(0, ld, 16):  # the rows sixteen at a time: one line of S per feature
             for k in range(d):
-                self.h_S[k * ld + s] = 0.0
+                for s in range(t, min(t + 16, n)):
+                    self.h_S[k * ld + s] = <float>(self.X[s, k] - self.h_center[k])
+                for s in range(max(t, n), t + 16):
+                    self.h_S[k * ld + s] = 0.0
+        for s in range(n, ld):
             self.h_ssq[s] = 0.0
         self.h_ld, self.h_w, self.h_n0 = ld, d, max(n, 1)
         self.h_support, self.h_X, self.h_version = self.support, self.X_obj, self.support.version
