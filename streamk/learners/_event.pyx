@@ -127,11 +127,12 @@ DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
 
 # The per-event float32 hints (EventPass._hint): where they pay. Below HINT_MIN_SET vectors
 # the hint's fixed costs (the event's centring, the sums, the mirror's upkeep) exceed what
-# the float32 row saves: learn_one + predict_one with hints on / off, margin perceptron,
-# remove-oldest, took 1.02-1.09x the time at 32-64 vectors below 16 features, 0.93-0.95x
-# at 128, 0.80-0.87x at 256; at 50 features 0.89x at 64, 0.66x at 1000. Below
-# HINT_MIN_WIDTH features the float64 row is a few operations per vector (2-3 features:
-# 0.95-0.98x on Bananas, the Forgetron 1.02x): not worth the mirror.
+# the float32 row saves: predict_one + learn_one with the hints on took, of the time with
+# them off (kernel and margin perceptrons, remove-oldest at B vectors, 2 to 16 features),
+# 1.03-1.09x at B = 32, 0.94-1.02x at 64, 0.90-0.95x at 128, 0.73-0.87x at 256; at 50
+# features 0.84-0.89x at 64, 0.66x at 1000. Below HINT_MIN_WIDTH features the float64 row
+# is a few operations per vector (Bananas, 2 features: 0.96-0.98x, its Forgetron 1.02x):
+# not worth the mirror.
 cdef Py_ssize_t HINT_MIN_WIDTH = 8
 cdef Py_ssize_t HINT_MIN_SET = 96
 cdef bint HINTS_ON = True  # tests compare against the float64 path with it off
@@ -267,6 +268,12 @@ cdef class EventPass:
         ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
         ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
         ``None``: the perceptrons' or the ranker's rule.
+
+    Attributes
+    ----------
+    hints_certain, hints_fresh, hint_builds
+        Events the float32 hints decided, events they left to the float64 row, and
+        rebuilds of their mirror (see ``_hint``): counts for tests and measurements.
     """
 
     cdef readonly object margin
