@@ -237,3 +237,15 @@ def test_the_gate_is_the_documented_one():
             if model.support_.n < 96:
                 assert model._event.hints_certain + model._event.hints_fresh == 0
         assert (model._event.hints_certain > 0) == used
+
+
+@pytest.mark.parametrize("policy", ["oldest", "forgetron"])
+def test_a_new_feature_rebuilds_the_mirror(policy):
+    """Events gain a feature half-way (the NumPy path widens the set): the mirror, built
+    for the narrower rows, is rebuilt at the new width."""
+    narrow, wide = events(150, 20, "margin", seed=6), events(150, 21, "margin", seed=7)
+    model, oracle = make("margin", policy, 0.03), make("margin", policy, 0.03)
+    with hints(True, **GATE):
+        for x, y in narrow + wide:
+            step(model, oracle, x, y)
+    assert model._event.hint_builds >= 2 and model._event.hints_certain > 100
