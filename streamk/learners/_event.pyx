@@ -360,6 +360,8 @@ cdef class EventPass:
     cdef object h_support, h_X
     cdef bint h_valid
     cdef double h_sbig, h_tol
+    cdef Py_ssize_t k_gap_d  # >= 0: the hints decided, self.k lacks this row (its width)
+    cdef double k_gap_sq  # and its squared norm
     cdef readonly Py_ssize_t hints_certain, hints_fresh, hint_builds
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
@@ -391,6 +393,7 @@ cdef class EventPass:
         self.h_ld = self.h_w = self.h_n0 = 0
         self.h_cap_S = self.h_cap_w = self.h_cap_ld = self.h_cap_p = 0
         self.h_valid = False
+        self.k_gap_d = -1
 
     def __dealloc__(self):
         free(self.row)
@@ -1011,13 +1014,14 @@ cdef class EventPass:
             self.f[c] = self.t[c] if wrong else 0.0
         return 1 if any_wrong else 0
 
-    cdef void _hint_forget(self, Py_ssize_t d, double row_sq) noexcept:
-        """The one kernel value the Forgetron's shrink reads from the event's row,
-        ``k(x, x_r)`` for the oldest slot ``r``, into ``self.k[r]``, exactly as the full
-        row has it (a dot's bits do not depend on where its row sits)."""
-        cdef Py_ssize_t r = self._oldest(self.support.n)
+    cdef void _hint_forget(self, Py_ssize_t r) noexcept nogil:
+        """The one kernel value the Forgetron's shrink reads from the event's row when the
+        hints decided it (``k_gap_d`` its width, ``k_gap_sq`` its squared norm):
+        ``k(x, x_r)`` into ``self.k[r]``, exactly as the full row has it (a dot's bits do
+        not depend on where its row sits)."""
         _kcol(self.kcode, self.kp, &self.X[r, 0], self.X.shape[1], 1, &self.sq[r], self.row,
-              d, row_sq, &self.k[r])
+              self.k_gap_d, self.k_gap_sq, &self.k[r])
+        self.k_gap_d = -1
 
     def predict(self, model, x):
         """``model.predict_one(x)`` in one call, or :data:`NOT_HANDLED`."""
@@ -1157,6 +1161,8 @@ cdef class EventPass:
         q = policy._q
         m = policy._m
         with nogil:
+            if self.k_gap_d >= 0:  # the hints decided: self.k lacks the event's row
+                self._hint_forget(r)
             _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx,
                   self.sq[r], self.kr)
             _combine(self.kr, &self.coef[0, 0], n, p, self.fr)
@@ -1489,10 +1495,11 @@ cdef class EventPass:
         if update:
             if not self._room(d, row_sq):
                 return self._finish(model, d, y) if folded else False
-            if hinted and self.pcode == P_FORGETRON and 0 < self.budget <= self.support.n:
-                self._hint_forget(d, row_sq)
+            self.k_gap_d = d if hinted else -1  # (what the Forgetron's shrink must fill in)
+            self.k_gap_sq = row_sq
             new_id = self.support.next_id
             self._insert(d, row_sq)
+            self.k_gap_d = -1
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
                 if self.support.next_id != new_id:  # not when a Projectron projected it
                     _record(model._cls, self.support, new_id, float(self.classes.index(y)))
