@@ -93,6 +93,7 @@ extensions = [
             "streamk/_dense.h",
             "streamk/_kcol.pxi",
             "streamk/_kprog.pxi",
+            "streamk/_hintrow.h",
             "streamk/budget/_projectron.pxi",
             "streamk/budget/_merge.pxi",
             "streamk/budget/_vec.pxi",

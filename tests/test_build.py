@@ -148,6 +148,7 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
     needed |= {
         "streamk/_kcol.pxi",
         "streamk/_kprog.pxi",
+        "streamk/_hintrow.h",
         "streamk/_dense.h",
         "streamk/budget/_projectron.pxi",
         "streamk/budget/_merge.pxi",

@@ -30,6 +30,17 @@ steps of ``streamk/budget/_projectron.pxi``; Merge's search and merge are
 ``streamk/budget/_merge.pxi``, the code of ``_policies.merge_apply``) and computes the kernel
 row with the loops of
 :mod:`streamk._core` (``_fastexp.h``).
+
+The perceptrons and the ranker under a plain RBF kernel and no budget, remove-oldest,
+remove-random or the Forgetron decide an event from float32 hints once it has at least 8
+features and the set at least 96 vectors (``HINT_MIN_WIDTH``, ``HINT_MIN_SET``, measured
+where the hints start to pay): the event's kernel row in float32 against a float32 mirror
+of the support rows (4 (w + 1) + 8 bytes per row of the set's buffers, w features, kept
+only past the gate, never in a snapshot or a copy), trusted only where the error bound of
+:func:`streamk._core.perceptron_hint_pass` makes the decision certain; every other event
+takes the float64 row. A certain mistake inserts the row with its label's coefficient
+whatever ``f`` is, so the models are those of the float64 path to the bit
+(``tests/test_event_hints.py``).
 """
 
 from cpython.dict cimport PyDict_Next, PyDict_Size
@@ -41,6 +52,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport INFINITY, copysign, fabs, isfinite, pow, sqrt
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
+from libc.string cimport memset
 from numpy import float64
 
 cdef extern from "Python.h":
@@ -55,6 +67,18 @@ cdef extern from "_fastexp.h" nogil:
     void sk_dots(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
                  const double *row, Py_ssize_t w)
     double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
+    void sk_hint_column(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *wts,
+                        const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0,
+                        Py_ssize_t r1, const float *v, float v_sq, const float *q_sq,
+                        float gamma)
+
+cdef extern from "_hintrow.h" nogil:
+    double sk_centre32(float *out, const double *x, const double *center, Py_ssize_t w,
+                       Py_ssize_t step)
+    void sk_hint_sums1(const double *k, const double *c, Py_ssize_t n, double *f, double *A,
+                       double *L)
+    void sk_hint_sums(const double *k, const double *c, Py_ssize_t n, Py_ssize_t p, double *f,
+                      double *A, double *L, double *colsum)
 
 cdef extern from *:
     """
@@ -102,6 +126,40 @@ DEF R_RANKER = 1
 DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
 DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
+
+# The per-event float32 hints (EventPass._hint): where they pay. Below HINT_MIN_SET vectors
+# the hint's fixed costs (the event's centring, the sums, the mirror's upkeep) exceed what
+# the float32 row saves: predict_one + learn_one with the hints on took, of the time with
+# them off (kernel and margin perceptrons, remove-oldest at B vectors, 2 to 16 features),
+# 1.03-1.09x at B = 32, 0.94-1.02x at 64, 0.90-0.95x at 128, 0.73-0.87x at 256; at 50
+# features 0.84-0.89x at 64, 0.66x at 1000. Below HINT_MIN_WIDTH features the float64 row
+# is a few operations per vector (Bananas, 2 features: 0.96-0.98x, its Forgetron 1.02x):
+# not worth the mirror.
+cdef Py_ssize_t HINT_MIN_WIDTH = 8
+cdef Py_ssize_t HINT_MIN_SET = 96
+cdef bint HINTS_ON = True  # tests compare against the float64 path with it off
+cdef double HINT_TOL_SCALE = 1.0  # tests only: 0 trusts every hint (a test must then fail)
+# Float32's unit roundoff, as streamk._core's U32.
+cdef double U32 = 5.9604644775390625e-08
+
+
+def hint_settings(enabled=None, min_width=None, min_set=None, tol_scale=None):
+    """The per-event hints' switch and gate, for tests and measurements: each argument not
+    ``None`` is set. Returns the settings as they were, ``(enabled, min_width, min_set,
+    tol_scale)``, so a caller can put them back. ``tol_scale`` multiplies the hints' error
+    bound (1: the proven bound; 0 makes every hint look certain, which only a test that
+    must then fail may ask for)."""
+    global HINTS_ON, HINT_MIN_WIDTH, HINT_MIN_SET, HINT_TOL_SCALE
+    old = (bool(HINTS_ON), HINT_MIN_WIDTH, HINT_MIN_SET, HINT_TOL_SCALE)
+    if enabled is not None:
+        HINTS_ON = bool(enabled)
+    if min_width is not None:
+        HINT_MIN_WIDTH = int(min_width)
+    if min_set is not None:
+        HINT_MIN_SET = int(min_set)
+    if tol_scale is not None:
+        HINT_TOL_SCALE = float(tol_scale)
+    return old
 
 
 include "../_kcol.pxi"
@@ -179,6 +237,15 @@ def draw_slots(generator, Py_ssize_t n, Py_ssize_t count):
     return [_draw(gen, n) for _ in range(count)]
 
 
+cdef void *_grown(void *mem, size_t size) except NULL:
+    """``realloc(mem, size)`` (at least one byte), raising MemoryError where it fails (``mem``
+    is then still valid, as its owner holds it)."""
+    cdef void *out = realloc(mem, max(size, 1))
+    if out == NULL:
+        raise MemoryError()
+    return out
+
+
 cdef class EventPass:
     """One learner's compiled ``learn_one`` / ``predict_one`` (see the module docstring).
 
@@ -204,6 +271,12 @@ cdef class EventPass:
         ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
         ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
         ``None``: the perceptrons' or the ranker's rule.
+
+    Attributes
+    ----------
+    hints_certain, hints_fresh, hint_builds
+        Events the float32 hints decided, events they left to the float64 row, and
+        rebuilds of their mirror (see ``_hint``): counts for tests and measurements.
     """
 
     cdef readonly object margin
@@ -285,6 +358,25 @@ cdef class EventPass:
     cdef readonly Py_ssize_t merges
     cdef Py_ssize_t m_dots  # rows of the set whose dots with the event's row _margins left
     #                        in ``kr`` under Merge (-1: none), for a merge whose m is the row
+    # The float32 hints (see _hint): the mirror of the support rows, transposed (feature k
+    # of slot s at h_S[k * h_ld + s]) and centred on h_center, their squared norms after
+    # centring (h_ssq, float32; h_sbig the largest, float64, an upper bound after
+    # removals), what it mirrors (h_support at h_version, its buffer h_X, h_w features;
+    # built when the set held h_n0 vectors), the event's float32 row and kernel row.
+    cdef float *h_S
+    cdef float *h_ssq
+    cdef double *h_center
+    cdef float *h_q
+    cdef double *h_k
+    cdef double *h_col  # p columns' sums of |coef| (sk_hint_sums' scratch)
+    cdef Py_ssize_t h_ld, h_w, h_n0, h_cap_S, h_cap_w, h_cap_ld, h_cap_p
+    cdef Py_ssize_t h_version
+    cdef object h_support, h_X
+    cdef bint h_valid
+    cdef double h_sbig, h_tol
+    cdef Py_ssize_t k_gap_d  # >= 0: the hints decided, self.k lacks this row (its width)
+    cdef double k_gap_sq  # and its squared norm
+    cdef readonly Py_ssize_t hints_certain, hints_fresh, hint_builds
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
         if rule not in (None, "svr", "novelty", "adatron"):
@@ -312,6 +404,12 @@ cdef class EventPass:
         self.cap_row = self.cap_k = self.cap_f = self.cap_kw = 0
         self.prog_obj = None
         self.prog_slots = 0
+        self.h_S = self.h_ssq = self.h_q = NULL
+        self.h_center = self.h_k = self.h_col = NULL
+        self.h_ld = self.h_w = self.h_n0 = 0
+        self.h_cap_S = self.h_cap_w = self.h_cap_ld = self.h_cap_p = 0
+        self.h_valid = False
+        self.k_gap_d = -1
 
     def __dealloc__(self):
         free(self.row)
@@ -322,6 +420,12 @@ cdef class EventPass:
         free(self.fr)
         free(self.kw)
         free(self.kc)
+        free(self.h_S)
+        free(self.h_ssq)
+        free(self.h_center)
+        free(self.h_q)
+        free(self.h_k)
+        free(self.h_col)
 
     def __reduce__(self):
         # the binding is a cache of the learner it serves: a copy starts unbound
@@ -716,12 +820,15 @@ cdef class EventPass:
             # parameters alone (a full re-binding costs ~10 us, 29 times a warm-up); the
             # Projectron's binding lets its P go, taken afresh at the next insert
             keep = self.bound and support is self.support and support.version == self.version
+            mirror = keep and self._mirror_current(d)
             kernel = model._auto_kernel.resolve(self.scale)
             support.set_kernel(kernel)
             if keep and self._bind_kernel(kernel) and self.kcode == kcode:
                 if self.pcode == P_PROJECTRON:
                     self._bind_projectron(self.policy)
                 self.version = support.version
+                if mirror:  # the rows did not move: the hints' mirror holds them still
+                    self.h_version = self.version
         return True
 
     cdef object _finish(self, model, Py_ssize_t d, y):
@@ -767,6 +874,231 @@ cdef class EventPass:
                 best_c = c
         return self.classes[best_c]
 
+    # -- the float32 hints ---------------------------------------------------------------------
+    # learn_one / predict_one of the perceptrons and the ranker under a plain RBF kernel and
+    # no budget, remove-oldest, remove-random or the Forgetron, once the event has at least
+    # HINT_MIN_WIDTH (8) features and the set HINT_MIN_SET (96) vectors: the event's kernel
+    # row in float32 against a mirror of the support rows, and the decision from it wherever
+    # the error bound of streamk._core.perceptron_hint_pass makes it certain (the float64
+    # row otherwise). The mirror, allocated at the first event past the gate, costs
+    # 4 (w + 1) + 8 bytes per row of the set's buffers (w features).
+
+    cdef bint _hint_kind(self) noexcept:
+        """Whether the hints serve this binding: the perceptrons' or the ranker's rule, a
+        plain RBF kernel, and no budget, remove-oldest, remove-random, remove-smallest or
+        the Forgetron (the Projectron and Merge use the kernel row itself)."""
+        return (
+            HINTS_ON
+            and (self.rcode == R_PERCEPTRON or self.rcode == R_RANKER)
+            and self.kcode == K_RBF
+            and self.kp[3] == 1.0
+            and (
+                self.pcode == P_OLDEST
+                or self.pcode == P_RANDOM
+                or self.pcode == P_FORGETRON
+                or self.pcode == P_SMALLEST
+            )
+        )
+
+    cdef bint _mirror_current(self, Py_ssize_t d) except -1:
+        """Whether the mirror holds the set's rows as they are now (``d`` features): only
+        this path's own changes keep it so; anything else moves ``support.version``."""
+        return (
+            self.h_valid
+            and self.h_support is self.support
+            and self.h_X is self.X_obj
+            and self.h_w == d
+            and self.h_version == self.support.version
+        )
+
+    cdef bint _mirror_room(self, Py_ssize_t d, Py_ssize_t ld, Py_ssize_t p) except False:
+        """The mirror's buffers for ``d`` features, ``ld`` slots and ``p`` outputs (grown,
+        never shrunk)."""
+        if d * ld > self.h_cap_S:
+            self.h_S = <float *>_grown(self.h_S, d * ld * sizeof(float))
+            self.h_cap_S = d * ld
+        if d > self.h_cap_w:
+            self.h_center = <double *>_grown(self.h_center, d * sizeof(double))
+            self.h_q = <float *>_grown(self.h_q, d * sizeof(float))
+            self.h_cap_w = d
+        if ld > self.h_cap_ld:
+            self.h_ssq = <float *>_grown(self.h_ssq, ld * sizeof(float))
+            self.h_k = <double *>_grown(self.h_k, ld * sizeof(double))
+            self.h_cap_ld = ld
+        if p > self.h_cap_p:
+            self.h_col = <double *>_grown(self.h_col, p * sizeof(double))
+            self.h_cap_p = p
+        return True
+
+    cdef bint _mirror_build(self, Py_ssize_t d) except -1:
+        """The mirror from the set's rows: centred on their mean (the rounding shrinks with
+        the norms), each vector's squared norm over all of its features (those past ``d``
+        included), the slots past ``n`` zero (the kernel's spare lanes read them)."""
+        cdef Py_ssize_t n = self.support.n, wx = self.X.shape[1], s, k, t
+        cdef Py_ssize_t ld = (self.X.shape[0] + 15) // 16 * 16
+        cdef double h
+        self.h_valid = False
+        self._mirror_room(d, ld, self.coef.shape[1])
+        for k in range(d):
+            self.h_center[k] = 0.0
+        for s in range(n):
+            for k in range(d):
+                self.h_center[k] += self.X[s, k]
+        for k in range(d):
+            self.h_center[k] /= max(n, 1)
+        self.h_sbig = 0.0
+        for s in range(n):  # the squared norms after centring, all features
+            h = 0.0
+            for k in range(d):
+                h += (self.X[s, k] - self.h_center[k]) * (self.X[s, k] - self.h_center[k])
+            for k in range(d, wx):
+                h += self.X[s, k] * self.X[s, k]
+            self.h_ssq[s] = <float>h
+            self.h_sbig = max(self.h_sbig, h)
+        for t in range(0, ld, 16):  # the rows sixteen at a time: one line of S per feature
+            for k in range(d):
+                for s in range(t, min(t + 16, n)):
+                    self.h_S[k * ld + s] = <float>(self.X[s, k] - self.h_center[k])
+                for s in range(max(t, n), t + 16):
+                    self.h_S[k * ld + s] = 0.0
+        for s in range(n, ld):
+            self.h_ssq[s] = 0.0
+        self.h_ld, self.h_w, self.h_n0 = ld, d, max(n, 1)
+        self.h_support, self.h_X, self.h_version = self.support, self.X_obj, self.support.version
+        self.h_valid = True
+        self.hint_builds += 1
+        return True
+
+    cdef void _mirror_put(self, Py_ssize_t slot, Py_ssize_t d) noexcept:
+        """The event's row (``self.row``, its features past ``d`` zero) into ``slot``."""
+        cdef double h = sk_centre32(&self.h_S[slot], self.row, self.h_center, d, self.h_ld)
+        self.h_ssq[slot] = <float>h
+        self.h_sbig = max(self.h_sbig, h)
+
+    cdef void _mirror_move(self, Py_ssize_t src, Py_ssize_t dst) noexcept:
+        """``SupportSet.remove``'s move of the last vector into the freed slot."""
+        cdef Py_ssize_t k, ld = self.h_ld
+        for k in range(self.h_w):
+            self.h_S[k * ld + dst] = self.h_S[k * ld + src]
+        self.h_ssq[dst] = self.h_ssq[src]
+
+    cdef bint _hint(self, Py_ssize_t d, double *row_sq) except -1:
+        """The float32 hints ``f~`` into ``self.f`` and their bound into ``self.h_tol``
+        (``|f~ - f| <= h_tol`` for every output, ``f`` what :meth:`_margins` computes);
+        False where the hints do not serve (kind, gate, the bound's range) or
+        :meth:`_margins` would decline. ``row_sq`` receives the row's squared norm as
+        :meth:`_margins` sums it (either way).
+
+        The bound is :func:`streamk._core.perceptron_hint_pass`'s weighted one (its
+        docstring proves it) for one row: ``1e-9 (1 + L) + 2 (1.001 A (8.0001 u + 1.0016
+        1.01 kappa (||q||^2 + S)) + 0.74 u L)``, ``A`` the sum of ``max_c |coef_s,c|`` times
+        the float32 kernel values, ``L`` the largest column sum of ``|coef|``, ``S`` the
+        largest squared norm (after centring) of the row and the mirror, ``kappa = 1.03 g
+        (w + 8) u``; valid while ``kappa (||q||^2 + S) <= 1e-3``."""
+        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], k
+        cdef double acc = 0.0, qsq, sq_hi, kappa, L = 0.0, A = 0.0, one = 1.0
+        cdef double *row = self.row
+        for k in range(d):
+            acc = acc + row[k] * row[k]
+        row_sq[0] = acc
+        if not self._hint_kind() or d < HINT_MIN_WIDTH or n < max(HINT_MIN_SET, 1):
+            return False
+        if not self.ranker and self.n_classes < 2:
+            return False
+        if d > self.X.shape[1] or n > self.cap_k:
+            return False
+        if not self._expansion_exact(self.support._sq_max + acc):
+            return False
+        if not self._mirror_current(d) or n > 2 * self.h_n0 + 16:
+            self._mirror_build(d)  # (again as the set grows: its mean moves)
+        qsq = sk_centre32(self.h_q, row, self.h_center, d, 1)
+        sq_hi = max(qsq, self.h_sbig)
+        kappa = 1.03 * self.gamma * (d + 8) * U32
+        if not (qsq + sq_hi < 1e30 and kappa * (qsq + sq_hi) <= 1e-3):
+            return False
+        with nogil:
+            memset(self.h_k, 0, ((n + 15) // 16 * 16) * sizeof(double))
+            sk_hint_column(self.h_k, NULL, self.h_ld, 1, &one, self.h_S, self.h_ld, d, 0, n,
+                           self.h_q, <float>qsq, self.h_ssq, <float>self.gamma)
+            if p == 1:
+                sk_hint_sums1(self.h_k, &self.coef[0, 0], n, self.f, &A, &L)
+            else:
+                sk_hint_sums(self.h_k, &self.coef[0, 0], n, p, self.f, &A, &L, self.h_col)
+        self.h_tol = HINT_TOL_SCALE * (1e-9 * (1.0 + L) + 2.0 * (
+            1.001 * A * (8.0001 * U32 + 1.0016 * 1.01 * kappa * (<float>qsq + sq_hi))
+            + 0.74 * U32 * L))
+        return True
+
+    cdef Py_ssize_t _hint_rank(self) noexcept:
+        """:meth:`_rank` from the hint: the number of thresholds ``<= f``, or -1 where a
+        threshold lies within the bound of the hint (its side is not certain)."""
+        cdef Py_ssize_t i, pr = 0
+        cdef double h = self.f[0], tol = self.h_tol
+        for i in range(self.b.shape[0]):
+            if h - self.b[i] > tol:
+                pr += 1
+            elif not self.b[i] - h > tol:
+                return -1
+        return pr
+
+    cdef object _hint_decide(self):
+        """:meth:`_decide` from the hints, or :data:`NOT_HANDLED` where the bound leaves it
+        open (the sign within it of 0, or the largest output within twice it of another)."""
+        cdef Py_ssize_t c, best_c = 0, p = self.coef.shape[1], pr
+        cdef double tol = self.h_tol, best
+        if self.ranker:
+            pr = self._hint_rank()
+            return NOT_HANDLED if pr < 0 else self.classes[pr]
+        if self.pair is not None:
+            if self.f[0] > tol:
+                return self.pair[0]
+            return self.pair[1] if self.f[0] < -tol else NOT_HANDLED
+        best = self.f[0]
+        for c in range(1, p):
+            if self.f[c] > best:
+                best = self.f[c]
+                best_c = c
+        for c in range(p):
+            if c != best_c and not best - self.f[c] > 2.0 * tol:
+                return NOT_HANDLED
+        return self.classes[best_c]
+
+    cdef int _hint_targets(self, code) noexcept:
+        """:meth:`_targets` from the hints: 1 (the new vector's coefficients in
+        ``self.f``), 0 (no column wrong), or -1 where a column's hint lies within the bound
+        of 0 or of the margin (``self.f`` then partly overwritten: the float64 row
+        follows). A certain mistake needs no exact ``f``: the coefficients are the targets."""
+        cdef Py_ssize_t c, p = self.coef.shape[1]
+        cdef double h, tol = self.h_tol, margin = self._margin
+        cdef bint wrong, any_wrong = False
+        if self.pair is not None:
+            self.t[0] = <double>code
+        else:
+            for c in range(p):
+                self.t[c] = -1.0
+            self.t[<Py_ssize_t>code] = 1.0
+        for c in range(p):
+            h = self.f[c] * self.t[c]
+            if h > tol and (not self._use_margin or h > margin + tol):
+                wrong = False
+            elif h < -tol or (self._use_margin and tol < h < margin - tol):
+                wrong = True
+            else:
+                return -1
+            if wrong:
+                any_wrong = True
+            self.f[c] = self.t[c] if wrong else 0.0
+        return 1 if any_wrong else 0
+
+    cdef void _hint_forget(self, Py_ssize_t r) noexcept nogil:
+        """The one kernel value the Forgetron's shrink reads from the event's row when the
+        hints decided it (``k_gap_d`` its width, ``k_gap_sq`` its squared norm):
+        ``k(x, x_r)`` into ``self.k[r]``, exactly as the full row has it (a dot's bits do
+        not depend on where its row sits)."""
+        _kcol(self.kcode, self.kp, &self.X[r, 0], self.X.shape[1], 1, &self.sq[r], self.row,
+              self.k_gap_d, self.k_gap_sq, &self.k[r])
+        self.k_gap_d = -1
+
     def predict(self, model, x):
         """``model.predict_one(x)`` in one call, or :data:`NOT_HANDLED`."""
         cdef double row_sq
@@ -778,7 +1110,15 @@ cdef class EventPass:
         if self.ranker and self.n_classes == 0:
             return NOT_HANDLED
         d = self._row(<dict>x)
-        if d < 0 or not self._margins(d, &row_sq):
+        if d < 0:
+            return NOT_HANDLED
+        if self._hint(d, &row_sq):
+            said = self._hint_decide()
+            if said is not NOT_HANDLED:
+                self.hints_certain += 1
+                return said
+            self.hints_fresh += 1
+        if not self._margins(d, &row_sq):
             return NOT_HANDLED
         return self._decide()
 
@@ -925,6 +1265,8 @@ cdef class EventPass:
         q = policy._q
         m = policy._m
         with nogil:
+            if self.k_gap_d >= 0:  # the hints decided: self.k lacks the event's row
+                self._hint_forget(r)
             self._column(&self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx, self.sq[r],
                          self.kr)
             _combine(self.kr, &self.coef[0, 0], n, p, self.fr)
@@ -1030,11 +1372,15 @@ cdef class EventPass:
         buffers (after :meth:`_room` said it can), with the set's counters."""
         cdef Py_ssize_t n, p = self.coef.shape[1], wx = self.X.shape[1], slot, c, s
         cdef double phi = 1.0
+        cdef Py_ssize_t gone = -1, last = -1
+        cdef bint follow
         if self.pcode == P_MERGE:
             return self._insert_merge(d, row_sq)
         support = self.support
         n = support.n
         slot = n
+        # the hints' mirror follows this insert where it is in step with the set
+        follow = self.h_valid and self.pcode != P_PROJECTRON and self._mirror_current(d)
         if self.pcode == P_FORGETRON:
             self.policy._m += 1
         if self.pcode == P_PROJECTRON:
@@ -1057,6 +1403,7 @@ cdef class EventPass:
                     phi = self._forgetron(slot, n)
                 if self.swap_r:
                     self._novelty_swap(slot, n, True, self._kdiag(row_sq), phi)
+                gone, last = slot, n - 1
                 self._remove(slot, n)
                 n -= 1
                 slot = n
@@ -1087,6 +1434,11 @@ cdef class EventPass:
         support.version = self.version
         if self.pcode == P_PROJECTRON:
             self._projectron_adopt(n)  # P inverts the set with the new row
+        if follow:  # the removal's move, then the new row (the shrink leaves the rows)
+            if gone != last:
+                self._mirror_move(last, gone)
+            self._mirror_put(slot, d)
+            self.h_version = self.version
         return True
 
     # -- Merge ------------------------------------------------------------------------------------
@@ -1211,27 +1563,51 @@ cdef class EventPass:
         prediction ``predict_one`` would have made is appended to (when learned)."""
         cdef double row_sq
         cdef Py_ssize_t pr = 0, i, k = 0
-        cdef bint update
+        cdef bint update = False, hinted
         self.m_dots = -1  # (this event's _margins sets it)
         if self._grow_first(self.support.n) and not self._current(model):
             return self._finish(model, d, y) if folded else False
-        if not self._margins(d, &row_sq):
-            return self._finish(model, d, y) if folded else False
-        said = self._decide() if pred is not None else None
-        if self.ranker:
-            k = <Py_ssize_t>code
-            pr = self._rank()
-            update = pr != k
-            self.f[0] = <double>(k - pr)
-        elif self.rcode == R_ADATRON:
-            update = self._adatron(code, row_sq)
-        else:
-            update = self._targets(code)
+        said = None
+        hinted = self._hint(d, &row_sq)
+        if hinted:  # the decision from the float32 hints where they make it certain
+            if pred is not None:
+                said = self._hint_decide()
+                hinted = said is not NOT_HANDLED
+            if hinted and self.ranker:
+                k = <Py_ssize_t>code
+                pr = self._hint_rank()
+                hinted = pr >= 0
+                update = pr != k
+                self.f[0] = <double>(k - pr)
+            elif hinted:
+                i = self._hint_targets(code)
+                hinted = i >= 0
+                update = i == 1
+            if hinted:
+                self.hints_certain += 1
+            else:
+                self.hints_fresh += 1
+        if not hinted:  # the float64 kernel row
+            if not self._margins(d, &row_sq):
+                return self._finish(model, d, y) if folded else False
+            said = self._decide() if pred is not None else None
+            if self.ranker:
+                k = <Py_ssize_t>code
+                pr = self._rank()
+                update = pr != k
+                self.f[0] = <double>(k - pr)
+            elif self.rcode == R_ADATRON:
+                update = self._adatron(code, row_sq)
+            else:
+                update = self._targets(code)
         if update:
             if not self._room(d, row_sq):
                 return self._finish(model, d, y) if folded else False
+            self.k_gap_d = d if hinted else -1  # (what the Forgetron's shrink must fill in)
+            self.k_gap_sq = row_sq
             new_id = self.support.next_id
             self._insert(d, row_sq)
+            self.k_gap_d = -1
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
                 if self.support.next_id != new_id:  # not when a Projectron projected it
                     _record(model._cls, self.support, new_id, float(self.classes.index(y)))
