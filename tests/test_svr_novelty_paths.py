@@ -143,8 +143,8 @@ def _check_path(kernel: str, policy: str, took: int, path: str) -> None:
     if block:
         expected = "tracked" if kernel in GRAM_KERNELS else path
         assert fastpass.COUNTS[expected] == fastpass.COUNTS["compiled"] > 0
-    elif took:
-        assert fastpass.COUNTS["event_rows"] == took
+    elif took:  # (Merge and RemoveSmallest: the untracked pass until the set could fill)
+        assert fastpass.COUNTS["event_rows"] + fastpass.COUNTS["untracked"] == took
 
 
 @pytest.mark.parametrize(("kernel", "policy"), CASES)

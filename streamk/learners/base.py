@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from .. import accel
-from ..budget import BudgetPolicy, make_policy, policy_from_spec
+from ..budget import (
+    BudgetPolicy,
+    Merge,
+    RemoveSmallest,
+    Unbounded,
+    make_policy,
+    policy_from_spec,
+)
 from ..errors import ConfigError, InvalidInput
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from . import fastpass
@@ -36,6 +43,11 @@ AUTO_WINDOW = 200
 #: Rows in a row the compiled per-event core may decline in ``learn_many`` (new classes
 #: at a stream's start, buffers growing) before the rest of a run goes to the NumPy path.
 _EVENT_STALLS = 8
+
+#: The fewest rows :meth:`KernelLearner._until_full` hands to the unbounded set's passes at
+#: once (unless the run has fewer): below it a chunk's Python costs more than the per-event
+#: core's rows.
+UNTIL_FULL_ROWS = 32
 
 
 def as_list(y: Any) -> list[Any]:
@@ -314,6 +326,39 @@ class KernelLearner:
             return 0
         self._take_runs(scale, rows, bounds, kernels, len(kernels))
         return bounds[-1]
+
+    def _policy_while(self, rows: int) -> BudgetPolicy:
+        """The policy to learn the next ``rows`` rows with: an unbounded stand-in for one that
+        acts only on a full set (``Merge``, ``RemoveSmallest``) while the set has room for
+        all of them (no update can then reach the budget: the same model), else the policy
+        itself."""
+        policy = self._policy
+        if type(policy) in (Merge, RemoveSmallest) and self._support.n + rows <= policy.budget:
+            return Unbounded()
+        return policy
+
+    def _until_full(
+        self, start: int, end: int, learn: Callable[[int, int, BudgetPolicy], bool]
+    ) -> int:
+        """Rows ``start:end`` of a run under one kernel learned by ``learn(a, b, policy)``
+        chunk by chunk with an unbounded stand-in for a policy that acts only on a full set
+        (``Merge``, ``RemoveSmallest``), while each chunk (at least :data:`UNTIL_FULL_ROWS`
+        rows, or the rest of the run) fits in the room the set has left: no update can then
+        reach the budget, so the unbounded set's compiled passes learn the policy's model
+        (a ``Merge(200)`` never fills on Phishing). ``learn`` says whether it took the
+        rows; the row this got to (``start``: none)."""
+        policy = self._policy
+        if type(policy) not in (Merge, RemoveSmallest):
+            return start
+        i = start
+        while i < end:
+            take = min(policy.budget - self._support.n, end - i)
+            if take <= 0 or take < min(UNTIL_FULL_ROWS, end - i):
+                break
+            if not learn(i, i + take, self._policy_while(take)):
+                break
+            i += take
+        return i
 
     def _take_runs(
         self,

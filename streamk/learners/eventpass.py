@@ -19,11 +19,11 @@ the core declines, and the learner goes on with the NumPy path from there
 (``tests/test_event_rows.py``).
 
 ``learn_one`` and ``predict_one`` of the perceptrons and the ranker (plain RBF; no budget,
-remove-oldest, remove-random, remove-smallest or the Forgetron) take the decision from a float32 kernel row
-against a float32 mirror of the support rows wherever its proven error bound makes it
-certain, once events have at least 8 features and the set at least 96 vectors; the mirror
-costs 4 (w + 1) + 8 bytes per row of the set's buffers (w features) and exists only past
-that gate (``tests/test_event_hints.py``).
+remove-oldest, remove-random, remove-smallest or the Forgetron) take the decision from a
+float32 kernel row against a float32 mirror of the support rows wherever its proven error
+bound makes it certain, once events have at least 8 features and the set at least 96
+vectors; the mirror costs 4 (w + 1) + 8 bytes per row of the set's buffers (w features)
+and exists only past that gate (``tests/test_event_hints.py``).
 
 The extension is optional like the core: without it (no C compiler at install time), or
 with ``STREAMK_NO_ACCEL=1``, :func:`event_pass` returns ``None`` and learners take the

@@ -349,7 +349,10 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
             i = self._warm_event_rows(rows, None, self._learn_block_row)  # (0 once warm)
         while i < len(rows):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
-            if self._learn_compiled(rows[i:end]):
+            i = self._until_full(
+                i, end, lambda a, b, policy: self._learn_compiled(rows[a:b], policy)
+            )
+            if i == end or self._learn_compiled(rows[i:end]):
                 i = end
                 continue
             if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end]):
@@ -380,13 +383,14 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
 
         return self._warm_untracked(rows, learn)
 
-    def _learn_compiled(self, rows: np.ndarray) -> bool:
+    def _learn_compiled(self, rows: np.ndarray, policy: BudgetPolicy | None = None) -> bool:
         """Rows learned under one kernel in one untracked compiled pass
         (:func:`streamk.learners.fastpass.novelty_rows`); ``False`` (nothing changed) when
-        it does not apply."""
+        it does not apply. ``policy``: the one to plan with, if not the learner's (the
+        unbounded stand-in of :meth:`_until_full`)."""
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         q_sq = accel.sqnorms(Q)
-        how = fastpass.rows_plan(self._support, self._policy, q_sq)
+        how = fastpass.rows_plan(self._support, policy or self._policy, q_sq)
         if how is None:
             return False
         self._r, self._cc, self._r_updates = fastpass.novelty_rows(

@@ -8,7 +8,7 @@ import numpy as np
 from river import base
 
 from .. import accel
-from ..budget import BudgetPolicy, RemoveSmallest, Unbounded
+from ..budget import BudgetPolicy, RemoveSmallest
 from ..budget.compiled import margin_run, merge_run
 from ..budget.merge import Merge
 from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
@@ -24,11 +24,6 @@ __all__ = ["KernelPerceptron"]
 
 
 _UNSET = object()  # a prediction not made yet (None is a real one: before any label)
-
-
-#: The fewest rows :meth:`KernelPerceptron._until_full` hands to the unbounded set's pass at
-#: once: below it, a chunk's Python costs more than the per-event core's rows.
-UNTIL_FULL_ROWS = 32
 
 
 class _Offset:
@@ -320,7 +315,22 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 T = None
             codes = np.empty(len(labels), dtype=np.int64)
         if T is not None:
-            head = self._until_full(rows, T, codes, q_sq, out, labels)
+
+            def chunk(a: int, b: int, policy: BudgetPolicy) -> bool:
+                sq = None if q_sq is None else q_sq[a:b]
+                run = (rows[a:b], T[a:b], codes[a:b])
+                ran = fastpass.perceptron_run(self._support, policy, *run, self._margin, sq)
+                if ran is None:
+                    ran = self._untracked_run(*run, sq, policy)
+                if ran is None:
+                    return False
+                self.n_mistakes += ran[0]
+                self._n_learned += b - a
+                if out is not None:
+                    out.put(a, self._labels.decode(codes[a:b].tolist(), labels[a:b]))
+                return True
+
+            head = self._until_full(0, len(labels), chunk)
             if head:
                 if head == len(labels):
                     return
@@ -378,54 +388,6 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         k_row = np.zeros(0)
         self._update(row, k_row @ self._support.coef, k_row, label)
 
-    def _policy_while(self, rows: int) -> BudgetPolicy:
-        """The policy to learn the next ``rows`` rows with: an unbounded stand-in for one that
-        acts only on a full set (``Merge``, ``RemoveSmallest``) while the set has room for
-        all of them (no update can then reach the budget: the same model), else the policy.
-        The compiled passes of the unbounded set (the float32 hint pass for the RBF) then
-        take rows the per-event core would (``Merge`` of 200 never fills on Phishing)."""
-        policy = self._policy
-        if type(policy) in (Merge, RemoveSmallest) and self._support.n + rows <= policy.budget:
-            return Unbounded()
-        return policy
-
-    def _until_full(
-        self,
-        rows: np.ndarray,
-        T: np.ndarray,
-        codes: np.ndarray,
-        q_sq: np.ndarray | None,
-        out: _Offset | None,
-        labels: list[Any],
-    ) -> int:
-        """How many leading rows of a run are learned by the unbounded set's compiled pass
-        (:meth:`_policy_while`), in chunks of at least :data:`UNTIL_FULL_ROWS` rows each
-        small enough that the set cannot fill; 0 where it does not apply."""
-        if type(self._policy) not in (Merge, RemoveSmallest):
-            return 0
-        done = 0
-        while True:
-            take = min(self._policy.budget - self._support.n, len(rows) - done)
-            if take < min(UNTIL_FULL_ROWS, len(rows) - done) or take <= 0:
-                return done
-            end = done + take
-            ran = fastpass.perceptron_run(
-                self._support,
-                self._policy_while(take),
-                rows[done:end],
-                T[done:end],
-                codes[done:end],
-                self._margin,
-                None if q_sq is None else q_sq[done:end],
-            )
-            if ran is None:
-                return done
-            self.n_mistakes += ran[0]
-            self._n_learned += take
-            if out is not None:
-                out.put(done, self._labels.decode(codes[done:end].tolist(), labels[done:end]))
-            done = end
-
     def _projectron_run(
         self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray
     ) -> tuple[int, int] | None:
@@ -460,13 +422,19 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         return done[0], rows.shape[0]
 
     def _untracked_run(
-        self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray, q_sq: np.ndarray | None
+        self,
+        rows: np.ndarray,
+        T: np.ndarray,
+        codes: np.ndarray,
+        q_sq: np.ndarray | None,
+        policy: BudgetPolicy | None = None,
     ) -> tuple[int, int] | None:
         """A whole run in one untracked compiled pass (:func:`streamk.learners.fastpass.
         perceptron_rows`: each row's kernel values against the set computed in C), for a
         Laplacian, polynomial or linear kernel, possibly scaled (the RBF kernel has its
         hint pass; Gram-matrix kernels keep the tracked block); ``(updates, rows)`` or
-        ``None`` (nothing changed)."""
+        ``None`` (nothing changed). ``policy``: the one to plan with, if not the
+        learner's (the unbounded stand-in of :meth:`_until_full`)."""
         if accel.core is None or rows.shape[1] == 0:
             return None
         kernel = self._support.kernel
@@ -475,7 +443,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         if q_sq is None:
             q_sq = accel.sqnorms(Q)
-        how = fastpass.rows_plan(self._support, self._policy, q_sq)
+        how = fastpass.rows_plan(self._support, policy or self._policy, q_sq)
         if how is None:
             return None
         updates = fastpass.perceptron_rows(self._support, Q, q_sq, T, how, codes, self._margin)

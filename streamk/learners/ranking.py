@@ -261,7 +261,10 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             i = self._warm_event_rows(rows, labels, self._learn_block_row)  # (0 once warm)
         while i < len(labels):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
-            if self._learn_untracked(rows[i:end], ranks[i:end]):
+            i = self._until_full(
+                i, end, lambda a, b, policy: self._learn_untracked(rows[a:b], ranks[a:b], policy)
+            )
+            if i == end or self._learn_untracked(rows[i:end], ranks[i:end]):
                 i = end
                 continue
             if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end]):
@@ -302,19 +305,24 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
                 block.start = j + 1
                 self._learn_block_row(rows[j], k_row, labels[j])
 
-    def _learn_untracked(self, rows: np.ndarray, ranks: np.ndarray) -> bool:
+    def _learn_untracked(
+        self, rows: np.ndarray, ranks: np.ndarray, policy: BudgetPolicy | None = None
+    ) -> bool:
         """Rows learned under one kernel in one untracked compiled pass (each row's kernel
         values against the set computed afresh in C: see
         :func:`streamk.learners.fastpass.ranker_rows`), cheaper than a tracked block when a
-        good share of the rows update; ``False`` (nothing changed) when it does not apply."""
+        good share of the rows update; ``False`` (nothing changed) when it does not apply.
+        ``policy``: the one to plan with, if not the learner's (the unbounded stand-in of
+        :meth:`_until_full`)."""
         if accel.core is None or rows.shape[1] == 0:
             return False
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         q_sq = accel.sqnorms(Q)
         self._b = np.ascontiguousarray(self._b, dtype=np.float64)
-        mistakes = self._hint_run(Q, q_sq, ranks)
+        policy = policy or self._policy
+        mistakes = self._hint_run(Q, q_sq, ranks, policy)
         if mistakes is None:
-            how = fastpass.rows_plan(self._support, self._policy, q_sq)
+            how = fastpass.rows_plan(self._support, policy, q_sq)
             if how is None:
                 return False
             mistakes = fastpass.ranker_rows(self._support, Q, q_sq, ranks, self._b, how)
@@ -322,7 +330,9 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         self._n_learned += len(ranks)
         return True
 
-    def _hint_run(self, Q: np.ndarray, q_sq: np.ndarray, ranks: np.ndarray) -> int | None:
+    def _hint_run(
+        self, Q: np.ndarray, q_sq: np.ndarray, ranks: np.ndarray, policy: BudgetPolicy
+    ) -> int | None:
         """The rows in the float32 hint pass (RBF; :func:`streamk.learners.fastpass.
         perceptron_run` with the ranks and thresholds): a row whose rank the hint makes
         certain needs no float64 kernel row, whether or not it updates. The mistakes, or
@@ -334,7 +344,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         codes = np.empty(Q.shape[0], dtype=np.int64)
         ranks = np.ascontiguousarray(ranks, dtype=np.int64)
         done = fastpass.perceptron_run(
-            self._support, self._policy, Q, T, codes, 0.0, q_sq, ranks=ranks, thresholds=self._b
+            self._support, policy, Q, T, codes, 0.0, q_sq, ranks=ranks, thresholds=self._b
         )
         return None if done is None else done[0]
 

@@ -275,7 +275,10 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
             self._targets.settle(self._support)
         while i < len(targets):  # one run per kernel: the whole block after the warm-up
             end = self._fold_kernel_run(rows, i)
-            if self._learn_compiled(rows[i:end], targets[i:end]):
+            i = self._until_full(
+                i, end, lambda a, b, policy: self._learn_compiled(rows[a:b], targets[a:b], policy)
+            )
+            if i == end or self._learn_compiled(rows[i:end], targets[i:end]):
                 i = end
                 continue
             if not fastpass.block_pass_applies(self._support, self._policy, rows[i:end]):
@@ -299,14 +302,17 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
         return self._warm_untracked(rows, learn)
 
-    def _learn_compiled(self, rows: np.ndarray, targets: list[float]) -> bool:
+    def _learn_compiled(
+        self, rows: np.ndarray, targets: list[float], policy: BudgetPolicy | None = None
+    ) -> bool:
         """Rows learned under one kernel in one untracked compiled pass (each row's kernel
         values against the set computed afresh in C: see
         :func:`streamk.learners.fastpass.svr_rows`); ``False`` (nothing changed) when it
-        does not apply."""
+        does not apply. ``policy``: the one to plan with, if not the learner's (the
+        unbounded stand-in of :meth:`_until_full`)."""
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         q_sq = accel.sqnorms(Q)
-        how = fastpass.rows_plan(self._support, self._policy, q_sq)
+        how = fastpass.rows_plan(self._support, policy or self._policy, q_sq)
         if how is None:
             return False
         stats = self._stats()
