@@ -728,37 +728,42 @@ static inline int skm_reach_at(double mm, double best, double *ustar, double *ca
 }
 
 /* The candidates for skm_bounds: every row but m within reach (u < ustar, or nn outside
- * [mm, cap] where the reach says nothing), and seed always; their indices into pick, their
- * u, nn, mn into cu, cn, cmn (which may be the scratch of earlier passes), in slot order.
- * A block of eight rows all out of reach is passed over on one vector compare (most are;
- * m's u = 0 keeps its block in); within a block a row is written at J and kept by moving
- * J on (branch-free: a set's kept rows fall at random). Returns how many. */
+ * [mm, cap] where the reach says nothing; NaN too), and seed always; their indices into
+ * pick, their u, nn, mn into cu, cn, cmn (which may be the scratch of earlier passes), in
+ * slot order. The flags are one vectorised pass (into flag); then a block of eight rows
+ * none of which is flagged is passed over on one vector compare (most are), and within a
+ * block a row is written at J and kept by moving J on (branch-free: a set's kept rows fall
+ * at random). (One pass testing u and nn in blocks would be less work, but GCC lowers the
+ * OR of two vector compares to scalar code in the target_clones copies.) Returns how
+ * many. */
 SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
                                              const double *mn, double mm, double ustar,
                                              double cap, Py_ssize_t n, Py_ssize_t m,
-                                             Py_ssize_t seed, Py_ssize_t *pick, double *cu,
-                                             double *cn, double *cmn)
+                                             Py_ssize_t seed, double *flag, Py_ssize_t *pick,
+                                             double *cu, double *cn, double *cmn)
 {
-    Py_ssize_t i = 0, j, J = 0;
-    sk_v8d x, y, us = (sk_v8d){0.0} + ustar, lo = (sk_v8d){0.0} + mm, hi = (sk_v8d){0.0} + cap;
+    Py_ssize_t i, j, J = 0;
+    sk_v8d x, zero = (sk_v8d){0.0};
     sk_v8l k;
-    for (; i < n; i += 8) {
+    for (i = 0; i < n; i++)
+        flag[i] = (u[i] >= ustar) & (nn[i] >= mm) & (nn[i] <= cap) ? 0.0 : 1.0;
+    flag[seed] = 1.0;
+    flag[m] = 0.0;
+    for (i = 0; i < n; i += 8) {
         Py_ssize_t e = n - i < 8 ? n - i : 8;
-        if (e == 8 && (seed < i || seed >= i + 8)) {
-            memcpy(&x, u + i, sizeof x);
-            memcpy(&y, nn + i, sizeof y);
-            k = ~((x >= us) & (y >= lo) & (y <= hi));  /* NaN: within reach */
+        if (e == 8) {
+            memcpy(&x, flag + i, sizeof x);
+            k = x != zero;
             if (!((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7])))
                 continue;
         }
         for (j = i; j < i + e; j++) {
             double uj = u[j], nj = nn[j], mj = mn[j];
-            int near = !((uj >= ustar) & (nj >= mm) & (nj <= cap));
             pick[J] = j;
             cu[J] = uj;
             cn[J] = nj;
             cmn[J] = mj;
-            J += (j == seed) | (near & (j != m));
+            J += flag[j] != 0.0;
         }
     }
     return J;

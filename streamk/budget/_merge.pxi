@@ -399,7 +399,7 @@ cdef extern from "_dense.h" nogil:
     int skm_reach_at(double mm, double best, double *ustar, double *cap)
     Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn, double mm,
                           double ustar, double cap, Py_ssize_t n, Py_ssize_t m, Py_ssize_t seed,
-                          Py_ssize_t *pick, double *cu, double *cn, double *cmn)
+                          double *flag, Py_ssize_t *pick, double *cu, double *cn, double *cmn)
 
 
 cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
@@ -470,7 +470,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     # skm_bounds takes every row where it is (m's bound is finite: u = 0) and m is left
     # out after it.
     if skm_reach_at(mm, best, &ustar, &cap):
-        J = skm_gather(us, NN, MN, mm, ustar, cap, n, m, seed, pick, cs, dd, sv)
+        J = skm_gather(us, NN, MN, mm, ustar, cap, n, m, seed, el, pick, cs, dd, sv)
         _loss_bounds(cs, dd, sv, mm, J, el, hf)
         K = skm_keep(el, J, seed, m, mm, best, pick, pick, cs, dd, sv, hf,
                      s.u, s.nn, s.mn, s.half)
