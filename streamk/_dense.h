@@ -769,18 +769,39 @@ SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
     return J;
 }
 
+/* The largest double t with sqrt(t) <= root, for a finite root >= 0: sqrt is correctly
+ * rounded, so monotone, and t is root² to an ulp or two. c <= t is then the test
+ * sqrt(c) <= root without a square root. */
+static inline double skm_root_floor(double root)
+{
+    double t = root * root;
+    for (int i = 0; i < 8 && sqrt(t) > root; i++)
+        t = nextafter(t, 0.0);
+    for (int i = 0; i < 8 && sqrt(nextafter(t, INFINITY)) <= root; i++)
+        t = nextafter(t, INFINITY);
+    return t;
+}
+
 /* m: the row of smallest cost (lo = the smallest squared cost cs, from skm_costs), ties
  * within 1e-12 relative in the costs themselves going to the oldest id. sqrt is monotone,
  * so only rows within 3e-12 of lo in squares can tie; a block of eight rows none of which
- * is that near is passed over on one vector compare (most are). */
+ * is that near is passed over on one vector compare (most are). The roots' test is a bound
+ * on the squares (skm_root_floor) where lo is an ordinary number, so that a set whose
+ * costs are equal (a novelty detector's coefficients often are) takes no root a row. */
 SK_DENSE_CLONES static Py_ssize_t skm_smallest(const double *cs, const int64_t *ids,
                                                Py_ssize_t n, double lo)
 {
-    double near = lo * (1.0 + 3e-12), root = sqrt(lo) * (1.0 + 1e-12);
+    double near = lo * (1.0 + 3e-12), root = sqrt(lo) * (1.0 + 1e-12), t;
     Py_ssize_t i = 0, j, m = -1;
     int64_t oldest = 0;
-    sk_v8d x, nv = (sk_v8d){0.0} + near;
+    int exact = lo >= 0.0 && lo < 1e300;
+    sk_v8d x, nv;
     sk_v8l k;
+    if (exact) {
+        t = skm_root_floor(root);
+        near = t < near ? t : near;
+    }
+    nv = (sk_v8d){0.0} + near;
     for (; i < n; i += 8) {
         Py_ssize_t e = n - i < 8 ? n - i : 8;
         if (e == 8) {
@@ -790,7 +811,7 @@ SK_DENSE_CLONES static Py_ssize_t skm_smallest(const double *cs, const int64_t *
                 continue;
         }
         for (j = i; j < i + e; j++)
-            if (cs[j] <= near && sqrt(cs[j]) <= root && (m < 0 || ids[j] < oldest)) {
+            if (cs[j] <= near && (exact || sqrt(cs[j]) <= root) && (m < 0 || ids[j] < oldest)) {
                 m = j;
                 oldest = ids[j];
             }
