@@ -611,6 +611,8 @@ SK_DENSE_CLONES static Py_ssize_t skm_partners(double *dd, const double *sq, con
     Py_ssize_t i, c;
     double sqm = sq[m], lo;
     const double *cm = C + m * p;
+    sk_v8d x, lov;
+    sk_v8l k;
     for (i = 0; i < n; i++) {
         double d = sq[i] + sqm - 2.0 * dd[i];
         d = 0.0 > d ? 0.0 : d;
@@ -631,7 +633,16 @@ SK_DENSE_CLONES static Py_ssize_t skm_partners(double *dd, const double *sq, con
     dd[m] = 0.0;
     u[m] = gamma * 0.0;
     lo = skm_min(dd + m + 1, n - m - 1, skm_min(dd, m, INFINITY));
-    for (i = 0; i < n; i++)
+    lov = (sk_v8d){0.0} + lo;
+    /* the first row at lo: blocks of eight without it passed over on one vector compare
+     * (from the first block holding it, row by row: m's dd of 0 can equal lo) */
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&x, dd + i, sizeof x);
+        k = x == lov;
+        if ((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7]))
+            break;
+    }
+    for (; i < n; i++)
         if (i != m && dd[i] == lo)
             return i;
     return m == 0 ? 1 : 0;  /* NaN distances only */
