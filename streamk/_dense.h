@@ -795,38 +795,51 @@ static inline double skm_root_floor(double root)
 
 /* m: the row of smallest cost (lo = the smallest squared cost cs, from skm_costs), ties
  * within 1e-12 relative in the costs themselves going to the oldest id. sqrt is monotone,
- * so only rows within 3e-12 of lo in squares can tie; a block of eight rows none of which
- * is that near is passed over on one vector compare (most are). The roots' test is a bound
- * on the squares (skm_root_floor) where lo is an ordinary number, so that a set whose
- * costs are equal (a novelty detector's coefficients often are) takes no root a row. */
+ * so only rows within 3e-12 of lo in squares can tie, and where lo is an ordinary number
+ * the roots' test is a bound on the squares (skm_root_floor): the tie is cs <= near, one
+ * vector compare for eight rows, and the oldest id and its slot are kept lane by lane by
+ * blends (no branch a row: a set whose costs are equal, a novelty detector's often are,
+ * ties on most rows). Elsewhere (NaN or huge costs) the roots row by row. */
 SK_DENSE_CLONES static Py_ssize_t skm_smallest(const double *cs, const int64_t *ids,
                                                Py_ssize_t n, double lo)
 {
     double near = lo * (1.0 + 3e-12), root = sqrt(lo) * (1.0 + 1e-12), t;
     Py_ssize_t i = 0, j, m = -1;
-    int64_t oldest = 0;
-    int exact = lo >= 0.0 && lo < 1e300;
+    int64_t oldest = INT64_MAX;
     sk_v8d x, nv;
-    sk_v8l k;
-    if (exact) {
-        t = skm_root_floor(root);
-        near = t < near ? t : near;
-    }
-    nv = (sk_v8d){0.0} + near;
-    for (; i < n; i += 8) {
-        Py_ssize_t e = n - i < 8 ? n - i : 8;
-        if (e == 8) {
-            memcpy(&x, cs + i, sizeof x);
-            k = x <= nv;
-            if (!((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7])))
-                continue;
-        }
-        for (j = i; j < i + e; j++)
-            if (cs[j] <= near && (exact || sqrt(cs[j]) <= root) && (m < 0 || ids[j] < oldest)) {
+    sk_v8l k, id, lt, slot, top = (sk_v8l){0} + INT64_MAX, best = top, at = top;
+    sk_v8l lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (!(lo >= 0.0 && lo < 1e300)) {
+        for (j = 0; j < n; j++)
+            if (cs[j] <= near && sqrt(cs[j]) <= root && (m < 0 || ids[j] < oldest)) {
                 m = j;
                 oldest = ids[j];
             }
+        return m;
     }
+    t = skm_root_floor(root);
+    near = t < near ? t : near;
+    nv = (sk_v8d){0.0} + near;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, cs + i, sizeof x);
+        memcpy(&id, ids + i, sizeof id);
+        k = x <= nv;
+        id = (id & k) | (top & ~k);
+        lt = id < best;  /* strict: a lane keeps its first slot of an id */
+        slot = lane + (int64_t)i;
+        best = (id & lt) | (best & ~lt);
+        at = (slot & lt) | (at & ~lt);
+    }
+    for (j = 0; j < 8; j++)  /* lanes in slot order within a block: (id, slot) decides */
+        if (best[j] < oldest || (best[j] == oldest && best[j] != INT64_MAX && at[j] < m)) {
+            oldest = best[j];
+            m = best[j] == INT64_MAX ? m : (Py_ssize_t)at[j];
+        }
+    for (; i < n; i++)
+        if (cs[i] <= near && (m < 0 || ids[i] < oldest)) {
+            m = i;
+            oldest = ids[i];
+        }
     return m;
 }
 
