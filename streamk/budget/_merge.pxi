@@ -420,7 +420,8 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     ``m`` is the vector of smallest ``||coef_m|| sqrt(k(x_m, x_m))`` (ties within 1e-12
     relative: the oldest); the partner minimises the weight degradation at the ``h`` that
     keeps most of ``||alpha_z||²`` (ties: the first slot). The nearest candidate is searched
-    first; every candidate a closed-form lower bound on its loss does not rule out gets the
+    first; every candidate within the reach of its loss (a distance beyond which no partner
+    loses less) and that a closed-form lower bound on its loss does not rule out gets the
     grid, and those the grid's bound does not rule out the Newton search, all at once. A
     candidate is ruled out only when its bound exceeds a loss some candidate reaches by a
     margin far above rounding, so the pick is the full search's.
