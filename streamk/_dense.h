@@ -716,13 +716,18 @@ static const double skm_reach[SKM_REACH_N] = {
     9.9999899e-01, 9.9999899e-01, 9.9999899e-01, 9.9999899e-01, 9.9999899e-01
 };
 
-/* The smallest table point u* = u_k at which mm skm_reach[k] exceeds best by the search's
- * margin 1e-9 (mm + nn) for nn = mm, and cap, the largest nn for which it still does (the
- * margin grows with nn; 1e-6 of it kept for rounding). Returns 0 when no table point does
- * (best about mm or more, or mm = 0): nothing is ruled out by distance. */
-static inline int skm_reach_at(double mm, double best, double *ustar, double *cap)
+/* The reach of best at two table points, into reach[0..3] = (u1, cap1, u2, cap2): u1 is
+ * the smallest table point u_k at which mm skm_reach[k] exceeds best by the search's
+ * margin 1e-9 (mm + nn) for nn = mm, cap1 the largest nn for which it still does (the
+ * margin grows with nn; 1e-6 of it kept for rounding); u2 and cap2 the same an octave
+ * farther, where the bound has grown past the margin of far heavier partners (a novelty
+ * detector's best loss is often about 0, so cap1 is a few mm and its merged rows are
+ * heavier). A partner at u >= u1 with mm <= nn <= cap1, or at u >= u2 with
+ * mm <= nn <= cap2, cannot lose less than best. Returns 0 when no table point does (best
+ * about mm or more, or mm = 0): nothing is ruled out by distance. */
+static inline int skm_reach_at(double mm, double best, double *reach)
 {
-    Py_ssize_t lo = 0, hi = SKM_REACH_N - 1, mid;
+    Py_ssize_t lo = 0, hi = SKM_REACH_N - 1, mid, far;
     double need = best + 2e-9 * mm;
     if (!(mm > 0.0) || !(mm * skm_reach[hi] > need))
         return 0;
@@ -733,31 +738,38 @@ static inline int skm_reach_at(double mm, double best, double *ustar, double *ca
         else
             lo = mid + 1;
     }
-    *ustar = exp2((double)lo / 16.0 - 15.0);
-    *cap = 1e9 * (mm * skm_reach[lo] - best) * (1.0 - 1e-6) - mm;
+    far = lo + 16 < SKM_REACH_N ? lo + 16 : SKM_REACH_N - 1;
+    reach[0] = exp2((double)lo / 16.0 - 15.0);
+    reach[1] = 1e9 * (mm * skm_reach[lo] - best) * (1.0 - 1e-6) - mm;
+    reach[2] = exp2((double)far / 16.0 - 15.0);
+    reach[3] = 1e9 * (mm * skm_reach[far] - best) * (1.0 - 1e-6) - mm;
     return 1;
 }
 
-/* The candidates for skm_bounds: every row but m within reach (u < ustar, or nn outside
- * [mm, cap] where the reach says nothing; NaN too), and seed always; their indices into
- * pick, their u, nn, mn into cu, cn, cmn (which may be the scratch of earlier passes), in
- * slot order. The flags are one vectorised pass (into flag); then a block of eight rows
- * none of which is flagged is passed over on one vector compare (most are), and within a
- * block a row is written at J and kept by moving J on (branch-free: a set's kept rows fall
- * at random). (One pass testing u and nn in blocks would be less work, but GCC lowers the
- * OR of two vector compares to scalar code in the target_clones copies.) Returns how
- * many. */
+/* The candidates for skm_bounds: every row but m within reach (skm_reach_at's; NaN too),
+ * and seed always; their indices into pick, their u, nn, mn into cu, cn, cmn (which may be
+ * the scratch of earlier passes), in slot order. The flags are one vectorised pass (into
+ * flag); then a block of eight rows none of which is flagged is passed over on one vector
+ * compare (most are), and within a block a row is written at J and kept by moving J on
+ * (branch-free: a set's kept rows fall at random). (One pass testing u and nn in blocks
+ * would be less work, but GCC lowers the OR of two vector compares to scalar code in the
+ * target_clones copies.) Returns how many. */
 SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
-                                             const double *mn, double mm, double ustar,
-                                             double cap, Py_ssize_t n, Py_ssize_t m,
-                                             Py_ssize_t seed, double *flag, Py_ssize_t *pick,
-                                             double *cu, double *cn, double *cmn)
+                                             const double *mn, double mm, const double *reach,
+                                             Py_ssize_t n, Py_ssize_t m, Py_ssize_t seed,
+                                             double *flag, Py_ssize_t *pick, double *cu,
+                                             double *cn, double *cmn)
 {
     Py_ssize_t i, j, J = 0;
+    double u1 = reach[0], cap1 = reach[1], u2 = reach[2], cap2 = reach[3];
     sk_v8d x, zero = (sk_v8d){0.0};
     sk_v8l k;
-    for (i = 0; i < n; i++)
-        flag[i] = (u[i] >= ustar) & (nn[i] >= mm) & (nn[i] <= cap) ? 0.0 : 1.0;
+    for (i = 0; i < n; i++) {
+        double ui = u[i], ni = nn[i];
+        int heavier = ni >= mm;
+        flag[i] = ((ui >= u1) & heavier & (ni <= cap1)) | ((ui >= u2) & heavier & (ni <= cap2))
+                      ? 0.0 : 1.0;
+    }
     flag[seed] = 1.0;
     flag[m] = 0.0;
     for (i = 0; i < n; i += 8) {

@@ -123,17 +123,22 @@ def test_the_reach_lies_below_the_least_loss_everywhere():
 @pytest.mark.parametrize("mm", [1e-6, 0.3, 2.0])
 @pytest.mark.parametrize("frac", [0.0, 1e-6, 0.05, 0.5, 0.9, 0.99])
 def test_the_reach_of_a_loss(mm, frac):
-    """``skm_reach_at``: ``u*`` is the first table point whose bound beats ``best`` by the
-    search's margin ``1e-9 (mm + nn)``, and for every ``nn`` in ``[mm, cap]``."""
+    """``skm_reach_at``: ``u1`` is the first table point whose bound beats ``best`` by the
+    search's margin ``1e-9 (mm + nn)``, and for every ``nn`` in ``[mm, cap1]``; ``u2`` the
+    point an octave farther (or the last), whose bound beats it for every ``nn`` up to
+    ``cap2``."""
     table = compiled.policies.merge_reach()
     best = frac * mm
     found = compiled.policies.merge_reach_at(mm, best)
     assert found is not None
-    ustar, cap = found
-    k = int(round(np.log2(ustar / U0) * PER_OCTAVE))
-    assert ustar == pytest.approx(U0 * 2.0 ** (k / PER_OCTAVE), rel=1e-15)
-    assert mm * table[k] > best + 1e-9 * (mm + cap) and cap >= mm
+    u1, cap1, u2, cap2 = found
+    k = int(round(np.log2(u1 / U0) * PER_OCTAVE))
+    assert u1 == pytest.approx(U0 * 2.0 ** (k / PER_OCTAVE), rel=1e-15)
+    assert mm * table[k] > best + 1e-9 * (mm + cap1) and cap1 >= mm
     assert k == 0 or mm * table[k - 1] <= best + 2e-9 * mm
+    far = min(k + PER_OCTAVE, len(table) - 1)
+    assert u2 == pytest.approx(U0 * 2.0 ** (far / PER_OCTAVE), rel=1e-15)
+    assert mm * table[far] > best + 1e-9 * (mm + cap2) and cap2 >= cap1
 
 
 @needs_compiled
@@ -232,3 +237,39 @@ def test_compiled_search_makes_the_numpy_pick_across_the_reach(seed, n_outputs):
     u = gamma * np.maximum(sq + sq[m] - 2.0 * (X @ X[m]), 0.0)
     assert 0 < np.sum(u >= reach[0]) < len(u) - 2  # rows on both sides of it
     assert 0.8 * reach[0] < u[n] < reach[0]  # the winner just inside it
+
+
+def novelty_set(seed: int) -> tuple[SupportSet, float]:
+    """A novelty detector's set: equal coefficients but for merged rows two to eight times
+    heavier, and ``m`` (the oldest of the lightest) with a near duplicate (``u = 1e-4``), so
+    that the best loss is about the margin and only the reach's second level (an octave
+    farther, up to a far larger ``nn``) rules the heavier rows out; the others are at least
+    ``u = 2e-4`` away (losses above rounding)."""
+    rng = np.random.default_rng(seed)
+    gamma = 0.5
+    s = SupportSet(RBF(gamma=gamma))
+    s.append(np.zeros(2), np.ones(1))
+    near = rng.normal(size=2)
+    s.append(near / np.linalg.norm(near) * np.sqrt(1e-4 / gamma), np.ones(1))  # u = 1e-4
+    for i in range(int(rng.integers(30, 120))):
+        x = rng.normal(size=2)
+        x *= np.exp(rng.uniform(np.log(0.02), np.log(5.0))) / np.linalg.norm(x)
+        s.append(x, np.ones(1) * (rng.uniform(2.0, 8.0) if i % 3 == 0 else 1.0))
+    return s, gamma
+
+
+@needs_compiled
+@pytest.mark.parametrize("seed", range(8))
+def test_compiled_search_makes_the_numpy_pick_on_a_novelty_set(seed):
+    """The same pick as NumPy's where the best loss is about 0, and heavier rows lie between
+    the reach's two levels (ruled out by the second alone)."""
+    s, gamma = novelty_set(seed)
+    m, n, h = compiled.compiled_merge_search(s, gamma)
+    m_ref, n_ref, h_ref = merge_search(s, gamma)
+    assert (m, n) == (m_ref, n_ref)
+    assert h == pytest.approx(h_ref, abs=1e-12)
+    u1, cap1, u2, cap2 = seed_reach(s, gamma, m_ref)
+    X, C, sq = s.X, s.coef, s.sqnorm
+    u = gamma * np.maximum(sq + sq[m] - 2.0 * (X @ X[m]), 0.0)
+    nn = np.einsum("ij,ij->i", C, C)
+    assert np.any((u >= u2) & (nn > cap1) & (nn <= cap2))

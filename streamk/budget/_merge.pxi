@@ -396,9 +396,9 @@ cdef extern from "_dense.h" nogil:
                         double *nn, double *mn, double *half)
     enum: SKM_REACH_N
     const double skm_reach[]
-    int skm_reach_at(double mm, double best, double *ustar, double *cap)
+    int skm_reach_at(double mm, double best, double *reach)
     Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn, double mm,
-                          double ustar, double cap, Py_ssize_t n, Py_ssize_t m, Py_ssize_t seed,
+                          const double *reach, Py_ssize_t n, Py_ssize_t m, Py_ssize_t seed,
                           double *flag, Py_ssize_t *pick, double *cu, double *cn, double *cmn)
 
 
@@ -431,7 +431,8 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     """
     cdef Py_ssize_t i, j, k, m = -1, partner = -1, J, K, L, kept, seed
     cdef double lo, mm, loss, best, best_h = 0.0
-    cdef double bound, d2h, c2, ub, ustar = 0.0, cap = 0.0
+    cdef double bound, d2h, c2, ub
+    cdef double reach[4]
     cdef double *cs = buf
     cdef double *dd = cs + n
     cdef double *NN = dd + n
@@ -464,14 +465,14 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - s.w[0]
     # Candidates whose loss provably exceeds the nearest's by a margin far above rounding
     # are ruled out; those left get the grid (the nearest again with them). First by
-    # distance alone (:c:func:`skm_reach_at`: no partner at u >= u* can lose less than
-    # best, whatever its coefficients, so one compare a row leaves the few near m), then by
-    # :c:func:`skm_bounds` on the rows left (gathered with their u, nn, mn into cs, dd and
-    # sv, free by now). Where the reach rules nothing out (best about mm or more),
-    # skm_bounds takes every row where it is (m's bound is finite: u = 0) and m is left
-    # out after it.
-    if skm_reach_at(mm, best, &ustar, &cap):
-        J = skm_gather(us, NN, MN, mm, ustar, cap, n, m, seed, el, pick, cs, dd, sv)
+    # distance (:c:func:`skm_reach_at`: beyond the reach of best no partner but one far
+    # heavier than m loses less, whatever its coefficients: a few compares a row leave the
+    # few near m), then by :c:func:`skm_bounds` on the rows left (gathered with their u, nn,
+    # mn into cs, dd and sv, free by now). Where the reach rules nothing out (best about mm
+    # or more), skm_bounds takes every row where it is (m's bound is finite: u = 0) and m is
+    # left out after it.
+    if skm_reach_at(mm, best, reach):
+        J = skm_gather(us, NN, MN, mm, reach, n, m, seed, el, pick, cs, dd, sv)
         _loss_bounds(cs, dd, sv, mm, J, el, hf)
         K = skm_keep(el, J, seed, m, mm, best, pick, pick, cs, dd, sv, hf,
                      s.u, s.nn, s.mn, s.half)

@@ -509,13 +509,13 @@ def merge_reach():
 
 
 def merge_reach_at(double mm, double best):
-    """``(u*, cap)`` of ``_dense.h``'s ``skm_reach_at`` (partners at ``u >= u*`` with
-    ``mm <= nn <= cap`` cannot lose less than ``best``), or None where it rules nothing
-    out, for tests."""
-    cdef double ustar = 0.0, cap = 0.0
-    if not skm_reach_at(mm, best, &ustar, &cap):
+    """``(u1, cap1, u2, cap2)`` of ``_dense.h``'s ``skm_reach_at`` (partners at ``u >= u1``
+    with ``mm <= nn <= cap1``, or at ``u >= u2`` with ``mm <= nn <= cap2``, cannot lose less
+    than ``best``), or None where it rules nothing out, for tests."""
+    cdef double reach[4]
+    if not skm_reach_at(mm, best, reach):
         return None
-    return ustar, cap
+    return reach[0], reach[1], reach[2], reach[3]
 
 
 def merge_apply(
