@@ -601,23 +601,23 @@ SK_DENSE_CLONES static double skm_costs(const double *C, Py_ssize_t p, const dou
 }
 
 /* Every row's place against row m, from dd[i] = x_i . x_m: dd[i] = max(sq_i + sq_m -
- * 2 dd[i], 0) (the squared distance), mn[i] = C_i . C_m, u[i] = gamma dd[i] and
- * half[i] = u[i] / 2 (row m's four set as for a distance of 0). Returns the nearest row
- * but m (the first of the nearest). */
+ * 2 dd[i], 0) (the squared distance), mn[i] = C_i . C_m and u[i] = gamma dd[i] (row m's
+ * three set as for a distance of 0). Returns the nearest row but m (the first of the
+ * nearest). */
 SK_DENSE_CLONES static Py_ssize_t skm_partners(double *dd, const double *sq, const double *C,
                                                Py_ssize_t p, Py_ssize_t n, Py_ssize_t m,
-                                               double gamma, double *mn, double *u,
-                                               double *half)
+                                               double gamma, double *mn, double *u)
 {
     Py_ssize_t i, c;
     double sqm = sq[m], lo;
     const double *cm = C + m * p;
+    sk_v8d x, lov;
+    sk_v8l k;
     for (i = 0; i < n; i++) {
         double d = sq[i] + sqm - 2.0 * dd[i];
         d = 0.0 > d ? 0.0 : d;
         dd[i] = d;
         u[i] = gamma * d;
-        half[i] = u[i] * 0.5;
     }
     if (p == 1) {
         for (i = 0; i < n; i++)
@@ -632,77 +632,232 @@ SK_DENSE_CLONES static Py_ssize_t skm_partners(double *dd, const double *sq, con
     }
     dd[m] = 0.0;
     u[m] = gamma * 0.0;
-    half[m] = u[m] * 0.5;
     lo = skm_min(dd + m + 1, n - m - 1, skm_min(dd, m, INFINITY));
-    for (i = 0; i < n; i++)
+    lov = (sk_v8d){0.0} + lo;
+    /* the first row at lo: blocks of eight without it passed over on one vector compare
+     * (from the first block holding it, row by row: m's dd of 0 can equal lo) */
+    for (i = 0; i + 8 <= n; i += 8) {
+        memcpy(&x, dd + i, sizeof x);
+        k = x == lov;
+        if ((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7]))
+            break;
+    }
+    for (; i < n; i++)
         if (i != m && dd[i] == lo)
             return i;
     return m == 0 ? 1 : 0;  /* NaN distances only */
 }
 
-/* The candidates for skm_bounds: every row but m whose box bound (half = exp(-u / 2);
- * see _merge_pick) does not rule it out against best, and seed always; their indices into
- * pick, their u, nn, mn into cu, cn, cmn (which may be the scratch of earlier passes).
- * The keep flags are one vectorised pass (into flag), the gathering one branch-free pass
- * (a row is written at J and kept by moving J on): a branch a row mispredicts on a set
- * whose rows are kept at random. Returns how many. */
-SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
-                                             const double *mn, const double *half, double mm,
-                                             double best, Py_ssize_t n, Py_ssize_t m,
-                                             Py_ssize_t seed, double *flag, Py_ssize_t *pick,
-                                             double *cu, double *cn, double *cmn)
+/* Merge's reach: how far from m a partner can be and still lose as little as best.
+ * For a partner at u = gamma d² whose ||alpha_n||² = nn >= mm (every partner of an RBF set:
+ * m has the smallest norm), the weight's maximum lies on h in [0, 1/2], where the loss at h
+ * is (1 - a²) mm + (1 - b²) nn - 2 (ab - e^-u) mn with ab >= e^-u; as |mn| <= sqrt(mm nn),
+ * with s = sqrt(nn / mm) >= 1 it is at least mm M(u, h), M = min over s >= 1 of
+ * (1 - a²) + (1 - b²) s² - 2 (ab - e^-u) s, whatever the coefficients. So no partner at u
+ * loses less than mm L(u), L(u) = min over h of M(u, h): L rises from u²/2 at 0 (for u <= 2
+ * it is the loss of two equal coefficients, 2 (1 - e^-u/2)²) to 1 - e^-2u-ish far off.
+ * skm_reach[k] <= L(u) for every u >= u_k = 2^(k/16 - 15): L computed offline on 64 points
+ * an octave (a dense h grid polished by a bounded 1-D search, long double), nondecreasing
+ * (tests/test_merge_reach.py checks 256 points an octave and that 1% higher fails), times
+ * 1 - 1e-6 and rounded down, capped below 1. One number a row (its u) then rules out the far
+ * rows, where the polygon bound skm_bounds would take three exponentials each. */
+#define SKM_REACH_N 305
+static const double skm_reach[SKM_REACH_N] = {
+    4.6565371e-10, 5.0779863e-10, 5.5375794e-10, 6.0387687e-10, 6.5853189e-10, 7.1813355e-10,
+    7.8312953e-10, 8.5400806e-10, 9.3130154e-10, 1.0155905e-09, 1.1075082e-09, 1.2077450e-09,
+    1.3170539e-09, 1.4362558e-09, 1.5662462e-09, 1.7080015e-09, 1.8625864e-09, 2.0311621e-09,
+    2.2149949e-09, 2.4154655e-09, 2.6340798e-09, 2.8724797e-09, 3.1324561e-09, 3.4159616e-09,
+    3.7251257e-09, 4.0622707e-09, 4.4299288e-09, 4.8308615e-09, 5.2680804e-09, 5.7448693e-09,
+    6.2648096e-09, 6.8318063e-09, 7.4501184e-09, 8.1243897e-09, 8.8596848e-09, 9.6615264e-09,
+    1.0535936e-08, 1.1489483e-08, 1.2529328e-08, 1.3663281e-08, 1.4899860e-08, 1.6248350e-08,
+    1.7718881e-08, 1.9322496e-08, 2.1071240e-08, 2.2978245e-08, 2.5057835e-08, 2.7325628e-08,
+    2.9798654e-08, 3.2495487e-08, 3.5436380e-08, 3.8643419e-08, 4.2140688e-08, 4.5954451e-08,
+    5.0113348e-08, 5.4648610e-08, 5.9594296e-08, 6.4987544e-08, 7.0868854e-08, 7.7282389e-08,
+    8.4276309e-08, 9.1903131e-08, 1.0022012e-07, 1.0928973e-07, 1.1918007e-07, 1.2996538e-07,
+    1.4172665e-07, 1.5455219e-07, 1.6853828e-07, 1.8378994e-07, 2.0042166e-07, 2.1855831e-07,
+    2.3833603e-07, 2.5990332e-07, 2.8342205e-07, 3.0906879e-07, 3.3703604e-07, 3.6753372e-07,
+    4.0079076e-07, 4.3705676e-07, 4.7660391e-07, 5.1972902e-07, 5.6675572e-07, 6.1803693e-07,
+    6.7395746e-07, 7.3493693e-07, 8.0143289e-07, 8.7394426e-07, 9.5301508e-07, 1.0392385e-06,
+    1.1332614e-06, 1.2357892e-06, 1.3475907e-06, 1.4695047e-06, 1.6024454e-06, 1.7474099e-06,
+    1.9054851e-06, 2.0778564e-06, 2.2658162e-06, 2.4707736e-06, 2.6942651e-06, 2.9379659e-06,
+    3.2037025e-06, 3.4934666e-06, 3.8094293e-06, 4.1539582e-06, 4.5296343e-06, 4.9392720e-06,
+    5.3859394e-06, 5.8729816e-06, 6.4040457e-06, 6.9831078e-06, 7.6145027e-06, 8.3029563e-06,
+    9.0536207e-06, 9.8721128e-06, 1.0764555e-05, 1.1737624e-05, 1.2798596e-05, 1.3955404e-05,
+    1.5216694e-05, 1.6591895e-05, 1.8091280e-05, 1.9726051e-05, 2.1508418e-05, 2.3451687e-05,
+    2.5570365e-05, 2.7880261e-05, 3.0398609e-05, 3.3144190e-05, 3.6137473e-05, 3.9400767e-05,
+    4.2958386e-05, 4.6836826e-05, 5.1064962e-05, 5.5674259e-05, 6.0699004e-05, 6.6176561e-05,
+    7.2147640e-05, 7.8656600e-05, 8.5751768e-05, 9.3485802e-05, 1.0191606e-04, 1.1110505e-04,
+    1.2112084e-04, 1.3203760e-04, 1.4393610e-04, 1.5690432e-04, 1.7103809e-04, 1.8644178e-04,
+    2.0322903e-04, 2.2152361e-04, 2.4146028e-04, 2.6318578e-04, 2.8685984e-04, 3.1265639e-04,
+    3.4076475e-04, 3.7139097e-04, 4.0475935e-04, 4.4111397e-04, 4.8072045e-04, 5.2386780e-04,
+    5.7087049e-04, 6.2207059e-04, 6.7784020e-04, 7.3858405e-04, 8.0474226e-04, 8.7679343e-04,
+    9.5525789e-04, 1.0407013e-03, 1.1337385e-03, 1.2350377e-03, 1.3453249e-03, 1.4653890e-03,
+    1.5960868e-03, 1.7383489e-03, 1.8931858e-03, 2.0616945e-03, 2.2450658e-03, 2.4445919e-03,
+    2.6616749e-03, 2.8978355e-03, 3.1547229e-03, 3.4341251e-03, 3.7379802e-03, 4.0683882e-03,
+    4.4276239e-03, 4.8181511e-03, 5.2426367e-03, 5.7039672e-03, 6.2052653e-03, 6.7499082e-03,
+    7.3415465e-03, 7.9841256e-03, 8.6819067e-03, 9.4394908e-03, 1.0261843e-02, 1.1154320e-02,
+    1.2122695e-02, 1.3173191e-02, 1.4312508e-02, 1.5547857e-02, 1.6886998e-02, 1.8338266e-02,
+    1.9910622e-02, 2.1613678e-02, 2.3457748e-02, 2.5453886e-02, 2.7613928e-02, 2.9950537e-02,
+    3.2477252e-02, 3.5208527e-02, 3.8159783e-02, 4.1347452e-02, 4.4789026e-02, 4.8503098e-02,
+    5.2509407e-02, 5.6828885e-02, 6.1483689e-02, 6.6497244e-02, 7.1894267e-02, 7.7700802e-02,
+    8.3944232e-02, 9.0653296e-02, 9.7858089e-02, 1.0559005e-01, 1.1388196e-01, 1.2276790e-01,
+    1.3228316e-01, 1.4246426e-01, 1.5334877e-01, 1.6497528e-01, 1.7738320e-01, 1.9061265e-01,
+    2.0470425e-01, 2.1969892e-01, 2.3563760e-01, 2.5256100e-01, 2.7050927e-01, 2.8952161e-01,
+    3.0963593e-01, 3.3088838e-01, 3.5331290e-01, 3.7694068e-01, 4.0179965e-01, 4.2791388e-01,
+    4.5530298e-01, 4.8398149e-01, 5.1395818e-01, 5.4523545e-01, 5.7780863e-01, 6.1166532e-01,
+    6.4678481e-01, 6.8313741e-01, 7.2068397e-01, 7.5937534e-01, 7.9915200e-01, 8.3600872e-01,
+    8.6670193e-01, 8.9218290e-01, 9.1326007e-01, 9.3062225e-01, 9.4485734e-01, 9.5646767e-01,
+    9.6588261e-01, 9.7346892e-01, 9.7953952e-01, 9.8436075e-01, 9.8815862e-01, 9.9112412e-01,
+    9.9341782e-01, 9.9517398e-01, 9.9650399e-01, 9.9749960e-01, 9.9823568e-01, 9.9877272e-01,
+    9.9915905e-01, 9.9943283e-01, 9.9962379e-01, 9.9975476e-01, 9.9984298e-01, 9.9990130e-01,
+    9.9993909e-01, 9.9996306e-01, 9.9997794e-01, 9.9998695e-01, 9.9999228e-01, 9.9999535e-01,
+    9.9999707e-01, 9.9999801e-01, 9.9999851e-01, 9.9999876e-01, 9.9999889e-01, 9.9999895e-01,
+    9.9999897e-01, 9.9999899e-01, 9.9999899e-01, 9.9999899e-01, 9.9999899e-01, 9.9999899e-01,
+    9.9999899e-01, 9.9999899e-01, 9.9999899e-01, 9.9999899e-01, 9.9999899e-01
+};
+
+/* The reach of best at two table points, into reach[0..3] = (u1, cap1, u2, cap2): u1 is
+ * the smallest table point u_k at which mm skm_reach[k] exceeds best by the search's
+ * margin 1e-9 (mm + nn) for nn = mm, cap1 the largest nn for which it still does (the
+ * margin grows with nn; 1e-6 of it kept for rounding); u2 and cap2 the same an octave
+ * farther, where the bound has grown past the margin of far heavier partners (a novelty
+ * detector's best loss is often about 0, so cap1 is a few mm and its merged rows are
+ * heavier). A partner at u >= u1 with mm <= nn <= cap1, or at u >= u2 with
+ * mm <= nn <= cap2, cannot lose less than best. Returns 0 when no table point does (best
+ * about mm or more, or mm = 0): nothing is ruled out by distance. */
+static inline int skm_reach_at(double mm, double best, double *reach)
 {
-    Py_ssize_t i, J = 0;
+    Py_ssize_t lo = 0, hi = SKM_REACH_N - 1, mid, far;
+    double need = best + 2e-9 * mm;
+    if (!(mm > 0.0) || !(mm * skm_reach[hi] > need))
+        return 0;
+    while (lo < hi) {  /* the first k with mm skm_reach[k] > need (the table is sorted) */
+        mid = (lo + hi) / 2;
+        if (mm * skm_reach[mid] > need)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    far = lo + 16 < SKM_REACH_N ? lo + 16 : SKM_REACH_N - 1;
+    reach[0] = exp2((double)lo / 16.0 - 15.0);
+    reach[1] = 1e9 * (mm * skm_reach[lo] - best) * (1.0 - 1e-6) - mm;
+    reach[2] = exp2((double)far / 16.0 - 15.0);
+    reach[3] = 1e9 * (mm * skm_reach[far] - best) * (1.0 - 1e-6) - mm;
+    return 1;
+}
+
+/* The candidates for skm_bounds: every row but m within reach (skm_reach_at's; NaN too),
+ * and seed always; their indices into pick, their u, nn, mn into cu, cn, cmn (which may be
+ * the scratch of earlier passes), in slot order. The flags are one vectorised pass (into
+ * flag); then a block of eight rows none of which is flagged is passed over on one vector
+ * compare (most are), and within a block a row is written at J and kept by moving J on
+ * (branch-free: a set's kept rows fall at random). (One pass testing u and nn in blocks
+ * would be less work, but GCC lowers the OR of two vector compares to scalar code in the
+ * target_clones copies.) Returns how many. */
+SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
+                                             const double *mn, double mm, const double *reach,
+                                             Py_ssize_t n, Py_ssize_t m, Py_ssize_t seed,
+                                             double *flag, Py_ssize_t *pick, double *cu,
+                                             double *cn, double *cmn)
+{
+    Py_ssize_t i, j, J = 0;
+    double u1 = reach[0], cap1 = reach[1], u2 = reach[2], cap2 = reach[3];
+    sk_v8d x, zero = (sk_v8d){0.0};
+    sk_v8l k;
     for (i = 0; i < n; i++) {
-        double small = nn[i] < mm ? nn[i] : mm, hf = half[i];
-        double bound = (small + 2.0 * hf * hf * mn[i]) - hf * (small + 2.0 * fabs(mn[i]));
-        flag[i] = bound > best + 1e-9 * (mm + nn[i]) ? 0.0 : 1.0;
+        double ui = u[i], ni = nn[i];
+        int heavier = ni >= mm;
+        flag[i] = ((ui >= u1) & heavier & (ni <= cap1)) | ((ui >= u2) & heavier & (ni <= cap2))
+                      ? 0.0 : 1.0;
     }
     flag[seed] = 1.0;
     flag[m] = 0.0;
-    for (i = 0; i < n; i++) {
-        double ui = u[i], ni = nn[i], mi = mn[i];
-        pick[J] = i;
-        cu[J] = ui;
-        cn[J] = ni;
-        cmn[J] = mi;
-        J += flag[i] != 0.0;
+    for (i = 0; i < n; i += 8) {
+        Py_ssize_t e = n - i < 8 ? n - i : 8;
+        if (e == 8) {
+            memcpy(&x, flag + i, sizeof x);
+            k = x != zero;
+            if (!((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7])))
+                continue;
+        }
+        for (j = i; j < i + e; j++) {
+            double uj = u[j], nj = nn[j], mj = mn[j];
+            pick[J] = j;
+            cu[J] = uj;
+            cn[J] = nj;
+            cmn[J] = mj;
+            J += flag[j] != 0.0;
+        }
     }
     return J;
 }
 
+/* The largest double t with sqrt(t) <= root, for a finite root >= 0: sqrt is correctly
+ * rounded, so monotone, and t is root² to an ulp or two. c <= t is then the test
+ * sqrt(c) <= root without a square root. */
+static inline double skm_root_floor(double root)
+{
+    double t = root * root;
+    for (int i = 0; i < 8 && sqrt(t) > root; i++)
+        t = nextafter(t, 0.0);
+    for (int i = 0; i < 8 && sqrt(nextafter(t, INFINITY)) <= root; i++)
+        t = nextafter(t, INFINITY);
+    return t;
+}
+
 /* m: the row of smallest cost (lo = the smallest squared cost cs, from skm_costs), ties
  * within 1e-12 relative in the costs themselves going to the oldest id. sqrt is monotone,
- * so only rows within 3e-12 of lo in squares can tie; a block of eight rows none of which
- * is that near is passed over on one vector compare (most are). */
+ * so only rows within 3e-12 of lo in squares can tie, and where lo is an ordinary number
+ * the roots' test is a bound on the squares (skm_root_floor): the tie is cs <= near, one
+ * vector compare for eight rows, and the oldest id and its slot are kept lane by lane by
+ * blends (no branch a row: a set whose costs are equal, a novelty detector's often are,
+ * ties on most rows). Elsewhere (NaN or huge costs) the roots row by row. */
 SK_DENSE_CLONES static Py_ssize_t skm_smallest(const double *cs, const int64_t *ids,
                                                Py_ssize_t n, double lo)
 {
-    double near = lo * (1.0 + 3e-12), root = sqrt(lo) * (1.0 + 1e-12);
+    double near = lo * (1.0 + 3e-12), root = sqrt(lo) * (1.0 + 1e-12), t;
     Py_ssize_t i = 0, j, m = -1;
-    int64_t oldest = 0;
-    sk_v8d x, nv = (sk_v8d){0.0} + near;
-    sk_v8l k;
-    for (; i < n; i += 8) {
-        Py_ssize_t e = n - i < 8 ? n - i : 8;
-        if (e == 8) {
-            memcpy(&x, cs + i, sizeof x);
-            k = x <= nv;
-            if (!((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7])))
-                continue;
-        }
-        for (j = i; j < i + e; j++)
+    int64_t oldest = INT64_MAX;
+    sk_v8d x, nv;
+    sk_v8l k, id, lt, slot, top = (sk_v8l){0} + INT64_MAX, best = top, at = top;
+    sk_v8l lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (!(lo >= 0.0 && lo < 1e300)) {
+        for (j = 0; j < n; j++)
             if (cs[j] <= near && sqrt(cs[j]) <= root && (m < 0 || ids[j] < oldest)) {
                 m = j;
                 oldest = ids[j];
             }
+        return m;
     }
+    t = skm_root_floor(root);
+    near = t < near ? t : near;
+    nv = (sk_v8d){0.0} + near;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&x, cs + i, sizeof x);
+        memcpy(&id, ids + i, sizeof id);
+        k = x <= nv;
+        id = (id & k) | (top & ~k);
+        lt = id < best;  /* strict: a lane keeps its first slot of an id */
+        slot = lane + (int64_t)i;
+        best = (id & lt) | (best & ~lt);
+        at = (slot & lt) | (at & ~lt);
+    }
+    for (j = 0; j < 8; j++)  /* lanes in slot order within a block: (id, slot) decides */
+        if (best[j] < oldest || (best[j] == oldest && best[j] != INT64_MAX && at[j] < m)) {
+            oldest = best[j];
+            m = best[j] == INT64_MAX ? m : (Py_ssize_t)at[j];
+        }
+    for (; i < n; i++)
+        if (cs[i] <= near && (m < 0 || ids[i] < oldest)) {
+            m = i;
+            oldest = ids[i];
+        }
     return m;
 }
 
 /* The candidates skm_bounds's bounds lb do not rule out against best, and seed always,
  * but never m: the J rows bounded are rows from[j] (gathered by skm_gather with their u,
- * nn, mn, half; from may be pick itself) or, from NULL, rows 0..J-1 (all of them, m
+ * nn, mn, and half from skm_bounds; from may be pick itself) or, from NULL, rows 0..J-1 (all of them, m
  * included). Their rows into pick and their u, nn, mn, half into the search's, in slot
  * order (branch-free, as skm_gather). Returns how many. */
 SK_DENSE_CLONES static Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed,

@@ -388,17 +388,18 @@ cdef extern from "_dense.h" nogil:
     double skm_costs(const double *C, Py_ssize_t p, const double *kdiag, Py_ssize_t n,
                      double *nn, double *cs)
     Py_ssize_t skm_partners(double *dd, const double *sq, const double *C, Py_ssize_t p,
-                            Py_ssize_t n, Py_ssize_t m, double gamma, double *mn, double *u,
-                            double *half)
+                            Py_ssize_t n, Py_ssize_t m, double gamma, double *mn, double *u)
     Py_ssize_t skm_smallest(const double *cs, const int64_t *ids, Py_ssize_t n, double lo)
     Py_ssize_t skm_keep(const double *lb, Py_ssize_t J, Py_ssize_t seed, Py_ssize_t m, double mm,
                         double best, const Py_ssize_t *frm, Py_ssize_t *pick, const double *cu,
                         const double *cn, const double *cmn, const double *chalf, double *u,
                         double *nn, double *mn, double *half)
-    Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn,
-                          const double *half, double mm, double best, Py_ssize_t n,
-                          Py_ssize_t m, Py_ssize_t seed, double *flag, Py_ssize_t *pick,
-                          double *cu, double *cn, double *cmn)
+    enum: SKM_REACH_N
+    const double skm_reach[]
+    int skm_reach_at(double mm, double best, double *reach)
+    Py_ssize_t skm_gather(const double *u, const double *nn, const double *mn, double mm,
+                          const double *reach, Py_ssize_t n, Py_ssize_t m, Py_ssize_t seed,
+                          double *flag, Py_ssize_t *pick, double *cu, double *cn, double *cmn)
 
 
 cdef inline void _loss_bounds(const double *u, const double *nn, const double *mn, double mm,
@@ -419,7 +420,8 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     ``m`` is the vector of smallest ``||coef_m|| sqrt(k(x_m, x_m))`` (ties within 1e-12
     relative: the oldest); the partner minimises the weight degradation at the ``h`` that
     keeps most of ``||alpha_z||²`` (ties: the first slot). The nearest candidate is searched
-    first; every candidate a closed-form lower bound on its loss does not rule out gets the
+    first; every candidate within the reach of its loss (a distance beyond which no partner
+    loses less) and that a closed-form lower bound on its loss does not rule out gets the
     grid, and those the grid's bound does not rule out the Newton search, all at once. A
     candidate is ruled out only when its bound exceeds a loss some candidate reaches by a
     margin far above rounding, so the pick is the full search's.
@@ -430,7 +432,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     cdef Py_ssize_t i, j, k, m = -1, partner = -1, J, K, L, kept, seed
     cdef double lo, mm, loss, best, best_h = 0.0
     cdef double bound, d2h, c2, ub
-    cdef bint box
+    cdef double reach[4]
     cdef double *cs = buf
     cdef double *dd = cs + n
     cdef double *NN = dd + n
@@ -438,7 +440,7 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
     cdef double *el = MN + n  # the gathered rows' loss bounds, then exp(-u) of those with a grid
     cdef double *sv = el + n  # 1: the candidate is searched
     cdef double *us = sv + n  # u = gamma d2 of every row
-    cdef double *hf = us + n  # exp(-u / 2) of every row, then of the gathered rows
+    cdef double *hf = us + n  # exp(-u / 2) of the rows bounded
     cdef _Search s = _search_in(hf + n, n, grid)
     # The costs squared (no square root a row): sqrt is monotone, so the smallest cost is
     # the root of the smallest square, and only rows within 3e-12 of it in squares can be
@@ -454,25 +456,23 @@ cdef void _merge_pick(const double *X, Py_ssize_t w, const double *C, Py_ssize_t
         sk_dots(dd + m, &X[m * w], w, 1, &X[m * w], w)
     else:
         sk_dots(dd, X, w, n, &X[m * w], w)  # every row's x_i · x_m (SIMD across rows)
-    # the squared distances, mn, u = gamma d2 and u / 2 of every row, and the nearest
-    seed = skm_partners(dd, s_sq, C, p, n, m, gamma, MN, us, hf)
+    # the squared distances, mn and u = gamma d2 of every row, and the nearest
+    seed = skm_partners(dd, s_sq, C, p, n, m, gamma, MN, us)
     s.u[0] = us[seed]
     s.nn[0] = NN[seed]
     s.mn[0] = MN[seed]
     _best_h(&s, 1, grid, steps, mm)
     best = mm + NN[seed] + 2.0 * exp(-gamma * dd[seed]) * MN[seed] - s.w[0]
     # Candidates whose loss provably exceeds the nearest's by a margin far above rounding
-    # are ruled out by :c:func:`skm_bounds`; those left get the grid (the nearest again
-    # with them). Where the nearest loses little (best < mm / 4: near duplicates), the box
-    # bound min(mm, nn) + 2 e^-u mn - e^-u/2 (min(mm, nn) + 2 |mn|) first rules out most far
-    # rows for one exponential each (a large set's: 1,000 rows to ~100); elsewhere it
-    # rules out few and would only add its cost. The rows gathered for skm_bounds have
-    # their u, nn, mn in cs, dd and sv (free by now); without the box, skm_bounds takes
-    # every row where it is (m's bound is finite: u = 0) and m is left out after it.
-    box = best < 0.25 * mm
-    if box:
-        sk_scaled_exp(hf, n, -1.0)  # exp(-u / 2)
-        J = skm_gather(us, NN, MN, hf, mm, best, n, m, seed, el, pick, cs, dd, sv)
+    # are ruled out; those left get the grid (the nearest again with them). First by
+    # distance (:c:func:`skm_reach_at`: beyond the reach of best no partner but one far
+    # heavier than m loses less, whatever its coefficients: a few compares a row leave the
+    # few near m), then by :c:func:`skm_bounds` on the rows left (gathered with their u, nn,
+    # mn into cs, dd and sv, free by now). Where the reach rules nothing out (best about mm
+    # or more), skm_bounds takes every row where it is (m's bound is finite: u = 0) and m is
+    # left out after it.
+    if skm_reach_at(mm, best, reach):
+        J = skm_gather(us, NN, MN, mm, reach, n, m, seed, el, pick, cs, dd, sv)
         _loss_bounds(cs, dd, sv, mm, J, el, hf)
         K = skm_keep(el, J, seed, m, mm, best, pick, pick, cs, dd, sv, hf,
                      s.u, s.nn, s.mn, s.half)

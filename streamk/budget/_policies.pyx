@@ -501,6 +501,23 @@ def merge_bounds(const double[::1] u, const double[::1] nn, const double[::1] mn
             _loss_bounds(&u[0], &nn[0], &mn[0], mm, n, &lv[0], &sv[0])
     return lb
 
+def merge_reach():
+    """Merge's reach table (``_dense.h``'s ``skm_reach``): entry ``k`` bounds from below the
+    loss per ``||alpha_m||²`` of any partner at ``u >= 2^(k/16 - 15)`` (``u = gamma d2``)
+    whose ``||alpha_n||² >= ||alpha_m||²``, for tests."""
+    return np.array([skm_reach[k] for k in range(SKM_REACH_N)])
+
+
+def merge_reach_at(double mm, double best):
+    """``(u1, cap1, u2, cap2)`` of ``_dense.h``'s ``skm_reach_at`` (partners at ``u >= u1``
+    with ``mm <= nn <= cap1``, or at ``u >= u2`` with ``mm <= nn <= cap2``, cannot lose less
+    than ``best``), or None where it rules nothing out, for tests."""
+    cdef double reach[4]
+    if not skm_reach_at(mm, best, reach):
+        return None
+    return reach[0], reach[1], reach[2], reach[3]
+
+
 def merge_apply(
     double[:, ::1] X,
     double[:, ::1] C,
