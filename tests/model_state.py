@@ -15,7 +15,7 @@ def model_state(model: Any) -> dict[str, Any]:
     scale = model._scale  # None for a fixed width
     return {
         "scale": None if scale is None else (scale.n, scale.mean.tobytes(), scale._m2.tobytes()),
-        "gamma": model.kernel_.gamma,
+        "gamma": repr(model.kernel_),  # every width in it, to the bit (float repr)
         "n": n,
         "next_id": s.next_id,
         "sq_max": s._sq_max,

@@ -14,7 +14,17 @@ import pandas as pd
 import pytest
 from model_state import model_state
 
-from streamk import RBF, Forgetron, Merge, Projectron, RemoveOldest, RemoveSmallest, accel
+from streamk import (
+    RBF,
+    Constant,
+    Forgetron,
+    Merge,
+    Projectron,
+    RemoveOldest,
+    RemoveSmallest,
+    Sum,
+    accel,
+)
 from streamk.learners import (
     KernelAdatron,
     KernelNovelty,
@@ -42,6 +52,10 @@ LEARNERS = {
     "novelty": lambda b: KernelNovelty(kernel=RBF(gamma="auto"), budget=b),
     "perceptron": lambda b: KernelPerceptron(kernel=RBF(gamma="auto"), budget=b),
     "margin": lambda b: MarginPerceptron(kernel=RBF(gamma="auto"), budget=b),
+    # a combined kernel: no block pass at all, the per-event core runs its program
+    "perceptron-sum": lambda b: KernelPerceptron(
+        kernel=Sum(RBF(gamma="auto"), Constant(1.0)), budget=b
+    ),
 }
 
 #: (learner, policy) pairs whose learn_many warm-up takes the per-event core (the
@@ -55,6 +69,7 @@ CASES = (
         for p in ("merge-25", "merge-300", "projectron-25")
     ]
     + [(name, p) for name in ("perceptron", "margin") for p in ("merge-25", "projectron-25")]
+    + [("perceptron-sum", p) for p in ("oldest-25", "forgetron-25")]
 )
 
 

@@ -161,9 +161,10 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 i, warm = self._warm_runs(
                     rows, labels, i, None if pre is None else (pre, base), values
                 )
-                if not warm and type(self._policy) in (Merge, Projectron, RemoveSmallest):
-                    # no hint pass: the rest of the warm-up through the per-event core,
-                    # each row folded there
+                if not warm and not fastpass.block_pass_applies(
+                    self._support, self._policy, rows[i:]
+                ):  # no hint pass (Merge, the Projectron, RemoveSmallest, a combined kernel):
+                    # the rest of the warm-up through the per-event core, each row folded there
                     i += self._warm_event_rows(rows[i:], labels[i:], self._learn_event_row)
                 if i > start:
                     continue
