@@ -93,6 +93,35 @@ def rbf_from_dots(double[:, ::1] D, const double[::1] a_sq, const double[::1] b_
             sk_rbf_from_dots(&D[i, 0], &D[i, 0], &b_sq[0], a_sq[i], n, gamma)
 
 
+cdef Py_ssize_t _smallest_slot(const double[:, ::1] coef, const double[::1] kdiag,
+                               const int64_t[::1] ids, Py_ssize_t n) noexcept nogil:
+    """``RemoveSmallest``'s slot among the first ``n``: the least ``||coef_s||² k(x_s,
+    x_s)``, ties within 1e-12 in the roots (``removal_cost``) going to the oldest; the rule
+    and operations of the per-event core's ``EventPass._smallest``, in two passes over the
+    coefficients instead of a scratch row."""
+    cdef Py_ssize_t s, c, p = coef.shape[1], slot = -1
+    cdef double t, lo = INFINITY, near, root
+    cdef int64_t oldest = 0
+    for s in range(n):
+        t = 0.0
+        for c in range(p):
+            t = t + coef[s, c] * coef[s, c]
+        t = t * kdiag[s]
+        if t < lo:
+            lo = t
+    near = lo * (1.0 + 3e-12)
+    root = sqrt(lo) * (1.0 + 1e-12)
+    for s in range(n):
+        t = 0.0
+        for c in range(p):
+            t = t + coef[s, c] * coef[s, c]
+        t = t * kdiag[s]
+        if t <= near and sqrt(t) <= root and (slot < 0 or ids[s] < oldest):
+            slot = s
+            oldest = ids[s]
+    return slot if slot >= 0 else _slot_for_new(&ids[0], n, n)  # (NaN costs: the oldest)
+
+
 cdef inline Py_ssize_t _slot_for_new(const int64_t *ids, Py_ssize_t n,
                                      Py_ssize_t budget) noexcept nogil:
     """Where a new support vector goes: ``n`` (appended) unless the budget is full, then
@@ -170,15 +199,17 @@ DEF K_LAPLACIAN = 1
 DEF K_POLY = 2
 DEF K_LINEAR = 3
 DEF K_GRAM = 9
-#: Budget policy codes: remove-oldest (or none, ``budget <= 0``), remove-random, Forgetron.
+#: Budget policy codes: remove-oldest (or none, ``budget <= 0``), remove-random, Forgetron,
+#: remove-smallest.
 DEF P_OLDEST = 0
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
+DEF P_SMALLEST = 3
 
 KERNEL_CODES = {"RBF": K_RBF, "Laplacian": K_LAPLACIAN, "Polynomial": K_POLY,
                 "Linear": K_LINEAR, "gram": K_GRAM}
 POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom": P_RANDOM,
-                "Forgetron": P_FORGETRON}
+                "Forgetron": P_FORGETRON, "RemoveSmallest": P_SMALLEST}
 
 
 include "_kcol.pxi"
@@ -301,6 +332,8 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
             if st.pcode == P_RANDOM:
                 slot = draws[st.used]
                 st.used += 1
+            elif st.pcode == P_SMALLEST:
+                slot = _smallest_slot(coef, kdiag, ids, n)
             else:  # the Forgetron: the oldest leaves after f' is shrunk by phi
                 slot = _slot_for_new(&ids[0], n, st.budget)
                 _kcol(st.kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
@@ -1411,7 +1444,7 @@ def perceptron_warm_pass(
     if X.shape[0] < (n + rows if budget <= 0 else min(budget, n + rows)):
         raise ValueError("the support buffers are too small: reserve the rows first")
     if pcode != P_OLDEST and (pstate is None or pstate.shape[0] != 3):
-        raise ValueError("remove-random and the Forgetron carry pstate = (used, Q, M)")
+        raise ValueError("every policy but remove-oldest carries pstate = (used, Q, M)")
     if pcode == P_RANDOM and budget > 0 and (
             draws is None or draws.shape[0] < <Py_ssize_t>pstate[0] + rows):
         raise ValueError("remove-random needs one draw per row")
@@ -1504,7 +1537,7 @@ cdef object _hint_pass(
     cdef double fq = 0.0, phi, a, b, kx, q_big, s_big
     if pcode != P_OLDEST:
         if pstate is None or pstate.shape[0] != 3:
-            raise ValueError("remove-random and the Forgetron carry pstate = (used, Q, M)")
+            raise ValueError("every policy but remove-oldest carries pstate = (used, Q, M)")
         used, fq, fm = <Py_ssize_t>pstate[0], pstate[1], <int64_t>pstate[2]
         if pcode == P_RANDOM and budget > 0 and (draws is None or draws.shape[0] < used + m):
             raise ValueError("remove-random needs one draw per row")
@@ -1629,6 +1662,8 @@ cdef object _hint_pass(
                 if pcode == P_RANDOM:
                     slot = draws[used]
                     used += 1
+                elif pcode == P_SMALLEST:
+                    slot = _smallest_slot(coef, kdiag, ids, n)
                 else:
                     slot = _slot_for_new(&ids[0], n, budget)
                 if pcode == P_FORGETRON:  # f'(x_r) of the oldest, exactly, then phi

@@ -23,6 +23,7 @@ from collections import deque
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from streamk import (
@@ -248,17 +249,21 @@ def test_every_policy_kernel_and_learner_agrees_with_numpy(learner, kernel, poli
         assert fast.n_mistakes > 120  # the budget filled and turned over
 
 
+@pytest.mark.parametrize("how", ["learn_one", "learn_many"])
 @pytest.mark.parametrize("older_by", [5e-13, 3e-12])
-def test_remove_smallest_ties_within_1e12_go_to_the_oldest(older_by):
+def test_remove_smallest_ties_within_1e12_go_to_the_oldest(older_by, how):
     """``RemoveSmallest`` drops the oldest of the vectors whose cost is within 1e-12 of the
     least (``oldest_among(cost <= min (1 + 1e-12))``): with the oldest vector's cost
     ``1 + older_by`` times the least one's, the oldest leaves at 5e-13 and the cheapest
-    at 3e-12, on both paths."""
+    at 3e-12, on the NumPy path, the per-event core (``learn_one``) and the block pass
+    (``learn_many``), the rows up to the next insert learned."""
+    from streamk.learners import fastpass
+
     events = stream(400, 3, 5)
-    models = []
-    for fast in (True, False):
+
+    def filled(compiled: bool):
         model = KernelPerceptron(kernel=RBF(0.3), budget=RemoveSmallest(5))
-        if not fast:
+        if not compiled:
             model._event = None
         i = 0
         while model.n_support < 5:
@@ -266,18 +271,26 @@ def test_remove_smallest_ties_within_1e12_go_to_the_oldest(older_by):
             i += 1
         S = model.support_
         order = np.argsort(S.ids)  # slots, oldest first
-        signs = np.sign(S._coef[:5, 0])
         costs = np.full(5, 2.0)
         costs[order[0]] = 1.0 + older_by  # the oldest, just above the least
         costs[order[-1]] = 1.0  # the newest, the least
-        S._coef[:5, 0] = signs * costs
-        oldest, newest = S.ids[order[0]], S.ids[order[-1]]
-        before = model.n_mistakes
-        while model.n_mistakes == before:  # up to the next insert, which removes one
-            model.learn_one(*events[i])
-            i += 1
-        models.append(model)
-    fast, slow = models
+        S._coef[:5, 0] = np.sign(S._coef[:5, 0]) * costs
+        return model, i, S.ids[order[0]], S.ids[order[-1]]
+
+    slow, start, oldest, newest = filled(False)
+    end, before = start, slow.n_mistakes
+    while slow.n_mistakes == before:  # the NumPy path up to the next insert (one removal)
+        slow.learn_one(*events[end])
+        end += 1
+    fast = filled(True)[0]
+    fastpass.COUNTS.clear()
+    if how == "learn_one":
+        for x, y in events[start:end]:
+            fast.learn_one(x, y)
+    else:
+        X = pd.DataFrame([x for x, _ in events[start:end]])
+        fast.learn_many(X, pd.Series([y for _, y in events[start:end]], dtype=object))
+        assert fastpass.COUNTS["event_rows"] == 0 < fastpass.COUNTS["compiled"]
     assert sorted(fast.support_.ids) == sorted(slow.support_.ids)
     gone = oldest if older_by < 1e-12 else newest
     assert gone not in fast.support_.ids

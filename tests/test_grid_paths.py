@@ -71,7 +71,7 @@ POLICIES = {
     "forgetron": (lambda: Forgetron(40), True),
     "projectron": (lambda: Projectron(40), False),
     "merge": (lambda: Merge(40), False),
-    "smallest": (lambda: RemoveSmallest(40), False),
+    "smallest": (lambda: RemoveSmallest(40), True),
 }
 LEARNERS = {
     "perceptron": lambda k, b: KernelPerceptron(kernel=k, budget=b),
@@ -198,14 +198,14 @@ def test_compiled_learn_many_equals_numpy_learn_one(learner, kernel, policy, cla
     # (the ranker's plain RBF takes the hint pass only from ranking.HINTS_FROM vectors on:
     # these sets of 40 go untracked; tests/test_ranker_hints.py covers the hints)
     rows_pass = kernel in UNTRACKED_KERNELS or (learner == "ranker" and kernel.startswith("rbf"))
-    # Merge and RemoveSmallest act only on a full set: until it could fill, the unbounded
-    # set's passes learn (KernelLearner._until_full), here for the ranker, whose ranks are
-    # known ahead (the perceptrons' first block has new classes, and fills the set; see
+    # Merge acts only on a full set: until it could fill, the unbounded set's passes learn
+    # (KernelLearner._until_full), here for the ranker, whose ranks are known ahead (the
+    # perceptrons' first block has new classes, and fills the set; see
     # tests/test_warm_event_rows.py), at a fixed width (a warm-up fills it too)
-    filling = policy in ("merge", "smallest") and learner == "ranker" and kernel != "rbf-auto"
-    if compiled and rows_pass and (policy not in ("projectron", "merge", "smallest") or filling):
+    filling = policy == "merge" and learner == "ranker" and kernel != "rbf-auto"
+    if compiled and rows_pass and (policy not in ("projectron", "merge") or filling):
         assert untracked > 0, "this combination has an untracked pass but did not take it"
-    elif policy not in ("merge", "smallest"):
+    elif policy != "merge":
         assert untracked == 0, "a Gram-matrix kernel or RBF perceptron went untracked"
 
 

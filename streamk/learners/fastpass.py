@@ -10,7 +10,7 @@ module checks that a case applies, reserves room beforehand and brings the set's
 * :func:`perceptron_run` — a whole run of rows whose labels are all known, with decision
   hints in float32 and no kernel matrix (:func:`streamk._core.perceptron_hint_pass`):
   the fast path of ``learn_many``, for an RBF kernel with no budget, remove-oldest,
-  remove-random or the Forgetron.
+  remove-random, remove-smallest or the Forgetron.
 * :func:`svr_pass` and :func:`novelty_pass` — the on-line SVR's step (no resweep) and the
   novelty detector's insertion of every row, over a tracked block with the same kernels
   and policies as :func:`perceptron_pass` (the novelty detector's centre statistics
@@ -27,9 +27,10 @@ module checks that a case applies, reserves room beforehand and brings the set's
 * :func:`perceptron_pass` — rows of a tracked block
   (:class:`~streamk.learners.tracking.BlockTracker`, float64 kernel matrix) for every other
   case :func:`plan` accepts: RBF, Laplacian, polynomial and linear kernels (each possibly
-  :class:`~streamk.kernels.Scaled`) computed in C, any other vector kernel (sums, products,
-  normalised) through the block's own Gram matrix; no budget, remove-oldest, remove-random
-  and the Forgetron (not with a Gram-matrix kernel).
+  :class:`~streamk.kernels.Scaled`) computed in C, a kernel of the user's own through the
+  block's own Gram matrix (the combinations of these are the per-event core's programs);
+  no budget, remove-oldest, remove-random, remove-smallest and the Forgetron (not with a
+  Gram-matrix kernel).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import numpy as np
 
 from .. import accel
 from ..budget.base import Unbounded
-from ..budget.removal import Forgetron, RemoveOldest, RemoveRandom
+from ..budget.removal import Forgetron, RemoveOldest, RemoveRandom, RemoveSmallest
 from ..kernels import RBF, Kernel, Laplacian, Linear, Polynomial, Scaled
 from ..kernels.program import kernel_program
 from . import eventpass
@@ -140,7 +141,8 @@ def _policy_plan(support: SupportSet, policy: BudgetPolicy) -> tuple[int, int] |
     """The compiled pass's policy code and budget (0: none), or ``None``."""
     name = type(policy).__name__
     code = accel.core.POLICY_CODES.get(name)
-    if code is None or type(policy) not in (Unbounded, RemoveOldest, RemoveRandom, Forgetron):
+    kinds = (Unbounded, RemoveOldest, RemoveRandom, Forgetron, RemoveSmallest)
+    if code is None or type(policy) not in kinds:
         return None
     budget = 0 if policy.budget is None else int(policy.budget)
     if budget and support.n > budget:  # a set over its budget (a restored snapshot)
@@ -284,6 +286,8 @@ def perceptron_run(
     elif type(policy) is Forgetron:
         st = policy.state()
         pstate = np.array([0.0, float(st["Q"]), float(st["M"])])
+    elif type(policy) is RemoveSmallest:  # (no state: the pass finds its slots itself)
+        pstate = np.zeros(3)
     support.reserve(_rows_after(support, m, budget), rows.shape[1])
     T = np.ascontiguousarray(T, dtype=np.float64)
     args = (*_buffers(support), T, support.n, budget, support.next_id)
