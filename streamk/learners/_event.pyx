@@ -12,9 +12,10 @@ row, the kernel row, the margins, the update test, the support-set write. :class
 does all of it in one call, for the cases that dominate a stream once warmed up:
 
 * an RBF, Laplacian, polynomial or linear kernel (each possibly
-  :class:`~streamk.kernels.Scaled`) with its parameters resolved; no budget,
-  remove-oldest, remove-random, the Forgetron, the Projectron or (a plain RBF kernel)
-  Merge; no Gram matrix kept, no block being tracked;
+  :class:`~streamk.kernels.Scaled`), or a sum, product, scaling or normalisation of them
+  and of constants (a program, ``_kprog.pxi``), with its parameters resolved; no budget,
+  remove-oldest, remove-random, remove-smallest, the Forgetron, the Projectron or (a
+  plain RBF kernel) Merge; no Gram matrix kept, no block being tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
 * a label already known (learn) — a new class or rank changes the learner's columns or
