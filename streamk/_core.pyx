@@ -93,35 +93,6 @@ def rbf_from_dots(double[:, ::1] D, const double[::1] a_sq, const double[::1] b_
             sk_rbf_from_dots(&D[i, 0], &D[i, 0], &b_sq[0], a_sq[i], n, gamma)
 
 
-cdef Py_ssize_t _smallest_slot(const double[:, ::1] coef, const double[::1] kdiag,
-                               const int64_t[::1] ids, Py_ssize_t n) noexcept nogil:
-    """``RemoveSmallest``'s slot among the first ``n``: the least ``||coef_s||² k(x_s,
-    x_s)``, ties within 1e-12 in the roots (``removal_cost``) going to the oldest; the rule
-    and operations of the per-event core's ``EventPass._smallest``, in two passes over the
-    coefficients instead of a scratch row."""
-    cdef Py_ssize_t s, c, p = coef.shape[1], slot = -1
-    cdef double t, lo = INFINITY, near, root
-    cdef int64_t oldest = 0
-    for s in range(n):
-        t = 0.0
-        for c in range(p):
-            t = t + coef[s, c] * coef[s, c]
-        t = t * kdiag[s]
-        if t < lo:
-            lo = t
-    near = lo * (1.0 + 3e-12)
-    root = sqrt(lo) * (1.0 + 1e-12)
-    for s in range(n):
-        t = 0.0
-        for c in range(p):
-            t = t + coef[s, c] * coef[s, c]
-        t = t * kdiag[s]
-        if t <= near and sqrt(t) <= root and (slot < 0 or ids[s] < oldest):
-            slot = s
-            oldest = ids[s]
-    return slot if slot >= 0 else _slot_for_new(&ids[0], n, n)  # (NaN costs: the oldest)
-
-
 cdef inline Py_ssize_t _slot_for_new(const int64_t *ids, Py_ssize_t n,
                                      Py_ssize_t budget) noexcept nogil:
     """Where a new support vector goes: ``n`` (appended) unless the budget is full, then
@@ -213,6 +184,7 @@ POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom":
 
 
 include "_kcol.pxi"
+include "budget/_smallest.pxi"
 
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
     """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""

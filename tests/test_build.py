@@ -153,6 +153,7 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
         "streamk/budget/_projectron.pxi",
         "streamk/budget/_merge.pxi",
         "streamk/budget/_vec.pxi",
+        "streamk/budget/_smallest.pxi",
     }
     needed |= {"streamk/solvers/_smo.pyx", "streamk/solvers/_smo.c"}
     needed |= {"streamk/kernels/_strings.pyx", "streamk/kernels/_strings.c"}

@@ -166,6 +166,7 @@ def hint_settings(enabled=None, min_width=None, min_set=None, tol_scale=None):
 include "../_kcol.pxi"
 include "../_kprog.pxi"
 include "../budget/_vec.pxi"
+include "../budget/_smallest.pxi"
 include "../budget/_projectron.pxi"
 include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_policies.pyx)
 
@@ -334,7 +335,6 @@ cdef class EventPass:
     cdef double *f
     cdef double *t
     cdef double *fr
-    cdef double *kc  # remove-smallest's squared costs
     cdef Py_ssize_t cap_row, cap_k, cap_f
     # the Projectron: its P = K(S, S)^-1 (the policy's buffer, written in place), whether P
     # is known to invert the bound set, its thresholds, and scratch for d, P[:, i] and a row
@@ -401,7 +401,7 @@ cdef class EventPass:
         self.bound = False
         self.bitgen = NULL
         self.m_dots = -1
-        self.row = self.k = self.kr = self.f = self.t = self.fr = self.kw = self.kc = NULL
+        self.row = self.k = self.kr = self.f = self.t = self.fr = self.kw = NULL
         self.cap_row = self.cap_k = self.cap_f = self.cap_kw = 0
         self.prog_obj = None
         self.prog_slots = 0
@@ -420,7 +420,6 @@ cdef class EventPass:
         free(self.t)
         free(self.fr)
         free(self.kw)
-        free(self.kc)
         free(self.h_S)
         free(self.h_ssq)
         free(self.h_center)
@@ -468,10 +467,6 @@ cdef class EventPass:
             if mem == NULL:
                 raise MemoryError()
             self.kr = <double *>mem
-            mem = realloc(self.kc, max(n, 1) * sizeof(double))
-            if mem == NULL:
-                raise MemoryError()
-            self.kc = <double *>mem
             self.cap_k = n
         self._reserve_program()
         if p > self.cap_f:
@@ -1184,8 +1179,6 @@ cdef class EventPass:
         if self.budget > 0 and n >= self.budget:
             if self.pcode == P_FORGETRON:
                 return n <= self.cap_k and self._expansion_exact(2.0 * self.support._sq_max)
-            if self.pcode == P_SMALLEST:
-                return n <= self.cap_k  # its costs' scratch
             return self.pcode != P_RANDOM or n < 0xFFFFFFFF  # _draw's range
         return n < self.X.shape[0]
 
@@ -1213,32 +1206,6 @@ cdef class EventPass:
                 oldest = self.ids[s]
                 slot = s
         return slot
-
-    cdef Py_ssize_t _smallest(self, Py_ssize_t n) noexcept:
-        """``RemoveSmallest``'s slot: the least ``removal_cost`` ``||coef_s|| sqrt(k(x_s,
-        x_s))``, ties within 1e-12 relative going to the oldest. The costs are compared
-        squared (``self.kc``) and rooted only near the least: sqrt is monotone and
-        correctly rounded, so the roots of the candidates and of the least are
-        ``removal_cost``'s, and only squares within 3e-12 of the least can tie."""
-        cdef Py_ssize_t s, c, p = self.coef.shape[1], slot = -1
-        cdef double t, lo = INFINITY, near, root
-        cdef int64_t oldest = 0
-        for s in range(n):
-            t = 0.0
-            for c in range(p):
-                t = t + self.coef[s, c] * self.coef[s, c]
-            t = t * self.kdiag[s]
-            self.kc[s] = t
-            if t < lo:
-                lo = t
-        near = lo * (1.0 + 3e-12)
-        root = sqrt(lo) * (1.0 + 1e-12)
-        for s in range(n):
-            if self.kc[s] <= near and sqrt(self.kc[s]) <= root:
-                if slot < 0 or self.ids[s] < oldest:
-                    slot = s
-                    oldest = self.ids[s]
-        return slot if slot >= 0 else self._oldest(n)  # (NaN costs: the oldest)
 
     cdef void _remove(self, Py_ssize_t slot, Py_ssize_t n) noexcept:
         """``SupportSet.remove(slot)`` on the buffers: the last row moves into ``slot``."""
@@ -1398,7 +1365,7 @@ cdef class EventPass:
                 if self.pcode == P_RANDOM:
                     slot = _draw(self.bitgen, n)
                 elif self.pcode == P_SMALLEST:
-                    slot = self._smallest(n)
+                    slot = _smallest_slot(self.coef, self.kdiag, self.ids, n)
                 else:
                     slot = self._oldest(n)
                     phi = self._forgetron(slot, n)
