@@ -20,14 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import accel
-from ..budget import (
-    BudgetPolicy,
-    Merge,
-    RemoveSmallest,
-    Unbounded,
-    make_policy,
-    policy_from_spec,
-)
+from ..budget import BudgetPolicy, Merge, Unbounded, make_policy, policy_from_spec
 from ..errors import ConfigError, InvalidInput
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from . import fastpass
@@ -327,32 +320,35 @@ class KernelLearner:
         self._take_runs(scale, rows, bounds, kernels, len(kernels))
         return bounds[-1]
 
-    def _policy_while(self, rows: int) -> BudgetPolicy:
-        """The policy to learn the next ``rows`` rows with: an unbounded stand-in for one that
-        acts only on a full set (``Merge``, ``RemoveSmallest``) while the set has room for
-        all of them (no update can then reach the budget: the same model), else the policy
-        itself."""
+    def _room_until_full(self) -> int | None:
+        """The rows the set can still take before a policy that acts only on a full set and
+        has no block pass of its own (``Merge``) does anything; ``None`` for other policies
+        (``RemoveSmallest`` acts only on a full set too, but its own passes take it)."""
         policy = self._policy
-        if type(policy) in (Merge, RemoveSmallest) and self._support.n + rows <= policy.budget:
-            return Unbounded()
-        return policy
+        return policy.budget - self._support.n if type(policy) is Merge else None
+
+    def _policy_while(self, rows: int) -> BudgetPolicy:
+        """The policy to learn the next ``rows`` rows with: an unbounded stand-in while the
+        set has room for all of them under :meth:`_room_until_full` (no update can then
+        reach the budget: the same model), else the policy itself."""
+        room = self._room_until_full()
+        return Unbounded() if room is not None and rows <= room else self._policy
 
     def _until_full(
         self, start: int, end: int, learn: Callable[[int, int, BudgetPolicy], bool]
     ) -> int:
         """Rows ``start:end`` of a run under one kernel learned by ``learn(a, b, policy)``
-        chunk by chunk with an unbounded stand-in for a policy that acts only on a full set
-        (``Merge``, ``RemoveSmallest``), while each chunk (at least :data:`UNTIL_FULL_ROWS`
-        rows, or the rest of the run) fits in the room the set has left: no update can then
-        reach the budget, so the unbounded set's compiled passes learn the policy's model
-        (a ``Merge(200)`` never fills on Phishing). ``learn`` says whether it took the
-        rows; the row this got to (``start``: none)."""
-        policy = self._policy
-        if type(policy) not in (Merge, RemoveSmallest):
+        chunk by chunk with an unbounded stand-in (:meth:`_policy_while`), while each chunk
+        (at least :data:`UNTIL_FULL_ROWS` rows, or the rest of the run) fits in the room
+        :meth:`_room_until_full` leaves: no update can then reach the budget, so the
+        unbounded set's compiled passes learn the policy's model (a ``Merge(200)`` never
+        fills on Phishing). ``learn`` says whether it took the rows; the row this got to
+        (``start``: none)."""
+        if self._room_until_full() is None:
             return start
         i = start
         while i < end:
-            take = min(policy.budget - self._support.n, end - i)
+            take = min(self._room_until_full(), end - i)
             if take <= 0 or take < min(UNTIL_FULL_ROWS, end - i):
                 break
             if not learn(i, i + take, self._policy_while(take)):

@@ -8,7 +8,7 @@ import numpy as np
 from river import base
 
 from .. import accel
-from ..budget import BudgetPolicy, RemoveSmallest
+from ..budget import BudgetPolicy
 from ..budget.compiled import margin_run, merge_run
 from ..budget.merge import Merge
 from ..budget.projectron import MIN_REL_DELTA as PROJECTRON_MIN_REL_DELTA
@@ -163,7 +163,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 )
                 if not warm and not fastpass.block_pass_applies(
                     self._support, self._policy, rows[i:]
-                ):  # no hint pass (Merge, the Projectron, RemoveSmallest, a combined kernel):
+                ):  # no hint pass (Merge, the Projectron, a combined kernel):
                     # the rest of the warm-up through the per-event core, each row folded there
                     i += self._warm_event_rows(rows[i:], labels[i:], self._learn_event_row)
                 if i > start:
@@ -218,9 +218,8 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 return start, True
         else:
             stop = len(labels)
-        policy = self._policy
-        if type(policy) in (Merge, RemoveSmallest):  # up to where the set could fill
-            room = policy.budget - self._support.n
+        room = self._room_until_full()
+        if room is not None:  # up to where the set could fill
             if room <= 0:  # full: the rest of the warm-up through the per-event core
                 return start, False
             stop = min(stop, start + room)
