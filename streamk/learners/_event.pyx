@@ -1067,12 +1067,7 @@ cdef class EventPass:
         cdef Py_ssize_t c, p = self.coef.shape[1]
         cdef double h, tol = self.h_tol, margin = self._margin
         cdef bint wrong, any_wrong = False
-        if self.pair is not None:
-            self.t[0] = <double>code
-        else:
-            for c in range(p):
-                self.t[c] = -1.0
-            self.t[<Py_ssize_t>code] = 1.0
+        self._fill_targets(code)
         for c in range(p):
             h = self.f[c] * self.t[c]
             if h > tol and (not self._use_margin or h > margin + tol):
@@ -1118,17 +1113,23 @@ cdef class EventPass:
             return NOT_HANDLED
         return self._decide()
 
+    cdef void _fill_targets(self, code) noexcept:
+        """The label's targets into ``self.t``: its sign (binary, or a single class), else
+        +1 in its column and -1 in the others (one-vs-rest)."""
+        cdef Py_ssize_t c
+        if self.pair is not None or self.n_classes < 2:
+            self.t[0] = <double>code
+        else:
+            for c in range(self.coef.shape[1]):
+                self.t[c] = -1.0
+            self.t[<Py_ssize_t>code] = 1.0
+
     cdef bint _targets(self, code) noexcept:
         """The perceptrons' rule: the new vector's coefficients into ``self.f`` (the
         targets where a column is wrong or, with a margin, too close); whether any is."""
         cdef Py_ssize_t c, p = self.coef.shape[1]
         cdef bint wrong, any_wrong = False
-        if self.pair is not None or self.n_classes < 2:
-            self.t[0] = <double>code
-        else:
-            for c in range(p):
-                self.t[c] = -1.0
-            self.t[<Py_ssize_t>code] = 1.0
+        self._fill_targets(code)
         for c in range(p):
             wrong = (self.f[c] >= 0.0) != (self.t[c] > 0.0)
             if self._use_margin and self.t[c] * self.f[c] < self._margin:
