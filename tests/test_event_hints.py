@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from model_state import model_state
 
 from streamk import (
     RBF,
@@ -96,22 +97,11 @@ def gammas(width: int) -> dict[str, float | str]:
 
 
 def state(model: Any) -> dict[str, Any]:
-    """Everything the two paths must agree on, to the bit."""
-    s = model.support_
-    n = s.n
-    out = {
-        "n": n,
-        "next_id": s.next_id,
-        "ids": s._ids[:n].tolist(),
-        "X": s._X[:n].tobytes(),
-        "coef": s._coef[:n].tobytes(),
-        "sq": s._sq[:n].tobytes(),
-        "kdiag": s._kdiag[:n].tobytes(),
-        "sq_max": s._sq_max,
-        "n_learned": model.n_learned,
-        "mistakes": model.n_mistakes,
-        "policy": repr(model._policy.state()),
-    }
+    """Everything the two paths must agree on, to the bit: :func:`model_state` (the set,
+    the width estimate, the counters, the policy), the mistakes and the ranker's
+    thresholds."""
+    out = model_state(model)
+    out["mistakes"] = model.n_mistakes
     if isinstance(model, OnlineRanker):
         out["b"] = np.asarray(model._b).tobytes()
     return out
