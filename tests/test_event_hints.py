@@ -19,6 +19,7 @@ import copy
 import pickle
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -216,10 +217,12 @@ def test_learn_rows_predictions_and_models_match(learner):
 
 
 def test_the_gate_is_the_documented_one():
-    """8 features and 96 vectors (the module docstrings say so): below either the hints
+    """8 features and 96 vectors (the module docstrings and the user guide say so): below
+    either the hints
     are not used, past both they are."""
     assert _event.hint_settings()[1:] == (8, 96, 1.0)
-    for text in (_event.__doc__, eventpass.__doc__):
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "user-guide.md").read_text()
+    for text in (_event.__doc__, eventpass.__doc__, guide):
         assert "at least 8 features and the set at least 96 vectors" in " ".join(text.split())
     for width, used in ((7, False), (8, True)):
         model = make("margin", "unbounded", 0.5 / width)

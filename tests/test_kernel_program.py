@@ -10,6 +10,8 @@ program cannot describe have none, and learners keep their NumPy path for them
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -130,7 +132,10 @@ def test_kernels_a_program_cannot_describe_have_none(kernel):
 
 
 def test_the_deepest_program_fits_the_cores_stack():
+    """The core's stack is MAX_DEPTH rows, the depth the user guide states."""
     assert _event().PROGRAM_STACK == MAX_DEPTH
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "user-guide.md").read_text()
+    assert f"at most {MAX_DEPTH} rows deep" in " ".join(guide.split())
     kernel = nested(MAX_DEPTH)
     assert kernel_program(kernel).depth == MAX_DEPTH
     rng = np.random.default_rng(3)
