@@ -171,16 +171,20 @@ DEF K_POLY = 2
 DEF K_LINEAR = 3
 DEF K_GRAM = 9
 #: Budget policy codes: remove-oldest (or none, ``budget <= 0``), remove-random, Forgetron,
-#: remove-smallest.
+#: remove-smallest; and "fill" (:func:`perceptron_hint_pass` only): no removal, the pass
+#: stops at the first update that finds ``budget`` vectors in the set.
 DEF P_OLDEST = 0
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
 DEF P_SMALLEST = 3
+DEF P_FILL = 4
 
 KERNEL_CODES = {"RBF": K_RBF, "Laplacian": K_LAPLACIAN, "Polynomial": K_POLY,
                 "Linear": K_LINEAR, "gram": K_GRAM}
 POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom": P_RANDOM,
                 "Forgetron": P_FORGETRON, "RemoveSmallest": P_SMALLEST}
+#: :func:`perceptron_hint_pass`'s ``pcode`` that learns as with no budget up to a full set
+FILL_CODE = P_FILL
 
 
 include "_kcol.pxi"
@@ -1358,6 +1362,10 @@ def perceptron_hint_pass(
     ``pcode`` (:data:`POLICY_CODES`) picks the policy on a full set: remove-oldest, or
     remove-random with its slots from ``draws``, or the Forgetron; ``pstate`` carries
     ``(draws used, Q, M)`` in and out (the Forgetron's state as its ``insert`` keeps it).
+    :data:`FILL_CODE` (not for the ranker) learns as with no budget until an update finds
+    ``budget`` vectors in the set, and stops before that row: ``pstate[0]`` receives the
+    rows learned (``m`` if none did), and the rows from there keep their codes unset. A
+    policy that acts only on a full set (``Merge``) learns those rows to the same model.
 
     With ``margin > 0`` it is the perceptron with margin: a row also updates where
     ``t f < margin`` (per column); a hint within ``E_r`` of ``margin`` is decided afresh too.
@@ -1417,6 +1425,8 @@ def perceptron_warm_pass(
         raise ValueError("the support buffers are too small: reserve the rows first")
     if pcode != P_OLDEST and (pstate is None or pstate.shape[0] != 3):
         raise ValueError("every policy but remove-oldest carries pstate = (used, Q, M)")
+    if pcode == P_FILL:
+        raise ValueError("the fill code is perceptron_hint_pass's alone")
     if pcode == P_RANDOM and budget > 0 and (
             draws is None or draws.shape[0] < <Py_ssize_t>pstate[0] + rows):
         raise ValueError("remove-random needs one draw per row")
@@ -1518,7 +1528,9 @@ cdef object _hint_pass(
     if cap < (n + m if budget <= 0 else min(budget, n + m)):
         raise ValueError("the support buffers are too small: reserve the rows first")
     cdef bint ranker = ranks is not None
-    cdef Py_ssize_t nb = 0, pr = 0, i
+    cdef Py_ssize_t nb = 0, pr = 0, i, learned = m
+    if pcode == P_FILL and (ranker or budget <= 0):
+        raise ValueError("the fill code needs a budget, and is not the ranker's")
     if ranker:
         if thresholds is None or p != 1 or ranks.shape[0] != m or margin != 0.0:
             raise ValueError("the ranker: thresholds, one output, one rank per row, no margin")
@@ -1527,6 +1539,8 @@ cdef object _hint_pass(
             if not 0 <= ranks[j] <= nb:
                 raise ValueError("a rank index beyond the thresholds")
     if m == 0:
+        if pcode == P_FILL:
+            pstate[0] = 0.0
         return n, next_id, 0, 0.0, 0
     if n > cap:
         raise ValueError("support rows narrower than the block, or n beyond them")
@@ -1624,6 +1638,9 @@ cdef object _hint_pass(
                         any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
                     if not any_wrong:
                         continue
+            if pcode == P_FILL and n >= budget:  # the set is full: the caller's policy
+                learned = j  # takes this row on (nothing above changed the model)
+                break
             mistakes += 1
             phi = 1.0
             left = False
@@ -1711,7 +1728,9 @@ cdef object _hint_pass(
                 for c in range(p):
                     for k in range(j + 1, m):
                         H[c, k] = H[c, k] * phi
-    if pcode != P_OLDEST:
+    if pcode == P_FILL:
+        pstate[0] = <double>learned
+    elif pcode != P_OLDEST:
         pstate[0], pstate[1], pstate[2] = used, fq, <double>fm
     return n, next_id, mistakes, sq_max, fresh
 

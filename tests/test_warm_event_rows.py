@@ -193,3 +193,55 @@ def test_the_perceptrons_learn_many_under_merge_is_the_per_event_core(
         assert passes >= 30 and core >= 400
     else:  # RemoveSmallest has block passes of its own
         assert core == 0
+
+
+@needs_core
+@pytest.mark.parametrize("learner", ["perceptron", "margin"])
+@pytest.mark.parametrize(("budget", "size"), [(60, 500), (60, 97), (150, 500), (40, 64)])
+@pytest.mark.parametrize("classes", [2, 3])
+def test_the_fill_run_stops_where_merge_first_acts(
+    learner: str, budget: int, size: int, classes: int
+) -> None:
+    """Under Merge, ``learn_many`` learns the rows up to the update that finds the set full
+    in one hint pass as with no budget (``perceptron_run``'s ``fill_to``), then hands that
+    row to Merge's own path: ``learn_one``'s model to the bit, and ``learn_predict_many``
+    says what ``predict_one`` said before each ``learn_one``, with the fill inside a block,
+    two or three classes, and a fixed width (no warm-up: the fill run takes the rows from
+    the first block on)."""
+    from streamk.learners import fastpass
+
+    make = {
+        "perceptron": lambda: KernelPerceptron(kernel=RBF(gamma=0.3), budget=Merge(budget)),
+        "margin": lambda: MarginPerceptron(kernel=RBF(gamma=0.3), budget=Merge(budget)),
+    }[learner]
+    X, y = _stream("margin", 900, 3, 11)
+    if classes == 2:
+        y = ["a" if t == "c" else t for t in y]
+    many, predicting, one = make(), make(), make()
+    for label in sorted(set(y)):  # every class known before the blocks (a new class's
+        x = X.iloc[[y.index(label)]].to_dict("records")[0]  # row takes the tracked path)
+        for model in (many, predicting, one):
+            model.learn_one(x, label)
+    fastpass.COUNTS.clear()
+    _learn_many(many, X, y, size)
+    filled = fastpass.COUNTS["fill"]
+    said = []
+    for i in range(0, len(y), size):
+        said += predicting.learn_predict_many(
+            X.iloc[i : i + size], pd.Series(y[i : i + size], dtype=object)
+        )
+    expected, stop = [], None  # stop: the first row whose update finds the set full
+    for i, (x, t) in enumerate(zip(X.to_dict("records"), y)):
+        expected.append(one.predict_one(x))
+        full, before = one.n_support == budget, one.n_mistakes
+        one.learn_one(x, t)
+        if stop is None and full and one.n_mistakes > before:
+            stop = i
+    assert stop is not None  # Merge acted
+    # the fill run learned rows before that one, never it: all of them where the set
+    # fills within the first block (which starts with room for a fill run)
+    assert 0 < filled <= stop
+    assert filled == stop or stop >= size
+    assert _state(many) == _state(one)
+    assert _state(predicting) == _state(one)
+    assert said == expected
