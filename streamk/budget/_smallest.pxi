@@ -30,7 +30,9 @@ cdef Py_ssize_t _smallest_slot(const double[:, ::1] coef, const double[::1] kdia
         for c in range(p):
             t = t + coef[s, c] * coef[s, c]
         t = t * kdiag[s]
-        if t <= near and sqrt(t) <= root and (slot < 0 or ids[s] < oldest):
+        # (t == lo passes the root's test: sqrt is monotone; equal costs, as every
+        # vector of an RBF perceptron has, then take no square root)
+        if t <= near and (t == lo or sqrt(t) <= root) and (slot < 0 or ids[s] < oldest):
             slot = s
             oldest = ids[s]
     if slot < 0:
