@@ -171,13 +171,17 @@ DEF K_POLY = 2
 DEF K_LINEAR = 3
 DEF K_GRAM = 9
 #: Budget policy codes: remove-oldest (or none, ``budget <= 0``), remove-random, Forgetron,
-#: remove-smallest; and "fill" (:func:`perceptron_hint_pass` only): no removal, the pass
-#: stops at the first update that finds ``budget`` vectors in the set.
+#: remove-smallest; and, for :func:`perceptron_hint_pass` only, "fill" (no removal: the
+#: pass stops at the first update that finds ``budget`` vectors in the set) and Merge.
 DEF P_OLDEST = 0
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
 DEF P_SMALLEST = 3
 DEF P_FILL = 4
+DEF P_MERGE = 5
+#: Rows whose hints the hint pass computes at once (a multiple of 16, the kernels' group):
+#: an update then changes the hints of at most this many rows
+DEF HINT_ROWS = 64
 
 KERNEL_CODES = {"RBF": K_RBF, "Laplacian": K_LAPLACIAN, "Polynomial": K_POLY,
                 "Linear": K_LINEAR, "gram": K_GRAM}
@@ -185,10 +189,14 @@ POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom":
                 "Forgetron": P_FORGETRON, "RemoveSmallest": P_SMALLEST}
 #: :func:`perceptron_hint_pass`'s ``pcode`` that learns as with no budget up to a full set
 FILL_CODE = P_FILL
+#: :func:`perceptron_hint_pass`'s ``pcode`` for a Merge budget (RBF)
+MERGE_CODE = P_MERGE
 
 
 include "_kcol.pxi"
 include "budget/_smallest.pxi"
+include "budget/_vec.pxi"
+include "budget/_merge.pxi"  # Merge's search and merge (as the per-event core's)
 
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
     """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
@@ -1135,11 +1143,21 @@ cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t 
             Qt[k, j] = 0.0
         q_sq32[j] = 0.0
     for j in range(n):
-        h = _centred(&X[j, 0], &center[0], w, &S32[j, 0], 1)
-        for k in range(w, wx):
-            h += X[j, k] * X[j, k]
-        s_sq32[j] = <float>h
-        s_big[0] = max(s_big[0], h)
+        s_big[0] = max(s_big[0], _mirror_row(&X[j, 0], wx, &center[0], w, &S32[j, 0],
+                                             &s_sq32[j]))
+
+
+cdef inline double _mirror_row(const double *x, Py_ssize_t wx, const double *center,
+                               Py_ssize_t w, float *out, float *out_sq) noexcept nogil:
+    """A support row's float32 hint copy: its first ``w`` features centred (``out``), its
+    squared norm after centring, the features past ``w`` counted as they are (``out_sq``,
+    and returned in float64)."""
+    cdef double h = _centred(x, center, w, out, 1)
+    cdef Py_ssize_t k
+    for k in range(w, wx):
+        h += x[k] * x[k]
+    out_sq[0] = <float>h
+    return h
 
 
 cdef bint _hint_applies(double gamma, Py_ssize_t w, double q_big, double s_big,
@@ -1303,6 +1321,7 @@ def perceptron_hint_pass(
     double[::1] pstate=None,
     const int64_t[::1] ranks=None,
     double[::1] thresholds=None,
+    double[:, ::1] trace=None,
 ):
     """Learn the rows of a micro-batch (targets ``T``) with the kernel perceptron, finding
     the rows that need work from float32 decision hints; ``None`` (nothing changed) when
@@ -1366,18 +1385,30 @@ def perceptron_hint_pass(
     ``budget`` vectors in the set, and stops before that row: ``pstate[0]`` receives the
     rows learned (``m`` if none did), and the rows from there keep their codes unset. A
     policy that acts only on a full set (``Merge``) learns those rows to the same model.
+    :data:`MERGE_CODE` is ``Merge(budget)`` (RBF): an update appends its row, and when that
+    makes ``budget + 1`` vectors, two merge into one as the per-event core merges them
+    (``_merge.pxi``: the search on the float64 rows, then the merge; the hints of the later
+    rows lose both columns and gain the merged vector's). The buffers need ``budget + 1``
+    rows; ``pstate[0]`` receives the merges made.
 
     With ``margin > 0`` it is the perceptron with margin: a row also updates where
     ``t f < margin`` (per column); a hint within ``E_r`` of ``margin`` is decided afresh too.
 
     With rank indices ``ranks`` and ``thresholds`` (changed in place) it is the ranker
     (:func:`ranker_rows`'s rule; ``T`` one column, not read): see :func:`_hint_pass`.
+
+    ``trace`` (for tests; ``(m, p + 1)``): each row's hints and ``E_r`` as the pass decides
+    it, so a test can hold every one to the exact decision values of the set at that row.
     """
     Qt, q_sq32, S32, s_sq32, center, H, work = _hint_buffers(
         Q.shape[1], Q.shape[0], X.shape[0], T.shape[1])
+    mbuf = mpick = None
+    if pcode == P_MERGE:  # its search's scratch for the set with the row appended
+        mbuf = np.empty(_merge_work(max(budget + 1, 2), MERGE_GRID))
+        mpick = np.empty(max(budget + 1, 2), dtype=np.intp)
     return _hint_pass(Q, q_sq, X, s_sq, coef, kdiag, ids, T, n, budget, next_id, gamma, codes,
                       hint_limit, margin, pcode, draws, pstate, Qt, q_sq32, S32, s_sq32,
-                      center, H, work, ranks, thresholds)
+                      center, H, work, ranks, thresholds, mbuf, mpick, trace)
 
 
 def perceptron_warm_pass(
@@ -1496,6 +1527,9 @@ cdef object _hint_pass(
     double[::1] work,
     const int64_t[::1] ranks=None,
     double[::1] thresholds=None,
+    double[::1] mbuf=None,
+    Py_ssize_t[::1] mpick=None,
+    double[:, ::1] trace=None,
 ):
     """The body of :func:`perceptron_hint_pass` (its docstring says what it does), callable
     from C: :func:`perceptron_warm_pass` runs it once per run. The buffers (see
@@ -1528,9 +1562,18 @@ cdef object _hint_pass(
     if cap < (n + m if budget <= 0 else min(budget, n + m)):
         raise ValueError("the support buffers are too small: reserve the rows first")
     cdef bint ranker = ranks is not None
-    cdef Py_ssize_t nb = 0, pr = 0, i, learned = m
+    cdef Py_ssize_t nb = 0, pr = 0, i, learned = m, merges = 0, mi = 0, partner = 0, zs
+    cdef Py_ssize_t j_end = 0
+    cdef double mh = 0.0, sqz, cz
     if pcode == P_FILL and (ranker or budget <= 0):
         raise ValueError("the fill code needs a budget, and is not the ranker's")
+    if trace is not None and (trace.shape[0] < m or trace.shape[1] != p + 1):
+        raise ValueError("trace: a row of p hints and the bound per row")
+    if pcode == P_MERGE and (
+        budget <= 0 or cap < budget + 1 or mpick is None or mpick.shape[0] < budget + 1
+        or mbuf is None or mbuf.shape[0] < _merge_work(budget + 1, MERGE_GRID)
+    ):
+        raise ValueError("Merge needs a budget, a spare row and its search's scratch")
     if ranker:
         if thresholds is None or p != 1 or ranks.shape[0] != m or margin != 0.0:
             raise ValueError("the ranker: thresholds, one output, one rank per row, no margin")
@@ -1539,7 +1582,7 @@ cdef object _hint_pass(
             if not 0 <= ranks[j] <= nb:
                 raise ValueError("a rank index beyond the thresholds")
     if m == 0:
-        if pcode == P_FILL:
+        if pcode == P_FILL or pcode == P_MERGE:
             pstate[0] = 0.0
         return n, next_id, 0, 0.0, 0
     if n > cap:
@@ -1564,13 +1607,22 @@ cdef object _hint_pass(
         for c in range(p + 1):  # the hints, then the error sums
             for j in range(m):
                 H[c, j] = 0.0
-        _hint_sums(coef, s_sq32, n, &L, &M)
-        if n and wq:  # the hints: one float32 kernel value per (support vector, row)
-            sk_hint_block(&H[0, 0], err, ldh, p, &coef[0, 0], n, &S32[0, 0], wq, &s_sq32[0],
-                          &Qt[0, 0], ldq, wq, m, &q_sq32[0], g32)
         for j in range(m):
+            if j == j_end:  # the next HINT_ROWS rows' hints, against the set as it is now
+                # (one float32 kernel value per support vector and row), so a change to the
+                # set updates at most that many rows' hints; the bound's sums afresh with them
+                j_end = min(m, j + HINT_ROWS)
+                _hint_sums(coef, s_sq32, n, &L, &M)
+                if n and wq:
+                    sk_hint_block(&H[0, j], err + j if weigh else NULL, ldh, p, &coef[0, 0], n,
+                                  &S32[0, 0], wq, &s_sq32[0], &Qt[0, j], ldq, wq, j_end - j,
+                                  &q_sq32[j], g32)
             tol = _hint_tol(gamma, wq, q_sq32[j], L, M, H[p, j] if weigh else INFINITY,
                             max(q_big, s_big))
+            if trace is not None:  # (tests: the hints and the bound each row is decided by)
+                for c in range(p):
+                    trace[j, c] = H[c, j]
+                trace[j, p] = tol
             if ranker:
                 pr = _hint_rank(H[0, j], tol, &thresholds[0], nb)
                 if pr < 0:  # a threshold within the bound: afresh, as learn_one decides it
@@ -1647,7 +1699,7 @@ cdef object _hint_pass(
             if pcode == P_FORGETRON:
                 fm += 1
             slot = n
-            if budget > 0 and n >= budget:
+            if budget > 0 and n >= budget and pcode != P_MERGE:  # (Merge: append, merge below)
                 if pcode == P_RANDOM:
                     slot = draws[used]
                     used += 1
@@ -1714,22 +1766,63 @@ cdef object _hint_pass(
             s_sq32[slot] = q_sq32[j]
             L = L + step
             M = M + step * q_sq32[j] * 1.01
-            if j + 1 < m and left:  # the leaving vector goes, the new one enters them
-                sk_hint_column2(&H[0, 0], err, ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, m,
+            if j + 1 < j_end and left:  # the leaving vector goes, the new one enters them
+                sk_hint_column2(&H[0, 0], err, ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, j_end,
                                 &S32[cap, 0], s_sq32[cap], &S32[slot, 0], s_sq32[slot],
                                 &q_sq32[0], g32)
-            elif j + 1 < m:  # the new vector enters them
-                sk_hint_column(&H[0, 0], err, ldh, p, &nc[0], &Qt[0, 0], ldq, wq, j + 1, m,
+            elif j + 1 < j_end:  # the new vector enters them
+                sk_hint_column(&H[0, 0], err, ldh, p, &nc[0], &Qt[0, 0], ldq, wq, j + 1, j_end,
                                &S32[slot, 0], s_sq32[slot], &q_sq32[0], g32)
             if phi != 1.0:  # the Forgetron's shrink: f and the hints scale alike (their
                 for s in range(n):  # error bound too, so L and M stay upper bounds)
                     for c in range(p):
                         coef[s, c] = coef[s, c] * phi
                 for c in range(p):
-                    for k in range(j + 1, m):
+                    for k in range(j + 1, j_end):
                         H[c, k] = H[c, k] * phi
+            if pcode == P_MERGE and n > budget:  # Merge.insert: appended, so two merge
+                _merge_pick(&X[0, 0], wx, &coef[0, 0], p, &s_sq[0], &kdiag[0], &ids[0], n,
+                            gamma, MERGE_GRID, MERGE_STEPS, &mbuf[0], &mpick[0], &mi,
+                            &partner, &mh, NULL)
+                cmax = 0.0  # both leave the later rows' hints (weights f, then nc)
+                cz = 0.0
+                for c in range(p):
+                    f[c] = -coef[mi, c]
+                    nc[c] = -coef[partner, c]
+                    cmax = max(cmax, fabs(f[c]))
+                    cz = max(cz, fabs(nc[c]))
+                L = L + cmax + cz
+                M = M + (cmax * s_sq32[mi] + cz * s_sq32[partner]) * 1.01
+                if j + 1 < j_end:
+                    sk_hint_column2(&H[0, 0], err, ldh, p, &f[0], &Qt[0, 0], ldq, wq, j + 1, j_end,
+                                    &S32[mi, 0], s_sq32[mi], &S32[partner, 0],
+                                    s_sq32[partner], &q_sq32[0], g32)
+                last = n - 1
+                sqz = _merge_at(&X[0, 0], wx, &coef[0, 0], p, &s_sq[0], &kdiag[0], &ids[0],
+                                NULL, 0, n, gamma, mi, partner, mh)
+                n -= 1
+                merges += 1
+                if sqz > sq_max:
+                    sq_max = sqz
+                zs = partner if mi == last else mi  # z's slot (last moved into partner's)
+                if partner != last and mi != last:
+                    for k in range(wq):
+                        S32[partner, k] = S32[last, k]
+                    s_sq32[partner] = s_sq32[last]
+                h = _mirror_row(&X[zs, 0], wx, &center[0], wq, &S32[zs, 0], &s_sq32[zs])
+                s_big = max(s_big, h)
+                cz = 0.0  # z enters them
+                for c in range(p):
+                    cz = max(cz, fabs(coef[zs, c]))
+                L = L + cz
+                M = M + cz * s_sq32[zs] * 1.01
+                if j + 1 < j_end:
+                    sk_hint_column(&H[0, 0], err, ldh, p, &coef[zs, 0], &Qt[0, 0], ldq, wq,
+                                   j + 1, j_end, &S32[zs, 0], s_sq32[zs], &q_sq32[0], g32)
     if pcode == P_FILL:
         pstate[0] = <double>learned
+    elif pcode == P_MERGE:
+        pstate[0] = <double>merges
     elif pcode != P_OLDEST:
         pstate[0], pstate[1], pstate[2] = used, fq, <double>fm
     return n, next_id, mistakes, sq_max, fresh

@@ -43,6 +43,7 @@ import numpy as np
 
 from .. import accel
 from ..budget.base import Unbounded
+from ..budget.merge import Merge
 from ..budget.removal import Forgetron, RemoveOldest, RemoveRandom, RemoveSmallest
 from ..kernels import RBF, Kernel, Laplacian, Linear, Polynomial, Scaled
 from ..kernels.program import kernel_program
@@ -78,7 +79,8 @@ __all__ = [
 #: and the ranker's under ``"untracked"``), and
 #: :class:`OneRow` its events under ``"one"``; rows ``learn_many`` gave the compiled
 #: per-event core (``EventPass.learn_rows``) count under ``"compiled"`` and ``"event_rows"``;
-#: rows a fill run (:func:`perceptron_run`'s ``fill_to``) learned, under ``"fill"`` too.
+#: rows a fill run (:func:`perceptron_run`'s ``fill_to``) learned, under ``"fill"`` too, and
+#: the merges of its runs under ``Merge``, under ``"merges"``.
 COUNTS: Counter[str] = Counter()
 _UNBOUNDED = Unbounded()  # the plan of a fill run (perceptron_run's fill_to)
 
@@ -275,11 +277,14 @@ def perceptron_run(
     """
     if fill_to and (runs is not None or ranks is not None):
         raise ValueError("fill_to is for one run of the perceptrons")
-    budget = _hint_budget(support, _UNBOUNDED if fill_to else policy)
+    merge = type(policy) is Merge and not fill_to
+    if merge and (runs is not None or ranks is not None or support.n > policy.budget):
+        return None  # (Merge: one run of the perceptrons, on a set within its budget)
+    budget = _hint_budget(support, _UNBOUNDED if fill_to or merge else policy)
     if budget is None or rows.shape[1] == 0 or (ranks is not None and runs is not None):
         return None
-    if fill_to:
-        budget = int(fill_to)
+    if fill_to or merge:
+        budget = int(fill_to or policy.budget)
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     if q_sq is None:
         q_sq = accel.sqnorms(rows)
@@ -290,8 +295,9 @@ def perceptron_run(
     widths = [k.gamma for k in kernels]
     pcode = accel.core.POLICY_CODES.get(type(policy).__name__)
     draws, pstate = _NO_DRAWS, None
-    if fill_to:
-        pcode, pstate = accel.core.FILL_CODE, np.zeros(3)
+    if fill_to or merge:
+        pcode = accel.core.FILL_CODE if fill_to else accel.core.MERGE_CODE
+        pstate = np.zeros(3)
     elif type(policy) is RemoveRandom:
         if budget and support.n + m > budget:
             draws = policy.peek_slots(m)
@@ -303,7 +309,8 @@ def perceptron_run(
         pstate = np.array([0.0, float(st["Q"]), float(st["M"])])
     elif type(policy) is RemoveSmallest:  # (no state: the pass finds its slots itself)
         pstate = np.zeros(3)
-    support.reserve(_rows_after(support, m, budget), rows.shape[1])
+    rows_needed = budget + 1 if merge else _rows_after(support, m, budget)  # Merge appends
+    support.reserve(rows_needed, rows.shape[1])
     T = np.ascontiguousarray(T, dtype=np.float64)
     args = (*_buffers(support), T, support.n, budget, support.next_id)
     rule = (codes, HINT_LIMIT, margin, pcode, draws, pstate)  # both passes end alike
@@ -324,6 +331,8 @@ def perceptron_run(
     used, fq, fm, learned = 0, 0.0, 0, bounds[done_runs]
     if fill_to:  # the rows it learned before the set was full
         learned = int(pstate[0])
+    elif merge:
+        COUNTS["merges"] += int(pstate[0])
     elif pstate is not None:  # remove-random's draws used, the Forgetron's Q and M
         used, fq, fm = int(pstate[0]), float(pstate[1]), int(pstate[2])
     _settle(support, policy, rows.shape[1], n, next_id, mistakes, sq_max, used, fq, fm)

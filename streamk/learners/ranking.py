@@ -18,9 +18,11 @@ from .base import KernelLearner, as_list
 
 #: The smallest support set whose block takes the float32 hint pass: below it the ranker,
 #: which updates on most rows, pays more for the hints' columns of every update than for
-#: the float64 rows the hints save (Synth50-reg at B = 200: 2.7x river with hints, 3.7x
-#: without; at B = 1,000 and unbounded, 2.0-2.5x with, 0.8-1.2x without).
-HINTS_FROM = 300
+#: the float64 rows the hints save. Since the pass computes hints 64 rows at a time (an
+#: update moves at most 64 rows' hints), a full set of 200 pays (learn_many, same run, the
+#: grid's timing: RemoveOldest(200) Synth50-reg 3.79x river from 300 on, 4.72x from 200;
+#: Friedman 2.98x, 3.75x; unbounded Synth50-reg 2.41x, 2.40x, and 2.01x from 0).
+HINTS_FROM = 200
 
 __all__ = ["OnlineRanker"]
 
