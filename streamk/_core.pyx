@@ -171,14 +171,12 @@ DEF K_POLY = 2
 DEF K_LINEAR = 3
 DEF K_GRAM = 9
 #: Budget policy codes: remove-oldest (or none, ``budget <= 0``), remove-random, Forgetron,
-#: remove-smallest; and, for :func:`perceptron_hint_pass` only, "fill" (no removal: the
-#: pass stops at the first update that finds ``budget`` vectors in the set) and Merge.
+#: remove-smallest; and, for :func:`perceptron_hint_pass` only, Merge.
 DEF P_OLDEST = 0
 DEF P_RANDOM = 1
 DEF P_FORGETRON = 2
 DEF P_SMALLEST = 3
-DEF P_FILL = 4
-DEF P_MERGE = 5
+DEF P_MERGE = 4
 #: Rows whose hints the hint pass computes at once (a multiple of 16, the kernels' group):
 #: an update then changes the hints of at most this many rows
 DEF HINT_ROWS = 64
@@ -187,8 +185,6 @@ KERNEL_CODES = {"RBF": K_RBF, "Laplacian": K_LAPLACIAN, "Polynomial": K_POLY,
                 "Linear": K_LINEAR, "gram": K_GRAM}
 POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom": P_RANDOM,
                 "Forgetron": P_FORGETRON, "RemoveSmallest": P_SMALLEST}
-#: :func:`perceptron_hint_pass`'s ``pcode`` that learns as with no budget up to a full set
-FILL_CODE = P_FILL
 #: :func:`perceptron_hint_pass`'s ``pcode`` for a Merge budget (RBF)
 MERGE_CODE = P_MERGE
 
@@ -1381,10 +1377,6 @@ def perceptron_hint_pass(
     ``pcode`` (:data:`POLICY_CODES`) picks the policy on a full set: remove-oldest, or
     remove-random with its slots from ``draws``, or the Forgetron; ``pstate`` carries
     ``(draws used, Q, M)`` in and out (the Forgetron's state as its ``insert`` keeps it).
-    :data:`FILL_CODE` (not for the ranker) learns as with no budget until an update finds
-    ``budget`` vectors in the set, and stops before that row: ``pstate[0]`` receives the
-    rows learned (``m`` if none did), and the rows from there keep their codes unset. A
-    policy that acts only on a full set (``Merge``) learns those rows to the same model.
     :data:`MERGE_CODE` is ``Merge(budget)`` (RBF): an update appends its row, and when that
     makes ``budget + 1`` vectors, two merge into one as the per-event core merges them
     (``_merge.pxi``: the search on the float64 rows, then the merge; the hints of the later
@@ -1456,8 +1448,8 @@ def perceptron_warm_pass(
         raise ValueError("the support buffers are too small: reserve the rows first")
     if pcode != P_OLDEST and (pstate is None or pstate.shape[0] != 3):
         raise ValueError("every policy but remove-oldest carries pstate = (used, Q, M)")
-    if pcode == P_FILL:
-        raise ValueError("the fill code is perceptron_hint_pass's alone")
+    if pcode == P_MERGE:
+        raise ValueError("the Merge code is perceptron_hint_pass's alone")
     if pcode == P_RANDOM and budget > 0 and (
             draws is None or draws.shape[0] < <Py_ssize_t>pstate[0] + rows):
         raise ValueError("remove-random needs one draw per row")
@@ -1562,11 +1554,9 @@ cdef object _hint_pass(
     if cap < (n + m if budget <= 0 else min(budget, n + m)):
         raise ValueError("the support buffers are too small: reserve the rows first")
     cdef bint ranker = ranks is not None
-    cdef Py_ssize_t nb = 0, pr = 0, i, learned = m, merges = 0, mi = 0, partner = 0, zs
+    cdef Py_ssize_t nb = 0, pr = 0, i, merges = 0, mi = 0, partner = 0, zs
     cdef Py_ssize_t j_end = 0
     cdef double mh = 0.0, sqz, cz
-    if pcode == P_FILL and (ranker or budget <= 0):
-        raise ValueError("the fill code needs a budget, and is not the ranker's")
     if trace is not None and (trace.shape[0] < m or trace.shape[1] != p + 1):
         raise ValueError("trace: a row of p hints and the bound per row")
     if pcode == P_MERGE and (
@@ -1582,7 +1572,7 @@ cdef object _hint_pass(
             if not 0 <= ranks[j] <= nb:
                 raise ValueError("a rank index beyond the thresholds")
     if m == 0:
-        if pcode == P_FILL or pcode == P_MERGE:
+        if pcode == P_MERGE:
             pstate[0] = 0.0
         return n, next_id, 0, 0.0, 0
     if n > cap:
@@ -1690,9 +1680,6 @@ cdef object _hint_pass(
                         any_wrong = _margin_errors(&f[0], &T[j, 0], p, margin, &nc[0], &step)
                     if not any_wrong:
                         continue
-            if pcode == P_FILL and n >= budget:  # the set is full: the caller's policy
-                learned = j  # takes this row on (nothing above changed the model)
-                break
             mistakes += 1
             phi = 1.0
             left = False
@@ -1819,9 +1806,7 @@ cdef object _hint_pass(
                 if j + 1 < j_end:
                     sk_hint_column(&H[0, 0], err, ldh, p, &coef[zs, 0], &Qt[0, 0], ldq, wq,
                                    j + 1, j_end, &S32[zs, 0], s_sq32[zs], &q_sq32[0], g32)
-    if pcode == P_FILL:
-        pstate[0] = <double>learned
-    elif pcode == P_MERGE:
+    if pcode == P_MERGE:
         pstate[0] = <double>merges
     elif pcode != P_OLDEST:
         pstate[0], pstate[1], pstate[2] = used, fq, <double>fm

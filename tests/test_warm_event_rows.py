@@ -200,15 +200,15 @@ def test_the_perceptrons_learn_many_under_merge_is_the_per_event_core(
 @pytest.mark.parametrize("learner", ["perceptron", "margin"])
 @pytest.mark.parametrize(("budget", "size"), [(60, 500), (60, 97), (150, 500), (40, 64)])
 @pytest.mark.parametrize("classes", [2, 3])
-def test_the_fill_run_stops_where_merge_first_acts(
+def test_merges_in_the_hint_pass_are_learn_ones(
     learner: str, budget: int, size: int, classes: int
 ) -> None:
-    """Under Merge, ``learn_many`` learns the rows up to the update that finds the set full
-    in one hint pass as with no budget (``perceptron_run``'s ``fill_to``), then hands that
-    row to Merge's own path: ``learn_one``'s model to the bit, and ``learn_predict_many``
-    says what ``predict_one`` said before each ``learn_one``, with the fill inside a block,
-    two or three classes, and a fixed width (no warm-up: the fill run takes the rows from
-    the first block on)."""
+    """Under Merge, ``learn_many``'s hint pass appends each update's row and, once that
+    fills the set past its budget, merges two vectors (``MERGE_CODE``), filling and full
+    alike: ``learn_one``'s model to the bit, one merge wherever ``learn_one`` made one, and
+    ``learn_predict_many`` says what ``predict_one`` said before each ``learn_one``; the fill
+    inside a block, two or three classes, a fixed width (no warm-up, so the pass takes
+    every block)."""
     from streamk.learners import fastpass
 
     make = {
@@ -225,24 +225,20 @@ def test_the_fill_run_stops_where_merge_first_acts(
             model.learn_one(x, label)
     fastpass.COUNTS.clear()
     _learn_many(many, X, y, size)
-    filled = fastpass.COUNTS["fill"]
+    merged, hinted = fastpass.COUNTS["merges"], fastpass.COUNTS["hints"]
     said = []
     for i in range(0, len(y), size):
         said += predicting.learn_predict_many(
             X.iloc[i : i + size], pd.Series(y[i : i + size], dtype=object)
         )
-    expected, stop = [], None  # stop: the first row whose update finds the set full
-    for i, (x, t) in enumerate(zip(X.to_dict("records"), y)):
+    expected, merges = [], 0  # a merge: an update that finds the set full
+    for x, t in zip(X.to_dict("records"), y):
         expected.append(one.predict_one(x))
         full, before = one.n_support == budget, one.n_mistakes
         one.learn_one(x, t)
-        if stop is None and full and one.n_mistakes > before:
-            stop = i
-    assert stop is not None  # Merge acted
-    # the fill run learned rows before that one, never it: all of them where the set
-    # fills within the first block (which starts with room for a fill run)
-    assert 0 < filled <= stop
-    assert filled == stop or stop >= size
+        merges += full and one.n_mistakes > before
+    assert merges > 0 and hinted == len(y)
+    assert merged == merges
     assert _state(many) == _state(one)
     assert _state(predicting) == _state(one)
     assert said == expected

@@ -79,10 +79,9 @@ __all__ = [
 #: and the ranker's under ``"untracked"``), and
 #: :class:`OneRow` its events under ``"one"``; rows ``learn_many`` gave the compiled
 #: per-event core (``EventPass.learn_rows``) count under ``"compiled"`` and ``"event_rows"``;
-#: rows a fill run (:func:`perceptron_run`'s ``fill_to``) learned, under ``"fill"`` too, and
-#: the merges of its runs under ``Merge``, under ``"merges"``.
+#: the merges of :func:`perceptron_run` under ``Merge`` count under ``"merges"``.
 COUNTS: Counter[str] = Counter()
-_UNBOUNDED = Unbounded()  # the plan of a fill run (perceptron_run's fill_to)
+_UNBOUNDED = Unbounded()  # the kernel checks of a run under Merge (no policy plan of its own)
 
 _EMPTY = np.zeros((0, 0))
 _NO_DRAWS = np.zeros(0, dtype=np.int64)
@@ -249,16 +248,13 @@ def perceptron_run(
     runs: tuple[list[int], list[Kernel]] | None = None,
     ranks: np.ndarray | None = None,
     thresholds: np.ndarray | None = None,
-    fill_to: int = 0,
-) -> tuple[int, ...] | None:
+) -> tuple[int, int] | None:
     """Learn ``rows`` (targets ``T``, every label known) in one compiled pass with float32
     hints; ``(mistakes, rows decided afresh)``, or ``None`` when the pass does not apply.
 
-    ``fill_to > 0`` (not with ``runs`` or ``ranks``): ``policy`` is not applied; the set
-    learns as with no budget until an update finds ``fill_to`` vectors in it, and the pass
-    stops before that row (``FILL_CODE``), returning ``(mistakes, rows decided afresh, rows
-    learned)``. A policy that acts only on a full set of ``fill_to`` (``Merge``) would have
-    learned those rows to the same model: one call for its filling phase.
+    Under ``Merge`` (one run of the perceptrons, no ``runs`` or ``ranks``) the pass appends
+    each update's row and merges two vectors whenever that fills the set past its budget
+    (``MERGE_CODE``), as the per-event core does, filling or full alike.
 
     With rank indices ``ranks`` and the ranker's ``thresholds`` (C-contiguous float64,
     changed in place; ``T`` one column of zeros, ``margin`` 0, no ``runs``) it is the
@@ -275,16 +271,14 @@ def perceptron_run(
     draws, each insertion into a full set the next one whatever run it is in: the draws
     the runs one at a time would peek and skip in turn.
     """
-    if fill_to and (runs is not None or ranks is not None):
-        raise ValueError("fill_to is for one run of the perceptrons")
-    merge = type(policy) is Merge and not fill_to
+    merge = type(policy) is Merge
     if merge and (runs is not None or ranks is not None or support.n > policy.budget):
         return None  # (Merge: one run of the perceptrons, on a set within its budget)
-    budget = _hint_budget(support, _UNBOUNDED if fill_to or merge else policy)
+    budget = _hint_budget(support, _UNBOUNDED if merge else policy)
     if budget is None or rows.shape[1] == 0 or (ranks is not None and runs is not None):
         return None
-    if fill_to or merge:
-        budget = int(fill_to or policy.budget)
+    if merge:
+        budget = int(policy.budget)
     rows = np.ascontiguousarray(rows, dtype=np.float64)
     if q_sq is None:
         q_sq = accel.sqnorms(rows)
@@ -295,9 +289,8 @@ def perceptron_run(
     widths = [k.gamma for k in kernels]
     pcode = accel.core.POLICY_CODES.get(type(policy).__name__)
     draws, pstate = _NO_DRAWS, None
-    if fill_to or merge:
-        pcode = accel.core.FILL_CODE if fill_to else accel.core.MERGE_CODE
-        pstate = np.zeros(3)
+    if merge:
+        pcode, pstate = accel.core.MERGE_CODE, np.zeros(3)
     elif type(policy) is RemoveRandom:
         if budget and support.n + m > budget:
             draws = policy.peek_slots(m)
@@ -328,19 +321,14 @@ def perceptron_run(
         )
         if not done_runs:
             return None
-    used, fq, fm, learned = 0, 0.0, 0, bounds[done_runs]
-    if fill_to:  # the rows it learned before the set was full
-        learned = int(pstate[0])
-    elif merge:
+    used, fq, fm = 0, 0.0, 0
+    if merge:
         COUNTS["merges"] += int(pstate[0])
     elif pstate is not None:  # remove-random's draws used, the Forgetron's Q and M
         used, fq, fm = int(pstate[0]), float(pstate[1]), int(pstate[2])
     _settle(support, policy, rows.shape[1], n, next_id, mistakes, sq_max, used, fq, fm)
-    COUNTS["compiled"] += learned
-    COUNTS["hints"] += learned
-    if fill_to:
-        COUNTS["fill"] += learned
-        return mistakes, fresh, learned
+    COUNTS["compiled"] += bounds[done_runs]
+    COUNTS["hints"] += bounds[done_runs]
     return (mistakes, fresh) if runs is None else (mistakes, done_runs)
 
 

@@ -16,7 +16,7 @@ from ..budget.projectron import Projectron
 from ..errors import InvalidInput
 from ..kernels import RBF, Kernel, Scaled
 from . import eventpass, fastpass
-from .base import UNTIL_FULL_ROWS, as_list
+from .base import as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder, label_values
 
@@ -330,20 +330,22 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                     out.put(a, self._labels.decode(codes[a:b].tolist(), labels[a:b]))
                 return True
 
-            head = self._fill_run(rows, T, codes, q_sq)
-            if head is None:  # no fill run: chunks that cannot fill the set
-                head = self._until_full(0, len(labels), chunk)
-            elif out is not None and head:
-                out.put(0, self._labels.decode(codes[:head].tolist(), labels[:head]))
+            done = None
+            if type(self._policy) is Merge:  # the hint pass appends and merges, full or not
+                done = fastpass.perceptron_run(
+                    self._support, self._policy, rows, T, codes, self._margin, q_sq
+                )
+            head = 0 if done is not None else self._until_full(0, len(labels), chunk)
             if head:
                 if head == len(labels):
                     return
                 rows, labels, T, codes = rows[head:], labels[head:], T[head:], codes[head:]
                 q_sq = None if q_sq is None else q_sq[head:]
                 out = None if out is None else _Offset(out.items, out.start + head)
-            done = fastpass.perceptron_run(
-                self._support, self._policy, rows, T, codes, self._margin, q_sq
-            )
+            if done is None:
+                done = fastpass.perceptron_run(
+                    self._support, self._policy, rows, T, codes, self._margin, q_sq
+                )
             if done is None:  # the Projectron's own run (margin 0: this perceptron)
                 done = self._projectron_run(rows, T, codes)
             if done is None:  # Merge's
@@ -384,28 +386,6 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                     end += 1
                 self._learn_segment(block, rows, labels, j, end, out)
                 j = end
-
-    def _fill_run(
-        self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray, q_sq: np.ndarray | None
-    ) -> int | None:
-        """The rows up to the one that finds the set full, under a policy that acts only on
-        a full set (:meth:`_room_until_full`), in one hint pass as with no budget
-        (:func:`~streamk.learners.fastpass.perceptron_run`'s ``fill_to``): the policy's
-        model, where chunks that cannot fill the set took a pass each. The row it got to;
-        ``None`` where it does not apply (no room for a chunk's worth of rows, or no pass)."""
-        room = self._room_until_full()
-        if room is None or room < min(UNTIL_FULL_ROWS, len(T)):
-            return None
-        done = fastpass.perceptron_run(
-            self._support, self._policy, rows, T, codes, self._margin, q_sq,
-            fill_to=self._policy.budget,
-        )
-        if done is None:
-            return None
-        mistakes, _, learned = done
-        self.n_mistakes += mistakes
-        self._n_learned += learned
-        return learned
 
     def _learn_first(self, row: np.ndarray, label: Any) -> None:
         """A row of a new class into an empty set: what the tracked path below does
