@@ -157,6 +157,11 @@ def _repeat(
     return spent / done, done
 
 
+def _spread(per_event: list[float]) -> list[float]:
+    """The slowest and the fastest repeat's events/s, from their CPU seconds per event."""
+    return [1.0 / max(per_event), 1.0 / min(per_event)]
+
+
 def _factory(
     learner: Callable[[Any, Any], Any], kernel: Callable[[], Any], policy: Callable[[], Any]
 ) -> Callable[[], Any]:
@@ -252,6 +257,52 @@ def _refused_row(
         "kernel": kernel,
         "status": refused[(policy, budget)],
     }
+
+
+#: the grid's learner names as a user writes the models (the summary's rows)
+MODEL_NAMES = {
+    "perceptron": "KernelPerceptron",
+    "margin": "MarginPerceptron",
+    "adatron": "KernelAdatron",
+    "adatron-resweep": "KernelAdatron(resweeps=1)",
+    "novelty": "KernelNovelty",
+    "svr": "OnlineSVR",
+    "ranker": "OnlineRanker",
+}
+
+
+def _span(ratios: list[float]) -> str:
+    """``lo–hi`` to two decimals, one figure where they agree, a dash for none."""
+    if not ratios:
+        return "–"
+    lo, hi = f"{min(ratios):.2f}", f"{max(ratios):.2f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def summary_tables(doc: dict[str, Any]) -> str:
+    """The grid ``doc`` (its JSON) as two Markdown tables, ``learn_many`` then ``learn_one``:
+    a row per learner, a column per policy, each cell the lowest and highest ratio to river's
+    linear model over the streams and budgets measured (docs/user-guide.md quotes them)."""
+    cells = [r for r in doc["rows"] if "many_vs_river" in r]
+    order = ("Unbounded", "RemoveOldest", "RemoveRandom", "RemoveSmallest", "Forgetron", "Merge")
+    ranked = [*order, *(p for p in POLICIES if p not in order)]  # cheapest first
+    policies = [p for p in ranked if any(r["policy"] == p for r in cells)]
+    learners = [n for n in LEARNERS if any(r["learner"] == n for r in cells)]
+    heads = ["no budget" if p == "Unbounded" else f"`{p}`" for p in policies]
+    out = []
+    for key, what in (("many_vs_river", "`learn_many`"), ("one_vs_river", "`learn_one`")):
+        lines = [
+            f"| {what} | " + " | ".join(heads) + " |",
+            "|---" * (len(policies) + 1) + "|",
+        ]
+        for name in learners:
+            row = [
+                _span([r[key] for r in cells if r["learner"] == name and r["policy"] == p])
+                for p in policies
+            ]
+            lines.append(f"| `{MODEL_NAMES.get(name, name)}` | " + " | ".join(row) + " |")
+        out.append("\n".join(lines))
+    return "\n\n".join(out) + "\n"
 
 
 def run(args: argparse.Namespace, results: Path) -> int:
@@ -370,11 +421,9 @@ def run(args: argparse.Namespace, results: Path) -> int:
                     "kernel": args.kernel,
                     "events": n,
                     "learn_many_ev_s": many,
-                    "learn_many_ev_s_min_max": [
-                        n / max(times[(pname, b, "many")]),
-                        n / min(times[(pname, b, "many")]),
-                    ],
+                    "learn_many_ev_s_min_max": _spread(times[(pname, b, "many")]),
                     "learn_one_ev_s": one,
+                    "learn_one_ev_s_min_max": _spread(times[(pname, b, "one")]),
                     "river_reference": next(iter(rivals)),
                     "river_learn_one_ev_s": ref,
                     "many_vs_river": many / ref,
@@ -395,5 +444,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
                 print(f"{sname:<12} {'':<10} {rname:<25} {'':>12} {rate[rname]:>9,.0f}", flush=True)
             save()
     save()
-    print(f"\nload average before {load_before}, after {os.getloadavg()}\nwrote {path}")
+    print("\nratio to river's linear model (lowest-highest over streams and budgets):\n")
+    print(summary_tables(json.loads(path.read_text())))
+    print(f"load average before {load_before}, after {os.getloadavg()}\nwrote {path}")
     return 0

@@ -31,7 +31,6 @@ from streamk import (
     RemoveSmallest,
     accel,
 )
-
 from streamk.learners import ranking
 
 pytestmark = pytest.mark.skipif(accel.core is None, reason="needs the compiled core")

@@ -203,3 +203,67 @@ def test_the_user_guides_grid_timing_is_the_benchmarks():
     doc = _benchmark("online_grid", "online_throughput")
     assert int(claim["ms"]) / 1000 == online_grid.MIN_CPU == doc["min_cpu_s_per_repeat"]
     assert int(claim["repeats"]) == doc["repeats"]
+
+
+#: the line above the user guide's grid tables (docs/user-guide.md, "What each learner and
+#: policy runs at"); the tables follow it, then a blank line
+GRID_TABLES = (
+    "<!-- online_grid.summary_tables: regenerated from benchmarks/results/online_grid.json -->\n"
+)
+
+
+def test_the_user_guides_grid_tables_are_the_committed_grids():
+    """The two ratio tables in the user guide are ``online_grid.summary_tables`` of the
+    committed grid: a re-run of ``python -m benchmarks.online_throughput`` that moves a
+    cell fails here until the guide is regenerated."""
+    from benchmarks.online_grid import summary_tables
+
+    guide = (ROOT / "docs" / "user-guide.md").read_text()
+    assert guide.count(GRID_TABLES) == 1, "the user guide's grid tables moved: update this test"
+    expected = summary_tables(_benchmark("online_grid", "online_throughput"))
+    assert guide.split(GRID_TABLES, 1)[1].startswith(expected + "\n"), expected
+
+
+def test_summary_tables_take_each_cells_lowest_and_highest_ratio():
+    """``summary_tables`` on a hand-made grid: ranges over streams and budgets, one figure
+    where they agree to two decimals, a dash where a learner never ran a policy, the
+    policies cheapest first whatever order the rows come in."""
+    from benchmarks.online_grid import summary_tables
+
+    def cell(learner, policy, many, one):
+        return {"learner": learner, "policy": policy, "many_vs_river": many, "one_vs_river": one}
+
+    doc = {
+        "rows": [
+            {"learner": "svr", "model": "river LinearRegression", "learn_one_ev_s": 1.0},
+            cell("svr", "Merge", 0.5, 0.25),
+            cell("svr", "Merge", 2.0, 0.75),
+            cell("svr", "Merge", 1.25, 0.5),
+            cell("svr", "Unbounded", 3.0, 1.0),
+            cell("perceptron", "Merge", 4.001, 1.5),
+            cell("perceptron", "Merge", 3.999, 1.5),
+        ]
+    }
+    many, one = summary_tables(doc).split("\n\n")
+    assert many.splitlines() == [
+        "| `learn_many` | no budget | `Merge` |",
+        "|---|---|---|",
+        "| `KernelPerceptron` | – | 4.00 |",
+        "| `OnlineSVR` | 3.00 | 0.50–2.00 |",
+    ]
+    assert one.splitlines()[2:] == [
+        "| `KernelPerceptron` | – | 1.50 |",
+        "| `OnlineSVR` | 1.00 | 0.25–0.75 |",
+    ]
+
+
+def test_the_committed_grids_spreads_bracket_their_medians():
+    """Each grid cell's slowest and fastest repeat (events/s) bracket its median, for
+    ``learn_many`` and ``learn_one`` (the spread was once the rate times the events)."""
+    doc = _benchmark("online_grid", "online_throughput")
+    cells = [r for r in doc["rows"] if "many_vs_river" in r]
+    assert cells
+    for r in cells:
+        for key in ("learn_many_ev_s", "learn_one_ev_s"):
+            lo, hi = r[f"{key}_min_max"]
+            assert lo <= r[key] * (1 + 1e-12) and r[key] <= hi * (1 + 1e-12), (r, key)
