@@ -242,3 +242,42 @@ def test_merges_in_the_hint_pass_are_learn_ones(
     assert _state(many) == _state(one)
     assert _state(predicting) == _state(one)
     assert said == expected
+
+
+@needs_core
+@pytest.mark.parametrize("seed", range(12))
+def test_merge_in_the_hint_pass_on_random_settings(seed: int) -> None:
+    """Merge's hint pass on random settings: budgets down to 2, one to twenty features (a
+    feature that first appears halfway on some), narrow and wide kernels, blocks of 1 to
+    120 rows, two or three classes, the perceptron with margin or without: ``learn_one``'s
+    model to the bit, with merges made in the pass."""
+    from streamk.learners import fastpass
+
+    rng = np.random.default_rng(seed)
+    budget, width = int(rng.choice([2, 3, 5, 17])), int(rng.choice([1, 2, 9, 20]))
+    X = rng.normal(size=(400, width)) * 2
+    y = np.where(np.sin(2 * X[:, 0]) + 0.3 * rng.normal(size=400) > 0, "a", "b").tolist()
+    if seed % 3 == 0:
+        y = ["c" if i % 5 == 0 else t for i, t in enumerate(y)]
+    events = [{f"f{k}": X[i, k] for k in range(width)} for i in range(400)]
+    if seed % 4 == 1 and width > 1:  # the last feature first seen at event 200
+        for x in events[:200]:
+            del x[f"f{width - 1}"]
+    learner = KernelPerceptron if seed % 2 else MarginPerceptron
+    gamma = float(rng.choice([0.05, 0.5, 3.0]))
+    many, one = (learner(kernel=RBF(gamma=gamma), budget=Merge(budget)) for _ in range(2))
+    for label in sorted(set(y)):  # every class known before the blocks
+        for model in (many, one):
+            model.learn_one(events[y.index(label)], label)
+    fastpass.COUNTS.clear()
+    i = 0
+    while i < 400:
+        size = int(rng.integers(1, 121))
+        many.learn_many(
+            pd.DataFrame(events[i : i + size]), pd.Series(y[i : i + size], dtype=object)
+        )
+        i += size
+    for x, t in zip(events, y):
+        one.learn_one(x, t)
+    assert fastpass.COUNTS["merges"] > 0
+    assert _state(many) == _state(one)
