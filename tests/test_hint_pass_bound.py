@@ -109,7 +109,7 @@ def test_every_rows_hints_are_within_the_bound_the_pass_kept(
     decided: dict[int, np.ndarray] = {}
     for Q, trace in traces:
         for q, t in zip(Q, trace):
-            if not np.isnan(t[-1]):  # (a fill run stops before its last rows)
+            if not np.isnan(t[-1]):  # (a pass that declined traced no row)
                 decided[where[tuple(q)]] = t
     assert len(decided) >= 400  # most rows went through the hint pass
     worst = 0.0
