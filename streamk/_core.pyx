@@ -187,6 +187,8 @@ POLICY_CODES = {"RemoveOldest": P_OLDEST, "Unbounded": P_OLDEST, "RemoveRandom":
                 "Forgetron": P_FORGETRON, "RemoveSmallest": P_SMALLEST}
 #: :func:`perceptron_hint_pass`'s ``pcode`` for a Merge budget (RBF)
 MERGE_CODE = P_MERGE
+#: the rows whose hints the hint pass computes at once (:data:`HINT_ROWS`; the user guide's)
+HINT_GROUP = HINT_ROWS
 
 
 include "_kcol.pxi"

@@ -124,3 +124,16 @@ def test_every_rows_hints_are_within_the_bound_the_pass_kept(
     assert worst > 0.0  # the hints are float32: not exact
     assert twin.support_.n == many.support_.n  # (the Forgetron's shrink: to rounding)
     np.testing.assert_allclose(twin.support_.coef, many.support_.coef, rtol=1e-9, atol=1e-12)
+
+
+def test_the_user_guide_states_the_hint_group() -> None:
+    """docs/user-guide.md says how many rows' hints the pass computes at once: the number
+    the core's ``HINT_ROWS`` holds (fails when either moves alone)."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[1] / "docs" / "user-guide.md").read_text().split())
+    found = re.search(r"The hints are computed (\d+) rows at a time", text)
+    assert found is not None
+    assert int(found.group(1)) == accel.core.HINT_GROUP
+    assert re.search(rf"changes the hints of at most {found.group(1)} rows", text)
