@@ -322,8 +322,10 @@ class KernelLearner:
 
     def _room_until_full(self) -> int | None:
         """The rows the set can still take before a policy that acts only on a full set and
-        has no block pass of its own (``Merge``) does anything; ``None`` for other policies
-        (``RemoveSmallest`` acts only on a full set too, but its own passes take it)."""
+        has no block pass of its own (``Merge``: the perceptrons' hint pass merges, but not
+        their warm-up's pass nor the other learners' passes) does anything; ``None`` for
+        other policies (``RemoveSmallest`` acts only on a full set too, but its own passes
+        take it)."""
         policy = self._policy
         return policy.budget - self._support.n if type(policy) is Merge else None
 

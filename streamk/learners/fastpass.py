@@ -287,10 +287,10 @@ def perceptron_run(
     if not _rbf_exact(support, q_sq, kernels):
         return None
     widths = [k.gamma for k in kernels]
-    pcode = accel.core.POLICY_CODES.get(type(policy).__name__)
+    pcode = accel.core.MERGE_CODE if merge else accel.core.POLICY_CODES[type(policy).__name__]
     draws, pstate = _NO_DRAWS, None
-    if merge:
-        pcode, pstate = accel.core.MERGE_CODE, np.zeros(3)
+    if merge:  # (pstate[0] gets the merges)
+        pstate = np.zeros(3)
     elif type(policy) is RemoveRandom:
         if budget and support.n + m > budget:
             draws = policy.peek_slots(m)

@@ -163,7 +163,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 )
                 if not warm and not fastpass.block_pass_applies(
                     self._support, self._policy, rows[i:]
-                ):  # no hint pass (Merge, the Projectron, a combined kernel):
+                ):  # no warm pass (Merge on a full set, the Projectron, a combined kernel):
                     # the rest of the warm-up through the per-event core, each row folded there
                     i += self._warm_event_rows(rows[i:], labels[i:], self._learn_event_row)
                 if i > start:
@@ -315,37 +315,10 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 T = None
             codes = np.empty(len(labels), dtype=np.int64)
         if T is not None:
-
-            def chunk(a: int, b: int, policy: BudgetPolicy) -> bool:
-                sq = None if q_sq is None else q_sq[a:b]
-                run = (rows[a:b], T[a:b], codes[a:b])
-                ran = fastpass.perceptron_run(self._support, policy, *run, self._margin, sq)
-                if ran is None:
-                    ran = self._untracked_run(*run, sq, policy)
-                if ran is None:
-                    return False
-                self.n_mistakes += ran[0]
-                self._n_learned += b - a
-                if out is not None:
-                    out.put(a, self._labels.decode(codes[a:b].tolist(), labels[a:b]))
-                return True
-
-            done = None
-            if type(self._policy) is Merge:  # the hint pass appends and merges, full or not
-                done = fastpass.perceptron_run(
-                    self._support, self._policy, rows, T, codes, self._margin, q_sq
-                )
-            head = 0 if done is not None else self._until_full(0, len(labels), chunk)
-            if head:
-                if head == len(labels):
-                    return
-                rows, labels, T, codes = rows[head:], labels[head:], T[head:], codes[head:]
-                q_sq = None if q_sq is None else q_sq[head:]
-                out = None if out is None else _Offset(out.items, out.start + head)
-            if done is None:
-                done = fastpass.perceptron_run(
-                    self._support, self._policy, rows, T, codes, self._margin, q_sq
-                )
+            # (under Merge the hint pass appends and merges itself, filling or full alike)
+            done = fastpass.perceptron_run(
+                self._support, self._policy, rows, T, codes, self._margin, q_sq
+            )
             if done is None:  # the Projectron's own run (margin 0: this perceptron)
                 done = self._projectron_run(rows, T, codes)
             if done is None:  # Merge's
@@ -428,19 +401,13 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         return done[0], rows.shape[0]
 
     def _untracked_run(
-        self,
-        rows: np.ndarray,
-        T: np.ndarray,
-        codes: np.ndarray,
-        q_sq: np.ndarray | None,
-        policy: BudgetPolicy | None = None,
+        self, rows: np.ndarray, T: np.ndarray, codes: np.ndarray, q_sq: np.ndarray | None
     ) -> tuple[int, int] | None:
         """A whole run in one untracked compiled pass (:func:`streamk.learners.fastpass.
         perceptron_rows`: each row's kernel values against the set computed in C), for a
         Laplacian, polynomial or linear kernel, possibly scaled (the RBF kernel has its
         hint pass; Gram-matrix kernels keep the tracked block); ``(updates, rows)`` or
-        ``None`` (nothing changed). ``policy``: the one to plan with, if not the
-        learner's (the unbounded stand-in of :meth:`_until_full`)."""
+        ``None`` (nothing changed)."""
         if accel.core is None or rows.shape[1] == 0:
             return None
         kernel = self._support.kernel
@@ -449,7 +416,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         Q = np.ascontiguousarray(rows, dtype=np.float64)
         if q_sq is None:
             q_sq = accel.sqnorms(Q)
-        how = fastpass.rows_plan(self._support, policy or self._policy, q_sq)
+        how = fastpass.rows_plan(self._support, self._policy, q_sq)
         if how is None:
             return None
         updates = fastpass.perceptron_rows(self._support, Q, q_sq, T, how, codes, self._margin)
