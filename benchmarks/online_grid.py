@@ -319,7 +319,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
     path = results / f"online_grid{suffix}.json"
     results.mkdir(parents=True, exist_ok=True)
 
-    def save() -> None:  # after every learner, so an interrupted run keeps what it measured
+    def save() -> dict[str, Any]:  # after every learner: an interrupted run keeps its cells
         out = {
             "benchmark": "online_throughput grid",
             "command": "python -m benchmarks.online_throughput"
@@ -335,6 +335,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
             "rows": rows,
         }
         path.write_text(json.dumps(out, indent=2))
+        return out
 
     header = (
         f"{'stream':<12} {'learner':<10} {'policy':<12} {'B':>5} {'events':>6} {'many ev/s':>10} "
@@ -443,8 +444,8 @@ def run(args: argparse.Namespace, results: Path) -> int:
             for rname in rivals:
                 print(f"{sname:<12} {'':<10} {rname:<25} {'':>12} {rate[rname]:>9,.0f}", flush=True)
             save()
-    save()
+    doc = save()
     print("\nratio to river's linear model (lowest-highest over streams and budgets):\n")
-    print(summary_tables(json.loads(path.read_text())))
+    print(summary_tables(doc))
     print(f"load average before {load_before}, after {os.getloadavg()}\nwrote {path}")
     return 0
