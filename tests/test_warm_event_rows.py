@@ -281,3 +281,45 @@ def test_merge_in_the_hint_pass_on_random_settings(seed: int) -> None:
         one.learn_one(x, t)
     assert fastpass.COUNTS["merges"] > 0
     assert _state(many) == _state(one)
+
+
+@needs_core
+@pytest.mark.parametrize(
+    ("learner", "policy"),
+    [
+        ("svr", "merge-25"),
+        ("svr", "projectron-25"),
+        ("adatron", "oldest-25"),
+        ("novelty", "merge-25"),
+        ("margin", "merge-25"),
+    ],
+)
+@pytest.mark.parametrize("at", [125, 163])
+def test_a_row_the_numpy_path_finishes_mid_run_sees_the_counters_held(
+    learner: str, policy: str, at: int
+) -> None:
+    """``EventPass.learn_rows`` holds the learner's counters (rows learned, updates,
+    mistakes, the SVR's target statistics) in C while it runs and writes them back when
+    it returns. A row the core folds and then cannot learn (a norm so large that the RBF's
+    expansion may be inexact) is finished on the NumPy path in the middle of the run; that
+    path reads the statistics, so they are written back first. ``learn_one``'s model and
+    counters to the bit, the row far from a re-estimate of the width (125) or past the
+    first ones (163)."""
+    from streamk.learners import fastpass
+
+    X, y = _stream(learner, 190, 2, 4)
+    X.iloc[at] = [3.0e3, -2.0e3]  # sq * gamma > 1e5: the expansion is not trusted
+    many, one = LEARNERS[learner](POLICIES[policy]()), LEARNERS[learner](POLICIES[policy]())
+    fastpass.COUNTS.clear()
+    _learn_many(many, X, y, 190)
+    assert fastpass.COUNTS["event_rows"] >= 120  # the core took the rows before it
+    for x, t in zip(X.to_dict("records"), y):
+        if isinstance(one, KernelNovelty):
+            one.learn_one(x)
+        else:
+            one.learn_one(x, t)
+    assert _state(many) == _state(one)
+    counters = ("n_learned", "n_updates", "n_mistakes", "_y_n", "_y_mean", "_y_m2")
+    assert {c: getattr(many, c, None) for c in counters} == {
+        c: getattr(one, c, None) for c in counters
+    }

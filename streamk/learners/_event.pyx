@@ -44,6 +44,7 @@ whatever ``f`` is, so the models are those of the float64 path to the bit
 (``tests/test_event_hints.py``).
 """
 
+cimport cython
 from cpython.dict cimport PyDict_Next, PyDict_Size
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
@@ -127,6 +128,10 @@ DEF R_RANKER = 1
 DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
 DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
+# the learner's counters EventPass._count moves
+DEF C_LEARNED = 0  # _n_learned
+DEF C_UPDATES = 1  # n_updates
+DEF C_MISTAKES = 2  # n_mistakes
 
 # The per-event float32 hints (EventPass._hint): where they pay. Below HINT_MIN_SET vectors
 # the hint's fixed costs (the event's centring, the sums, the mirror's upkeep) exceed what
@@ -188,7 +193,7 @@ cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t
             f[c] = f[c] + k[s] * coef[s * p + c]
 
 
-cdef int _record(slots, support, int64_t id_, double value) except -1:
+cdef int _record(slots, SupportCounters support, int64_t id_, double value) except -1:
     """``slots.add(id_, value)``, then ``slots.settle(support)``: what the learner's
     ``learn_one`` did after each event, the append without a Python call and the settle's
     test only where something was recorded (nothing else grows ``SlotData.pending``)."""
@@ -248,6 +253,22 @@ cdef void *_grown(void *mem, size_t size) except NULL:
     return out
 
 
+@cython.auto_pickle(False)  # SupportSet pickles its own state (``__getstate__``)
+cdef class SupportCounters:
+    """The base of ``streamk.learners.support.SupportSet``: its counters as C fields.
+
+    The per-event core reads and writes a set's ``n``, ``width``, ``next_id``, versions and
+    ``_sq_max`` several times an event; as instance attributes each access was a Python
+    dictionary lookup (and a new ``int`` for a version), most of the fixed cost of an
+    event. Here the core reaches them as struct fields, and Python code as attributes:
+    nothing else changes. Without the extension the set keeps them in its ``__dict__``.
+    """
+
+    cdef public Py_ssize_t n, width
+    cdef public int64_t next_id, rows_version, version
+    cdef public double _sq_max
+
+
 cdef class EventPass:
     """One learner's compiled ``learn_one`` / ``predict_one`` (see the module docstring).
 
@@ -297,9 +318,16 @@ cdef class EventPass:
     cdef bint swap_r  # novelty: _insert carries r through its removal (_novelty_swap)
     cdef double _margin
     cdef bint _use_margin
+    # learn_rows holds the learner's counters here while it runs (an attribute write per
+    # event each otherwise) and writes them back before any Python reads them (:meth:`_flush`)
+    cdef bint holding
+    cdef Py_ssize_t held_learned, held_updates, held_mistakes
+    cdef bint held_stats  # the SVR's target statistics (count, mean, m2) in held_y
+    cdef double held_y[3]
     # the binding: what the views below were taken from
     cdef bint bound
-    cdef object support, X_obj, coef_obj, labels, classes, features, names, scale
+    cdef SupportCounters support
+    cdef object X_obj, coef_obj, labels, classes, features, names, scale
     cdef object policy, rng_obj, index, b_obj
     cdef bint warming  # gamma="auto" is still being estimated: each learned row refines it
     cdef object sc_mean_obj, sc_m2_obj  # the estimate's arrays the views below are of
@@ -509,7 +537,7 @@ cdef class EventPass:
         if (  # a replaced buffer moves support.version (SupportSet's growth); _G never appears
             self.bound
             and support is self.support
-            and support.version == self.version
+            and self.support.version == self.version
             and model._features is self.features
             and model._policy is self.policy
             and (self.rng_obj is None or self.policy._rng is self.rng_obj)
@@ -669,7 +697,9 @@ cdef class EventPass:
         scale = model._scale
         self.scale = scale
         self.warming = scale is not None and scale.n < AUTO_WINDOW
-        if getattr(model, "_objects", True) or support._trackers:
+        if getattr(model, "_objects", True) or not isinstance(support, SupportCounters):
+            return False
+        if support._trackers:
             return False
         if support._G is not None:  # no pass writes a kept Gram matrix
             return False
@@ -832,6 +862,7 @@ cdef class EventPass:
         ``gamma="auto"`` estimate (the rare case the compiled update cannot take)."""
         import numpy as np
 
+        self._flush(model)  # the NumPy path reads and moves the counters
         row = np.array([self.row[j] for j in range(d)])
         if self.ranker:
             k_row = model._kernel_row(row)
@@ -1343,9 +1374,9 @@ cdef class EventPass:
         cdef double phi = 1.0
         cdef Py_ssize_t gone = -1, last = -1
         cdef bint follow
+        cdef SupportCounters support = self.support
         if self.pcode == P_MERGE:
             return self._insert_merge(d, row_sq)
-        support = self.support
         n = support.n
         slot = n
         # the hints' mirror follows this insert where it is in step with the set
@@ -1443,7 +1474,7 @@ cdef class EventPass:
         cdef Py_ssize_t m = 0, partner = 0
         cdef double h = 0.0, sqz = 0.0, wm = 0.0, wp = 0.0
         cdef bint full
-        support = self.support
+        cdef SupportCounters support = self.support
         n = support.n
         full = n >= self.budget
         if self.swap_r:  # novelty: r through the append (the merge below follows it)
@@ -1580,7 +1611,7 @@ cdef class EventPass:
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
                 if self.support.next_id != new_id:  # not when a Projectron projected it
                     _record(model._cls, self.support, new_id, float(self.classes.index(y)))
-                model.n_updates += 1
+                self._count(model, C_UPDATES)
             elif self.ranker:
                 if pr < k:
                     for i in range(pr, k):
@@ -1588,10 +1619,10 @@ cdef class EventPass:
                 else:
                     for i in range(k, pr):
                         self.b[i] = self.b[i] + 1.0
-                model.n_mistakes += 1
+                self._count(model, C_MISTAKES)
             else:
-                model.n_mistakes += 1
-        model._n_learned += 1
+                self._count(model, C_MISTAKES)
+        self._count(model, C_LEARNED)
         if pred is not None:
             pred.append(said)
         return True
@@ -1635,10 +1666,7 @@ cdef class EventPass:
         event during the warm-up (the kernel moving where ``regamma_at`` says), so a block
         needs no split into runs. A row it stops at is not folded either; a row folded is
         learned whatever follows (on the NumPy path where this one cannot take it)."""
-        cdef const double[:, ::1] R
-        cdef Py_ssize_t i, m, d
         cdef list pred = None
-        cdef double yv = 0.0
         if out is not None:
             if self.valued:
                 raise ValueError("learn_rows: no predictions for the SVR or novelty")
@@ -1649,10 +1677,62 @@ cdef class EventPass:
             return 0
         if not rows.flags.c_contiguous:
             return 0
-        R = rows
-        m, d = R.shape[0], R.shape[1]
+        self.holding = True
+        try:
+            return self._learn_rows(model, rows, targets, pred, fold)
+        finally:
+            self.holding = False
+            self._flush(model)
+
+    cdef int _count(self, model, int counter) except -1:
+        """One more of the learner's ``counter`` (``C_LEARNED``: ``_n_learned``,
+        ``C_UPDATES``: ``n_updates``, ``C_MISTAKES``: ``n_mistakes``), held while
+        :meth:`learn_rows` runs."""
+        if self.holding:
+            if counter == C_LEARNED:
+                self.held_learned += 1
+            elif counter == C_UPDATES:
+                self.held_updates += 1
+            else:
+                self.held_mistakes += 1
+        elif counter == C_LEARNED:
+            model._n_learned += 1
+        elif counter == C_UPDATES:
+            model.n_updates += 1
+        else:
+            model.n_mistakes += 1
+        return 0
+
+    cdef int _flush(self, model) except -1:
+        """The counters held (:meth:`_count`, the SVR's statistics) into the learner."""
+        if self.held_learned:
+            model._n_learned += self.held_learned
+            self.held_learned = 0
+        if self.held_updates:
+            model.n_updates += self.held_updates
+            self.held_updates = 0
+        if self.held_mistakes:
+            model.n_mistakes += self.held_mistakes
+            self.held_mistakes = 0
+        if self.held_stats:
+            self.held_stats = False
+            model._y_n = <Py_ssize_t>self.held_y[0]
+            model._y_mean, model._y_m2 = self.held_y[1], self.held_y[2]
+        return 0
+
+    cdef Py_ssize_t _learn_rows(self, model, rows, targets, list pred, bint fold) except -1:
+        """:meth:`learn_rows`'s loop, the learner's counters held. The binding is checked
+        in full for the first row and after any row the NumPy path finished (it unbinds);
+        between rows learned here only the set's version can move it (a buffer grown or the
+        kernel re-estimated), and that is one compare."""
+        cdef const double[:, ::1] R = rows
+        cdef Py_ssize_t i, m = R.shape[0], d = R.shape[1]
+        cdef double yv = 0.0
         for i in range(m):
-            if not self._current(model) or d != PyList_GET_SIZE(self.names):
+            if not (i and self.bound and self.support.version == self.version):
+                if not self._current(model):
+                    return i
+            if d != PyList_GET_SIZE(self.names):
                 return i
             if d > self.cap_row:
                 self._reserve(d, 0, 0)
@@ -1912,6 +1992,7 @@ cdef class EventPass:
         ``gamma="auto"`` estimate (the rare case the compiled step cannot take)."""
         import numpy as np
 
+        self._flush(model)  # the NumPy path reads and moves the counters
         row = np.array([self.row[j] for j in range(d)])
         k_row = model._kernel_row(row)
         if self.rcode == R_SVR:
@@ -2022,7 +2103,10 @@ cdef class EventPass:
                          row_sq, &self.k[slot])
         kxx = self._kdiag(row_sq)
         if self.rcode == R_SVR:
-            stats[0], stats[1], stats[2] = <double>model._y_n, model._y_mean, model._y_m2
+            if self.held_stats:
+                stats[0], stats[1], stats[2] = self.held_y[0], self.held_y[1], self.held_y[2]
+            else:
+                stats[0], stats[1], stats[2] = <double>model._y_n, model._y_mean, model._y_m2
             alpha = self._svr_alpha(yv, kxx, stats)
         if alpha != 0.0:
             if (
@@ -2042,7 +2126,7 @@ cdef class EventPass:
             if self.rcode == R_SVR:
                 if self.support.next_id != new_id:  # added (a Projectron may project it)
                     _record(model._targets, self.support, new_id, yv)  # folded when next read
-                model.n_updates += 1
+                self._count(model, C_UPDATES)
             elif swap:  # a vector swapped for the row (or merged): r followed it, cc = w' r
                 self._novelty_cc(model, self.support.n)
             elif (
@@ -2063,9 +2147,13 @@ cdef class EventPass:
             else:
                 model._r = None  # stale: the NumPy path recomputes it when read
         if self.rcode == R_SVR:
-            model._y_n = model._y_n + 1
-            model._y_mean, model._y_m2 = stats[1], stats[2]
-        model._n_learned += 1
+            if self.holding:
+                self.held_y[0], self.held_y[1], self.held_y[2] = stats[0], stats[1], stats[2]
+                self.held_stats = True
+            else:
+                model._y_n = model._y_n + 1
+                model._y_mean, model._y_m2 = stats[1], stats[2]
+        self._count(model, C_LEARNED)
         return True
 
 

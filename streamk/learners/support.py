@@ -26,6 +26,13 @@ from .. import accel
 from ..kernels import RBF, Kernel, kernel_from_spec
 from .tracking import BlockTracker, pad_cols, rbf_rows
 
+_event = accel.optional_extension(f"{__package__}._event")
+#: The base holding the set's counters: C fields the per-event core reaches directly
+#: (``_event.SupportCounters``) when the extension is built; plain attributes otherwise.
+_Counters: type = object if _event is None else _event.SupportCounters
+#: The counters :data:`_Counters` holds (outside ``__dict__`` when it is the C base)
+COUNTERS = ("n", "width", "next_id", "rows_version", "version", "_sq_max")
+
 __all__ = ["SupportSet", "BlockTracker"]
 
 
@@ -59,7 +66,7 @@ def _as_vector(a: np.ndarray | Any) -> np.ndarray:
     return np.asarray(a, dtype=np.float64).ravel()
 
 
-class SupportSet:
+class SupportSet(_Counters):
     """Support vectors with their coefficients.
 
     Parameters
@@ -491,7 +498,13 @@ class SupportSet:
     def __getstate__(self) -> dict[str, Any]:
         if self._trackers:
             raise RuntimeError("cannot pickle a SupportSet while a block is being tracked")
-        return self.__dict__.copy()
+        state = self.__dict__.copy()
+        state.update((name, getattr(self, name)) for name in COUNTERS)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():  # (setattr: the C base's counters are no dict keys)
+            setattr(self, name, value)
 
 
 def kernel_cache(support: Any) -> dict[str, Any]:
