@@ -441,3 +441,36 @@ def test_river_check_estimator_with_defaults(river_checks):
 def test_bad_offset_or_auto_text_raises_config_error(params):
     with pytest.raises(ConfigError):
         OnlineSVR(**params)
+
+
+@pytest.mark.parametrize(
+    "y",
+    [
+        pd.Series([1.5, -2.0, 3.25]),
+        pd.Series([1, 2, 2**60 + 1], dtype="int64"),
+        pd.Series([2**64 - 1], dtype="uint64"),
+        pd.Series([True, False]),
+        np.array([0.1, 2.0], dtype=np.float32),
+        pd.Series([1.0, None], dtype="Float64"),
+        pd.Series([1.0, np.nan]),
+        np.array([1.0, -np.inf]),
+        pd.Series(["1.5", "x"]),
+        [1, "2.5", 3.0],
+        np.array([[1.0, 2.0]]),
+    ],
+)
+def test_learn_many_reads_targets_as_one_by_one(y: object) -> None:
+    """``learn_many`` converts a numeric column of finite targets in one go: the same
+    floats as ``float`` on each (the oracle), and the same error where one is not a finite
+    number (NA, NaN, infinity, text)."""
+    from streamk.learners.svr import _target, _targets
+
+    try:
+        expected = [_target(v) for v in y]
+    except InvalidInput as error:
+        with pytest.raises(InvalidInput, match=str(error).split(",")[0]):
+            _targets(y)
+        return
+    got = _targets(y)
+    assert all(type(v) is float for v in got)
+    assert got == expected
