@@ -196,6 +196,38 @@ include "budget/_smallest.pxi"
 include "budget/_vec.pxi"
 include "budget/_merge.pxi"  # Merge's search and merge (as the per-event core's)
 
+cdef void _forgetron_f(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
+                       double *f) noexcept nogil:
+    """``f = k @ coef[:n]`` for the Forgetron's ``f(x_r)`` (``coef`` row-major, ``p``
+    columns), summed as the per-event path's ``_combine`` sums it, so both take the same
+    shrink to the bit: one column in ``sk_coef_dot``'s four interleaved partial sums (on
+    SIMD lanes, not one serial chain of additions), several left to right."""
+    cdef Py_ssize_t s, c
+    if p == 1:
+        f[0] = sk_coef_dot(k, coef, n)
+        return
+    for c in range(p):
+        f[c] = 0.0
+    for s in range(n):
+        for c in range(p):
+            f[c] = f[c] + k[s] * coef[s * p + c]
+
+
+cdef void _forgetron_ab(const double *cr, const double *fr, Py_ssize_t p, double *a,
+                        double *b) noexcept nogil:
+    """The Forgetron's ``a = c_r . c_r - 2 c_r . f'(x_r)`` and ``b = 2 sum |c_r|`` for the
+    leaving vector's coefficients ``cr`` and ``fr = f'(x_r)``, in ``Forgetron.insert``'s
+    order (and the per-event path's)."""
+    cdef Py_ssize_t c
+    cdef double cc = 0.0, cf = 0.0, bs = 0.0
+    for c in range(p):
+        cc = cc + cr[c] * cr[c]
+        cf = cf + cr[c] * fr[c]
+        bs = bs + fabs(cr[c])
+    a[0] = cc - 2.0 * cf
+    b[0] = 2.0 * bs
+
+
 cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
     """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
     cdef double disc, phi
@@ -320,19 +352,12 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                 slot = _slot_for_new(&ids[0], n, st.budget)
                 _kcol(st.kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
                       s_sq[slot], &col[0])
-                a = 0.0
-                b = 0.0
-                for c in range(p):
-                    fr[c] = 0.0
-                for s in range(n):
-                    for c in range(p):
-                        fr[c] = fr[c] + col[s] * coef[s, c]
+                _forgetron_f(col, &coef[0, 0], n, p, fr)
                 for c in range(p):
                     fr[c] = fr[c] + K[j, slot] * nc[c]
-                    a = a + coef[slot, c] * coef[slot, c] - 2.0 * coef[slot, c] * fr[c]
-                    b = b + 2.0 * fabs(coef[slot, c])
+                _forgetron_ab(&coef[slot, 0], fr, p, &a, &b)
                 phi = _forgetron_phi(a, b, st.fq - 15.0 / 32.0 * st.fm) if b > 0.0 else 1.0
-                st.fq = st.fq + a * phi * phi + b * phi
+                st.fq = st.fq + (a * phi * phi + b * phi)  # (Forgetron.insert's order)
             if rv != NULL:  # the Forgetron's col is k(S, x_slot) already
                 _novelty_swap(K, j, X, s_sq, coef, st.kcode, &kp[0], slot, n, True, qdiag[j],
                               phi, col, st.pcode == P_FORGETRON, rv)
@@ -1701,17 +1726,12 @@ cdef object _hint_pass(
                     sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], s_sq[slot], n, gamma)
                     sk_dots(&kx, &X[slot, 0], wx, 1, &Q[j, 0], wq)
                     sk_rbf_from_dots(&kx, &kx, &s_sq[slot], q_sq[j], 1, gamma)
-                    a = 0.0
-                    b = 0.0
+                    _forgetron_f(&krow[0], &coef[0, 0], n, p, f)  # (f is free: decided)
                     for c in range(p):
-                        h = 0.0
-                        for s in range(n):
-                            h = h + krow[s] * coef[s, c]
-                        h = h + kx * nc[c]
-                        a = a + coef[slot, c] * coef[slot, c] - 2.0 * coef[slot, c] * h
-                        b = b + 2.0 * fabs(coef[slot, c])
+                        f[c] = f[c] + kx * nc[c]
+                    _forgetron_ab(&coef[slot, 0], f, p, &a, &b)
                     phi = _forgetron_phi(a, b, fq - 15.0 / 32.0 * fm) if b > 0.0 else 1.0
-                    fq = fq + a * phi * phi + b * phi
+                    fq = fq + (a * phi * phi + b * phi)  # (Forgetron.insert's order)
                 cmax = 0.0  # the vector in slot leaves the later rows' hints: its float32
                 for c in range(p):  # row kept in the spare row cap, its column taken
                     f[c] = -coef[slot, c]  # with the new vector's (weights f, then nc)
