@@ -259,8 +259,8 @@ cdef class SupportCounters:
 
     The per-event core reads and writes a set's ``n``, ``width``, ``next_id``, versions and
     ``_sq_max`` several times an event; as instance attributes each access was a Python
-    dictionary lookup (and a new ``int`` for a version), most of the fixed cost of an
-    event. Here the core reaches them as struct fields, and Python code as attributes:
+    dictionary lookup (and a new ``int`` for a version), a good part of an event's fixed
+    cost. Here the core reaches them as struct fields, and Python code as attributes:
     nothing else changes. Without the extension the set keeps them in its ``__dict__``.
     """
 
