@@ -195,50 +195,7 @@ include "_kcol.pxi"
 include "budget/_smallest.pxi"
 include "budget/_vec.pxi"
 include "budget/_merge.pxi"  # Merge's search and merge (as the per-event core's)
-
-cdef void _forgetron_f(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
-                       double *f) noexcept nogil:
-    """``f = k @ coef[:n]`` for the Forgetron's ``f(x_r)`` (``coef`` row-major, ``p``
-    columns), summed as the per-event path's ``_combine`` sums it, so both take the same
-    shrink to the bit: one column in ``sk_coef_dot``'s four interleaved partial sums (on
-    SIMD lanes, not one serial chain of additions), several left to right."""
-    cdef Py_ssize_t s, c
-    if p == 1:
-        f[0] = sk_coef_dot(k, coef, n)
-        return
-    for c in range(p):
-        f[c] = 0.0
-    for s in range(n):
-        for c in range(p):
-            f[c] = f[c] + k[s] * coef[s * p + c]
-
-
-cdef void _forgetron_ab(const double *cr, const double *fr, Py_ssize_t p, double *a,
-                        double *b) noexcept nogil:
-    """The Forgetron's ``a = c_r . c_r - 2 c_r . f'(x_r)`` and ``b = 2 sum |c_r|`` for the
-    leaving vector's coefficients ``cr`` and ``fr = f'(x_r)``, in ``Forgetron.insert``'s
-    order (and the per-event path's)."""
-    cdef Py_ssize_t c
-    cdef double cc = 0.0, cf = 0.0, bs = 0.0
-    for c in range(p):
-        cc = cc + cr[c] * cr[c]
-        cf = cf + cr[c] * fr[c]
-        bs = bs + fabs(cr[c])
-    a[0] = cc - 2.0 * cf
-    b[0] = 2.0 * bs
-
-
-cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
-    """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
-    cdef double disc, phi
-    if a + b + c <= 0.0:
-        return 1.0
-    if a == 0.0:
-        return min(1.0, -c / b)
-    disc = b * b - 4.0 * a * c
-    phi = (-b + sqrt(max(disc, 0.0))) / (2.0 * a)
-    return min(1.0, max(phi, 0.0))
-
+include "budget/_forgetron.pxi"
 
 cdef inline void _drop_move(double[:, ::1] K, double[:, ::1] F, Py_ssize_t j, Py_ssize_t slot,
                             Py_ssize_t n, double[:, ::1] X, double[::1] s_sq,
@@ -352,7 +309,7 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                 slot = _slot_for_new(&ids[0], n, st.budget)
                 _kcol(st.kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
                       s_sq[slot], &col[0])
-                _forgetron_f(col, &coef[0, 0], n, p, fr)
+                _combine(col, &coef[0, 0], n, p, fr)
                 for c in range(p):
                     fr[c] = fr[c] + K[j, slot] * nc[c]
                 _forgetron_ab(&coef[slot, 0], fr, p, &a, &b)
@@ -1726,7 +1683,7 @@ cdef object _hint_pass(
                     sk_rbf_from_dots(&krow[0], &krow[0], &s_sq[0], s_sq[slot], n, gamma)
                     sk_dots(&kx, &X[slot, 0], wx, 1, &Q[j, 0], wq)
                     sk_rbf_from_dots(&kx, &kx, &s_sq[slot], q_sq[j], 1, gamma)
-                    _forgetron_f(&krow[0], &coef[0, 0], n, p, f)  # (f is free: decided)
+                    _combine(&krow[0], &coef[0, 0], n, p, f)  # (f is free: decided)
                     for c in range(p):
                         f[c] = f[c] + kx * nc[c]
                     _forgetron_ab(&coef[slot, 0], f, p, &a, &b)

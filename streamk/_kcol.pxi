@@ -1,7 +1,8 @@
 # The kernel column of the compiled passes, shared by streamk/_core.pyx and
 # streamk/learners/_event.pyx through Cython's ``include`` (textual: each module gets its own
 # copy of the C, so neither imports the other). The including module defines the K_* codes
-# and declares pow, sk_dots, sk_rbf_from_dots and sk_scaled_exp; sk_l1dists is declared here.
+# and declares pow, sk_dots, sk_rbf_from_dots, sk_scaled_exp and sk_coef_dot; sk_l1dists is
+# declared here.
 # The dots and L1 distances are summed in _fastexp.h's lane order (four lanes along the
 # features), the same bits on every machine and under trailing zero padding.
 
@@ -43,3 +44,22 @@ cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_
     if kp[3] != 1.0:
         for s in range(n):
             out[s] = kp[3] * out[s]
+
+
+cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
+                   double *f) noexcept nogil:
+    """``f = k @ coef[:n]`` (``coef`` row-major, ``p`` columns), in one order for every
+    compiled path (the per-event core's decision and the Forgetron's ``f(x_r)`` in every
+    pass), so that they agree to the bit. One column is summed in four interleaved partial
+    sums (``sk_coef_dot``, on SIMD lanes), so the additions overlap (NumPy's BLAS dot does
+    not sum left to right either: both are the product to rounding); several left to
+    right."""
+    cdef Py_ssize_t s, c
+    if p == 1:
+        f[0] = sk_coef_dot(k, coef, n)
+        return
+    for c in range(p):
+        f[c] = 0.0
+    for s in range(n):
+        for c in range(p):
+            f[c] = f[c] + k[s] * coef[s * p + c]

@@ -174,23 +174,7 @@ include "../budget/_vec.pxi"
 include "../budget/_smallest.pxi"
 include "../budget/_projectron.pxi"
 include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_policies.pyx)
-
-
-cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
-                   double *f) noexcept nogil:
-    """``f = k @ coef[:n]`` (``coef`` row-major, ``p`` columns). One column is summed in four
-    interleaved partial sums (``sk_coef_dot``, on SIMD lanes), so the additions overlap
-    (NumPy's BLAS dot does not sum left to right either: both are the product to
-    rounding)."""
-    cdef Py_ssize_t s, c
-    if p == 1:
-        f[0] = sk_coef_dot(k, coef, n)
-        return
-    for c in range(p):
-        f[c] = 0.0
-    for s in range(n):
-        for c in range(p):
-            f[c] = f[c] + k[s] * coef[s * p + c]
+include "../budget/_forgetron.pxi"
 
 
 cdef int _record(slots, SupportCounters support, int64_t id_, double value) except -1:
@@ -202,18 +186,6 @@ cdef int _record(slots, SupportCounters support, int64_t id_, double value) exce
     if PyList_GET_SIZE(pending) > support.n + SETTLE_SLACK:
         slots.settle(support)
     return 0
-
-
-cdef double _forgetron_phi(double a, double b, double c) noexcept nogil:
-    """:func:`streamk.budget.removal.forgetron_phi`, the same operations."""
-    cdef double disc, phi
-    if a + b + c <= 0.0:
-        return 1.0
-    if a == 0.0:
-        return min(1.0, -c / b)
-    disc = b * b - 4.0 * a * c
-    phi = (-b + sqrt(max(disc, 0.0))) / (2.0 * a)
-    return min(1.0, max(phi, 0.0))
 
 
 cdef Py_ssize_t _draw(sk_bitgen *gen, Py_ssize_t n) noexcept nogil:
@@ -1260,7 +1232,7 @@ cdef class EventPass:
         ``f'(x_r)`` with the new vector, whose coefficients are in ``self.f``), with its
         ``Q`` updated as the policy does."""
         cdef Py_ssize_t c, p = self.coef.shape[1], wx = self.X.shape[1]
-        cdef double a = 0.0, b = 0.0, cc = 0.0, cf = 0.0, phi, q, m
+        cdef double a = 0.0, b = 0.0, phi, q, m
         policy = self.policy
         q = policy._q
         m = policy._m
@@ -1272,11 +1244,7 @@ cdef class EventPass:
             _combine(self.kr, &self.coef[0, 0], n, p, self.fr)
             for c in range(p):
                 self.fr[c] = self.fr[c] + self.k[r] * self.f[c]
-                cc = cc + self.coef[r, c] * self.coef[r, c]
-                cf = cf + self.coef[r, c] * self.fr[c]
-                b = b + fabs(self.coef[r, c])
-            a = cc - 2.0 * cf
-            b = 2.0 * b
+            _forgetron_ab(&self.coef[r, 0], self.fr, p, &a, &b)
             phi = _forgetron_phi(a, b, q - 15.0 / 32.0 * m) if b > 0.0 else 1.0
         policy._q = q + (a * phi * phi + b * phi)
         return phi
