@@ -128,10 +128,11 @@ DEF R_RANKER = 1
 DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
 DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
-# the learner's counters EventPass._count moves
-DEF C_LEARNED = 0  # _n_learned
-DEF C_UPDATES = 1  # n_updates
-DEF C_MISTAKES = 2  # n_mistakes
+# the learner's counters EventPass._count moves: indices into COUNTERS
+DEF C_LEARNED = 0
+DEF C_UPDATES = 1
+DEF C_MISTAKES = 2
+COUNTERS = ("_n_learned", "n_updates", "n_mistakes")
 
 # The per-event float32 hints (EventPass._hint): where they pay. Below HINT_MIN_SET vectors
 # the hint's fixed costs (the event's centring, the sums, the mirror's upkeep) exceed what
@@ -293,7 +294,7 @@ cdef class EventPass:
     # learn_rows holds the learner's counters here while it runs (an attribute write per
     # event each otherwise) and writes them back before any Python reads them (:meth:`_flush`)
     cdef bint holding
-    cdef Py_ssize_t held_learned, held_updates, held_mistakes
+    cdef Py_ssize_t held[3]  # by COUNTERS' index
     cdef bint held_stats  # the SVR's target statistics (count, mean, m2) in held_y
     cdef double held_y[3]
     # the binding: what the views below were taken from
@@ -1653,35 +1654,23 @@ cdef class EventPass:
             self._flush(model)
 
     cdef int _count(self, model, int counter) except -1:
-        """One more of the learner's ``counter`` (``C_LEARNED``: ``_n_learned``,
-        ``C_UPDATES``: ``n_updates``, ``C_MISTAKES``: ``n_mistakes``), held while
+        """One more of the learner's counter ``COUNTERS[counter]``, held while
         :meth:`learn_rows` runs."""
         if self.holding:
-            if counter == C_LEARNED:
-                self.held_learned += 1
-            elif counter == C_UPDATES:
-                self.held_updates += 1
-            else:
-                self.held_mistakes += 1
-        elif counter == C_LEARNED:
-            model._n_learned += 1
-        elif counter == C_UPDATES:
-            model.n_updates += 1
+            self.held[counter] += 1
         else:
-            model.n_mistakes += 1
+            name = COUNTERS[counter]
+            setattr(model, name, getattr(model, name) + 1)
         return 0
 
     cdef int _flush(self, model) except -1:
         """The counters held (:meth:`_count`, the SVR's statistics) into the learner."""
-        if self.held_learned:
-            model._n_learned += self.held_learned
-            self.held_learned = 0
-        if self.held_updates:
-            model.n_updates += self.held_updates
-            self.held_updates = 0
-        if self.held_mistakes:
-            model.n_mistakes += self.held_mistakes
-            self.held_mistakes = 0
+        cdef int counter
+        for counter in range(3):
+            if self.held[counter]:
+                name = COUNTERS[counter]
+                setattr(model, name, getattr(model, name) + self.held[counter])
+                self.held[counter] = 0
         if self.held_stats:
             self.held_stats = False
             model._y_n = <Py_ssize_t>self.held_y[0]
