@@ -121,18 +121,7 @@ def test_warm_runs_are_learn_one(learner: str, policy: str) -> None:
     one = LEARNERS[learner](POLICIES[policy]())
     for x, t in zip(X.to_dict("records"), y.tolist()):
         _learn_one(one, x, t)
-    a, b = _state(many), _state(one)
-    assert a == b
-    n = many.support_.n
-    np.testing.assert_allclose(
-        many.support_._coef[:n], one.support_._coef[:n], rtol=1e-9, atol=1e-12
-    )
-    qa, qb = many._policy.state(), one._policy.state()
-    if policy.startswith("forgetron"):
-        assert qa["M"] == qb["M"]
-        np.testing.assert_allclose(qa["Q"], qb["Q"], rtol=1e-9)
-    else:
-        assert repr(qa) == repr(qb)
+    assert _state(many) == _state(one)  # the coefficients and the policy's state too
 
 
 @needs_core

@@ -303,8 +303,8 @@ def test_a_row_the_numpy_path_finishes_mid_run_sees_the_counters_held(
     it returns. A row the core folds and then cannot learn (a norm so large that the RBF's
     expansion may be inexact) is finished on the NumPy path in the middle of the run; that
     path reads the statistics, so they are written back first. ``learn_one``'s model and
-    counters to the bit, the row far from a re-estimate of the width (125) or past the
-    first ones (163)."""
+    counters to the bit, for that row at 125 or 163 (between two re-estimates of the
+    width)."""
     from streamk.learners import fastpass
 
     X, y = _stream(learner, 190, 2, 4)

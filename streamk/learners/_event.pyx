@@ -128,11 +128,11 @@ DEF R_RANKER = 1
 DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
 DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
-# the learner's counters EventPass._count moves: indices into COUNTERS
+# the learner's counters EventPass._count moves: indices into LEARNER_COUNTERS
 DEF C_LEARNED = 0
 DEF C_UPDATES = 1
 DEF C_MISTAKES = 2
-COUNTERS = ("_n_learned", "n_updates", "n_mistakes")
+LEARNER_COUNTERS = ("_n_learned", "n_updates", "n_mistakes")
 
 # The per-event float32 hints (EventPass._hint): where they pay. Below HINT_MIN_SET vectors
 # the hint's fixed costs (the event's centring, the sums, the mirror's upkeep) exceed what
@@ -294,7 +294,7 @@ cdef class EventPass:
     # learn_rows holds the learner's counters here while it runs (an attribute write per
     # event each otherwise) and writes them back before any Python reads them (:meth:`_flush`)
     cdef bint holding
-    cdef Py_ssize_t held[3]  # by COUNTERS' index
+    cdef Py_ssize_t held[3]  # by LEARNER_COUNTERS' index
     cdef bint held_stats  # the SVR's target statistics (count, mean, m2) in held_y
     cdef double held_y[3]
     # the binding: what the views below were taken from
@@ -1654,12 +1654,12 @@ cdef class EventPass:
             self._flush(model)
 
     cdef int _count(self, model, int counter) except -1:
-        """One more of the learner's counter ``COUNTERS[counter]``, held while
+        """One more of the learner's counter ``LEARNER_COUNTERS[counter]``, held while
         :meth:`learn_rows` runs."""
         if self.holding:
             self.held[counter] += 1
         else:
-            name = COUNTERS[counter]
+            name = LEARNER_COUNTERS[counter]
             setattr(model, name, getattr(model, name) + 1)
         return 0
 
@@ -1668,7 +1668,7 @@ cdef class EventPass:
         cdef int counter
         for counter in range(3):
             if self.held[counter]:
-                name = COUNTERS[counter]
+                name = LEARNER_COUNTERS[counter]
                 setattr(model, name, getattr(model, name) + self.held[counter])
                 self.held[counter] = 0
         if self.held_stats:
