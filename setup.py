@@ -47,6 +47,7 @@ extensions = [
         depends=[
             "streamk/_fastexp.h",
             "streamk/_dense.h",
+            "streamk/_hintrow.h",
             "streamk/_kcol.pxi",
             "streamk/budget/_smallest.pxi",
             "streamk/budget/_vec.pxi",

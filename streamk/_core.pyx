@@ -28,6 +28,11 @@ from libc.stdint cimport int64_t
 import numpy as np
 
 
+cdef extern from "_hintrow.h" nogil:
+    double sk_centre32(float *out, const double *x, const double *center, Py_ssize_t w,
+                       Py_ssize_t step)
+
+
 cdef extern from "_fastexp.h" nogil:
     void sk_scaled_exp(double *a, Py_ssize_t n, double factor)
     void sk_expf_array(float *a, Py_ssize_t n)
@@ -1067,35 +1072,6 @@ cdef tuple _hint_buffers(Py_ssize_t w, Py_ssize_t m, Py_ssize_t cap, Py_ssize_t 
     )
 
 
-cdef inline double _centred(const double *x, const double *center, Py_ssize_t w, float *out,
-                          Py_ssize_t step) noexcept nogil:
-    """``out[k * step] = x[k] - center[k]`` rounded to float32 for ``k < w``, and the squared
-    norm of the differences in float64, in four partial sums: four chains of additions
-    instead of one (the order is free: the hints' bound takes the norms to 1%)."""
-    cdef double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, d0, d1, d2, d3
-    cdef Py_ssize_t k = 0
-    while k + 4 <= w:
-        d0 = x[k] - center[k]
-        d1 = x[k + 1] - center[k + 1]
-        d2 = x[k + 2] - center[k + 2]
-        d3 = x[k + 3] - center[k + 3]
-        out[k * step] = <float>d0
-        out[(k + 1) * step] = <float>d1
-        out[(k + 2) * step] = <float>d2
-        out[(k + 3) * step] = <float>d3
-        a0 += d0 * d0
-        a1 += d1 * d1
-        a2 += d2 * d2
-        a3 += d3 * d3
-        k += 4
-    while k < w:
-        d0 = x[k] - center[k]
-        out[k * step] = <float>d0
-        a0 += d0 * d0
-        k += 1
-    return (a0 + a1) + (a2 + a3)
-
-
 cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n,
                      double[::1] center, float[:, ::1] Qt, float[::1] q_sq32,
                      float[:, ::1] S32, float[::1] s_sq32, double *q_big,
@@ -1115,7 +1091,7 @@ cdef void _hint_fill(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t 
     for k in range(w):
         center[k] /= max(m, 1)
     for j in range(m):  # rows transposed: feature k of row j at Qt[k, j]
-        h = _centred(&Q[j, 0], &center[0], w, &Qt[0, j], Qt.shape[1])
+        h = sk_centre32(&Qt[0, j], &Q[j, 0], &center[0], w, Qt.shape[1])
         q_sq32[j] = <float>h
         q_big[0] = max(q_big[0], h)
     for j in range(m, pad):
@@ -1132,7 +1108,7 @@ cdef inline double _mirror_row(const double *x, Py_ssize_t wx, const double *cen
     """A support row's float32 hint copy: its first ``w`` features centred (``out``), its
     squared norm after centring, the features past ``w`` counted as they are (``out_sq``,
     and returned in float64)."""
-    cdef double h = _centred(x, center, w, out, 1)
+    cdef double h = sk_centre32(out, x, center, w, 1)
     cdef Py_ssize_t k
     for k in range(w, wx):
         h += x[k] * x[k]

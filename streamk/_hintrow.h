@@ -15,8 +15,8 @@
 
 /* out[k * step] = x[k] - center[k] rounded to float32 for k < w; returns the squared norm
  * of the differences in float64 (the bound takes it to 1%, so any summation order does:
- * four partial sums keep the additions independent). The same values as _core.pyx's
- * _centred, which this module cannot call (a cdef function of another extension). */
+ * four partial sums keep the additions independent). The block pass (streamk/_core.pyx:
+ * its rows and its mirror) and the per-event hints centre with this one function. */
 static inline double sk_centre32(float *out, const double *x, const double *center,
                                  Py_ssize_t w, Py_ssize_t step)
 {
