@@ -43,6 +43,9 @@ _event = accel.optional_extension(f"{__package__}._event")
 
 #: What ``EventPass.predict`` returns when it declined (a unique object, never a label).
 NOT_HANDLED: Any = None if _event is None else _event.NOT_HANDLED
+#: The base of :class:`~streamk.learners.support.SupportSet`: its counters as C fields the
+#: per-event core reaches directly (``_event.SupportCounters``), plain attributes without it.
+SUPPORT_COUNTERS: type = object if _event is None else _event.SupportCounters
 
 
 def available() -> bool:

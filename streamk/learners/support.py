@@ -24,13 +24,11 @@ import numpy as np
 
 from .. import accel
 from ..kernels import RBF, Kernel, kernel_from_spec
+from .eventpass import SUPPORT_COUNTERS
 from .tracking import BlockTracker, pad_cols, rbf_rows
 
-_event = accel.optional_extension(f"{__package__}._event")
-#: The base holding the set's counters: C fields the per-event core reaches directly
-#: (``_event.SupportCounters``) when the extension is built; plain attributes otherwise.
-_Counters: type = object if _event is None else _event.SupportCounters
-#: The counters :data:`_Counters` holds (outside ``__dict__`` when it is the C base)
+#: The counters :data:`~streamk.learners.eventpass.SUPPORT_COUNTERS` holds (outside
+#: ``__dict__`` when it is the compiled base)
 COUNTERS = ("n", "width", "next_id", "rows_version", "version", "_sq_max")
 
 __all__ = ["SupportSet", "BlockTracker"]
@@ -66,7 +64,7 @@ def _as_vector(a: np.ndarray | Any) -> np.ndarray:
     return np.asarray(a, dtype=np.float64).ravel()
 
 
-class SupportSet(_Counters):
+class SupportSet(SUPPORT_COUNTERS):
     """Support vectors with their coefficients.
 
     Parameters
