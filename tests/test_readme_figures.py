@@ -303,3 +303,75 @@ def test_the_committed_grids_spreads_bracket_their_medians():
         for key in ("learn_many_ev_s", "learn_one_ev_s"):
             lo, hi = r[f"{key}_min_max"]
             assert lo <= r[key] * (1 + 1e-12) and r[key] <= hi * (1 + 1e-12), (r, key)
+
+
+def test_the_readmes_block_pass_policies_take_a_block_pass():
+    """README.md says which policies the compiled block passes take: no budget,
+    remove-oldest, remove-random, remove-smallest and the Forgetron for the perceptrons,
+    the ranker, the SVR and the novelty detector, and Merge for the perceptrons on an RBF
+    kernel. Each such ``learn_many`` block (labels known, a fixed width: no warm-up) goes
+    through a block pass, none of its rows through the per-event core; under Merge the
+    pass merges."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from streamk import RBF, Forgetron, Merge, RemoveOldest, RemoveRandom, RemoveSmallest, accel
+    from streamk.learners import (
+        KernelNovelty,
+        KernelPerceptron,
+        MarginPerceptron,
+        OnlineRanker,
+        OnlineSVR,
+        fastpass,
+    )
+
+    if accel.core is None:
+        pytest.skip("needs the compiled core")
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert (
+        "the no-budget, remove-oldest, remove-random, remove-smallest and Forgetron policies, "
+        "and Merge for the perceptrons on an RBF kernel" in readme
+    ), "the README's list of block-pass policies moved: update this test"
+    rng = np.random.default_rng(2)
+    X = pd.DataFrame(rng.normal(size=(400, 3)), columns=["a", "b", "c"])
+    score = np.sin(2 * X["a"]) + X["b"] * X["c"]
+    learners = {
+        "perceptron": (lambda b: KernelPerceptron(kernel=RBF(gamma=0.5), budget=b), score > 0),
+        "margin": (lambda b: MarginPerceptron(kernel=RBF(gamma=0.5), budget=b), score > 0),
+        "ranker": (
+            lambda b: OnlineRanker(kernel=RBF(gamma=0.5), ranks=(0, 1, 2), budget=b),
+            np.digitize(score, np.quantile(score, [1 / 3, 2 / 3])),
+        ),
+        "svr": (lambda b: OnlineSVR(kernel=RBF(gamma=0.5), budget=b), score),
+        "novelty": (lambda b: KernelNovelty(kernel=RBF(gamma=0.5), budget=b), None),
+    }
+    policies = {
+        "none": lambda: None,
+        "oldest": lambda: RemoveOldest(40),
+        "random": lambda: RemoveRandom(40, seed=1),
+        "smallest": lambda: RemoveSmallest(40),
+        "forgetron": lambda: Forgetron(40),
+        "merge": lambda: Merge(40),
+    }
+    for lname, (make, y) in learners.items():
+        for pname, policy in policies.items():
+            if pname == "merge" and lname not in ("perceptron", "margin"):
+                continue
+            model = make(policy())
+            rows = X.to_dict("records")
+            if y is not None:  # every label known first (a new one takes the NumPy path)
+                y = pd.Series(np.asarray(y).tolist(), dtype=object)
+                for label in sorted(set(y)):
+                    first = int(np.flatnonzero(y.to_numpy() == label)[0])
+                    model.learn_one(rows[first], y[first])
+            fastpass.COUNTS.clear()
+            if y is None:
+                model.learn_many(X)
+            else:
+                model.learn_many(X, y)
+            cell = (lname, pname)
+            assert fastpass.COUNTS["event_rows"] == 0, cell
+            assert fastpass.COUNTS["compiled"] == len(X), (cell, dict(fastpass.COUNTS))
+            if pname == "merge":
+                assert fastpass.COUNTS["merges"] > 0, cell
