@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -303,6 +304,67 @@ def summary_tables(doc: dict[str, Any]) -> str:
             lines.append(f"| `{MODEL_NAMES.get(name, name)}` | " + " | ".join(row) + " |")
         out.append("\n".join(lines))
     return "\n\n".join(out) + "\n"
+
+
+#: the line above the user guide's grid tables (docs/user-guide.md, "What each learner and
+#: policy runs at"): :func:`write_guide` puts :func:`summary_tables` after it
+GUIDE_TABLES = (
+    "<!-- online_grid.summary_tables: regenerated from benchmarks/results/online_grid.json -->\n"
+)
+
+#: the user guide's figure for ``KernelAdatron(resweeps=1)`` (learner ``adatron-resweep``),
+#: whitespace between words free, as it wraps: :func:`write_guide` sets its five numbers
+GUIDE_RESWEEP = re.compile(
+    r"learns\s+the\s+grid's\s+first\s+(?P<events>[\d,]+)\s+events\s+at\s+(?P<lo>[\d,]+)–"
+    r"(?P<hi>[\d,]+)\s+events/s,\s+(?P<rlo>\d\.\d\d)–(?P<rhi>\d\.\d\d)×\s+river's\s+linear\s+"
+    r"`Perceptron`\s+\(`python\s+-m\s+benchmarks\.online_throughput`\)"
+)
+
+
+def resweep_figure(doc: dict[str, Any]) -> dict[str, str]:
+    """The guide's resweep figure from the grid ``doc``: the events learned, the lowest and
+    highest events/s (to the thousand) and ratio to river (two decimals) over its cells."""
+    rows = [r for r in doc["rows"] if r.get("learner") == "adatron-resweep" and "policy" in r]
+    events = {r["events"] for r in rows}
+    if len(events) != 1:
+        raise ValueError(f"the grid's adatron-resweep cells learned {sorted(events)} events")
+    speeds = [r["learn_many_ev_s"] for r in rows]
+    ratios = [r["many_vs_river"] for r in rows]
+    return {
+        "events": f"{events.pop():,}",
+        "lo": f"{round(min(speeds), -3):,.0f}",
+        "hi": f"{round(max(speeds), -3):,.0f}",
+        "rlo": f"{min(ratios):.2f}",
+        "rhi": f"{max(ratios):.2f}",
+    }
+
+
+def write_guide(doc: dict[str, Any], guide: Path) -> bool:
+    """Put the grid ``doc``'s figures into the user guide at ``guide``: the two ratio tables
+    (:func:`summary_tables`, after :data:`GUIDE_TABLES`) and the resweeping adatron's figure
+    (:data:`GUIDE_RESWEEP`). Whether the text changed. Its prose on which cells fall below 1
+    stays as written: ``tests/test_readme_figures.py`` says when a re-run moves one."""
+    text = guide.read_text()
+    if text.count(GUIDE_TABLES) != 1:
+        raise ValueError(f"{guide} must hold the line {GUIDE_TABLES.strip()!r} once")
+    head, tail = text.split(GUIDE_TABLES)
+    old_tables = tail.split("\n\n", 2)  # the learn_many table, the learn_one table, the rest
+    if len(old_tables) != 3 or not all(t.startswith("| ") for t in old_tables[:2]):
+        raise ValueError(f"{guide}: two tables must follow {GUIDE_TABLES.strip()!r}")
+    out = head + GUIDE_TABLES + summary_tables(doc) + "\n" + old_tables[2]
+    found = list(GUIDE_RESWEEP.finditer(out))
+    if len(found) != 1:
+        raise ValueError(f"{guide} must quote the resweeping adatron's figure once")
+    figure, claim = resweep_figure(doc), found[0]
+    parts, at = [], claim.start()
+    for name in ("events", "lo", "hi", "rlo", "rhi"):
+        parts += [out[at : claim.start(name)], figure[name]]
+        at = claim.end(name)
+    out = out[: claim.start()] + "".join(parts) + out[at:]
+    if out == text:
+        return False
+    guide.write_text(out)
+    return True
 
 
 def run(args: argparse.Namespace, results: Path) -> int:

@@ -14,6 +14,8 @@ Run::
 
     python -m benchmarks.online_throughput            # full run (~3-5 min)
     python -m benchmarks.online_throughput --quick    # smaller streams, 1 repeat
+    python -m benchmarks.online_throughput --write-guide  # then docs/user-guide.md's figures
+    python -m benchmarks.online_throughput --guide-only   # those from the committed grid
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ from streamk.kernels import RBF, ScaleEstimator
 from streamk.learners.base import regamma_at
 
 RESULTS = Path(__file__).parent / "results"
+#: where ``--write-guide`` and ``--guide-only`` put the grid's tables and figure
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
 
 
 class PlainKernelPerceptron:
@@ -304,10 +308,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--old-tables", action="store_true", help="the earlier two tables instead")
     parser.add_argument("--kernel", default="rbf", choices=sorted(grid.KERNELS))
     parser.add_argument("--only", default="", help="comma-separated learner names to run")
+    parser.add_argument(
+        "--write-guide",
+        action="store_true",
+        help="after the full grid, put its ratio tables and resweep figure into the user guide",
+    )
+    parser.add_argument(
+        "--guide-only",
+        action="store_true",
+        help="run nothing: put the committed grid's tables and figure into the user guide",
+    )
+    parser.add_argument("--guide", type=Path, default=GUIDE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.old_tables:
         return legacy_tables(args)
-    return grid.run(args, RESULTS)
+    guide = args.write_guide or args.guide_only
+    if guide and (args.quick or args.only or args.kernel != "rbf"):
+        parser.error("the user guide quotes the full RBF grid: no --quick, --only or --kernel")
+    if not args.guide_only:
+        status = grid.run(args, RESULTS)
+        if status or not guide:
+            return status
+    doc = json.loads((RESULTS / "online_grid.json").read_text())
+    changed = grid.write_guide(doc, args.guide)
+    print(f"{'wrote' if changed else 'unchanged:'} {args.guide}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -205,23 +205,67 @@ def test_the_user_guides_grid_timing_is_the_benchmarks():
     assert int(claim["repeats"]) == doc["repeats"]
 
 
-#: the line above the user guide's grid tables (docs/user-guide.md, "What each learner and
-#: policy runs at"); the tables follow it, then a blank line
-GRID_TABLES = (
-    "<!-- online_grid.summary_tables: regenerated from benchmarks/results/online_grid.json -->\n"
-)
-
-
 def test_the_user_guides_grid_tables_are_the_committed_grids():
     """The two ratio tables in the user guide are ``online_grid.summary_tables`` of the
     committed grid: a re-run of ``python -m benchmarks.online_throughput`` that moves a
     cell fails here until the guide is regenerated."""
+    from benchmarks.online_grid import GUIDE_TABLES as GRID_TABLES
     from benchmarks.online_grid import summary_tables
 
     guide = (ROOT / "docs" / "user-guide.md").read_text()
     assert guide.count(GRID_TABLES) == 1, "the user guide's grid tables moved: update this test"
     expected = summary_tables(_benchmark("online_grid", "online_throughput"))
     assert guide.split(GRID_TABLES, 1)[1].startswith(expected + "\n"), expected
+
+
+def test_the_user_guide_is_what_guide_only_writes_from_the_committed_grid(tmp_path):
+    """``python -m benchmarks.online_throughput --guide-only`` puts the committed grid's
+    tables and resweep figure into the guide: on the guide as committed it changes nothing,
+    so the guide's figures are the ones the command writes, not edited by hand."""
+    from benchmarks import online_throughput
+
+    guide = tmp_path / "user-guide.md"
+    committed = (ROOT / "docs" / "user-guide.md").read_text()
+    guide.write_text(committed)
+    assert online_throughput.main(["--guide-only", "--guide", str(guide)]) == 0
+    assert guide.read_text() == committed
+
+
+def test_write_guide_puts_a_new_grids_figures_in_and_leaves_the_rest(tmp_path):
+    """A re-run that moves the cells: :func:`write_guide` replaces the two tables and the
+    resweep figure's five numbers with the new grid's, and no other line of the guide."""
+    from benchmarks.online_grid import GUIDE_RESWEEP, GUIDE_TABLES, summary_tables, write_guide
+
+    doc = _benchmark("online_grid", "online_throughput")
+    for i, row in enumerate(r for r in doc["rows"] if "many_vs_river" in r):
+        row["many_vs_river"] *= 1.0 + 0.37 * (i % 5)  # every learner's span moves
+        if row["learner"] == "adatron-resweep":
+            row["learn_many_ev_s"] = 1_234_567.0 * (1 + i % 3)
+            row["events"] = 12_345
+    guide = tmp_path / "user-guide.md"
+    committed = (ROOT / "docs" / "user-guide.md").read_text()
+    guide.write_text(committed)
+    assert write_guide(doc, guide) is True
+    text = guide.read_text()
+    assert text.split(GUIDE_TABLES, 1)[1].startswith(summary_tables(doc) + "\n")
+    figure = GUIDE_RESWEEP.search(" ".join(text.split()))
+    resweep = [r for r in doc["rows"] if r.get("learner") == "adatron-resweep" and "policy" in r]
+    speeds = [r["learn_many_ev_s"] for r in resweep]
+    ratios = [r["many_vs_river"] for r in resweep]
+    assert figure["events"] == "12,345"
+    assert (figure["lo"], figure["hi"]) == ("1,235,000", "3,704,000"), (min(speeds), max(speeds))
+    assert (figure["rlo"], figure["rhi"]) == (f"{min(ratios):.2f}", f"{max(ratios):.2f}")
+    old, new = committed.splitlines(), text.splitlines()
+    assert len(old) == len(new)
+    changed = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+    tables = old.index(GUIDE_TABLES.strip()) + 1
+    claim = GUIDE_RESWEEP.search(committed)
+    first, last = committed[: claim.start()].count("\n"), committed[: claim.end()].count("\n")
+    table_lines = 2 * (2 + len({r["learner"] for r in doc["rows"] if "policy" in r})) + 1
+    assert changed and all(
+        tables <= i < tables + table_lines or first <= i <= last for i in changed
+    ), changed
+    assert write_guide(doc, guide) is False  # a second write finds nothing to change
 
 
 def test_the_user_guides_cells_below_one_are_the_ones_it_names():
