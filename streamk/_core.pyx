@@ -1049,9 +1049,13 @@ def _hint_setup(const double[:, ::1] Q, const double[:, ::1] X, Py_ssize_t n):
 
 
 cdef inline Py_ssize_t _hint_room(Py_ssize_t m) noexcept nogil:
-    """``m`` rounded up to whole groups of 16 rows: the hint kernels' lanes
-    (``sk_hint_block`` in ``_fastexp.h``) read and write whole groups."""
-    return (m + 15) // 16 * 16
+    """``m`` rounded up to whole groups of 16 rows (the hint kernels' lanes, ``sk_hint_block``
+    in ``_fastexp.h``, read and write whole groups), and to an odd number of groups: ``Qt``'s
+    features then lie an odd number of 64-byte lines apart, so the lines of one group's
+    features spread over the first-level cache's sets. An even count (512 rows: 2 KB
+    apart) puts them all in a few sets, which cannot hold the group while every vector
+    passes."""
+    return ((m + 15) // 16 | 1) * 16
 
 
 cdef tuple _hint_buffers(Py_ssize_t w, Py_ssize_t m, Py_ssize_t cap, Py_ssize_t p):

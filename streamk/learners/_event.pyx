@@ -935,7 +935,7 @@ cdef class EventPass:
         the norms), each vector's squared norm over all of its features (those past ``d``
         included), the slots past ``n`` zero (the kernel's spare lanes read them)."""
         cdef Py_ssize_t n = self.support.n, wx = self.X.shape[1], s, k, t
-        cdef Py_ssize_t ld = (self.X.shape[0] + 15) // 16 * 16
+        cdef Py_ssize_t ld = ((self.X.shape[0] + 15) // 16 | 1) * 16  # (odd: see _core's _hint_room)
         cdef double h
         self.h_valid = False
         self._mirror_room(d, ld, self.coef.shape[1])
