@@ -1793,6 +1793,21 @@ def dots(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):
     return out
 
 
+def dots2(const double[:, ::1] X, Py_ssize_t n, const double[::1] row0,
+          const double[::1] row1):
+    """``(dots(X, n, row0), dots(X, n, row1))`` in one pass over ``X`` (``sk_dots2``, how the
+    per-event core takes an event's row and the Forgetron's leaving column), for tests."""
+    cdef Py_ssize_t w = row0.shape[0]
+    if row1.shape[0] != w or w > X.shape[1] or n > X.shape[0] or n < 0:
+        raise ValueError("rows of two widths, wider than the rows of X, or n beyond them")
+    out0, out1 = np.zeros(n), np.zeros(n)
+    cdef double[::1] o0 = out0, o1 = out1
+    if n and w:
+        with nogil:
+            sk_dots2(&o0[0], &o1[0], &X[0, 0], X.shape[1], n, &row0[0], &row1[0], w)
+    return out0, out1
+
+
 def coef_dot(const double[::1] k, const double[::1] c):
     """``k . c`` in the per-event path's one-column order (``sk_coef_dot``), for tests."""
     if k.shape[0] != c.shape[0]:

@@ -161,6 +161,23 @@ static inline sk_v4d sk_lanes1(const double *x, const double *row, Py_ssize_t w)
     return a;
 }
 
+/* The four rows' lane sums a0 .. a3 into out[0 .. 3]: each (lane0 + lane1) + (lane2 + lane3),
+ * after a transpose (c_j holds lane j of the four rows). */
+static inline __attribute__((always_inline)) void
+sk_lane_sums4(double *out, sk_v4d a0, sk_v4d a1, sk_v4d a2, sk_v4d a3)
+{
+    sk_v4d t0 = SK_SHUF4(a0, a1, 0, 4, 2, 6);
+    sk_v4d t1 = SK_SHUF4(a0, a1, 1, 5, 3, 7);
+    sk_v4d t2 = SK_SHUF4(a2, a3, 0, 4, 2, 6);
+    sk_v4d t3 = SK_SHUF4(a2, a3, 1, 5, 3, 7);
+    sk_v4d c0 = SK_SHUF4(t0, t2, 0, 1, 4, 5);
+    sk_v4d c1 = SK_SHUF4(t1, t3, 0, 1, 4, 5);
+    sk_v4d c2 = SK_SHUF4(t0, t2, 2, 3, 6, 7);
+    sk_v4d c3 = SK_SHUF4(t1, t3, 2, 3, 6, 7);
+    sk_v4d d = (c0 + c1) + (c2 + c3);
+    memcpy(out, &d, sizeof d);
+}
+
 /* sk_dots's rows four at a time, for w >= 4 with t = w mod 4 (inlined with t constant);
  * returns how many rows it did. */
 static inline __attribute__((always_inline)) Py_ssize_t
@@ -189,17 +206,43 @@ sk_dots4(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n, const doubl
             a2 = a2 + sk_tail4(x + 2 * ldx + k, t) * r;
             a3 = a3 + sk_tail4(x + 3 * ldx + k, t) * r;
         }
-        /* transpose: c_j holds lane j of the four rows, then the same pairing per row */
-        sk_v4d t0 = SK_SHUF4(a0, a1, 0, 4, 2, 6);
-        sk_v4d t1 = SK_SHUF4(a0, a1, 1, 5, 3, 7);
-        sk_v4d t2 = SK_SHUF4(a2, a3, 0, 4, 2, 6);
-        sk_v4d t3 = SK_SHUF4(a2, a3, 1, 5, 3, 7);
-        sk_v4d c0 = SK_SHUF4(t0, t2, 0, 1, 4, 5);
-        sk_v4d c1 = SK_SHUF4(t1, t3, 0, 1, 4, 5);
-        sk_v4d c2 = SK_SHUF4(t0, t2, 2, 3, 6, 7);
-        sk_v4d c3 = SK_SHUF4(t1, t3, 2, 3, 6, 7);
-        sk_v4d d = (c0 + c1) + (c2 + c3);
-        memcpy(out + s, &d, sizeof d);
+        sk_lane_sums4(out + s, a0, a1, a2, a3);
+    }
+    return s;
+}
+
+/* sk_dots4 against two rows at once: each value of X loaded serves both (half the loads
+ * per product, eight independent sums), each row's dots in sk_dots4's order. */
+static inline __attribute__((always_inline)) Py_ssize_t
+sk_dots4x2(double *out0, double *out1, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+           const double *row0, const double *row1, Py_ssize_t w, const int t)
+{
+    Py_ssize_t s = 0, k;
+    for (; s + 4 <= n; s += 4) {
+        const double *x = X + s * ldx;
+        sk_v4d a[8], q, r0, r1;
+        for (int i = 0; i < 8; i++)
+            a[i] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
+        for (k = 0; k + 4 <= w; k += 4) {
+            memcpy(&r0, row0 + k, sizeof r0);
+            memcpy(&r1, row1 + k, sizeof r1);
+            for (int i = 0; i < 4; i++) {
+                memcpy(&q, x + i * ldx + k, sizeof q);
+                a[i] = a[i] + q * r0;
+                a[4 + i] = a[4 + i] + q * r1;
+            }
+        }
+        if (t) {
+            r0 = sk_tail4(row0 + k, t);
+            r1 = sk_tail4(row1 + k, t);
+            for (int i = 0; i < 4; i++) {
+                q = sk_tail4(x + i * ldx + k, t);
+                a[i] = a[i] + q * r0;
+                a[4 + i] = a[4 + i] + q * r1;
+            }
+        }
+        sk_lane_sums4(out0 + s, a[0], a[1], a[2], a[3]);
+        sk_lane_sums4(out1 + s, a[4], a[5], a[6], a[7]);
     }
     return s;
 }
@@ -255,6 +298,41 @@ SK_DOT_CLONES static void sk_dots(double *out, const double *X, Py_ssize_t ldx, 
     for (; s < n; s++) {
         sk_v4d a = sk_lanes1(X + s * ldx, row, w);
         out[s] = (a[0] + a[1]) + (a[2] + a[3]);
+    }
+}
+
+/* sk_dots against two rows of the same width in one pass: out0[s] = X[s] . row0 and
+ * out1[s] = X[s] . row1, each with the bits sk_dots gives it (its lane order), X read once
+ * (the Forgetron's event row and the leaving vector's column: 7.4 -> 5.9 us for 1,000
+ * rows of 50 features on an AVX-512 machine, where the loads bound sk_dots). */
+SK_DOT_CLONES static void sk_dots2(double *out0, double *out1, const double *X, Py_ssize_t ldx,
+                                   Py_ssize_t n, const double *row0, const double *row1,
+                                   Py_ssize_t w)
+{
+    Py_ssize_t s;
+    if (w <= 3) { /* sk_dots's short rows: few loads to share */
+        sk_dots(out0, X, ldx, n, row0, w);
+        sk_dots(out1, X, ldx, n, row1, w);
+        return;
+    }
+    switch (w & 3) {
+    case 0:
+        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 0);
+        break;
+    case 1:
+        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 1);
+        break;
+    case 2:
+        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 2);
+        break;
+    default:
+        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 3);
+    }
+    for (; s < n; s++) {
+        sk_v4d a = sk_lanes1(X + s * ldx, row0, w);
+        out0[s] = (a[0] + a[1]) + (a[2] + a[3]);
+        a = sk_lanes1(X + s * ldx, row1, w);
+        out1[s] = (a[0] + a[1]) + (a[2] + a[3]);
     }
 }
 

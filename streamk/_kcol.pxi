@@ -9,6 +9,8 @@
 cdef extern from "_fastexp.h" nogil:
     void sk_l1dists(double *out, const double *X, Py_ssize_t ldx, Py_ssize_t n,
                     const double *row, Py_ssize_t w)
+    void sk_dots2(double *out0, double *out1, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                  const double *row0, const double *row1, Py_ssize_t w)
 
 
 cdef inline double _power(double x, double degree) noexcept nogil:
@@ -34,16 +36,42 @@ cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_
     if code == K_LAPLACIAN:
         sk_l1dists(out, X, ldx, n, row, w)
         sk_scaled_exp(out, n, -kp[0])
+        if kp[3] != 1.0:
+            for s in range(n):
+                out[s] = kp[3] * out[s]
     else:
         sk_dots(out, X, ldx, n, row, w)
-        if code == K_RBF:
-            sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
-        elif code == K_POLY:
-            for s in range(n):
-                out[s] = _power(kp[0] * out[s] + kp[1], kp[2])
+        _kdots_finish(code, kp, n, x_sq, row_sq, out)
+
+
+cdef void _kdots_finish(int code, const double *kp, Py_ssize_t n, const double *x_sq,
+                        double row_sq, double *out) noexcept nogil:
+    """:func:`_kcol`'s kernel values from the dots in ``out`` (RBF, polynomial, linear),
+    in place."""
+    cdef Py_ssize_t s
+    if code == K_RBF:
+        sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
+    elif code == K_POLY:
+        for s in range(n):
+            out[s] = _power(kp[0] * out[s] + kp[1], kp[2])
     if kp[3] != 1.0:
         for s in range(n):
             out[s] = kp[3] * out[s]
+
+
+cdef void _kcol2(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+                 const double *x_sq, Py_ssize_t w, const double *row0, double sq0,
+                 double *out0, const double *row1, double sq1, double *out1) noexcept nogil:
+    """:func:`_kcol` for two rows ``w`` wide, ``out0`` against ``row0`` (squared norm
+    ``sq0``) and ``out1`` against ``row1``, the same bits as two calls; the dot kernels
+    read ``X`` once for both (``sk_dots2``)."""
+    if code == K_LAPLACIAN or n <= 0:
+        _kcol(code, kp, X, ldx, n, x_sq, row0, w, sq0, out0)
+        _kcol(code, kp, X, ldx, n, x_sq, row1, w, sq1, out1)
+        return
+    sk_dots2(out0, out1, X, ldx, n, row0, row1, w)
+    _kdots_finish(code, kp, n, x_sq, sq0, out0)
+    _kdots_finish(code, kp, n, x_sq, sq1, out1)
 
 
 cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,

@@ -72,6 +72,25 @@ def test_a_compiled_dot_has_the_same_bits_wherever_it_is_taken(d):
     assert accel.core.dots(padded, n, X[5]).tolist() == col.tolist()  # a narrower row
 
 
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 9, 50, 65])
+@pytest.mark.parametrize("n", [0, 1, 3, 4, 9, 37, 1000])
+def test_two_rows_dotted_in_one_pass_have_each_rows_own_bits(d, n):
+    """``sk_dots2`` (the per-event core's Forgetron: the event's row and the leaving
+    vector's column in one pass over the set) gives each row the documented order's bits,
+    the same as ``sk_dots`` on that row alone, whatever the rows' count and width."""
+    rng = np.random.default_rng(300 * d + n)
+    ldx = d + 3  # the features past d must not be read
+    X = np.full((n + 2, ldx), np.nan)  # nor the rows past n
+    X[:n, :d] = rng.normal(size=(n, d)) * 10.0 ** rng.integers(-3, 4, size=(n, 1))
+    row0 = rng.normal(size=d) * 10.0 ** rng.integers(-3, 4, size=d)
+    row1 = X[n // 2, :d].copy() if n else rng.normal(size=d)  # a support row, as the column
+    got0, got1 = accel.core.dots2(X, n, row0, row1)
+    assert got0.tolist() == [lane_dot(x, row0) for x in X[:n, :d]]
+    assert got1.tolist() == [lane_dot(x, row1) for x in X[:n, :d]]
+    assert got0.tolist() == accel.core.dots(X, n, row0).tolist()
+    assert got1.tolist() == accel.core.dots(X, n, row1).tolist()
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 7, 8, 9, 50, 64, 65])
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 1000])
 def test_compiled_l1_distances_match_numpy_and_their_documented_order(d, n):

@@ -360,6 +360,7 @@ cdef class EventPass:
     cdef readonly Py_ssize_t merges
     cdef Py_ssize_t m_dots  # rows of the set whose dots with the event's row _margins left
     #                        in ``kr`` under Merge (-1: none), for a merge whose m is the row
+    cdef Py_ssize_t kr_slot  # >= 0: _margins left this slot's column in kr (the Forgetron)
     # The float32 hints (see _hint): the mirror of the support rows, transposed (feature k
     # of slot s at h_S[k * h_ld + s]) and centred on h_center, their squared norms after
     # centring (h_ssq, float32; h_sbig the largest, float64, an upper bound after
@@ -401,7 +402,7 @@ cdef class EventPass:
         self._margin = 0.0 if margin is None else float(margin)
         self.bound = False
         self.bitgen = NULL
-        self.m_dots = -1
+        self.m_dots = self.kr_slot = -1
         self.row = self.k = self.kr = self.f = self.t = self.fr = self.kw = NULL
         self.cap_row = self.cap_k = self.cap_f = self.cap_kw = 0
         self.prog_obj = None
@@ -744,13 +745,17 @@ cdef class EventPass:
             return not sq_bound * 1e-15 * self.prog_gamma > 1e-10
         return self.kcode != K_RBF or not sq_bound * 1e-15 * self.gamma > 1e-10
 
-    cdef bint _margins(self, Py_ssize_t d, double *row_sq) noexcept:
+    cdef bint _margins(self, Py_ssize_t d, double *row_sq, bint learning) noexcept:
         """``f = K(row, S) coef`` into ``self.f`` (``self.k`` holds the kernel row); False when
-        the norm expansion may be inexact (the NumPy path takes the exact one)."""
-        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k
+        the norm expansion may be inexact (the NumPy path takes the exact one).
+        ``learning``: the event may update, so under a full Forgetron the leaving vector's
+        column (which its shrink reads) comes in the same pass over the set, into
+        ``self.kr`` (``kr_slot`` its slot; :meth:`_forgetron`)."""
+        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k, r = -1
+        cdef Py_ssize_t wx = self.X.shape[1]
         cdef double acc = 0.0
         cdef double *row = self.row
-        self.m_dots = -1
+        self.m_dots = self.kr_slot = -1
         for k in range(d):
             acc = acc + row[k] * row[k]
         row_sq[0] = acc
@@ -762,15 +767,21 @@ cdef class EventPass:
             return False
         if not self._expansion_exact(self.support._sq_max + acc):
             return False
+        if (learning and self.pcode == P_FORGETRON and self.budget > 0 and n >= self.budget
+                and d == wx and self.kcode != K_PROGRAM):
+            r = self._oldest(n)
         with nogil:
             if self.pcode == P_MERGE:  # (a plain RBF) _kcol's steps, the dots kept in kr
                 sk_dots(self.kr, &self.X[0, 0], self.X.shape[1], n, row, d)
                 sk_rbf_from_dots(self.k, self.kr, &self.sq[0], acc, n, self.kp[0])
                 self.m_dots = n
+            elif r >= 0:
+                _kcol2(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], wx, row, acc,
+                       self.k, &self.X[r, 0], self.sq[r], self.kr)
             else:
-                self._column(&self.X[0, 0], self.X.shape[1], n, &self.sq[0], row, d, acc,
-                             self.k)
+                self._column(&self.X[0, 0], wx, n, &self.sq[0], row, d, acc, self.k)
             _combine(self.k, &self.coef[0, 0], n, p, self.f)
+        self.kr_slot = r
         return True
 
     cdef bint _fold(self, Py_ssize_t d) except -1:
@@ -1113,7 +1124,7 @@ cdef class EventPass:
                 self.hints_certain += 1
                 return said
             self.hints_fresh += 1
-        if not self._margins(d, &row_sq):
+        if not self._margins(d, &row_sq, False):
             return NOT_HANDLED
         return self._decide()
 
@@ -1234,14 +1245,17 @@ cdef class EventPass:
         ``Q`` updated as the policy does."""
         cdef Py_ssize_t c, p = self.coef.shape[1], wx = self.X.shape[1]
         cdef double a = 0.0, b = 0.0, phi, q, m
+        cdef bint have = self.kr_slot == r  # _margins left r's column in kr
         policy = self.policy
         q = policy._q
         m = policy._m
+        self.kr_slot = -1
         with nogil:
             if self.k_gap_d >= 0:  # the hints decided: self.k lacks the event's row
                 self._hint_forget(r)
-            self._column(&self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx, self.sq[r],
-                         self.kr)
+            if not have:
+                self._column(&self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx,
+                             self.sq[r], self.kr)
             _combine(self.kr, &self.coef[0, 0], n, p, self.fr)
             for c in range(p):
                 self.fr[c] = self.fr[c] + self.k[r] * self.f[c]
@@ -1368,7 +1382,7 @@ cdef class EventPass:
                 elif self.pcode == P_SMALLEST:
                     slot = _smallest_slot(self.coef, self.kdiag, self.ids, n)
                 else:
-                    slot = self._oldest(n)
+                    slot = self.kr_slot if self.kr_slot >= 0 else self._oldest(n)
                     phi = self._forgetron(slot, n)
                 if self.swap_r:
                     self._novelty_swap(slot, n, True, self._kdiag(row_sq), phi)
@@ -1533,7 +1547,7 @@ cdef class EventPass:
         cdef double row_sq
         cdef Py_ssize_t pr = 0, i, k = 0
         cdef bint update = False, hinted
-        self.m_dots = -1  # (this event's _margins sets it)
+        self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
         if self._grow_first(self.support.n) and not self._current(model):
             return self._finish(model, d, y) if folded else False
         said = None
@@ -1557,7 +1571,7 @@ cdef class EventPass:
             else:
                 self.hints_fresh += 1
         if not hinted:  # the float64 kernel row
-            if not self._margins(d, &row_sq):
+            if not self._margins(d, &row_sq, True):
                 return self._finish(model, d, y) if folded else False
             said = self._decide() if pred is not None else None
             if self.ranker:
@@ -1895,7 +1909,7 @@ cdef class EventPass:
         if self.rcode == R_NOVELTY and not self._r_current(model, n):
             return NOT_HANDLED  # the NumPy path recomputes r once
         d = self._row(x)
-        if d < 0 or not self._margins(d, &row_sq):
+        if d < 0 or not self._margins(d, &row_sq, False):
             return NOT_HANDLED
         if self.rcode == R_SVR:
             return (model._y_mean if self.s_off_mean else self.s_off) + self.f[0]
@@ -2026,7 +2040,7 @@ cdef class EventPass:
         cdef double stats[3]
         cdef Py_ssize_t n, s, slot
         cdef bint track_r = False, swap = False, need_k, full, one_k = False
-        self.m_dots = -1  # (this event's _margins sets it)
+        self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
         n = self.support.n
         full = self.budget > 0 and n >= self.budget
         if self._grow_first(n):
@@ -2044,7 +2058,7 @@ cdef class EventPass:
             one_k = True  # its removal reads k(x, x_r) alone: one kernel value
         elif self.pcode == P_FORGETRON and full:
             need_k = True
-        if need_k and not self._margins(d, &row_sq):
+        if need_k and not self._margins(d, &row_sq, True):
             return self._finish_value(model, d, yv) if folded else False
         if not need_k:  # novelty without r to carry: only the row's norm
             row_sq = 0.0
