@@ -304,7 +304,7 @@ SK_DOT_CLONES static void sk_dots(double *out, const double *X, Py_ssize_t ldx, 
 /* sk_dots against two rows of the same width in one pass: out0[s] = X[s] . row0 and
  * out1[s] = X[s] . row1, each with the bits sk_dots gives it (its lane order), X read once
  * (the Forgetron's event row and the leaving vector's column: 7.4 -> 5.9 us for 1,000
- * rows of 50 features on an AVX-512 machine, where the loads bound sk_dots). */
+ * rows of 50 features in the AVX2 clone, where the loads bound sk_dots). */
 SK_DOT_CLONES static void sk_dots2(double *out0, double *out1, const double *X, Py_ssize_t ldx,
                                    Py_ssize_t n, const double *row0, const double *row1,
                                    Py_ssize_t w)
