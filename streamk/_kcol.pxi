@@ -30,26 +30,23 @@ cdef void _kcol(int code, const double *kp, const double *X, Py_ssize_t ldx, Py_
     wide: its absent features are 0). ``kp``: ``(gamma or scale, offset, degree, c)``, the
     kernel's parameters and the factor of a :class:`~streamk.kernels.Scaled` around it;
     polynomial powers as NumPy takes them (:func:`_power`)."""
-    cdef Py_ssize_t s
     if n <= 0:
         return
     if code == K_LAPLACIAN:
         sk_l1dists(out, X, ldx, n, row, w)
-        sk_scaled_exp(out, n, -kp[0])
-        if kp[3] != 1.0:
-            for s in range(n):
-                out[s] = kp[3] * out[s]
     else:
         sk_dots(out, X, ldx, n, row, w)
-        _kdots_finish(code, kp, n, x_sq, row_sq, out)
+    _kfinish(code, kp, n, x_sq, row_sq, out)
 
 
-cdef void _kdots_finish(int code, const double *kp, Py_ssize_t n, const double *x_sq,
-                        double row_sq, double *out) noexcept nogil:
-    """:func:`_kcol`'s kernel values from the dots in ``out`` (RBF, polynomial, linear),
-    in place."""
+cdef void _kfinish(int code, const double *kp, Py_ssize_t n, const double *x_sq,
+                   double row_sq, double *out) noexcept nogil:
+    """:func:`_kcol`'s kernel values, in place, from the dots in ``out`` (RBF, polynomial,
+    linear) or the L1 distances (Laplacian)."""
     cdef Py_ssize_t s
-    if code == K_RBF:
+    if code == K_LAPLACIAN:
+        sk_scaled_exp(out, n, -kp[0])
+    elif code == K_RBF:
         sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
     elif code == K_POLY:
         for s in range(n):
@@ -70,8 +67,8 @@ cdef void _kcol2(int code, const double *kp, const double *X, Py_ssize_t ldx, Py
         _kcol(code, kp, X, ldx, n, x_sq, row1, w, sq1, out1)
         return
     sk_dots2(out0, out1, X, ldx, n, row0, row1, w)
-    _kdots_finish(code, kp, n, x_sq, sq0, out0)
-    _kdots_finish(code, kp, n, x_sq, sq1, out1)
+    _kfinish(code, kp, n, x_sq, sq0, out0)
+    _kfinish(code, kp, n, x_sq, sq1, out1)
 
 
 cdef void _combine(const double *k, const double *coef, Py_ssize_t n, Py_ssize_t p,
