@@ -265,6 +265,10 @@ cdef void _novelty_swap(const double[:, ::1] K, Py_ssize_t j, const double[:, ::
 #: No Gram matrix of the block (the ``G`` of a pass that computes its kernel in C).
 _NO_GRAM = np.zeros((0, 0))
 
+#: Rows :func:`step_pass` took together with the Forgetron's leaving column (``_kcol2``),
+#: counted over the process for tests (:func:`fused_columns`).
+cdef Py_ssize_t _FUSED_COLUMNS = 0
+
 
 cdef struct PassState:
     # what a tracked pass carries from row to row besides the buffers
@@ -273,6 +277,7 @@ cdef struct PassState:
     double fq, coef_l1, kmax, sq_max
     int pcode, kcode
     bint bounded
+    Py_ssize_t col_slot  # >= 0: the pass left this slot's kernel column in _insert's col
 
 
 cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
@@ -312,8 +317,9 @@ cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                 slot = _smallest_slot(coef, kdiag, ids, n)
             else:  # the Forgetron: the oldest leaves after f' is shrunk by phi
                 slot = _slot_for_new(&ids[0], n, st.budget)
-                _kcol(st.kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
-                      s_sq[slot], &col[0])
+                if st.col_slot != slot:  # (else the pass took it with the row: _kcol2)
+                    _kcol(st.kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &X[slot, 0], wx,
+                          s_sq[slot], &col[0])
                 _combine(col, &coef[0, 0], n, p, fr)
                 for c in range(p):
                     fr[c] = fr[c] + K[j, slot] * nc[c]
@@ -445,7 +451,7 @@ def perceptron_pass(
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
-    st.bounded = bounded
+    st.bounded, st.col_slot = bounded, -1
     with nogil:
         for j in range(start, end):
             # The hint: a wrong sign (sgn(0) = +1), a margin below ``margin``, or too close
@@ -543,7 +549,7 @@ def ranker_pass(
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
-    st.bounded = bounded
+    st.bounded, st.col_slot = bounded, -1
     with nogil:
         for j in range(start, end):
             k = ranks[j - start]
@@ -655,7 +661,7 @@ def perceptron_rows(
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
-    st.bounded = True
+    st.bounded, st.col_slot = True, -1
     with nogil:
         for j in range(m):
             _kcol(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
@@ -725,7 +731,7 @@ def ranker_rows(
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
-    st.bounded = True
+    st.bounded, st.col_slot = True, -1
     with nogil:
         for j in range(m):
             k = ranks[j]
@@ -881,6 +887,7 @@ def step_pass(
     next_id, rows that joined, coef_l1, largest new squared norm, kmax, draws used, fq,
     fm)``.
     """
+    global _FUSED_COLUMNS
     cdef Py_ssize_t m = K.shape[0], wq = Q.shape[1], j, s, k, jj
     cdef Py_ssize_t joins = 0
     cdef double f, alpha
@@ -938,7 +945,7 @@ def step_pass(
     cdef PassState st
     st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
     st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
-    st.bounded = bounded
+    st.bounded, st.col_slot = bounded, -1
     with nogil:
         for j in range(start, end):
             jj = j
@@ -949,7 +956,18 @@ def step_pass(
                         Qc[0, k] = Q[j, k]
                     qc[0] = q_sq[j]
                     dc[0] = qdiag[j]
-                if rule == R_SVR or R.track_r:
+                st.col_slot = -1
+                if R.track_r and pcode == P_FORGETRON and budget > 0 and n >= budget \
+                        and wq == X.shape[1]:
+                    # novelty inserts every row: its kernel row and the leaving vector's
+                    # column (_insert's shrink reads it) in one pass over the set, each with
+                    # the bits of its own _kcol (not the SVR's rows, which may not join:
+                    # the column would be wasted on them; measured slower on Friedman)
+                    st.col_slot = _slot_for_new(&ids[0], n, budget)
+                    _kcol2(kcode, &kp[0], &X[0, 0], wq, n, &s_sq[0], wq, &Q[j, 0], q_sq[j],
+                           &K[0, 0], &X[st.col_slot, 0], s_sq[st.col_slot], colp)
+                    _FUSED_COLUMNS += 1
+                elif rule == R_SVR or R.track_r:
                     _kcol(kcode, &kp[0], &X[0, 0], X.shape[1], n, &s_sq[0], &Q[j, 0], wq,
                           q_sq[j], &K[0, 0])
                 elif pcode == P_FORGETRON and budget > 0 and n >= budget:
@@ -1806,6 +1824,13 @@ def dots2(const double[:, ::1] X, Py_ssize_t n, const double[::1] row0,
         with nogil:
             sk_dots2(&o0[0], &o1[0], &X[0, 0], X.shape[1], n, &row0[0], &row1[0], w)
     return out0, out1
+
+
+def fused_columns():
+    """How many rows :func:`step_pass` has taken with the Forgetron's leaving column in the
+    same pass over the set since the module loaded (its untracked novelty rows carrying
+    ``r`` under a full Forgetron), for tests."""
+    return _FUSED_COLUMNS
 
 
 def coef_dot(const double[::1] k, const double[::1] c):

@@ -2,8 +2,7 @@
 # streamk/learners/_event.pyx through Cython's ``include`` (textual: each module gets its own
 # copy of the C, so neither imports the other). The including module defines the K_* codes
 # and declares pow, sk_dots, sk_rbf_from_dots, sk_scaled_exp and sk_coef_dot; sk_l1dists and
-# sk_dots2 are declared here. (_kcol2 serves the per-event core alone so far: _core's copy
-# is unused.)
+# sk_dots2 are declared here.
 # The dots and L1 distances are summed in _fastexp.h's lane order (four lanes along the
 # features), the same bits on every machine and under trailing zero padding.
 

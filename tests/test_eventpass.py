@@ -249,6 +249,39 @@ def test_every_policy_kernel_and_learner_agrees_with_numpy(learner, kernel, poli
         assert fast.n_mistakes > 120  # the budget filled and turned over
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "poly", "linear"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda k: KernelAdatron(kernel=k, C=1.0, budget=Forgetron(40)), id="adatron"),
+        pytest.param(lambda k: OnlineSVR(kernel=k, budget=Forgetron(40)), id="svr"),
+        pytest.param(lambda k: KernelPerceptron(kernel=k, budget=Forgetron(40)), id="perceptron"),
+    ],
+)
+def test_a_full_forgetron_takes_the_row_and_the_leaving_column_in_one_pass(make, kernel):
+    """Every adatron event that meets a full Forgetron on the per-event path reads the set
+    once for its kernel row and the oldest vector's column (which the shrink reads): as
+    many fused passes as events learned with 40 vectors held, and the model the NumPy
+    path's. The SVR and the perceptron, whose events may not update, take the column only
+    when they do (none fused)."""
+    rng = np.random.default_rng(5)
+    events = [({f"x{j}": float(v) for j in range(4) for v in [rng.normal()]}, None)
+              for _ in range(400)]
+    targets = [float(np.sin(3 * x["x0"]) + x["x1"] * x["x2"]) for x, _ in events]
+    model = make(KERNELS[kernel][0]())
+    labels = targets if isinstance(model, OnlineSVR) else [t > 0 for t in targets]
+    slow = make(KERNELS[kernel][0]())
+    slow._event = None
+    full = 0
+    for (x, _), y in zip(events, labels):
+        full += model.support_.n == 40
+        model.learn_one(x, y)
+        slow.learn_one(x, y)
+    assert full > 150  # the set filled early and turned over
+    assert model._event.fused_columns == (full if isinstance(model, KernelAdatron) else 0)
+    assert_same_support(model, slow, exact=False)
+
+
 @pytest.mark.parametrize("how", ["learn_one", "learn_many"])
 @pytest.mark.parametrize("older_by", [5e-13, 3e-12])
 def test_remove_smallest_ties_within_1e12_go_to_the_oldest(older_by, how):

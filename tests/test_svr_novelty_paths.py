@@ -156,6 +156,42 @@ def test_svr_compiled_learn_many_equals_numpy_learn_one(kernel, policy, path):
     _check_path(kernel, policy, took, path)
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "laplacian", "poly", "linear"])
+def test_untracked_novelty_rows_under_a_full_forgetron_read_the_set_once(kernel):
+    """``step_pass``'s untracked novelty rows that carry ``r`` and meet a full Forgetron
+    take their kernel row and the leaving vector's column (which ``_insert``'s shrink
+    reads) in one pass: as many as the events the NumPy path's ``learn_one`` meets with 40
+    vectors held and ``r`` current (scoring between blocks makes it so). The SVR's rows,
+    which may not join, take the leaving column only when they do."""
+    X, y = _regression(900)
+    rows = X.to_dict(orient="records")
+    probe = rows[5]
+    slow = KernelNovelty(kernel=KERNELS[kernel](), budget=Forgetron(40))
+    met = []
+
+    def learn(a, b):
+        for x in rows[a:b]:
+            met.append(slow.support_.n == 40 and slow._r is not None)
+            slow.learn_one(x)
+
+    want = _numpy_run(learn, BLOCKS, lambda: slow.score_one(probe))
+    fast = KernelNovelty(kernel=KERNELS[kernel](), budget=Forgetron(40))
+    fastpass.COUNTS.clear()
+    before, got = accel.core.fused_columns(), []
+    for a, b in BLOCKS:
+        fast.learn_many(X.iloc[a:b])
+        got.append(fast.score_one(probe))
+    assert fastpass.COUNTS["untracked"] == fastpass.COUNTS["compiled"] > 0
+    assert sum(met) > 500
+    assert accel.core.fused_columns() - before == sum(met)
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    _same_support(fast, slow)
+    svr = OnlineSVR(kernel=KERNELS[kernel](), budget=Forgetron(40))
+    before = accel.core.fused_columns()
+    svr.learn_many(X, y)
+    assert svr.support_.n == 40 and accel.core.fused_columns() == before
+
+
 @pytest.mark.parametrize("rule", ["fixed-inf", "fixed-box"])
 @pytest.mark.parametrize("policy", ["unbounded", "oldest", "random", "forgetron"])
 @pytest.mark.parametrize("kernel", ["rbf", "poly", "sum"])

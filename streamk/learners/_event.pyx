@@ -273,6 +273,9 @@ cdef class EventPass:
     hints_certain, hints_fresh, hint_builds
         Events the float32 hints decided, events they left to the float64 row, and
         rebuilds of their mirror (see ``_hint``): counts for tests and measurements.
+    fused_columns
+        Events whose kernel row and the full Forgetron's leaving column one pass over the
+        set took (see ``_margins``): a count for tests.
     """
 
     cdef readonly object margin
@@ -379,7 +382,7 @@ cdef class EventPass:
     cdef double h_sbig, h_tol
     cdef Py_ssize_t k_gap_d  # >= 0: the hints decided, self.k lacks this row (its width)
     cdef double k_gap_sq  # and its squared norm
-    cdef readonly Py_ssize_t hints_certain, hints_fresh, hint_builds
+    cdef readonly Py_ssize_t hints_certain, hints_fresh, hint_builds, fused_columns
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
         if rule not in (None, "svr", "novelty", "adatron"):
@@ -745,12 +748,15 @@ cdef class EventPass:
             return not sq_bound * 1e-15 * self.prog_gamma > 1e-10
         return self.kcode != K_RBF or not sq_bound * 1e-15 * self.gamma > 1e-10
 
-    cdef bint _margins(self, Py_ssize_t d, double *row_sq, bint learning) noexcept:
+    cdef bint _margins(self, Py_ssize_t d, double *row_sq, bint inserting) noexcept:
         """``f = K(row, S) coef`` into ``self.f`` (``self.k`` holds the kernel row); False when
         the norm expansion may be inexact (the NumPy path takes the exact one).
-        ``learning``: the event may update, so under a full Forgetron the leaving vector's
-        column (which its shrink reads) comes in the same pass over the set, into
-        ``self.kr`` (``kr_slot`` its slot; :meth:`_forgetron`)."""
+        ``inserting``: the event is learned by a rule that inserts (nearly) every event (the
+        adatron, novelty), so under a full Forgetron the leaving vector's column (which its
+        shrink reads) comes in the same pass over the set, into ``self.kr`` (``kr_slot``
+        its slot; :meth:`_forgetron`). Not for the others: the column would be wasted on
+        every event that does not update, and the pass for two rows saves less than one
+        column (the SVR on Friedman, 80% updates: measured slower)."""
         cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k, r = -1
         cdef Py_ssize_t wx = self.X.shape[1]
         cdef double acc = 0.0
@@ -767,7 +773,7 @@ cdef class EventPass:
             return False
         if not self._expansion_exact(self.support._sq_max + acc):
             return False
-        if (learning and self.pcode == P_FORGETRON and self.budget > 0 and n >= self.budget
+        if (inserting and self.pcode == P_FORGETRON and self.budget > 0 and n >= self.budget
                 and d == wx and self.kcode != K_PROGRAM):
             r = self._oldest(n)
         with nogil:
@@ -782,6 +788,8 @@ cdef class EventPass:
                 self._column(&self.X[0, 0], wx, n, &self.sq[0], row, d, acc, self.k)
             _combine(self.k, &self.coef[0, 0], n, p, self.f)
         self.kr_slot = r
+        if r >= 0:
+            self.fused_columns += 1
         return True
 
     cdef bint _fold(self, Py_ssize_t d) except -1:
@@ -1571,7 +1579,7 @@ cdef class EventPass:
             else:
                 self.hints_fresh += 1
         if not hinted:  # the float64 kernel row
-            if not self._margins(d, &row_sq, True):
+            if not self._margins(d, &row_sq, self.rcode == R_ADATRON):
                 return self._finish(model, d, y) if folded else False
             said = self._decide() if pred is not None else None
             if self.ranker:
@@ -2058,7 +2066,7 @@ cdef class EventPass:
             one_k = True  # its removal reads k(x, x_r) alone: one kernel value
         elif self.pcode == P_FORGETRON and full:
             need_k = True
-        if need_k and not self._margins(d, &row_sq, True):
+        if need_k and not self._margins(d, &row_sq, self.rcode == R_NOVELTY):
             return self._finish_value(model, d, yv) if folded else False
         if not need_k:  # novelty without r to carry: only the row's norm
             row_sq = 0.0
