@@ -264,16 +264,14 @@ def test_a_full_forgetron_takes_the_row_and_the_leaving_column_in_one_pass(make,
     many fused passes as events learned with 40 vectors held, and the model the NumPy
     path's. The SVR and the perceptron, whose events may not update, take the column only
     when they do (none fused)."""
-    rng = np.random.default_rng(5)
-    events = [({f"x{j}": float(v) for j in range(4) for v in [rng.normal()]}, None)
-              for _ in range(400)]
-    targets = [float(np.sin(3 * x["x0"]) + x["x1"] * x["x2"]) for x, _ in events]
+    xs = [x for x, _ in stream(400, 4, 5)]
+    targets = [float(np.sin(3 * x["x0"]) + x["x1"] * x["x2"]) for x in xs]
     model = make(KERNELS[kernel][0]())
     labels = targets if isinstance(model, OnlineSVR) else [t > 0 for t in targets]
     slow = make(KERNELS[kernel][0]())
     slow._event = None
     full = 0
-    for (x, _), y in zip(events, labels):
+    for x, y in zip(xs, labels):
         full += model.support_.n == 40
         model.learn_one(x, y)
         slow.learn_one(x, y)

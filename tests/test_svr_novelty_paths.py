@@ -187,8 +187,10 @@ def test_untracked_novelty_rows_under_a_full_forgetron_read_the_set_once(kernel)
     np.testing.assert_allclose(got, want, rtol=1e-9)
     _same_support(fast, slow)
     svr = OnlineSVR(kernel=KERNELS[kernel](), budget=Forgetron(40))
+    fastpass.COUNTS.clear()
     before = accel.core.fused_columns()
     svr.learn_many(X, y)
+    assert fastpass.COUNTS["untracked"] == fastpass.COUNTS["compiled"] > 0
     assert svr.support_.n == 40 and accel.core.fused_columns() == before
 
 
