@@ -40,7 +40,7 @@ from streamk import (
 )
 from streamk.budget import Projectron
 from streamk.kernels import RBF
-from streamk.learners import base, eventpass, fastpass
+from streamk.learners import _event, base, eventpass, fastpass
 from streamk.learners import perceptron as perceptron_module
 from tests.test_grid_paths import _stream
 
@@ -190,6 +190,39 @@ def test_learn_many_through_the_event_core_equals_numpy(learner, kernel, policy,
         assert fast.n_support == 30  # the budget filled and turned over
     assert took > len(y) // 2, "the per-event core should have learned most rows"
     assert fastpass.COUNTS["compiled"] >= took  # the grid's compiled share sees them
+
+
+@pytest.mark.parametrize("width", [2, 5, 7, 8, 50])
+@pytest.mark.parametrize("kernel", sorted(KERNELS))
+def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width):
+    """With no budget, the adatron's ``learn_rows`` takes four rows' dots against the set
+    in one pass (``sk_dots_rows4``; from 1,024 vectors on, from 1 here), each row adding
+    those of the vectors the group's earlier rows inserted: the same model, bit for bit,
+    as ``learn_one`` row by row, with groups straddling blocks of 97 rows. Every row
+    width's tail (``width`` mod 4, and the short rows below 4) is taken; the Laplacian,
+    whose rows are distances, takes no look-ahead."""
+    rng = np.random.default_rng(width)
+    X = pd.DataFrame(rng.normal(size=(700, width)), columns=[f"x{j}" for j in range(width)])
+    y = rng.integers(0, 2, 700).astype(bool).tolist()  # random labels: most rows join
+    old = _event.lookahead_settings(min_set=1)
+    try:
+        many, one = KernelAdatron(kernel=KERNELS[kernel]()), KernelAdatron(kernel=KERNELS[kernel]())
+        for a in range(0, 700, 97):
+            many.learn_many(X.iloc[a : a + 97], y[a : a + 97])
+        for x, t in zip(X.to_dict(orient="records"), y):
+            one.learn_one(x, t)
+    finally:
+        _event.lookahead_settings(min_set=old)
+    a, b = many.support_, one.support_
+    assert a.n == b.n > 300
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    if kernel == "laplacian":
+        assert many._event.lookahead_rows == 0
+    else:
+        assert many._event.lookahead_rows > 400  # (rbf-auto: the warm-up's 200 rows aside)
+    assert one._event.lookahead_rows == 0
 
 
 def test_learn_rows_stops_at_a_new_class_and_resumes_after_it(no_block_pass):
