@@ -178,6 +178,14 @@ sk_lane_sums4(double *out, sk_v4d a0, sk_v4d a1, sk_v4d a2, sk_v4d a3)
     memcpy(out, &d, sizeof d);
 }
 
+/* F(..., t) with t = w mod 4 a constant in each of the four calls, so that each inlined copy
+ * of F's loop folds its tail away (F: sk_dots4, sk_dots4x2, sk_dots2x4). */
+#define SK_BY_TAIL(w, F, ...)                                                                  \
+    (((w) & 3) == 0   ? F(__VA_ARGS__, 0)                                                   \
+     : ((w) & 3) == 1 ? F(__VA_ARGS__, 1)                                                   \
+     : ((w) & 3) == 2 ? F(__VA_ARGS__, 2)                                                   \
+                      : F(__VA_ARGS__, 3))
+
 /* sk_dots's rows four at a time, for w >= 4 with t = w mod 4 (inlined with t constant);
  * returns how many rows it did. */
 static inline __attribute__((always_inline)) Py_ssize_t
@@ -282,19 +290,7 @@ SK_DOT_CLONES static void sk_dots(double *out, const double *X, Py_ssize_t ldx, 
         }
         return;
     }
-    switch (w & 3) { /* the tail's length a constant in each copy of the loop */
-    case 0:
-        s = sk_dots4(out, X, ldx, n, row, w, 0);
-        break;
-    case 1:
-        s = sk_dots4(out, X, ldx, n, row, w, 1);
-        break;
-    case 2:
-        s = sk_dots4(out, X, ldx, n, row, w, 2);
-        break;
-    default:
-        s = sk_dots4(out, X, ldx, n, row, w, 3);
-    }
+    s = SK_BY_TAIL(w, sk_dots4, out, X, ldx, n, row, w);
     for (; s < n; s++) {
         sk_v4d a = sk_lanes1(X + s * ldx, row, w);
         out[s] = (a[0] + a[1]) + (a[2] + a[3]);
@@ -315,19 +311,7 @@ SK_DOT_CLONES static void sk_dots2(double *out0, double *out1, const double *X, 
         sk_dots(out1, X, ldx, n, row1, w);
         return;
     }
-    switch (w & 3) {
-    case 0:
-        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 0);
-        break;
-    case 1:
-        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 1);
-        break;
-    case 2:
-        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 2);
-        break;
-    default:
-        s = sk_dots4x2(out0, out1, X, ldx, n, row0, row1, w, 3);
-    }
+    s = SK_BY_TAIL(w, sk_dots4x2, out0, out1, X, ldx, n, row0, row1, w);
     for (; s < n; s++) {
         sk_v4d a = sk_lanes1(X + s * ldx, row0, w);
         out0[s] = (a[0] + a[1]) + (a[2] + a[3]);
@@ -391,19 +375,7 @@ SK_DOT_CLONES static void sk_dots_rows4(double *out, Py_ssize_t ldo, const doubl
             sk_dots(out + g * ldo, X, ldx, n, R + g * ldr, w);
         return;
     }
-    switch (w & 3) {
-    case 0:
-        s = sk_dots2x4(out, ldo, X, ldx, n, R, ldr, w, 0);
-        break;
-    case 1:
-        s = sk_dots2x4(out, ldo, X, ldx, n, R, ldr, w, 1);
-        break;
-    case 2:
-        s = sk_dots2x4(out, ldo, X, ldx, n, R, ldr, w, 2);
-        break;
-    default:
-        s = sk_dots2x4(out, ldo, X, ldx, n, R, ldr, w, 3);
-    }
+    s = SK_BY_TAIL(w, sk_dots2x4, out, ldo, X, ldx, n, R, ldr, w);
     for (; s < n; s++) {
         for (int g = 0; g < 4; g++) {
             sk_v4d a = sk_lanes1(X + s * ldx, R + g * ldr, w);
