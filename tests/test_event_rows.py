@@ -16,6 +16,7 @@ check the fallback and are then skipped; they run in full once the path takes th
 from __future__ import annotations
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -223,6 +224,18 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width):
     else:
         assert many._event.lookahead_rows > 400  # (rbf-auto: the warm-up's 200 rows aside)
     assert one._event.lookahead_rows == 0
+
+
+def test_the_docs_state_the_look_ahead_gate():
+    """The user guide and ``KernelAdatron``'s docstring say from which set size the
+    look-ahead runs: the gate's value."""
+    gate = _event.lookahead_settings()
+    assert gate == 1024
+    guide = " ".join(
+        (Path(__file__).resolve().parents[1] / "docs" / "user-guide.md").read_text().split()
+    )
+    assert f"from {gate:,} support vectors on, it takes four rows' dot products" in guide
+    assert f"from {gate:,} support" in " ".join(KernelAdatron.__doc__.split())
 
 
 def test_learn_rows_stops_at_a_new_class_and_resumes_after_it(no_block_pass):
