@@ -180,7 +180,7 @@ sk_lane_sums4(double *out, sk_v4d a0, sk_v4d a1, sk_v4d a2, sk_v4d a3)
 
 /* F(..., t) with t = w mod 4 a constant in each of the four calls, so that each inlined copy
  * of F's loop folds its tail away (F: sk_dots4, sk_dots4x2, sk_dots2x4). */
-#define SK_BY_TAIL(w, F, ...)                                                                  \
+#define SK_BY_TAIL(w, F, ...)                                                               \
     (((w) & 3) == 0   ? F(__VA_ARGS__, 0)                                                   \
      : ((w) & 3) == 1 ? F(__VA_ARGS__, 1)                                                   \
      : ((w) & 3) == 2 ? F(__VA_ARGS__, 2)                                                   \
