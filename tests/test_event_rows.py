@@ -193,21 +193,32 @@ def test_learn_many_through_the_event_core_equals_numpy(learner, kernel, policy,
     assert fastpass.COUNTS["compiled"] >= took  # the grid's compiled share sees them
 
 
+@pytest.mark.parametrize(
+    "budget",
+    [
+        pytest.param(lambda: None, id="unbounded"),
+        pytest.param(lambda: RemoveOldest(333), id="oldest"),
+        pytest.param(lambda: Forgetron(334), id="forgetron"),
+        pytest.param(lambda: RemoveRandom(335, seed=1), id="random"),
+    ],
+)
 @pytest.mark.parametrize("width", [2, 5, 7, 8, 50])
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
-def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width):
-    """With no budget, the adatron's ``learn_rows`` takes four rows' dots against the set
-    in one pass (``sk_dots_rows4``; from 1,024 vectors on, from 1 here), each row adding
-    those of the vectors the group's earlier rows inserted: the same model, bit for bit,
-    as ``learn_one`` row by row, with groups straddling blocks of 97 rows. Every row
-    width's tail (``width`` mod 4, and the short rows below 4) is taken; the Laplacian,
-    whose rows are distances, takes no look-ahead."""
+def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width, budget):
+    """While no vector can leave, the adatron's ``learn_rows`` takes four rows' dots
+    against the set in one pass (``sk_dots_rows4``; from 1,024 vectors on, from 1 here),
+    each row adding those of the vectors the group's earlier rows inserted: the same model,
+    bit for bit, as ``learn_one`` row by row, with groups straddling blocks of 97 rows and,
+    under a budget, the set filling (budgets of three remainders mod 4) and turning over.
+    Every row width's tail (``width`` mod 4, and the short rows below 4) is taken; the
+    Laplacian, whose rows are distances, takes no look-ahead."""
     rng = np.random.default_rng(width)
     X = pd.DataFrame(rng.normal(size=(700, width)), columns=[f"x{j}" for j in range(width)])
     y = rng.integers(0, 2, 700).astype(bool).tolist()  # random labels: most rows join
     old = _event.lookahead_settings(min_set=1)
     try:
-        many, one = KernelAdatron(kernel=KERNELS[kernel]()), KernelAdatron(kernel=KERNELS[kernel]())
+        many = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
+        one = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
         for a in range(0, 700, 97):
             many.learn_many(X.iloc[a : a + 97], y[a : a + 97])
         for x, t in zip(X.to_dict(orient="records"), y):
@@ -215,14 +226,20 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width):
     finally:
         _event.lookahead_settings(min_set=old)
     a, b = many.support_, one.support_
-    assert a.n == b.n > 300
+    assert a.n == b.n > 300 and a.next_id == b.next_id
     np.testing.assert_array_equal(a.ids, b.ids)
     np.testing.assert_array_equal(a.X, b.X)
     np.testing.assert_array_equal(a.coef, b.coef)
+    if many.budget is not None:
+        assert a.next_id > many.budget.budget + 100  # filled, then turned over
+        pm, po = many._policy.state(), one._policy.state()
+        assert pm.keys() == po.keys()
+        for key in pm:  # remove-random's generator, the Forgetron's Q: the same bits
+            np.testing.assert_array_equal(pm[key], po[key])
     if kernel == "laplacian":
         assert many._event.lookahead_rows == 0
-    else:
-        assert many._event.lookahead_rows > 400  # (rbf-auto: the warm-up's 200 rows aside)
+    else:  # (rbf-auto: the warm-up's 200 rows aside; a budget: the rows that fill it)
+        assert many._event.lookahead_rows > (400 if many.budget is None else 80)
     assert one._event.lookahead_rows == 0
 
 
@@ -235,7 +252,7 @@ def test_the_docs_state_the_look_ahead_gate():
         (Path(__file__).resolve().parents[1] / "docs" / "user-guide.md").read_text().split()
     )
     assert f"from {gate:,} support vectors on, it takes four rows' dot products" in guide
-    assert f"from {gate:,} support" in " ".join(KernelAdatron.__doc__.split())
+    assert f"from {gate:,} support vectors on, while" in " ".join(KernelAdatron.__doc__.split())
 
 
 def test_learn_rows_stops_at_a_new_class_and_resumes_after_it(no_block_pass):

@@ -171,9 +171,10 @@ def hint_settings(enabled=None, min_width=None, min_set=None, tol_scale=None):
     return old
 
 
-# The adatron's learn_rows with no budget: once the set holds LOOKAHEAD_MIN_SET vectors,
-# four rows' dots against it come from one pass over it (sk_dots_rows4), each row then adding
-# those of the vectors the group's earlier rows inserted; the same bits as one row at a time.
+# The adatron's learn_rows while no vector can leave (no budget, or room for four more): once
+# the set holds LOOKAHEAD_MIN_SET vectors, four rows' dots against it come from one pass over
+# it (sk_dots_rows4), each row then adding those of the vectors the group's earlier rows
+# inserted; the same bits as one row at a time.
 # Measured (C, 48 features): four sk_dots against 2,874 rows 58 us, in one pass 41 us; at
 # 1,000 rows 14.0 and 13.3 us, so below that the pass is not worth its copy.
 cdef Py_ssize_t LOOKAHEAD_MIN_SET = 1024
@@ -1797,10 +1798,12 @@ cdef class EventPass:
     cdef bint _lookahead(self, const double[:, ::1] R, Py_ssize_t i, Py_ssize_t d) except -1:
         """The adatron's row ``i`` of a block: ``la_use``, its place in a group of four rows
         whose dots against the set one pass took (``sk_dots_rows4``), that pass made here
-        when no group holds row ``i``; -1 where none applies. Only with no budget, where the
-        set's first ``la_n`` vectors stay as they are while the group's rows join it (then
-        :meth:`_margins` adds the joined ones' dots), for the kernels :func:`_kfinish`
-        finishes from dots, from ``LOOKAHEAD_MIN_SET`` vectors on."""
+        when no group holds row ``i``; -1 where none applies. Only while the group cannot
+        fill the set (no budget, or room for its four rows; Merge, which keeps its own dots,
+        aside): then no vector leaves, so the set's first ``la_n`` vectors stay as they are
+        while the group's rows join it (:meth:`_margins` adds the joined ones' dots). For
+        the kernels :func:`_kfinish` finishes from dots, from ``LOOKAHEAD_MIN_SET`` vectors
+        on."""
         cdef Py_ssize_t g = i - self.la_first, n = self.support.n, ld
         cdef void *mem
         self.la_use = -1
@@ -1808,7 +1811,9 @@ cdef class EventPass:
             self.la_use = g
             return True
         self.la_count = 0
-        if (self.budget > 0 or self.pcode != P_OLDEST or n < max(LOOKAHEAD_MIN_SET, 1)
+        if (self.pcode == P_MERGE or self.pcode == P_PROJECTRON
+                or (self.budget > 0 and n + ROWS_AHEAD > self.budget)
+                or n < max(LOOKAHEAD_MIN_SET, 1)
                 or i + ROWS_AHEAD > R.shape[0] or d == 0 or d != self.X.shape[1]
                 or n > self.X.shape[0] or n > self.cap_k
                 or not (self.kcode == K_RBF or self.kcode == K_POLY or self.kcode == K_LINEAR)):
