@@ -171,10 +171,10 @@ def hint_settings(enabled=None, min_width=None, min_set=None, tol_scale=None):
     return old
 
 
-# The adatron's learn_rows while no vector can leave (no budget, or room for four more): once
-# the set holds LOOKAHEAD_MIN_SET vectors, four rows' dots against it come from one pass over
-# it (sk_dots_rows4), each row then adding those of the vectors the group's earlier rows
-# inserted; the same bits as one row at a time.
+# The adatron's learn_rows: once the set holds LOOKAHEAD_MIN_SET vectors, four rows' dots
+# against it come from one pass over it (sk_dots_rows4), each row then adding those of the
+# vectors the group's earlier rows inserted and taking afresh those of the ones they
+# replaced (_lookahead); the same bits as one row at a time.
 # Measured (C, 48 features): four sk_dots against 2,874 rows 58 us, in one pass 41 us; at
 # 1,000 rows 14.0 and 13.3 us, so below that the pass is not worth its copy.
 cdef Py_ssize_t LOOKAHEAD_MIN_SET = 1024
@@ -410,9 +410,12 @@ cdef class EventPass:
     cdef readonly Py_ssize_t hints_certain, hints_fresh, hint_builds, fused_columns
     # the adatron's look-ahead (_lookahead): four block rows' dots against the first la_n
     # vectors, row g at la + g * la_ld; la_first the block row of the group's first,
-    # la_count its rows (0: none), la_use the group row _margins takes now (-1: none)
+    # la_count its rows (0: none), la_use the group row _margins takes now (-1: none);
+    # la_check: vectors may be replaced meanwhile (a full budget), la_ids their ids then
     cdef double *la
+    cdef int64_t *la_ids
     cdef Py_ssize_t la_ld, la_cap, la_n, la_first, la_count, la_use
+    cdef bint la_check
     cdef readonly Py_ssize_t lookahead_rows
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
@@ -439,6 +442,7 @@ cdef class EventPass:
         self.m_dots = self.kr_slot = -1
         self.row = self.k = self.kr = self.f = self.t = self.fr = self.kw = NULL
         self.la = NULL
+        self.la_ids = NULL
         self.la_cap = self.la_count = 0
         self.la_use = -1
         self.cap_row = self.cap_k = self.cap_f = self.cap_kw = 0
@@ -460,6 +464,7 @@ cdef class EventPass:
         free(self.fr)
         free(self.kw)
         free(self.la)
+        free(self.la_ids)
         free(self.h_S)
         free(self.h_ssq)
         free(self.h_center)
@@ -792,7 +797,7 @@ cdef class EventPass:
         its slot; :meth:`_forgetron`). Not for the others: the column would be wasted on
         every event that does not update, and the pass for two rows saves less than one
         column (the SVR on Friedman, 80% updates: measured slower)."""
-        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k, r = -1
+        cdef Py_ssize_t n = self.support.n, p = self.coef.shape[1], c, k, m, r = -1
         cdef Py_ssize_t wx = self.X.shape[1]
         cdef double acc = 0.0
         cdef double *row = self.row
@@ -819,10 +824,14 @@ cdef class EventPass:
             elif r >= 0:
                 _kcol2(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], wx, row, acc,
                        self.k, &self.X[r, 0], self.sq[r], self.kr)
-            elif self.la_use >= 0 and n >= self.la_n:  # _kcol's steps, most dots ready
-                memcpy(self.k, self.la + self.la_use * self.la_ld,
-                       self.la_n * sizeof(double))
-                sk_dots(self.k + self.la_n, &self.X[self.la_n, 0], wx, n - self.la_n, row, d)
+            elif self.la_use >= 0:  # _kcol's steps, most dots ready (_lookahead)
+                m = min(n, self.la_n)
+                memcpy(self.k, self.la + self.la_use * self.la_ld, m * sizeof(double))
+                if self.la_check:  # a slot whose vector was replaced: its dot afresh
+                    for c in range(m):
+                        if self.ids[c] != self.la_ids[c]:
+                            sk_dots(self.k + c, &self.X[c, 0], wx, 1, row, d)
+                sk_dots(self.k + m, &self.X[m, 0], wx, n - m, row, d)
                 _kfinish(self.kcode, self.kp, n, &self.sq[0], acc, self.k)
             else:
                 self._column(&self.X[0, 0], wx, n, &self.sq[0], row, d, acc, self.k)
@@ -830,7 +839,7 @@ cdef class EventPass:
         self.kr_slot = r
         if r >= 0:
             self.fused_columns += 1
-        elif self.la_use >= 0 and n >= self.la_n and self.pcode != P_MERGE:
+        elif self.la_use >= 0 and self.pcode != P_MERGE:
             self.lookahead_rows += 1
         return True
 
@@ -1798,21 +1807,26 @@ cdef class EventPass:
     cdef bint _lookahead(self, const double[:, ::1] R, Py_ssize_t i, Py_ssize_t d) except -1:
         """The adatron's row ``i`` of a block: ``la_use``, its place in a group of four rows
         whose dots against the set one pass took (``sk_dots_rows4``), that pass made here
-        when no group holds row ``i``; -1 where none applies. Only while the group cannot
-        fill the set (no budget, or room for its four rows; Merge, which keeps its own dots,
-        aside): then no vector leaves, so the set's first ``la_n`` vectors stay as they are
-        while the group's rows join it (:meth:`_margins` adds the joined ones' dots). For
-        the kernels :func:`_kfinish` finishes from dots, from ``LOOKAHEAD_MIN_SET`` vectors
-        on."""
+        when no group holds row ``i``; -1 where none applies. While the group cannot fill
+        the set (no budget, or room for its four rows) no vector leaves, so the set's first
+        ``la_n`` vectors stay as they are while the group's rows join it (:meth:`_margins`
+        adds the joined ones' dots). Where it can, the removal policies put each new vector
+        in a slot under a new id (remove-oldest, remove-random, remove-smallest; ids are
+        never reused), so ``la_ids`` tells :meth:`_margins` which slots' dots to take
+        afresh; the Forgetron (whose full set takes the fused pass), Merge (its own dots)
+        and the Projectron stop there. For the kernels :func:`_kfinish` finishes from dots,
+        from ``LOOKAHEAD_MIN_SET`` vectors on."""
         cdef Py_ssize_t g = i - self.la_first, n = self.support.n, ld
         cdef void *mem
+        cdef bint check
         self.la_use = -1
         if self.la_count and 0 <= g < self.la_count:
             self.la_use = g
             return True
         self.la_count = 0
+        check = self.budget > 0 and n + ROWS_AHEAD > self.budget
         if (self.pcode == P_MERGE or self.pcode == P_PROJECTRON
-                or (self.budget > 0 and n + ROWS_AHEAD > self.budget)
+                or (check and self.pcode == P_FORGETRON)
                 or n < max(LOOKAHEAD_MIN_SET, 1)
                 or i + ROWS_AHEAD > R.shape[0] or d == 0 or d != self.X.shape[1]
                 or n > self.X.shape[0] or n > self.cap_k
@@ -1826,9 +1840,16 @@ cdef class EventPass:
             if mem == NULL:
                 raise MemoryError()
             self.la, self.la_cap = <double *>mem, ROWS_AHEAD * ld
+            mem = realloc(self.la_ids, ld * sizeof(int64_t))
+            if mem == NULL:
+                raise MemoryError()
+            self.la_ids = <int64_t *>mem
         with nogil:
             sk_dots_rows4(self.la, ld, &self.X[0, 0], d, n, &R[i, 0], d, d)
+        if check:
+            memcpy(self.la_ids, &self.ids[0], n * sizeof(int64_t))
         self.la_ld, self.la_n, self.la_first, self.la_count, self.la_use = ld, n, i, ROWS_AHEAD, 0
+        self.la_check = check
         return True
 
     # -- Projectron ------------------------------------------------------------------------------
