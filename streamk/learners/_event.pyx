@@ -831,7 +831,8 @@ cdef class EventPass:
                     for c in range(m):
                         if self.ids[c] != self.la_ids[c]:
                             sk_dots(self.k + c, &self.X[c, 0], wx, 1, row, d)
-                sk_dots(self.k + m, &self.X[m, 0], wx, n - m, row, d)
+                if n > m:
+                    sk_dots(self.k + m, &self.X[m, 0], wx, n - m, row, d)
                 _kfinish(self.kcode, self.kp, n, &self.sq[0], acc, self.k)
             else:
                 self._column(&self.X[0, 0], wx, n, &self.sq[0], row, d, acc, self.k)
