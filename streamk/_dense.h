@@ -32,12 +32,6 @@
  * roundings. */
 typedef double sk_v8d __attribute__((vector_size(64)));
 
-/* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots. */
-static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
-{
-    return (a[0] + a[1]) + (a[2] + a[3]);
-}
-
 /* x . y in sk_dots's lane order (the same bits as a row of sk_dots). */
 static inline __attribute__((always_inline)) double sk_dot_lanes(const double *x, const double *y, Py_ssize_t n)
 {

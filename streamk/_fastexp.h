@@ -161,6 +161,12 @@ static inline sk_v4d sk_lanes1(const double *x, const double *row, Py_ssize_t w)
     return a;
 }
 
+/* The lane sum (lane0 + lane1) + (lane2 + lane3) of sk_dots: one row's dot from its lanes. */
+static inline __attribute__((always_inline)) double sk_hsum4(sk_v4d a)
+{
+    return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
 /* The four rows' lane sums a0 .. a3 into out[0 .. 3]: each (lane0 + lane1) + (lane2 + lane3),
  * after a transpose (c_j holds lane j of the four rows). */
 static inline __attribute__((always_inline)) void
@@ -292,8 +298,7 @@ SK_DOT_CLONES static void sk_dots(double *out, const double *X, Py_ssize_t ldx, 
     }
     s = SK_BY_TAIL(w, sk_dots4, out, X, ldx, n, row, w);
     for (; s < n; s++) {
-        sk_v4d a = sk_lanes1(X + s * ldx, row, w);
-        out[s] = (a[0] + a[1]) + (a[2] + a[3]);
+        out[s] = sk_hsum4(sk_lanes1(X + s * ldx, row, w));
     }
 }
 
@@ -313,10 +318,8 @@ SK_DOT_CLONES static void sk_dots2(double *out0, double *out1, const double *X, 
     }
     s = SK_BY_TAIL(w, sk_dots4x2, out0, out1, X, ldx, n, row0, row1, w);
     for (; s < n; s++) {
-        sk_v4d a = sk_lanes1(X + s * ldx, row0, w);
-        out0[s] = (a[0] + a[1]) + (a[2] + a[3]);
-        a = sk_lanes1(X + s * ldx, row1, w);
-        out1[s] = (a[0] + a[1]) + (a[2] + a[3]);
+        out0[s] = sk_hsum4(sk_lanes1(X + s * ldx, row0, w));
+        out1[s] = sk_hsum4(sk_lanes1(X + s * ldx, row1, w));
     }
 }
 
@@ -352,9 +355,8 @@ sk_dots2x4(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx, Py_ssiz
             }
         }
         for (int g = 0; g < 4; g++) {
-            out[g * ldo + s] = (a[2 * g][0] + a[2 * g][1]) + (a[2 * g][2] + a[2 * g][3]);
-            out[g * ldo + s + 1] =
-                (a[2 * g + 1][0] + a[2 * g + 1][1]) + (a[2 * g + 1][2] + a[2 * g + 1][3]);
+            out[g * ldo + s] = sk_hsum4(a[2 * g]);
+            out[g * ldo + s + 1] = sk_hsum4(a[2 * g + 1]);
         }
     }
     return s;
@@ -377,10 +379,8 @@ SK_DOT_CLONES static void sk_dots_rows4(double *out, Py_ssize_t ldo, const doubl
     }
     s = SK_BY_TAIL(w, sk_dots2x4, out, ldo, X, ldx, n, R, ldr, w);
     for (; s < n; s++) {
-        for (int g = 0; g < 4; g++) {
-            sk_v4d a = sk_lanes1(X + s * ldx, R + g * ldr, w);
-            out[g * ldo + s] = (a[0] + a[1]) + (a[2] + a[3]);
-        }
+        for (int g = 0; g < 4; g++)
+            out[g * ldo + s] = sk_hsum4(sk_lanes1(X + s * ldx, R + g * ldr, w));
     }
 }
 
@@ -418,7 +418,7 @@ SK_DOT_CLONES static void sk_l1dists(double *out, const double *X, Py_ssize_t ld
                 q = sk_tail4(x + k, (int)(ldx - k));
             a = a + sk_abs4(k == w4 ? q - rt : q);
         }
-        out[s] = (a[0] + a[1]) + (a[2] + a[3]);
+        out[s] = sk_hsum4(a);
     }
 }
 

@@ -55,9 +55,7 @@ SK_CLONES static void sk_hint_sums1(const double *k, const double *c, Py_ssize_t
     vf = vf + wf;
     va = va + wa;
     vl = vl + wl;
-    double f0 = (vf[0] + vf[1]) + (vf[2] + vf[3]);
-    double a0 = (va[0] + va[1]) + (va[2] + va[3]);
-    double l0 = (vl[0] + vl[1]) + (vl[2] + vl[3]);
+    double f0 = sk_hsum4(vf), a0 = sk_hsum4(va), l0 = sk_hsum4(vl);
     for (; s < n; s++) {
         f0 += c[s] * k[s];
         a0 += fabs(c[s]) * k[s];
