@@ -280,6 +280,18 @@ cdef struct PassState:
     Py_ssize_t col_slot  # >= 0: the pass left this slot's kernel column in _insert's col
 
 
+cdef inline PassState _pass_state(Py_ssize_t budget, Py_ssize_t m, int64_t next_id,
+                                  int64_t fm, double fq, double coef_l1, double kmax,
+                                  int pcode, int kcode, bint bounded) noexcept nogil:
+    """A pass's state before its first row: no draws used, no new squared norm, no kernel
+    column left for :func:`_insert`."""
+    cdef PassState st
+    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
+    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
+    st.bounded, st.col_slot = bounded, -1
+    return st
+
+
 cdef Py_ssize_t _insert(PassState *st, double[:, ::1] K, double[:, ::1] F,
                         const double[:, ::1] Q, const double[::1] q_sq, double[:, ::1] X,
                         double[::1] s_sq, double[:, ::1] coef, double[::1] kdiag,
@@ -448,10 +460,8 @@ def perceptron_pass(
         raise ValueError("G must be the Gram matrix of block rows start:")
     if pcode == P_RANDOM and budget > 0 and draws.shape[0] < end - start:
         raise ValueError("remove-random needs one draw per row")
-    cdef PassState st
-    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
-    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
-    st.bounded, st.col_slot = bounded, -1
+    cdef PassState st = _pass_state(budget, m, next_id, fm, fq, coef_l1, kmax, pcode, kcode,
+                                    bounded)
     with nogil:
         for j in range(start, end):
             # The hint: a wrong sign (sgn(0) = +1), a margin below ``margin``, or too close
@@ -546,10 +556,8 @@ def ranker_pass(
     for j in range(end - start):
         if not 0 <= ranks[j] <= nb:
             raise ValueError("a rank index beyond the thresholds")
-    cdef PassState st
-    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
-    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
-    st.bounded, st.col_slot = bounded, -1
+    cdef PassState st = _pass_state(budget, m, next_id, fm, fq, coef_l1, kmax, pcode, kcode,
+                                    bounded)
     with nogil:
         for j in range(start, end):
             k = ranks[j - start]
@@ -658,10 +666,7 @@ def perceptron_rows(
     cdef double[::1] qc = np.zeros(1)
     cdef double[::1] dc = np.zeros(1)
     cdef double[:, ::1] G0 = _NO_GRAM
-    cdef PassState st
-    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
-    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
-    st.bounded, st.col_slot = True, -1
+    cdef PassState st = _pass_state(budget, 1, next_id, fm, fq, 0.0, 0.0, pcode, kcode, True)
     with nogil:
         for j in range(m):
             _kcol(kcode, &kp[0], &X[0, 0], wx, n, &s_sq[0], &Q[j, 0], wq, q_sq[j],
@@ -728,10 +733,7 @@ def ranker_rows(
     cdef double[::1] qc = np.zeros(1)
     cdef double[::1] dc = np.zeros(1)
     cdef double[:, ::1] G0 = _NO_GRAM
-    cdef PassState st
-    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, 1, next_id, fm, fq
-    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = 0.0, 0.0, 0.0, pcode, kcode
-    st.bounded, st.col_slot = True, -1
+    cdef PassState st = _pass_state(budget, 1, next_id, fm, fq, 0.0, 0.0, pcode, kcode, True)
     with nogil:
         for j in range(m):
             k = ranks[j]
@@ -942,10 +944,8 @@ def step_pass(
     # Forgetron's removal (a full set) reads one, k(x, x_oldest); a novelty row without
     # these needs none
     cdef Py_ssize_t oldest
-    cdef PassState st
-    st.budget, st.used, st.m, st.next_id, st.fm, st.fq = budget, 0, m, next_id, fm, fq
-    st.coef_l1, st.kmax, st.sq_max, st.pcode, st.kcode = coef_l1, kmax, 0.0, pcode, kcode
-    st.bounded, st.col_slot = bounded, -1
+    cdef PassState st = _pass_state(budget, m, next_id, fm, fq, coef_l1, kmax, pcode, kcode,
+                                    bounded)
     with nogil:
         for j in range(start, end):
             jj = j
