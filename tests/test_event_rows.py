@@ -248,6 +248,27 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width, budget
     assert one._event.lookahead_rows == 0
 
 
+@pytest.mark.parametrize("policy", ["merge", "projectron"])
+def test_the_look_ahead_leaves_merge_and_the_projectron_alone(policy):
+    """Merge keeps its own dots and the Projectron its own projection: neither takes the
+    look-ahead (the user guide says so), and the model is ``learn_one``'s."""
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.normal(size=(400, 5)), columns=[f"x{j}" for j in range(5)])
+    y = rng.integers(0, 2, 400).astype(bool).tolist()
+    budget = {"merge": lambda: Merge(40), "projectron": lambda: Projectron(40)}[policy]
+    old = _event.lookahead_settings(min_set=1)
+    try:
+        many = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
+        one = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
+        many.learn_many(X, y)
+        for x, t in zip(X.to_dict(orient="records"), y):
+            one.learn_one(x, t)
+    finally:
+        _event.lookahead_settings(min_set=old)
+    assert many._event.lookahead_rows == 0 and many.support_.n == one.support_.n
+    np.testing.assert_array_equal(many.support_.ids, one.support_.ids)
+
+
 def test_the_docs_state_the_look_ahead_gate():
     """The user guide and ``KernelAdatron``'s docstring say from which set size the
     look-ahead runs: the gate's value."""
