@@ -43,14 +43,25 @@ cdef void _kfinish(int code, const double *kp, Py_ssize_t n, const double *x_sq,
                    double row_sq, double *out) noexcept nogil:
     """:func:`_kcol`'s kernel values, in place, from the dots in ``out`` (RBF, polynomial,
     linear) or the L1 distances (Laplacian)."""
+    _kfinish_from(code, kp, n, x_sq, row_sq, out, out)
+
+
+cdef void _kfinish_from(int code, const double *kp, Py_ssize_t n, const double *x_sq,
+                        double row_sq, const double *src, double *out) noexcept nogil:
+    """:func:`_kfinish` from the dots (or distances) in ``src`` into ``out`` (``src`` may
+    be ``out``): the same bits, without a copy where the dots sit in another buffer."""
     cdef Py_ssize_t s
-    if code == K_LAPLACIAN:
-        sk_scaled_exp(out, n, -kp[0])
-    elif code == K_RBF:
-        sk_rbf_from_dots(out, out, x_sq, row_sq, n, kp[0])
+    if code == K_RBF:
+        sk_rbf_from_dots(out, src, x_sq, row_sq, n, kp[0])
     elif code == K_POLY:
         for s in range(n):
-            out[s] = _power(kp[0] * out[s] + kp[1], kp[2])
+            out[s] = _power(kp[0] * src[s] + kp[1], kp[2])
+    else:
+        if src != out:
+            for s in range(n):
+                out[s] = src[s]
+        if code == K_LAPLACIAN:
+            sk_scaled_exp(out, n, -kp[0])
     if kp[3] != 1.0:
         for s in range(n):
             out[s] = kp[3] * out[s]

@@ -194,6 +194,19 @@ def test_learn_many_through_the_event_core_equals_numpy(learner, kernel, policy,
     assert fastpass.COUNTS["compiled"] >= took  # the grid's compiled share sees them
 
 
+@pytest.fixture(params=[False, True], ids=["tile2x4", "tile4x4"])
+def look_ahead_from_one(request):
+    """The look-ahead from a set of one vector on, through the two-by-four tile or the
+    four-by-four one (skipped where the machine lacks AVX-512)."""
+    old = _event.lookahead_settings(min_set=1, min_set_wide=1, wide=request.param)
+    try:
+        if _event.lookahead_settings()["wide"] != request.param:
+            pytest.skip("this machine has no AVX-512: no four-by-four tile")
+        yield request.param
+    finally:
+        _event.lookahead_settings(**old)
+
+
 @pytest.mark.parametrize(
     "budget",
     [
@@ -206,28 +219,26 @@ def test_learn_many_through_the_event_core_equals_numpy(learner, kernel, policy,
 )
 @pytest.mark.parametrize("width", [2, 5, 7, 8, 50])
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
-def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width, budget):
+def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(
+    kernel, width, budget, look_ahead_from_one
+):
     """The adatron's ``learn_rows`` takes four rows' dots against the set in one pass
-    (``sk_dots_rows4``; from 1,024 vectors on, from 1 here), each row adding those of the
-    vectors the group's earlier rows inserted and taking afresh those of the vectors they
-    replaced: the same model, bit for bit, as ``learn_one`` row by row, with groups
-    straddling blocks of 97 rows and, under a budget, the set filling (budgets of every
-    remainder mod 4) and turning over (the Forgetron's full set takes its fused pass
-    instead). Every row width's tail (``width`` mod 4, and the short rows below 4) is
-    taken; the Laplacian, whose rows are distances, takes no look-ahead."""
+    (``sk_dots_rows4``, with either tile; from 256 or 1,024 vectors on, from 1 here), each
+    row adding those of the vectors the group's earlier rows inserted and taking afresh
+    those of the vectors they replaced: the same model, bit for bit, as ``learn_one`` row
+    by row, with groups straddling blocks of 97 rows and, under a budget, the set filling
+    (budgets of every remainder mod 4) and turning over (the Forgetron's full set takes its
+    fused pass instead). Every row width's tail (``width`` mod 4) is taken; rows of fewer
+    than 4 features, and the Laplacian's (distances), take no look-ahead."""
     rng = np.random.default_rng(width)
     X = pd.DataFrame(rng.normal(size=(700, width)), columns=[f"x{j}" for j in range(width)])
     y = rng.integers(0, 2, 700).astype(bool).tolist()  # random labels: most rows join
-    old = _event.lookahead_settings(min_set=1)
-    try:
-        many = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
-        one = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
-        for a in range(0, 700, 97):
-            many.learn_many(X.iloc[a : a + 97], y[a : a + 97])
-        for x, t in zip(X.to_dict(orient="records"), y):
-            one.learn_one(x, t)
-    finally:
-        _event.lookahead_settings(min_set=old)
+    many = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
+    one = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
+    for a in range(0, 700, 97):
+        many.learn_many(X.iloc[a : a + 97], y[a : a + 97])
+    for x, t in zip(X.to_dict(orient="records"), y):
+        one.learn_one(x, t)
     a, b = many.support_, one.support_
     assert a.n == b.n > 300 and a.next_id == b.next_id
     np.testing.assert_array_equal(a.ids, b.ids)
@@ -239,7 +250,7 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width, budget
         assert pm.keys() == po.keys()
         for key in pm:  # remove-random's generator, the Forgetron's Q: the same bits
             np.testing.assert_array_equal(pm[key], po[key])
-    if kernel == "laplacian":
+    if kernel == "laplacian" or width < 4:
         assert many._event.lookahead_rows == 0
     elif isinstance(many.budget, Forgetron):  # (the rows that fill it)
         assert many._event.lookahead_rows > 80
@@ -249,37 +260,36 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(kernel, width, budget
 
 
 @pytest.mark.parametrize("policy", ["merge", "projectron"])
-def test_the_look_ahead_leaves_merge_and_the_projectron_alone(policy):
+def test_the_look_ahead_leaves_merge_and_the_projectron_alone(policy, look_ahead_from_one):
     """Merge keeps its own dots and the Projectron its own projection: neither takes the
     look-ahead (the user guide says so), and the model is ``learn_one``'s."""
     rng = np.random.default_rng(3)
     X = pd.DataFrame(rng.normal(size=(400, 5)), columns=[f"x{j}" for j in range(5)])
     y = rng.integers(0, 2, 400).astype(bool).tolist()
     budget = {"merge": lambda: Merge(40), "projectron": lambda: Projectron(40)}[policy]
-    old = _event.lookahead_settings(min_set=1)
-    try:
-        many = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
-        one = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
-        many.learn_many(X, y)
-        for x, t in zip(X.to_dict(orient="records"), y):
-            one.learn_one(x, t)
-    finally:
-        _event.lookahead_settings(min_set=old)
+    many = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
+    one = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
+    many.learn_many(X, y)
+    for x, t in zip(X.to_dict(orient="records"), y):
+        one.learn_one(x, t)
     assert many._event.lookahead_rows == 0 and many.support_.n == one.support_.n
     np.testing.assert_array_equal(many.support_.ids, one.support_.ids)
 
 
 def test_the_docs_state_the_look_ahead_gate():
     """The user guide and ``KernelAdatron``'s docstring say from which set size the
-    look-ahead runs: the gate's value."""
+    look-ahead runs with either tile: the gates' values."""
     gate = _event.lookahead_settings()
-    assert gate == 1024
+    assert (gate["min_set_wide"], gate["min_set"]) == (256, 1024)
+    said = (
+        f"from {gate['min_set_wide']:,} support vectors on ({gate['min_set']:,} on a machine "
+        "without AVX-512), it takes four rows' dot products"
+    )
     guide = " ".join(
         (Path(__file__).resolve().parents[1] / "docs" / "user-guide.md").read_text().split()
     )
-    assert f"from {gate:,} support vectors on, it takes four rows' dot products" in guide
-    doc = " ".join(KernelAdatron.__doc__.split())
-    assert f"from {gate:,} support vectors on, it takes four rows' dot products" in doc
+    assert said in guide
+    assert said in " ".join(KernelAdatron.__doc__.split())
 
 
 def test_learn_rows_stops_at_a_new_class_and_resumes_after_it(no_block_pass):

@@ -53,7 +53,7 @@ from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport INFINITY, copysign, fabs, isfinite, pow, sqrt
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 from numpy import float64
 
@@ -70,6 +70,8 @@ cdef extern from "_fastexp.h" nogil:
                  const double *row, Py_ssize_t w)
     void sk_dots_rows4(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx,
                        Py_ssize_t n, const double *R, Py_ssize_t ldr, Py_ssize_t w)
+    int sk_rows4_wide()
+    int sk_rows4_tile_set(int wide)
     double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
     void sk_hint_column(double *H, double *err, Py_ssize_t ldh, Py_ssize_t p, const double *wts,
                         const float *Qt, Py_ssize_t ldq, Py_ssize_t w, Py_ssize_t r0,
@@ -171,23 +173,35 @@ def hint_settings(enabled=None, min_width=None, min_set=None, tol_scale=None):
     return old
 
 
-# The adatron's learn_rows: once the set holds LOOKAHEAD_MIN_SET vectors, four rows' dots
-# against it come from one pass over it (sk_dots_rows4), each row then adding those of the
-# vectors the group's earlier rows inserted and taking afresh those of the ones they
-# replaced (_lookahead); the same bits as one row at a time.
-# Measured (C, 48 features): four sk_dots against 2,874 rows 58 us, in one pass 41 us; at
-# 1,000 rows 14.0 and 13.3 us, so below that the pass is not worth its copy.
+# The adatron's learn_rows: once the set holds the gate's vectors, four rows' dots against
+# it come from one pass over it (sk_dots_rows4), each row then adding those of the vectors
+# the group's earlier rows inserted and taking afresh those of the ones they replaced
+# (_lookahead); the same bits as one row at a time. The gate depends on the pass's tile.
+# Two rows of X at a time (sk_dots2x4, AVX2 and baseline machines), measured in C at 48
+# features: four sk_dots against 2,874 rows 58 us, in one pass 41 us; at 1,000 rows 14.0
+# and 13.3 us, so below that the pass is not worth its copy. Four rows at a time
+# (sk_dots4x4, AVX-512 machines) gains at every size (see sk_dots_rows4); below 256
+# vectors the group's overhead takes it back (the adatron on Phishing, 9 features, at 200:
+# 1.26 against 1.38 us/event, medians of 9 in one process).
 cdef Py_ssize_t LOOKAHEAD_MIN_SET = 1024
+cdef Py_ssize_t LOOKAHEAD_MIN_SET_WIDE = 256
 DEF ROWS_AHEAD = 4  # rows a look-ahead pass serves (sk_dots_rows4's four)
 
 
-def lookahead_settings(min_set=None):
-    """The adatron's look-ahead gate (the set's size from which ``learn_rows`` takes four
-    rows' dots in one pass), for tests: set when not ``None``. Returns it as it was."""
-    global LOOKAHEAD_MIN_SET
-    old = LOOKAHEAD_MIN_SET
+def lookahead_settings(min_set=None, min_set_wide=None, wide=None):
+    """The adatron's look-ahead, for tests: the gate (the set's size from which
+    ``learn_rows`` takes four rows' dots in one pass) of the two-by-four tile and of the
+    four-by-four one, and whether the pass takes the latter (only where the machine has
+    AVX-512). Each is set when not ``None``; returns them as they were, as keywords."""
+    global LOOKAHEAD_MIN_SET, LOOKAHEAD_MIN_SET_WIDE
+    old = {"min_set": LOOKAHEAD_MIN_SET, "min_set_wide": LOOKAHEAD_MIN_SET_WIDE,
+           "wide": bool(sk_rows4_wide())}
     if min_set is not None:
         LOOKAHEAD_MIN_SET = int(min_set)
+    if min_set_wide is not None:
+        LOOKAHEAD_MIN_SET_WIDE = int(min_set_wide)
+    if wide is not None:
+        sk_rows4_tile_set(1 if wide else 0)
     return old
 
 
@@ -801,6 +815,7 @@ cdef class EventPass:
         cdef Py_ssize_t wx = self.X.shape[1]
         cdef double acc = 0.0
         cdef double *row = self.row
+        cdef double *dots
         self.m_dots = self.kr_slot = -1
         for k in range(d):
             acc = acc + row[k] * row[k]
@@ -825,15 +840,15 @@ cdef class EventPass:
                 _kcol2(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], wx, row, acc,
                        self.k, &self.X[r, 0], self.sq[r], self.kr)
             elif self.la_use >= 0:  # _kcol's steps, most dots ready (_lookahead)
+                dots = self.la + self.la_use * self.la_ld  # (this row's alone: taken once)
                 m = min(n, self.la_n)
-                memcpy(self.k, self.la + self.la_use * self.la_ld, m * sizeof(double))
                 if self.la_check:  # a slot whose vector was replaced: its dot afresh
                     for c in range(m):
                         if self.ids[c] != self.la_ids[c]:
-                            sk_dots(self.k + c, &self.X[c, 0], wx, 1, row, d)
-                if n > m:
-                    sk_dots(self.k + m, &self.X[m, 0], wx, n - m, row, d)
-                _kfinish(self.kcode, self.kp, n, &self.sq[0], acc, self.k)
+                            sk_dots(dots + c, &self.X[c, 0], wx, 1, row, d)
+                if n > m:  # (at most the group's three rows before: la_ld has room)
+                    sk_dots(dots + m, &self.X[m, 0], wx, n - m, row, d)
+                _kfinish_from(self.kcode, self.kp, n, &self.sq[0], acc, dots, self.k)
             else:
                 self._column(&self.X[0, 0], wx, n, &self.sq[0], row, d, acc, self.k)
             _combine(self.k, &self.coef[0, 0], n, p, self.f)
@@ -1815,10 +1830,11 @@ cdef class EventPass:
         in a slot under a new id (remove-oldest, remove-random, remove-smallest; ids are
         never reused), so ``la_ids`` tells :meth:`_margins` which slots' dots to take
         afresh; the Forgetron (whose full set takes the fused pass), Merge (its own dots)
-        and the Projectron stop there. For the kernels :func:`_kfinish` finishes from dots,
-        from ``LOOKAHEAD_MIN_SET`` vectors on."""
-        cdef Py_ssize_t g = i - self.la_first, n = self.support.n, ld
-        cdef void *mem
+        and the Projectron stop there. For the kernels :func:`_kfinish_from` finishes from
+        dots, rows of 4 features or more (shorter ones share too few loads), from the
+        tile's gate on (``LOOKAHEAD_MIN_SET_WIDE`` vectors with the four-by-four tile,
+        ``LOOKAHEAD_MIN_SET`` with the two-by-four one)."""
+        cdef Py_ssize_t g = i - self.la_first, n = self.support.n, ld, cap
         cdef bint check
         self.la_use = -1
         if self.la_count and 0 <= g < self.la_count:
@@ -1828,23 +1844,27 @@ cdef class EventPass:
         check = self.budget > 0 and n + ROWS_AHEAD > self.budget
         if (self.pcode == P_MERGE or self.pcode == P_PROJECTRON
                 or (check and self.pcode == P_FORGETRON)
-                or n < max(LOOKAHEAD_MIN_SET, 1)
-                or i + ROWS_AHEAD > R.shape[0] or d == 0 or d != self.X.shape[1]
+                or n < max(LOOKAHEAD_MIN_SET_WIDE if sk_rows4_wide() else LOOKAHEAD_MIN_SET, 1)
+                or i + ROWS_AHEAD > R.shape[0] or d < 4 or d != self.X.shape[1]
                 or n > self.X.shape[0] or n > self.cap_k
                 or not (self.kcode == K_RBF or self.kcode == K_POLY or self.kcode == K_LINEAR)):
             return False
-        ld = (n + 7) // 8 * 8
+        ld = (n + ROWS_AHEAD + 7) // 8 * 8  # (room for the dots of the group's own rows)
         if ld % 512 == 0:  # (four rows 4 KB apart share a cache set)
             ld += 8
-        if ROWS_AHEAD * ld > self.la_cap:
-            mem = realloc(self.la, ROWS_AHEAD * ld * sizeof(double))
-            if mem == NULL:
+        if ROWS_AHEAD * ld > self.la_cap:  # grown by half at least: the set grows by one
+            cap = max(ROWS_AHEAD * ld, self.la_cap + self.la_cap // 2)
+            cap = (cap + 31) // 32 * 32
+            free(self.la)
+            free(self.la_ids)
+            self.la = <double *>malloc(cap * sizeof(double))
+            self.la_ids = <int64_t *>malloc(cap // ROWS_AHEAD * sizeof(int64_t))
+            if self.la == NULL or self.la_ids == NULL:
+                free(self.la)
+                free(self.la_ids)
+                self.la, self.la_ids, self.la_cap = NULL, NULL, 0
                 raise MemoryError()
-            self.la, self.la_cap = <double *>mem, ROWS_AHEAD * ld
-            mem = realloc(self.la_ids, ld * sizeof(int64_t))
-            if mem == NULL:
-                raise MemoryError()
-            self.la_ids = <int64_t *>mem
+            self.la_cap = cap
         with nogil:
             sk_dots_rows4(self.la, ld, &self.X[0, 0], d, n, &R[i, 0], d, d)
         if check:

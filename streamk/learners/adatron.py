@@ -81,8 +81,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     compiled call (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial
     and linear kernels under no budget, remove-oldest, remove-random, the Forgetron or the
     Projectron (and Merge with the RBF kernel), and ``learn_many`` loops the same core
-    over its rows in C (``EventPass.learn_rows``); from 1,024 support vectors on, it takes
-    four rows' dot products against the set in one pass over it (the same bits as one row
+    over its rows in C (``EventPass.learn_rows``); on rows of 4 features or more, from
+    256 support vectors on (1,024 on a machine without AVX-512), it takes four rows' dot
+    products against the set in one pass over it (the same bits as one row
     at a time; not under a full Forgetron, Merge or the Projectron).
 
     Examples
