@@ -227,9 +227,11 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(
     row adding those of the vectors the group's earlier rows inserted and taking afresh
     those of the vectors they replaced: the same model, bit for bit, as ``learn_one`` row
     by row, with groups straddling blocks of 97 rows and, under a budget, the set filling
-    (budgets of every remainder mod 4) and turning over (the Forgetron's full set takes its
-    fused pass instead). Every row width's tail (``width`` mod 4) is taken; rows of fewer
-    than 4 features, and the Laplacian's (distances), take no look-ahead."""
+    (budgets of every remainder mod 4) and turning over. The Forgetron's full set takes the
+    leaving columns from a second pass over the set's four oldest vectors with the
+    four-by-four tile, its fused pass with the other. Every row width's tail (``width`` mod
+    4) is taken; rows of fewer than 4 features, and the Laplacian's (distances), take no
+    look-ahead."""
     rng = np.random.default_rng(width)
     X = pd.DataFrame(rng.normal(size=(700, width)), columns=[f"x{j}" for j in range(width)])
     y = rng.integers(0, 2, 700).astype(bool).tolist()  # random labels: most rows join
@@ -250,12 +252,17 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(
         assert pm.keys() == po.keys()
         for key in pm:  # remove-random's generator, the Forgetron's Q: the same bits
             np.testing.assert_array_equal(pm[key], po[key])
+    ev = many._event
     if kernel == "laplacian" or width < 4:
-        assert many._event.lookahead_rows == 0
-    elif isinstance(many.budget, Forgetron):  # (the rows that fill it)
-        assert many._event.lookahead_rows > 80
+        assert ev.lookahead_rows == ev.lookahead_columns == 0
+    elif isinstance(many.budget, Forgetron) and not look_ahead_from_one:
+        assert ev.lookahead_rows > 80  # (the rows that fill it; then the fused pass)
+        assert ev.lookahead_columns == 0 and ev.fused_columns > 150
     else:  # (rbf-auto: the warm-up's 200 rows aside)
-        assert many._event.lookahead_rows > 400
+        assert ev.lookahead_rows > 400
+        if isinstance(many.budget, Forgetron):  # the leaving columns from the pass
+            # (but for the last rows of each block of 97, fewer than four: no group)
+            assert ev.lookahead_columns > 150 and ev.fused_columns <= 8 * 3
     assert one._event.lookahead_rows == 0
 
 

@@ -52,9 +52,9 @@ from cpython.long cimport PyLong_AsDouble
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport INFINITY, copysign, fabs, isfinite, pow, sqrt
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 from numpy import float64
 
 cdef extern from "Python.h":
@@ -188,6 +188,22 @@ cdef Py_ssize_t LOOKAHEAD_MIN_SET_WIDE = 256
 DEF ROWS_AHEAD = 4  # rows a look-ahead pass serves (sk_dots_rows4's four)
 
 
+cdef inline Py_ssize_t _first_changed(const int64_t *ids, const int64_t *was, Py_ssize_t c,
+                                      Py_ssize_t m) noexcept nogil:
+    """The first slot from ``c`` on whose id is not the one it had (``m`` if none): blocks of
+    64 compared by ``memcmp`` (a few replaced slots among a thousand: the scan is most of
+    the work), then the block that differs slot by slot."""
+    cdef Py_ssize_t e
+    while c < m:
+        e = min(c + 64, m)
+        if memcmp(ids + c, was + c, (e - c) * sizeof(int64_t)) != 0:
+            while ids[c] == was[c]:
+                c += 1
+            return c
+        c = e
+    return m
+
+
 def lookahead_settings(min_set=None, min_set_wide=None, wide=None):
     """The adatron's look-ahead, for tests: the gate (the set's size from which
     ``learn_rows`` takes four rows' dots in one pass) of the two-by-four tile and of the
@@ -312,9 +328,10 @@ cdef class EventPass:
     fused_columns
         Events whose kernel row and the full Forgetron's leaving column one pass over the
         set took (see ``_margins``): a count for tests.
-    lookahead_rows
-        Rows of ``learn_rows`` whose dots against the set a pass for four rows took (see
-        ``_lookahead``): a count for tests.
+    lookahead_rows, lookahead_columns
+        Rows of ``learn_rows`` whose dots against the set a pass for four rows took, and
+        full Forgetron's leaving columns taken from a pass for the set's four oldest
+        vectors (see ``_lookahead``): counts for tests.
     """
 
     cdef readonly object margin
@@ -430,7 +447,14 @@ cdef class EventPass:
     cdef int64_t *la_ids
     cdef Py_ssize_t la_ld, la_cap, la_n, la_first, la_count, la_use
     cdef bint la_check
-    cdef readonly Py_ssize_t lookahead_rows
+    # under a full Forgetron (the four-by-four tile): rows 4 .. 7 of la hold the columns of
+    # the set's four oldest vectors then (ids la_old, ascending; la_old_rows their rows),
+    # one of which each row of the group removes, if it inserts
+    cdef bint la_cols
+    cdef int64_t la_old[4]
+    cdef double *la_old_rows
+    cdef Py_ssize_t la_old_cap
+    cdef readonly Py_ssize_t lookahead_rows, lookahead_columns
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
         if rule not in (None, "svr", "novelty", "adatron"):
@@ -457,7 +481,9 @@ cdef class EventPass:
         self.row = self.k = self.kr = self.f = self.t = self.fr = self.kw = NULL
         self.la = NULL
         self.la_ids = NULL
-        self.la_cap = self.la_count = 0
+        self.la_old_rows = NULL
+        self.la_cap = self.la_count = self.la_old_cap = 0
+        self.la_cols = False
         self.la_use = -1
         self.cap_row = self.cap_k = self.cap_f = self.cap_kw = 0
         self.prog_obj = None
@@ -479,6 +505,7 @@ cdef class EventPass:
         free(self.kw)
         free(self.la)
         free(self.la_ids)
+        free(self.la_old_rows)
         free(self.h_S)
         free(self.h_ssq)
         free(self.h_center)
@@ -815,7 +842,6 @@ cdef class EventPass:
         cdef Py_ssize_t wx = self.X.shape[1]
         cdef double acc = 0.0
         cdef double *row = self.row
-        cdef double *dots
         self.m_dots = self.kr_slot = -1
         for k in range(d):
             acc = acc + row[k] * row[k]
@@ -836,28 +862,46 @@ cdef class EventPass:
                 sk_dots(self.kr, &self.X[0, 0], self.X.shape[1], n, row, d)
                 sk_rbf_from_dots(self.k, self.kr, &self.sq[0], acc, n, self.kp[0])
                 self.m_dots = n
-            elif r >= 0:
+            elif r >= 0 and not (self.la_use >= 0 and self.la_cols):
                 _kcol2(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], wx, row, acc,
                        self.k, &self.X[r, 0], self.sq[r], self.kr)
+                self.fused_columns += 1
             elif self.la_use >= 0:  # _kcol's steps, most dots ready (_lookahead)
-                dots = self.la + self.la_use * self.la_ld  # (this row's alone: taken once)
-                m = min(n, self.la_n)
-                if self.la_check:  # a slot whose vector was replaced: its dot afresh
-                    for c in range(m):
-                        if self.ids[c] != self.la_ids[c]:
-                            sk_dots(dots + c, &self.X[c, 0], wx, 1, row, d)
-                if n > m:  # (at most the group's three rows before: la_ld has room)
-                    sk_dots(dots + m, &self.X[m, 0], wx, n - m, row, d)
-                _kfinish_from(self.kcode, self.kp, n, &self.sq[0], acc, dots, self.k)
+                self._la_finish(self.la + self.la_use * self.la_ld, n, row, d, acc, self.k)
+                self.lookahead_rows += 1
+                if r >= 0:  # the leaving vector's column: one of the four the pass took
+                    c = 0
+                    while c < ROWS_AHEAD and self.la_old[c] != self.ids[r]:
+                        c += 1
+                    if c < ROWS_AHEAD:
+                        self._la_finish(self.la + (ROWS_AHEAD + c) * self.la_ld, n,
+                                        &self.X[r, 0], wx, self.sq[r], self.kr)
+                        self.lookahead_columns += 1
+                    else:  # (not after a row the core declined: the group ends there)
+                        self._column(&self.X[0, 0], wx, n, &self.sq[0], &self.X[r, 0], wx,
+                                     self.sq[r], self.kr)
             else:
                 self._column(&self.X[0, 0], wx, n, &self.sq[0], row, d, acc, self.k)
             _combine(self.k, &self.coef[0, 0], n, p, self.f)
         self.kr_slot = r
-        if r >= 0:
-            self.fused_columns += 1
-        elif self.la_use >= 0 and self.pcode != P_MERGE:
-            self.lookahead_rows += 1
         return True
+
+    cdef void _la_finish(self, double *dots, Py_ssize_t n, const double *row, Py_ssize_t d,
+                         double row_sq, double *out) noexcept nogil:
+        """A kernel row (or column) against the set's ``n`` vectors into ``out``, from its
+        dots in a row of ``la`` (taken once: this row's alone), which the look-ahead pass
+        took against the set as it stood: the slots whose vector was replaced since
+        (``la_ids``) and the vectors the group's earlier rows inserted (at most three:
+        ``la_ld`` has room) take theirs afresh."""
+        cdef Py_ssize_t c, m = min(n, self.la_n), wx = self.X.shape[1]
+        if self.la_check:
+            c = _first_changed(&self.ids[0], self.la_ids, 0, m)
+            while c < m:
+                sk_dots(dots + c, &self.X[c, 0], wx, 1, row, d)
+                c = _first_changed(&self.ids[0], self.la_ids, c + 1, m)
+        if n > m:
+            sk_dots(dots + m, &self.X[m, 0], wx, n - m, row, d)
+        _kfinish_from(self.kcode, self.kp, n, &self.sq[0], row_sq, dots, out)
 
     cdef bint _fold(self, Py_ssize_t d) except -1:
         """Fold ``self.row`` into the ``gamma="auto"`` estimate, as
@@ -1828,22 +1872,29 @@ cdef class EventPass:
         ``la_n`` vectors stay as they are while the group's rows join it (:meth:`_margins`
         adds the joined ones' dots). Where it can, the removal policies put each new vector
         in a slot under a new id (remove-oldest, remove-random, remove-smallest; ids are
-        never reused), so ``la_ids`` tells :meth:`_margins` which slots' dots to take
-        afresh; the Forgetron (whose full set takes the fused pass), Merge (its own dots)
-        and the Projectron stop there. For the kernels :func:`_kfinish_from` finishes from
+        never reused; ``_remove`` moves a row with its id), so ``la_ids`` tells
+        :meth:`_margins` which slots' dots to take afresh. A full Forgetron also needs the
+        leaving vector's column for each row that inserts: with the four-by-four tile a
+        second pass takes the columns of the set's four oldest vectors (``_la_oldest``),
+        one of which is the one any row of the group removes; with the two-by-four tile,
+        whose two rows cost what the fused pass for a row and a column does (at 1,000
+        vectors of 50 features 6.7 and 6.9 us), the full Forgetron keeps the fused pass.
+        Merge (its own dots) and the Projectron stop there. For the kernels
+        :func:`_kfinish_from` finishes from
         dots, rows of 4 features or more (shorter ones share too few loads), from the
         tile's gate on (``LOOKAHEAD_MIN_SET_WIDE`` vectors with the four-by-four tile,
         ``LOOKAHEAD_MIN_SET`` with the two-by-four one)."""
         cdef Py_ssize_t g = i - self.la_first, n = self.support.n, ld, cap
-        cdef bint check
+        cdef bint check, cols
         self.la_use = -1
         if self.la_count and 0 <= g < self.la_count:
             self.la_use = g
             return True
         self.la_count = 0
         check = self.budget > 0 and n + ROWS_AHEAD > self.budget
+        cols = check and self.pcode == P_FORGETRON
         if (self.pcode == P_MERGE or self.pcode == P_PROJECTRON
-                or (check and self.pcode == P_FORGETRON)
+                or (cols and not sk_rows4_wide())
                 or n < max(LOOKAHEAD_MIN_SET_WIDE if sk_rows4_wide() else LOOKAHEAD_MIN_SET, 1)
                 or i + ROWS_AHEAD > R.shape[0] or d < 4 or d != self.X.shape[1]
                 or n > self.X.shape[0] or n > self.cap_k
@@ -1852,26 +1903,61 @@ cdef class EventPass:
         ld = (n + ROWS_AHEAD + 7) // 8 * 8  # (room for the dots of the group's own rows)
         if ld % 512 == 0:  # (four rows 4 KB apart share a cache set)
             ld += 8
-        if ROWS_AHEAD * ld > self.la_cap:  # grown by half at least: the set grows by one
-            cap = max(ROWS_AHEAD * ld, self.la_cap + self.la_cap // 2)
-            cap = (cap + 31) // 32 * 32
+        if 2 * ROWS_AHEAD * ld > self.la_cap:  # grown by half at least: the set grows by one
+            cap = max(2 * ROWS_AHEAD * ld, self.la_cap + self.la_cap // 2)
+            cap = (cap + 63) // 64 * 64
             free(self.la)
             free(self.la_ids)
             self.la = <double *>malloc(cap * sizeof(double))
-            self.la_ids = <int64_t *>malloc(cap // ROWS_AHEAD * sizeof(int64_t))
+            self.la_ids = <int64_t *>malloc(cap // (2 * ROWS_AHEAD) * sizeof(int64_t))
             if self.la == NULL or self.la_ids == NULL:
                 free(self.la)
                 free(self.la_ids)
                 self.la, self.la_ids, self.la_cap = NULL, NULL, 0
                 raise MemoryError()
             self.la_cap = cap
+        if cols:
+            self._la_oldest(n, d)
         with nogil:
             sk_dots_rows4(self.la, ld, &self.X[0, 0], d, n, &R[i, 0], d, d)
+            if cols:
+                sk_dots_rows4(self.la + ROWS_AHEAD * ld, ld, &self.X[0, 0], d, n,
+                              self.la_old_rows, d, d)
         if check:
             memcpy(self.la_ids, &self.ids[0], n * sizeof(int64_t))
         self.la_ld, self.la_n, self.la_first, self.la_count, self.la_use = ld, n, i, ROWS_AHEAD, 0
-        self.la_check = check
+        self.la_check, self.la_cols = check, cols
         return True
+
+    cdef int _la_oldest(self, Py_ssize_t n, Py_ssize_t d) except -1:
+        """The set's four oldest vectors (the four smallest ids, ascending) into ``la_old``
+        and their rows into ``la_old_rows``: under a full Forgetron each row of the group
+        that inserts removes the oldest left, so the vector any of them removes is one of
+        these (the vectors the group inserts are younger than every one of them)."""
+        cdef Py_ssize_t s, j, slots[4]
+        cdef int64_t v
+        cdef void *mem
+        for j in range(ROWS_AHEAD):
+            self.la_old[j] = INT64_MAX
+            slots[j] = 0
+        for s in range(n):  # insertion into the four smallest so far
+            v = self.ids[s]
+            if v >= self.la_old[ROWS_AHEAD - 1]:
+                continue
+            j = ROWS_AHEAD - 1
+            while j > 0 and self.la_old[j - 1] > v:
+                self.la_old[j] = self.la_old[j - 1]
+                slots[j] = slots[j - 1]
+                j -= 1
+            self.la_old[j], slots[j] = v, s
+        if ROWS_AHEAD * d > self.la_old_cap:
+            mem = realloc(self.la_old_rows, ROWS_AHEAD * d * sizeof(double))
+            if mem == NULL:
+                raise MemoryError()
+            self.la_old_rows, self.la_old_cap = <double *>mem, ROWS_AHEAD * d
+        for j in range(ROWS_AHEAD):
+            memcpy(self.la_old_rows + j * d, &self.X[slots[j], 0], d * sizeof(double))
+        return 0
 
     # -- Projectron ------------------------------------------------------------------------------
     cdef bint _bind_projectron(self, policy) except -1:
