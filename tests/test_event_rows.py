@@ -207,36 +207,50 @@ def look_ahead_from_one(request):
         _event.lookahead_settings(**old)
 
 
-@pytest.mark.parametrize(
-    "budget",
-    [
-        pytest.param(lambda: None, id="unbounded"),
-        pytest.param(lambda: RemoveOldest(333), id="oldest"),
-        pytest.param(lambda: Forgetron(334), id="forgetron"),
-        pytest.param(lambda: RemoveRandom(335, seed=1), id="random"),
-        pytest.param(lambda: RemoveSmallest(336), id="smallest"),
-    ],
-)
+LOOK_AHEAD_BUDGETS = {
+    "unbounded": lambda: None,
+    "oldest": lambda: RemoveOldest(333),
+    "forgetron": lambda: Forgetron(334),
+    "random": lambda: RemoveRandom(335, seed=1),
+    "smallest": lambda: RemoveSmallest(336),
+    "merge": lambda: Merge(337),
+}
+
+
 @pytest.mark.parametrize("width", [2, 5, 7, 8, 50])
 @pytest.mark.parametrize("kernel", sorted(KERNELS))
-def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(
-    kernel, width, budget, look_ahead_from_one
+@pytest.mark.parametrize(
+    "learner, budget",
+    [("adatron", b) for b in sorted(LOOK_AHEAD_BUDGETS)] + [("svr", "merge")],
+)
+def test_the_look_ahead_rows_have_learn_ones_bits(
+    learner, kernel, width, budget, look_ahead_from_one
 ):
-    """The adatron's ``learn_rows`` takes four rows' dots against the set in one pass
-    (``sk_dots_rows4``, with either tile; from 256 or 1,024 vectors on, from 1 here), each
-    row adding those of the vectors the group's earlier rows inserted and taking afresh
-    those of the vectors they replaced: the same model, bit for bit, as ``learn_one`` row
-    by row, with groups straddling blocks of 97 rows and, under a budget, the set filling
-    (budgets of every remainder mod 4) and turning over. The Forgetron's full set takes the
+    """The adatron's and the SVR's ``learn_rows`` take four rows' dots against the set in
+    one pass (``sk_dots_rows4``, with either tile; from 256 or 1,024 vectors on, from 1
+    here; the SVR's ``learn_many`` takes ``learn_rows`` under a full Merge, its other
+    budgets the untracked pass), each row adding those of the vectors the group's earlier
+    rows inserted and taking afresh those of the vectors they replaced (Merge's merged
+    vector among them): the same model, bit for bit, as ``learn_one`` row by row, with
+    groups straddling blocks of 97 rows and, under a budget, the set filling (budgets of
+    every remainder mod 4) and turning over. The adatron's full Forgetron takes the
     leaving columns from a second pass over the set's four oldest vectors with the
-    four-by-four tile, its fused pass with the other. Every row width's tail (``width`` mod
-    4) is taken; rows of fewer than 4 features, and the Laplacian's (distances), take no
-    look-ahead."""
+    four-by-four tile, its fused pass with the other. Every row width's tail (``width``
+    mod 4) is taken; rows of fewer than 4 features, and the Laplacian's (distances), take
+    no look-ahead; Merge takes the plain RBF kernel alone."""
+    if budget == "merge" and kernel not in ("rbf", "rbf-auto"):
+        pytest.skip("Merge takes the plain RBF kernel alone")
     rng = np.random.default_rng(width)
     X = pd.DataFrame(rng.normal(size=(700, width)), columns=[f"x{j}" for j in range(width)])
-    y = rng.integers(0, 2, 700).astype(bool).tolist()  # random labels: most rows join
-    many = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
-    one = KernelAdatron(kernel=KERNELS[kernel](), budget=budget())
+    if learner == "adatron":
+        y = rng.integers(0, 2, 700).astype(bool).tolist()  # random labels: most rows join
+    else:
+        y = (3.0 * rng.normal(size=700)).tolist()  # noise: most rows leave the tube
+
+    def make():
+        return LEARNERS[learner](KERNELS[kernel](), LOOK_AHEAD_BUDGETS[budget]())
+
+    many, one = make(), make()
     for a in range(0, 700, 97):
         many.learn_many(X.iloc[a : a + 97], y[a : a + 97])
     for x, t in zip(X.to_dict(orient="records"), y):
@@ -246,41 +260,50 @@ def test_the_adatrons_look_ahead_rows_have_learn_ones_bits(
     np.testing.assert_array_equal(a.ids, b.ids)
     np.testing.assert_array_equal(a.X, b.X)
     np.testing.assert_array_equal(a.coef, b.coef)
+    ev = many._event
     if many.budget is not None:
         assert a.next_id > many.budget.budget + 100  # filled, then turned over
         pm, po = many._policy.state(), one._policy.state()
         assert pm.keys() == po.keys()
         for key in pm:  # remove-random's generator, the Forgetron's Q: the same bits
             np.testing.assert_array_equal(pm[key], po[key])
-    ev = many._event
+        if budget == "merge":
+            assert ev.merges > 100
     if kernel == "laplacian" or width < 4:
         assert ev.lookahead_rows == ev.lookahead_columns == 0
-    elif isinstance(many.budget, Forgetron) and not look_ahead_from_one:
+    elif learner == "adatron" and budget == "forgetron" and not look_ahead_from_one:
         assert ev.lookahead_rows > 80  # (the rows that fill it; then the fused pass)
         assert ev.lookahead_columns == 0 and ev.fused_columns > 150
+    elif learner == "svr":  # (under Merge, once the set is full: before, a block pass)
+        assert ev.lookahead_rows > 250 and ev.lookahead_columns == 0
     else:  # (rbf-auto: the warm-up's 200 rows aside)
         assert ev.lookahead_rows > 400
-        if isinstance(many.budget, Forgetron):  # the leaving columns from the pass
+        if budget == "forgetron":  # the leaving columns too
             # (but for the last rows of each block of 97, fewer than four: no group)
             assert ev.lookahead_columns > 150 and ev.fused_columns <= 8 * 3
+        else:
+            assert ev.lookahead_columns == 0
     assert one._event.lookahead_rows == 0
 
 
-@pytest.mark.parametrize("policy", ["merge", "projectron"])
-def test_the_look_ahead_leaves_merge_and_the_projectron_alone(policy, look_ahead_from_one):
-    """Merge keeps its own dots and the Projectron its own projection: neither takes the
-    look-ahead (the user guide says so), and the model is ``learn_one``'s."""
+@pytest.mark.parametrize("learner", ["adatron", "svr"])
+def test_the_look_ahead_leaves_the_projectron_alone(learner, look_ahead_from_one):
+    """The Projectron keeps its own projection: it takes no look-ahead (the user guide
+    says so), and the model is ``learn_one``'s."""
     rng = np.random.default_rng(3)
     X = pd.DataFrame(rng.normal(size=(400, 5)), columns=[f"x{j}" for j in range(5)])
-    y = rng.integers(0, 2, 400).astype(bool).tolist()
-    budget = {"merge": lambda: Merge(40), "projectron": lambda: Projectron(40)}[policy]
-    many = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
-    one = KernelAdatron(kernel=RBF(gamma=0.4), budget=budget())
+    if learner == "adatron":
+        y = rng.integers(0, 2, 400).astype(bool).tolist()
+    else:
+        y = (3.0 * rng.normal(size=400)).tolist()
+    many = LEARNERS[learner](RBF(gamma=0.4), Projectron(40))
+    one = LEARNERS[learner](RBF(gamma=0.4), Projectron(40))
     many.learn_many(X, y)
     for x, t in zip(X.to_dict(orient="records"), y):
         one.learn_one(x, t)
-    assert many._event.lookahead_rows == 0 and many.support_.n == one.support_.n
+    assert many._event.lookahead_rows == 0 and many.support_.n == one.support_.n > 20
     np.testing.assert_array_equal(many.support_.ids, one.support_.ids)
+    np.testing.assert_array_equal(many.support_.X, one.support_.X)
 
 
 def test_the_docs_state_the_look_ahead_gate():

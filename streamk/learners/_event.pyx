@@ -173,10 +173,10 @@ def hint_settings(enabled=None, min_width=None, min_set=None, tol_scale=None):
     return old
 
 
-# The adatron's learn_rows: once the set holds the gate's vectors, four rows' dots against
-# it come from one pass over it (sk_dots_rows4), each row then adding those of the vectors
-# the group's earlier rows inserted and taking afresh those of the ones they replaced
-# (_lookahead); the same bits as one row at a time. The gate depends on the pass's tile.
+# The adatron's and the SVR's learn_rows: once the set holds the gate's vectors, four rows'
+# dots against it come from one pass over it (sk_dots_rows4), each row then adding those of
+# the vectors the group's earlier rows inserted and taking afresh those of the ones they
+# replaced (_lookahead); the same bits as one row at a time. The gate depends on the tile.
 # Two rows of X at a time (sk_dots2x4, AVX2 and baseline machines), measured in C at 48
 # features: four sk_dots against 2,874 rows 58 us, in one pass 41 us; at 1,000 rows 14.0
 # and 13.3 us, so below that the pass is not worth its copy. Four rows at a time
@@ -859,8 +859,13 @@ cdef class EventPass:
             r = self._oldest(n)
         with nogil:
             if self.pcode == P_MERGE:  # (a plain RBF) _kcol's steps, the dots kept in kr
-                sk_dots(self.kr, &self.X[0, 0], self.X.shape[1], n, row, d)
-                sk_rbf_from_dots(self.k, self.kr, &self.sq[0], acc, n, self.kp[0])
+                if self.la_use >= 0:
+                    self._la_finish(self.la + self.la_use * self.la_ld, n, row, d, acc, self.k)
+                    memcpy(self.kr, self.la + self.la_use * self.la_ld, n * sizeof(double))
+                    self.lookahead_rows += 1
+                else:
+                    sk_dots(self.kr, &self.X[0, 0], self.X.shape[1], n, row, d)
+                    sk_rbf_from_dots(self.k, self.kr, &self.sq[0], acc, n, self.kp[0])
                 self.m_dots = n
             elif r >= 0 and not (self.la_use >= 0 and self.la_cols):
                 _kcol2(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0], wx, row, acc,
@@ -1608,6 +1613,8 @@ cdef class EventPass:
                       &self.X[partner, 0], wx, self.sq[partner], &self.m_buf[0])
             sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
                             &self.ids[0], NULL, 0, n, self.gamma, m, partner, h)
+            if self.la_check and m < self.la_n:  # m's row changed under its id: the
+                self.la_ids[m] = -1  # look-ahead's dot for it is stale (ids are >= 0)
             n -= 1
             self.merges += 1
             if self.swap_r:
@@ -1844,6 +1851,8 @@ cdef class EventPass:
                     else:
                         self._learn_value_row(model, d, yv, True)
                     continue
+                if self.rcode == R_SVR:
+                    self._lookahead(R, i, d, False)
                 if not self._learn_value_row(model, d, yv, False):
                     return i
                 continue
@@ -1859,13 +1868,16 @@ cdef class EventPass:
                     self._learn_label(model, d, targets[i], code, True, None)
                 continue
             if self.rcode == R_ADATRON:
-                self._lookahead(R, i, d)
+                self._lookahead(R, i, d, True)
             if not self._learn_label(model, d, targets[i], code, False, pred):
                 return i
         return m
 
-    cdef bint _lookahead(self, const double[:, ::1] R, Py_ssize_t i, Py_ssize_t d) except -1:
-        """The adatron's row ``i`` of a block: ``la_use``, its place in a group of four rows
+    cdef bint _lookahead(self, const double[:, ::1] R, Py_ssize_t i, Py_ssize_t d,
+                         bint inserting) except -1:
+        """The adatron's or the SVR's row ``i`` of a block (``inserting``: the adatron's,
+        whose rows take a full Forgetron's leaving column in their pass, see
+        :meth:`_margins`): ``la_use``, its place in a group of four rows
         whose dots against the set one pass took (``sk_dots_rows4``), that pass made here
         when no group holds row ``i``; -1 where none applies. While the group cannot fill
         the set (no budget, or room for its four rows) no vector leaves, so the set's first
@@ -1879,7 +1891,9 @@ cdef class EventPass:
         one of which is the one any row of the group removes; with the two-by-four tile,
         whose two rows cost what the fused pass for a row and a column does (at 1,000
         vectors of 50 features 6.7 and 6.9 us), the full Forgetron keeps the fused pass.
-        Merge (its own dots) and the Projectron stop there. For the kernels
+        Merge writes the merged vector over one of the two under its id, so
+        :meth:`_insert_merge` marks that slot's dot stale; the Projectron stops there
+        (its projection reads the rows its own way). For the kernels
         :func:`_kfinish_from` finishes from
         dots, rows of 4 features or more (shorter ones share too few loads), from the
         tile's gate on (``LOOKAHEAD_MIN_SET_WIDE`` vectors with the four-by-four tile,
@@ -1892,8 +1906,8 @@ cdef class EventPass:
             return True
         self.la_count = 0
         check = self.budget > 0 and n + ROWS_AHEAD > self.budget
-        cols = check and self.pcode == P_FORGETRON
-        if (self.pcode == P_MERGE or self.pcode == P_PROJECTRON
+        cols = check and self.pcode == P_FORGETRON and inserting
+        if (self.pcode == P_PROJECTRON
                 or (cols and not sk_rows4_wide())
                 or n < max(LOOKAHEAD_MIN_SET_WIDE if sk_rows4_wide() else LOOKAHEAD_MIN_SET, 1)
                 or i + ROWS_AHEAD > R.shape[0] or d < 4 or d != self.X.shape[1]

@@ -84,8 +84,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     over its rows in C (``EventPass.learn_rows``); on rows of 4 features or more, from
     256 support vectors on (1,024 on a machine without AVX-512), it takes four rows' dot
     products against the set in one pass over it (the same bits as one row
-    at a time; not under Merge or the Projectron, nor under a full Forgetron without
-    AVX-512).
+    at a time; not under the Projectron, nor under a full Forgetron without AVX-512).
 
     Examples
     --------
