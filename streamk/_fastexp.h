@@ -185,7 +185,7 @@ sk_lane_sums4(double *out, sk_v4d a0, sk_v4d a1, sk_v4d a2, sk_v4d a3)
 }
 
 /* F(..., t) with t = w mod 4 a constant in each of the four calls, so that each inlined copy
- * of F's loop folds its tail away (F: sk_dots4, sk_dots4x2, sk_dots2x4). */
+ * of F's loop folds its tail away (F: sk_dots4, sk_dots4x2, sk_dots2x4, sk_dots4x4). */
 #define SK_BY_TAIL(w, F, ...)                                                               \
     (((w) & 3) == 0   ? F(__VA_ARGS__, 0)                                                   \
      : ((w) & 3) == 1 ? F(__VA_ARGS__, 1)                                                   \
@@ -323,86 +323,56 @@ SK_DOT_CLONES static void sk_dots2(double *out0, double *out1, const double *X, 
     }
 }
 
-/* Two rows of X against four rows R[g * ldr ..] at once, for w >= 4 with t = w mod 4 (inlined
- * with t constant): eight sums, each load of X serving four products; each dot in sk_dots4's
- * lane order. Returns how many rows of X it did. */
+/* xr rows of X (2 or 4) against four rows R[g * ldr ..] at once, for w >= 4 with t = w mod 4
+ * and xr inlined as constants: 4 * xr sums, each load of X serving four products and each
+ * load of R xr; each dot in sk_dots4's lane order (xr = 4: four rows' lane sums at a time, as
+ * sk_dots4 takes them). With xr = 4 its sixteen sums, four rows of X and a row of R need 21
+ * vector registers: AVX-512's 32 hold them, AVX2's 16 do not (there it spills and runs at a
+ * third of the speed of xr = 2). Returns how many rows of X it did. */
 static inline __attribute__((always_inline)) Py_ssize_t
-sk_dots2x4(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx, Py_ssize_t n,
-           const double *R, Py_ssize_t ldr, Py_ssize_t w, const int t)
+sk_dots_tile(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx, Py_ssize_t n,
+             const double *R, Py_ssize_t ldr, Py_ssize_t w, const int t, const int xr)
 {
     Py_ssize_t s = 0, k;
-    for (; s + 2 <= n; s += 2) {
-        const double *x = X + s * ldx;
-        sk_v4d a[8], q0, q1, r;
-        for (int i = 0; i < 8; i++)
-            a[i] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
-        for (k = 0; k + 4 <= w; k += 4) {
-            memcpy(&q0, x + k, sizeof q0);
-            memcpy(&q1, x + ldx + k, sizeof q1);
-            for (int g = 0; g < 4; g++) {
-                memcpy(&r, R + g * ldr + k, sizeof r);
-                a[2 * g] = a[2 * g] + q0 * r;
-                a[2 * g + 1] = a[2 * g + 1] + q1 * r;
-            }
-        }
-        if (t) {
-            q0 = sk_tail4(x + k, t);
-            q1 = sk_tail4(x + ldx + k, t);
-            for (int g = 0; g < 4; g++) {
-                r = sk_tail4(R + g * ldr + k, t);
-                a[2 * g] = a[2 * g] + q0 * r;
-                a[2 * g + 1] = a[2 * g + 1] + q1 * r;
-            }
-        }
-        for (int g = 0; g < 4; g++) {
-            out[g * ldo + s] = sk_hsum4(a[2 * g]);
-            out[g * ldo + s + 1] = sk_hsum4(a[2 * g + 1]);
-        }
-    }
-    return s;
-}
-
-/* Four rows of X against four rows R[g * ldr ..] at once, for w >= 4 with t = w mod 4
- * (inlined with t constant): sixteen sums, each load of X or R serving four products; each
- * dot in sk_dots4's lane order, four rows' lane sums at a time as sk_dots4 takes them. Its
- * sixteen sums, four rows of X and a row of R need 21 vector registers: AVX-512's 32 hold
- * them, AVX2's 16 do not (there it spills and runs at a third of sk_dots2x4's speed).
- * Returns how many rows of X it did. */
-static inline __attribute__((always_inline)) Py_ssize_t
-sk_dots4x4(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx, Py_ssize_t n,
-           const double *R, Py_ssize_t ldr, Py_ssize_t w, const int t)
-{
-    Py_ssize_t s = 0, k;
-    for (; s + 4 <= n; s += 4) {
+    for (; s + xr <= n; s += xr) {
         const double *x = X + s * ldx;
         sk_v4d a[16], q[4], r;
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < 4 * xr; i++)
             a[i] = (sk_v4d){0.0, 0.0, 0.0, 0.0};
         for (k = 0; k + 4 <= w; k += 4) {
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < xr; i++)
                 memcpy(&q[i], x + i * ldx + k, sizeof r);
             for (int g = 0; g < 4; g++) {
                 memcpy(&r, R + g * ldr + k, sizeof r);
-                for (int i = 0; i < 4; i++)
-                    a[4 * g + i] = a[4 * g + i] + q[i] * r;
+                for (int i = 0; i < xr; i++)
+                    a[xr * g + i] = a[xr * g + i] + q[i] * r;
             }
         }
         if (t) {
-            for (int i = 0; i < 4; i++)
+            for (int i = 0; i < xr; i++)
                 q[i] = sk_tail4(x + i * ldx + k, t);
             for (int g = 0; g < 4; g++) {
                 r = sk_tail4(R + g * ldr + k, t);
-                for (int i = 0; i < 4; i++)
-                    a[4 * g + i] = a[4 * g + i] + q[i] * r;
+                for (int i = 0; i < xr; i++)
+                    a[xr * g + i] = a[xr * g + i] + q[i] * r;
             }
         }
-        for (int g = 0; g < 4; g++)
-            sk_lane_sums4(out + g * ldo + s, a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]);
+        for (int g = 0; g < 4; g++) {
+            if (xr == 4)
+                sk_lane_sums4(out + g * ldo + s, a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]);
+            else
+                for (int i = 0; i < xr; i++)
+                    out[g * ldo + s + i] = sk_hsum4(a[xr * g + i]);
+        }
     }
     return s;
 }
 
-/* The rows of X that a tile F (sk_dots2x4, sk_dots4x4) left, against the four rows. */
+/* sk_dots_tile with two and four rows of X, for SK_BY_TAIL. */
+#define sk_dots2x4(...) sk_dots_tile(__VA_ARGS__, 2)
+#define sk_dots4x4(...) sk_dots_tile(__VA_ARGS__, 4)
+
+/* The rows of X that sk_dots_tile left, against the four rows. */
 static inline __attribute__((always_inline)) void
 sk_rows4_rest(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx, Py_ssize_t s,
               Py_ssize_t n, const double *R, Py_ssize_t ldr, Py_ssize_t w)
