@@ -452,6 +452,8 @@ cdef class EventPass:
     # one of which each row of the group removes, if it inserts
     cdef bint la_cols
     cdef int64_t la_old[4]
+    cdef Py_ssize_t la_old_slot[4]  # their slots then
+    cdef Py_ssize_t la_gone  # how many of them the group's rows removed (4: not known)
     cdef double *la_old_rows
     cdef Py_ssize_t la_old_cap
     cdef readonly Py_ssize_t lookahead_rows, lookahead_columns
@@ -856,7 +858,7 @@ cdef class EventPass:
             return False
         if (inserting and self.pcode == P_FORGETRON and self.budget > 0 and n >= self.budget
                 and d == wx and self.kcode != K_PROGRAM):
-            r = self._oldest(n)
+            r = self._la_oldest_slot(n) if self.la_use >= 0 and self.la_cols else self._oldest(n)
         with nogil:
             if self.pcode == P_MERGE:  # (a plain RBF) _kcol's steps, the dots kept in kr
                 if self.la_use >= 0:
@@ -1347,6 +1349,18 @@ cdef class EventPass:
                 slot = s
         return slot
 
+    cdef Py_ssize_t _la_oldest_slot(self, Py_ssize_t n) noexcept:
+        """:meth:`_oldest` within a look-ahead group under a full Forgetron: the group's
+        rows remove the set's oldest vectors in turn, so with ``la_gone`` of its four
+        oldest removed the next is the oldest (the vectors the group inserted are younger);
+        its slot, where it still sits there, without a scan over the ids."""
+        cdef Py_ssize_t j = self.la_gone, slot
+        if j < ROWS_AHEAD:
+            slot = self.la_old_slot[j]
+            if slot < n and self.ids[slot] == self.la_old[j]:
+                return slot
+        return self._oldest(n)
+
     cdef void _remove(self, Py_ssize_t slot, Py_ssize_t n) noexcept:
         """``SupportSet.remove(slot)`` on the buffers: the last row moves into ``slot``."""
         cdef Py_ssize_t k, c, last = n - 1, wx = self.X.shape[1], p = self.coef.shape[1]
@@ -1507,6 +1521,10 @@ cdef class EventPass:
                     slot = _smallest_slot(self.coef, self.kdiag, self.ids, n)
                 else:
                     slot = self.kr_slot if self.kr_slot >= 0 else self._oldest(n)
+                    if self.la_cols:  # the look-ahead's four oldest: which have left
+                        c = self.la_gone
+                        self.la_gone = (c + 1 if c < ROWS_AHEAD and self.ids[slot] == self.la_old[c]
+                                        else ROWS_AHEAD)
                     phi = self._forgetron(slot, n)
                 if self.swap_r:
                     self._novelty_swap(slot, n, True, self._kdiag(row_sq), phi)
@@ -1971,6 +1989,8 @@ cdef class EventPass:
             self.la_old_rows, self.la_old_cap = <double *>mem, ROWS_AHEAD * d
         for j in range(ROWS_AHEAD):
             memcpy(self.la_old_rows + j * d, &self.X[slots[j], 0], d * sizeof(double))
+            self.la_old_slot[j] = slots[j]
+        self.la_gone = 0
         return 0
 
     # -- Projectron ------------------------------------------------------------------------------
