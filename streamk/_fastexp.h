@@ -359,7 +359,8 @@ sk_dots_tile(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx, Py_ss
         }
         for (int g = 0; g < 4; g++) {
             if (xr == 4)
-                sk_lane_sums4(out + g * ldo + s, a[4 * g], a[4 * g + 1], a[4 * g + 2], a[4 * g + 3]);
+                sk_lane_sums4(out + g * ldo + s, a[4 * g], a[4 * g + 1], a[4 * g + 2],
+                              a[4 * g + 3]);
             else
                 for (int i = 0; i < xr; i++)
                     out[g * ldo + s + i] = sk_hsum4(a[xr * g + i]);
