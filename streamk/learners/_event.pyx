@@ -205,10 +205,11 @@ cdef inline Py_ssize_t _first_changed(const int64_t *ids, const int64_t *was, Py
 
 
 def lookahead_settings(min_set=None, min_set_wide=None, wide=None):
-    """The adatron's look-ahead, for tests: the gate (the set's size from which
-    ``learn_rows`` takes four rows' dots in one pass) of the two-by-four tile and of the
-    four-by-four one, and whether the pass takes the latter (only where the machine has
-    AVX-512). Each is set when not ``None``; returns them as they were, as keywords."""
+    """The look-ahead of the adatron's and the SVR's ``learn_rows``, for tests: the gate
+    (the set's size from which it takes four rows' dots in one pass) of the two-by-four
+    tile and of the four-by-four one, and whether the pass takes the latter (only where
+    the machine has AVX-512). Each is set when not ``None``; returns them as they were,
+    as keywords."""
     global LOOKAHEAD_MIN_SET, LOOKAHEAD_MIN_SET_WIDE
     old = {"min_set": LOOKAHEAD_MIN_SET, "min_set_wide": LOOKAHEAD_MIN_SET_WIDE,
            "wide": bool(sk_rows4_wide())}
@@ -896,10 +897,11 @@ cdef class EventPass:
     cdef void _la_finish(self, double *dots, Py_ssize_t n, const double *row, Py_ssize_t d,
                          double row_sq, double *out) noexcept nogil:
         """A kernel row (or column) against the set's ``n`` vectors into ``out``, from its
-        dots in a row of ``la`` (taken once: this row's alone), which the look-ahead pass
-        took against the set as it stood: the slots whose vector was replaced since
-        (``la_ids``) and the vectors the group's earlier rows inserted (at most three:
-        ``la_ld`` has room) take theirs afresh."""
+        dots in a row of ``la``, which the look-ahead pass took against the set as it
+        stood: the slots whose vector was replaced since (``la_ids``) and the vectors the
+        group's earlier rows inserted (at most three: ``la_ld`` has room) take theirs
+        afresh, written into that row. So a row of ``la`` read again (a Forgetron column
+        that a row which did not insert left to the next) is brought up to date again."""
         cdef Py_ssize_t c, m = min(n, self.la_n), wx = self.X.shape[1]
         if self.la_check:
             c = _first_changed(&self.ids[0], self.la_ids, 0, m)
@@ -1912,10 +1914,9 @@ cdef class EventPass:
         Merge writes the merged vector over one of the two under its id, so
         :meth:`_insert_merge` marks that slot's dot stale; the Projectron stops there
         (its projection reads the rows its own way). For the kernels
-        :func:`_kfinish_from` finishes from
-        dots, rows of 4 features or more (shorter ones share too few loads), from the
-        tile's gate on (``LOOKAHEAD_MIN_SET_WIDE`` vectors with the four-by-four tile,
-        ``LOOKAHEAD_MIN_SET`` with the two-by-four one)."""
+        :func:`_kfinish_from` finishes from dots, rows of 4 features or more (shorter ones
+        share too few loads), from the tile's gate on (``LOOKAHEAD_MIN_SET_WIDE`` vectors
+        with the four-by-four tile, ``LOOKAHEAD_MIN_SET`` with the two-by-four one)."""
         cdef Py_ssize_t g = i - self.la_first, n = self.support.n, ld, cap
         cdef bint check, cols
         self.la_use = -1
