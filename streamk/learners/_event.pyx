@@ -1814,6 +1814,7 @@ cdef class EventPass:
             self.holding = False
             self.la_count = 0
             self.la_use = -1
+            self.la_cols = False  # (no group outlives learn_rows)
             self._flush(model)
 
     cdef int _count(self, model, int counter) except -1:
@@ -1924,6 +1925,7 @@ cdef class EventPass:
             self.la_use = g
             return True
         self.la_count = 0
+        self.la_cols = False
         check = self.budget > 0 and n + ROWS_AHEAD > self.budget
         cols = check and self.pcode == P_FORGETRON and inserting
         if (self.pcode == P_PROJECTRON
@@ -1934,7 +1936,7 @@ cdef class EventPass:
                 or not (self.kcode == K_RBF or self.kcode == K_POLY or self.kcode == K_LINEAR)):
             return False
         ld = (n + ROWS_AHEAD + 7) // 8 * 8  # (room for the dots of the group's own rows)
-        if ld % 512 == 0:  # (four rows 4 KB apart share a cache set)
+        if ld % 512 == 0:  # (rows 4 KB apart share a cache set)
             ld += 8
         if 2 * ROWS_AHEAD * ld > self.la_cap:  # grown by half at least: the set grows by one
             cap = max(2 * ROWS_AHEAD * ld, self.la_cap + self.la_cap // 2)
