@@ -406,18 +406,20 @@ sk_dots_rows4_4x4(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx, 
 }
 #endif
 
-#ifdef SK_HAVE_WIDE_TILE
 /* 1 where this machine runs x86-64-v4 code (its AVX-512 features, each asked for: older
- * compilers do not know the level's name). */
+ * compilers do not know the level's name); 0 where the wide tile is not compiled. */
 static int sk_cpu_v4(void)
 {
+#ifdef SK_HAVE_WIDE_TILE
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
            && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")
            && __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx2")
            && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
-}
+#else
+    return 0;
 #endif
+}
 
 /* Which tile sk_dots_rows4 takes: -1 not yet decided, 0 sk_dots2x4, 1 sk_dots4x4 (x86-64-v4
  * machines, decided at the first call; tests set it through sk_rows4_tile_set). */
@@ -426,13 +428,8 @@ static int sk_rows4_tile = -1;
 /* 1 where sk_dots_rows4 takes the four-by-four tile on this machine. */
 static int sk_rows4_wide(void)
 {
-    if (sk_rows4_tile < 0) {
-#ifdef SK_HAVE_WIDE_TILE
+    if (sk_rows4_tile < 0)
         sk_rows4_tile = sk_cpu_v4();
-#else
-        sk_rows4_tile = 0;
-#endif
-    }
     return sk_rows4_tile;
 }
 
@@ -440,16 +437,13 @@ static int sk_rows4_wide(void)
 static int sk_rows4_tile_set(int wide)
 {
     int old = sk_rows4_wide();
-#ifdef SK_HAVE_WIDE_TILE
     sk_rows4_tile = wide && sk_cpu_v4() ? 1 : 0;
-#else
-    sk_rows4_tile = 0;
-#endif
     return old;
 }
 
-/* sk_dots for four rows of the same width in one pass over X: out[g * ldo + s] = X[s] . row g
- * (row g at R + g * ldr), each with the bits sk_dots gives it (whichever tile). Each load of X
+/* sk_dots for four rows of the same width w >= 4 (the look-ahead's: shorter rows share too
+ * few loads and take sk_dots) in one pass over X: out[g * ldo + s] = X[s] . row g (row g at
+ * R + g * ldr), each with the bits sk_dots gives it (whichever tile). Each load of X
  * serves four rows (rows of a block learned one after the other, against the set as it stood
  * before the first). 50 features, the minimum of 9 repeats of a C loop on an AVX-512 machine:
  * at 1,000 rows four sk_dots 15.4 us, sk_dots2x4's pass 13.3, sk_dots4x4's 10.3; at 2,874
@@ -457,11 +451,6 @@ static int sk_rows4_tile_set(int wide)
 static void sk_dots_rows4(double *out, Py_ssize_t ldo, const double *X, Py_ssize_t ldx,
                           Py_ssize_t n, const double *R, Py_ssize_t ldr, Py_ssize_t w)
 {
-    if (w <= 3) { /* sk_dots's short rows: few loads to share */
-        for (int g = 0; g < 4; g++)
-            sk_dots(out + g * ldo, X, ldx, n, R + g * ldr, w);
-        return;
-    }
 #ifdef SK_HAVE_WIDE_TILE
     if (sk_rows4_wide()) {
         sk_dots_rows4_4x4(out, ldo, X, ldx, n, R, ldr, w);
