@@ -440,10 +440,11 @@ cdef class EventPass:
     cdef Py_ssize_t k_gap_d  # >= 0: the hints decided, self.k lacks this row (its width)
     cdef double k_gap_sq  # and its squared norm
     cdef readonly Py_ssize_t hints_certain, hints_fresh, hint_builds, fused_columns
-    # the adatron's look-ahead (_lookahead): four block rows' dots against the first la_n
-    # vectors, row g at la + g * la_ld; la_first the block row of the group's first,
-    # la_count its rows (0: none), la_use the group row _margins takes now (-1: none);
-    # la_check: vectors may be replaced meanwhile (a full budget), la_ids their ids then
+    # the look-ahead (_lookahead; the adatron's and the SVR's rows): four block rows' dots
+    # against the first la_n vectors, row g at la + g * la_ld; la_first the block row of the
+    # group's first, la_count its rows (0: none), la_use the group row _margins takes now
+    # (-1: none); la_check: vectors may be replaced meanwhile (a full budget), la_ids their
+    # ids then
     cdef double *la
     cdef int64_t *la_ids
     cdef Py_ssize_t la_ld, la_cap, la_n, la_first, la_count, la_use
