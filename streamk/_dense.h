@@ -742,12 +742,11 @@ static inline int skm_reach_at(double mm, double best, double *reach)
 
 /* The candidates for skm_bounds: every row but m within reach (skm_reach_at's; NaN too),
  * and seed always; their indices into pick, their u, nn, mn into cu, cn, cmn (which may be
- * the scratch of earlier passes), in slot order. The flags are one vectorised pass (into
- * flag); then a block of eight rows none of which is flagged is passed over on one vector
- * compare (most are), and within a block a row is written at J and kept by moving J on
- * (branch-free: a set's kept rows fall at random). (One pass testing u and nn in blocks
- * would be less work, but GCC lowers the OR of two vector compares to scalar code in the
- * target_clones copies.) Returns how many. */
+ * the scratch of earlier passes), in slot order. The flags are one byte a row (in flag's
+ * room, padded with zeros to a whole block of eight); a block of eight rows is one 64-bit
+ * word, passed over when zero (most are) and otherwise walked by its lowest set byte, so
+ * the cost is a compare a row plus the rows kept (writing every row of a block that keeps
+ * one, branch-free, cost twice as much at 1,000 rows). Returns how many. */
 SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
                                              const double *mn, double mm, const double *reach,
                                              Py_ssize_t n, Py_ssize_t m, Py_ssize_t seed,
@@ -756,31 +755,34 @@ SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
 {
     Py_ssize_t i, j, J = 0;
     double u1 = reach[0], cap1 = reach[1], u2 = reach[2], cap2 = reach[3];
-    sk_v8d x, zero = (sk_v8d){0.0};
-    sk_v8l k;
+    unsigned char *f = (unsigned char *)flag;  /* n bytes and the padding fit in n doubles */
+    uint64_t bits;
     for (i = 0; i < n; i++) {
         double ui = u[i], ni = nn[i];
         int heavier = ni >= mm;
-        flag[i] = ((ui >= u1) & heavier & (ni <= cap1)) | ((ui >= u2) & heavier & (ni <= cap2))
-                      ? 0.0 : 1.0;
+        f[i] = ((ui >= u1) & heavier & (ni <= cap1)) | ((ui >= u2) & heavier & (ni <= cap2))
+                   ? 0 : 1;
     }
-    flag[seed] = 1.0;
-    flag[m] = 0.0;
+    f[seed] = 1;
+    f[m] = 0;
+    for (i = n; i % 8; i++)
+        f[i] = 0;
     for (i = 0; i < n; i += 8) {
-        Py_ssize_t e = n - i < 8 ? n - i : 8;
-        if (e == 8) {
-            memcpy(&x, flag + i, sizeof x);
-            k = x != zero;
-            if (!((k[0] | k[1]) | (k[2] | k[3]) | (k[4] | k[5]) | (k[6] | k[7])))
+        memcpy(&bits, f + i, sizeof bits);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        while (bits) {  /* row i + k is byte k: the lowest set byte first, slot order */
+            j = i + (__builtin_ctzll(bits) >> 3);
+            bits &= bits - 1;
+#else
+        for (j = i; bits && j < i + 8; j++) {
+            if (!f[j])
                 continue;
-        }
-        for (j = i; j < i + e; j++) {
-            double uj = u[j], nj = nn[j], mj = mn[j];
+#endif
             pick[J] = j;
-            cu[J] = uj;
-            cn[J] = nj;
-            cmn[J] = mj;
-            J += flag[j] != 0.0;
+            cu[J] = u[j];
+            cn[J] = nn[j];
+            cmn[J] = mn[j];
+            J++;
         }
     }
     return J;
