@@ -11,7 +11,10 @@ pass of a millisecond is not left to one reading of the clock):
 * ``learn_many`` on pandas blocks of 500 rows, and ``learn_one`` on dicts;
 * river's ``Perceptron`` / ``LogisticRegression`` (classification) or ``LinearRegression``
   ``learn_one`` on the same dicts: the ratios are against ``Perceptron`` (classification)
-  and ``LinearRegression`` (regression, ranking, novelty on a regression stream).
+  and ``LinearRegression`` (regression, ranking, novelty on a regression stream), timed
+  again next to every cell (just before it, in every repeat), so that a machine whose
+  speed drifts during the run moves a ratio's two sides alike (the reference measured once
+  a repeat per learner ran 84,000-137,000 events/s on one stream between two runs).
 
 Accuracy (MAE for the SVR, rank accuracy for the ranker) is prequential, from one extra
 test-then-train pass; ``compiled`` is the share of ``learn_many``'s rows that took a
@@ -368,7 +371,8 @@ def write_guide(doc: dict[str, Any], guide: Path) -> bool:
 
 
 def run(args: argparse.Namespace, results: Path) -> int:
-    """Run the grid, print one table, write ``results/online_grid[_quick].json``."""
+    """Run the grid, print one table, write ``results/online_grid[_quick].json`` (with
+    ``--only``, ``online_grid[_quick]_only_<learners>.json``: the full grid's file stays)."""
     repeats = 1 if args.quick else args.repeats
     budgets = [200] if args.quick else [200, 1000]
     only = {s for s in args.only.split(",") if s}
@@ -378,6 +382,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
     load_before = os.getloadavg()
     rows: list[dict[str, Any]] = []
     suffix = ("" if args.kernel == "rbf" else f"_{args.kernel}") + ("_quick" if args.quick else "")
+    suffix += "_only_" + "_".join(sorted(only)) if only else ""  # not the full grid's file
     path = results / f"online_grid{suffix}.json"
     results.mkdir(parents=True, exist_ok=True)
 
@@ -437,14 +442,19 @@ def run(args: argparse.Namespace, results: Path) -> int:
             }
             times: dict[Any, list[float]] = {}
             compiled: dict[Any, float] = {}
+            reference = next(iter(rivals))
+            river_learn = partial(_learn_one, data=data, unsupervised=False)
             for rep in range(repeats):
                 for rname, rf in rivals.items():
-                    learn = partial(_learn_one, data=data, unsupervised=False)
-                    times.setdefault(rname, []).append(_repeat(rf, learn, len(data))[0])
+                    times.setdefault(rname, []).append(_repeat(rf, river_learn, len(data))[0])
                 for pname, b, pf in configs:
                     if (pname, b) in refused:
                         continue
                     n = sizes[(pname, b)]
+                    # the cell's reference, measured next to it: a machine whose speed
+                    # drifts during the run moves both sides of the ratio alike
+                    per_event = _repeat(rivals[reference], river_learn, len(data))[0]
+                    times.setdefault((pname, b, "river"), []).append(per_event)
                     fresh = _factory(lfactory, kernel, pf)
                     fastpass.COUNTS.clear()
                     learn = partial(_learn_many, blocks=by_size[n], unsupervised=unsup)
@@ -455,7 +465,6 @@ def run(args: argparse.Namespace, results: Path) -> int:
                     learn = partial(_learn_one, data=data[:n], unsupervised=unsup)
                     times.setdefault((pname, b, "one"), []).append(_repeat(fresh, learn, n)[0])
             rate = {k: 1.0 / statistics.median(v) for k, v in times.items()}
-            ref = rate[next(iter(rivals))]
             for rname in rivals:
                 rows.append(
                     {
@@ -476,6 +485,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
                     continue
                 quality = _quality(ltask, lfactory(kernel(), pf()), data[:n], by_size[n])
                 many, one = rate[(pname, b, "many")], rate[(pname, b, "one")]
+                ref = rate[(pname, b, "river")]
                 row = {
                     "stream": sname,
                     "learner": lname,
@@ -487,7 +497,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
                     "learn_many_ev_s_min_max": _spread(times[(pname, b, "many")]),
                     "learn_one_ev_s": one,
                     "learn_one_ev_s_min_max": _spread(times[(pname, b, "one")]),
-                    "river_reference": next(iter(rivals)),
+                    "river_reference": reference,
                     "river_learn_one_ev_s": ref,
                     "many_vs_river": many / ref,
                     "one_vs_river": one / ref,
