@@ -1873,6 +1873,75 @@ cdef inline void _welford_row(const double *row, Py_ssize_t n, double *mean, dou
         m2[k] = (m2[k] + 0.0) + t
 
 
+cdef double _fsum(const double *x, Py_ssize_t w, double *partials, bint *ok) noexcept nogil:
+    """``math.fsum`` of ``x[:w]``: CPython's algorithm (Shewchuk's non-overlapping partials,
+    then the round-half-even fix of the last partial), so the same correctly rounded sum.
+    ``partials`` has room for ``w`` doubles. ``ok`` is set False where a partial sum is not
+    finite (a non-finite term or an intermediate overflow: ``math.fsum``'s own cases)."""
+    cdef Py_ssize_t i, j, n = 0, k
+    cdef double v, y, t, hi, yr, lo = 0.0
+    ok[0] = True
+    for k in range(w):
+        v = x[k]
+        i = 0
+        for j in range(n):
+            y = partials[j]
+            if fabs(v) < fabs(y):
+                t = v
+                v = y
+                y = t
+            hi = v + y
+            yr = hi - v
+            lo = y - yr
+            if lo != 0.0:
+                partials[i] = lo
+                i += 1
+            v = hi
+        n = i
+        if v != 0.0:
+            if not (v - v == 0.0):  # inf or NaN: math.fsum's special cases
+                ok[0] = False
+                return 0.0
+            partials[n] = v
+            n += 1
+    hi = 0.0
+    if n > 0:
+        n -= 1
+        hi = partials[n]
+        while n > 0:  # sum_exact: the partials from the top until one is inexact
+            v = hi
+            n -= 1
+            y = partials[n]
+            hi = v + y
+            yr = hi - v
+            lo = y - yr
+            if lo != 0.0:
+                break
+        # half-way case: the rest of the partials push the rounding to the other side
+        if n > 0 and ((lo < 0.0 and partials[n - 1] < 0.0) or (lo > 0.0 and partials[n - 1] > 0.0)):
+            y = lo * 2.0
+            v = hi + y
+            yr = v - hi
+            if y == yr:
+                hi = v
+    return hi
+
+
+def fsum_rows(const double[:, ::1] A):
+    """``[math.fsum(row) for row in A]`` as float64 (the same correctly rounded sums),
+    and whether every row's was finite throughout; the ``gamma="auto"`` warm-up's widths
+    sum some thirty rows of per-feature variances per fresh model."""
+    cdef Py_ssize_t r, m = A.shape[0], w = A.shape[1]
+    cdef bint ok = True, row_ok
+    out = np.zeros(m)
+    cdef double[::1] o = out
+    cdef double[::1] partials = np.empty(max(w, 1))
+    for r in range(m):
+        o[r] = _fsum(&A[r, 0], w, &partials[0], &row_ok) if w else 0.0
+        ok = ok and row_ok
+    return out, ok
+
+
 def welford_each(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, double[::1] m2):
     """Fold ``rows`` one at a time into a running mean and sum of squared deviations
     (Welford), with exactly the operations of :meth:`streamk.scale.ScaleEstimator.update`

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 import os
 import platform
 from collections.abc import Iterable
@@ -31,6 +32,7 @@ __all__ = [
     "row_sqnorm",
     "scaled_exp",
     "rbf_from_dots",
+    "fsum_rows",
 ]
 
 #: CPU flags (as /proc/cpuinfo spells them) of the x86-64-v3 level, v2's included: the
@@ -153,6 +155,19 @@ def sqnorms(A: np.ndarray) -> np.ndarray:
     if core is not None:
         return core.sqnorms(np.ascontiguousarray(A, dtype=np.float64))
     return np.einsum("ij,ij->i", A, A)
+
+
+def fsum_rows(A: np.ndarray) -> list[float]:
+    """``math.fsum`` of each row of a 2-D float64 array: correctly rounded sums, so the same
+    numbers on either path (the compiled one is CPython's algorithm in C; a row with an
+    infinite or NaN term, or whose partial sums overflow, goes to ``math.fsum`` itself,
+    which says what it says about those)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    if core is not None and A.ndim == 2 and hasattr(core, "fsum_rows"):
+        sums, finite = core.fsum_rows(A)
+        if finite:
+            return sums.tolist()
+    return [math.fsum(row) for row in A.tolist()]
 
 
 def row_sqnorm(row: np.ndarray) -> float:

@@ -44,6 +44,58 @@ def test_sqnorms_match_an_exact_sum_and_ignore_trailing_zero_padding(path):
         assert all(accel.row_sqnorm(A[i]) == got[i] for i in range(50))
 
 
+#: Rows whose correctly rounded sums need every partial: cancellation, terms far apart,
+#: round-half-even ties settled by the terms below them (CPython's own fsum cases among them)
+HARD_SUMS = [
+    [],
+    [0.0],
+    [-0.0, -0.0],
+    [1e100, 1.0, -1e100, 1e-100, 1e50, -1.0, -1e50],
+    [2.0**53, -0.5, -(2.0**-54)],
+    [2.0**53, 1.0, 2.0**-100],
+    [2.0**53 - 1.0, 0.5, 2.0**-54],
+    [1.0, 1e100, 1.0, -1e100],
+    [1.7976931348623157e308, -1.7976931348623157e308, 1.0],
+    [0.1] * 10,
+    [5e-324, 5e-324, -5e-324, 1e-308],
+]
+
+
+def test_fsum_rows_is_math_fsum_on_either_path(path):
+    """Every row's sum is ``math.fsum``'s, to the bit (the ``gamma="auto"`` widths are
+    resolved from it, and the per-event path sums one row with ``math.fsum`` itself)."""
+    rng = np.random.default_rng(5)
+    rows = [rng.normal(size=w) * 10.0 ** rng.integers(-300, 300, size=w) for w in range(0, 70, 3)]
+    rows += [rng.choice([1e16, -1e16, 1.0, -1.0, 2.0**-53, 0.5], size=40) for _ in range(40)]
+    rows += [np.array(r, dtype=float) for r in HARD_SUMS]
+    for row in rows:
+        got = accel.fsum_rows(row[None, :])
+        assert got == [math.fsum(row.tolist())] and type(got[0]) is float
+    if path == "compiled":  # the compiled loop itself, many rows at once
+        A = rng.uniform(0.0, 3.0, size=(30, 50)) * 10.0 ** rng.integers(-8, 8, size=(30, 50))
+        sums, finite = accel.core.fsum_rows(A)
+        assert finite and sums.tolist() == [math.fsum(r) for r in A.tolist()]
+
+
+@pytest.mark.parametrize(
+    "row, outcome",
+    [
+        ([1.0, math.inf], math.inf),
+        ([math.nan, 1.0], "nan"),
+        ([1e308, 1e308], OverflowError),
+        ([math.inf, -math.inf], ValueError),
+    ],
+)
+def test_fsum_rows_leaves_what_is_not_finite_to_math_fsum(path, row, outcome):
+    A = np.array([[0.5, 0.25], row])
+    if isinstance(outcome, type):
+        with pytest.raises(outcome):
+            accel.fsum_rows(A)
+        return
+    got = accel.fsum_rows(A)
+    assert got[0] == 0.75 and (math.isnan(got[1]) if outcome == "nan" else got[1] == outcome)
+
+
 def blocks_of(stream, size):
     for i in range(0, len(stream), size):
         chunk = stream[i : i + size]
