@@ -187,3 +187,30 @@ def test_add_coefs_equals_row_by_row_add_coef_and_keeps_a_tracked_block_current(
     for slot in range(6):
         one.add_coef(slot, D[slot])
     np.testing.assert_allclose(bulk.coef, one.coef)
+
+
+@pytest.mark.parametrize("budget", [None, 200, "merge"])
+def test_the_buffers_grow_to_the_policys_most_rows_and_no_further(budget):
+    """A budgeted set's buffers stop doubling at budget + 1 rows (the most it holds at once:
+    an insertion appends before it removes or merges), on a fresh model and a restored one;
+    an unbounded set keeps doubling."""
+    from streamk import KernelPerceptron, Merge
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(700, 50))
+    y = (X[:, 0] * X[:, 1] > 0).tolist()
+    policy = Merge(200) if budget == "merge" else budget
+    model = KernelPerceptron(budget=policy)
+    model.learn_many(pd.DataFrame(X[:500]), y[:500])
+    cap = model._support.capacity
+    if budget is None:
+        assert cap >= model.n_support and model._support.rows_limit is None
+    else:
+        assert model.n_support == 200 and 200 <= cap <= 201 == model._support.rows_limit
+    restored = type(model).from_state(model.state())
+    assert restored._support.rows_limit == model._support.rows_limit
+    restored.learn_many(pd.DataFrame(X[500:]), y[500:])
+    model.learn_many(pd.DataFrame(X[500:]), y[500:])
+    assert np.array_equal(restored._support.X, model._support.X)
+    if budget is not None:
+        assert restored._support.capacity <= 201

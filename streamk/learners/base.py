@@ -135,6 +135,7 @@ class KernelLearner:
             n_outputs=n_outputs,
             keep_gram=keep_gram,
         )
+        self._bound_growth()
         self._n_learned = 0
         # (rows_version, version, row bytes, K(row, S), f(row) or None): see _margins
         self._row_cache: tuple[int, int, bytes, np.ndarray, np.ndarray | None] | None = None
@@ -629,9 +630,17 @@ class KernelLearner:
         model._support = kind.from_state(sup)
         model._scale = None if state["scale"] is None else ScaleEstimator.from_state(state["scale"])
         model._policy = policy_from_spec(state["policy"])
+        model._bound_growth()
         model._n_learned = int(state["n_learned"])
         model._load_extra_state(state)
         return model
+
+    def _bound_growth(self) -> None:
+        """Tell a vector support set the most rows its policy holds at once
+        (:attr:`SupportSet.rows_limit`), so its buffers grow to that and no further."""
+        budget = self._policy.budget
+        if isinstance(self._support, SupportSet) and budget is not None:
+            self._support.rows_limit = budget + 1
 
     def _extra_state(self) -> dict[str, Any]:
         return {}

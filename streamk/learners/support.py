@@ -215,11 +215,23 @@ class SupportSet(SUPPORT_COUNTERS):
         return G
 
     # -- growth -------------------------------------------------------------------------------
+    #: The most rows the set's budget policy ever holds at once (its budget, plus the row
+    #: an insertion appends before its removal or merge); ``None``: no budget. Growth
+    #: doubles the buffers up to it, and goes straight to it once half of it is needed,
+    #: never past it unless a caller needs more: a fresh ``Merge(200)`` model reserving 200
+    #: rows, then 201, took 200 and then 400 (two allocations, the second past the C
+    #: library's mmap threshold for 50 features); it now takes 201 once.
+    rows_limit: int | None = None
+
     def _grow_rows(self, needed: int) -> None:
         cap = self.capacity
         if needed <= cap:
             return
-        new = max(needed, 2 * cap)
+        limit = self.rows_limit
+        if limit is None:
+            new = max(needed, 2 * cap)
+        else:
+            new = max(needed, limit if 2 * needed > limit else min(2 * cap, limit))
         self.version += 1  # new buffers: a compiled path's views of the old ones are stale
         self._X = _grow(self._X, new)
         self._coef = _grow(self._coef, new)
