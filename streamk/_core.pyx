@@ -98,20 +98,17 @@ def rbf_from_dots(double[:, ::1] D, const double[::1] a_sq, const double[::1] b_
             sk_rbf_from_dots(&D[i, 0], &D[i, 0], &b_sq[0], a_sq[i], n, gamma)
 
 
+cdef extern from "_dense.h" nogil:
+    Py_ssize_t sk_oldest(const int64_t *ids, Py_ssize_t n)  # SupportSet.oldest, vectorised
+
+
 cdef inline Py_ssize_t _slot_for_new(const int64_t *ids, Py_ssize_t n,
                                      Py_ssize_t budget) noexcept nogil:
     """Where a new support vector goes: ``n`` (appended) unless the budget is full, then
-    the slot of the oldest vector (remove-oldest)."""
-    cdef Py_ssize_t s, slot = 0
-    cdef int64_t oldest
+    the slot of the oldest vector (remove-oldest; ``_dense.h``'s ``sk_oldest``)."""
     if budget <= 0 or n < budget:
         return n
-    oldest = ids[0]
-    for s in range(1, n):
-        if ids[s] < oldest:
-            oldest = ids[s]
-            slot = s
-    return slot
+    return sk_oldest(ids, n)
 
 
 cdef inline void _store(double *x, Py_ssize_t wx, const double *row, Py_ssize_t wq,
@@ -1795,6 +1792,14 @@ def expf32(float[::1] a):
     if a.shape[0]:
         with nogil:
             sk_expf_array(&a[0], a.shape[0])
+
+
+def oldest_slot(const int64_t[::1] ids):
+    """The slot of the smallest id, the first on ties (``sk_oldest``: where remove-oldest
+    and the Forgetron put a new vector into a full set), for tests."""
+    if ids.shape[0] == 0:
+        raise ValueError("no ids")
+    return sk_oldest(&ids[0], ids.shape[0])
 
 
 def dots(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):

@@ -788,6 +788,45 @@ SK_DENSE_CLONES static Py_ssize_t skm_gather(const double *u, const double *nn,
     return J;
 }
 
+/* The slot of the smallest of ids[0 .. n - 1] (the first on ties; 0 for n = 0):
+ * SupportSet.oldest, which remove-oldest and the Forgetron take on every insertion into a
+ * full set. Eight lanes keep each its smallest id and where it is (a strict compare keeps a
+ * lane's first), then the lanes in slot order decide: one vectorised pass instead of a
+ * compare-and-branch a slot (6% of a full Forgetron(1000)'s learn_one on 50 features). */
+SK_DENSE_CLONES static Py_ssize_t sk_oldest(const int64_t *ids, Py_ssize_t n)
+{
+    Py_ssize_t i = 0, j, slot = 0;
+    int64_t lo;
+    sk_v8l x, lt, best, at, here, lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    if (n <= 0)
+        return 0;
+    lo = ids[0];
+    if (n >= 16) {
+        memcpy(&best, ids, sizeof best);
+        at = lane;
+        for (i = 8; i + 8 <= n; i += 8) {
+            memcpy(&x, ids + i, sizeof x);
+            lt = x < best;
+            here = lane + (int64_t)i;
+            best = (x & lt) | (best & ~lt);
+            at = (here & lt) | (at & ~lt);
+        }
+        lo = best[0];
+        slot = (Py_ssize_t)at[0];
+        for (j = 1; j < 8; j++)
+            if (best[j] < lo || (best[j] == lo && at[j] < slot)) {
+                lo = best[j];
+                slot = (Py_ssize_t)at[j];
+            }
+    }
+    for (; i < n; i++)
+        if (ids[i] < lo) {
+            lo = ids[i];
+            slot = i;
+        }
+    return slot;
+}
+
 /* The largest double t with sqrt(t) <= root, for a finite root >= 0: sqrt is correctly
  * rounded, so monotone, and t is root² to an ulp or two. c <= t is then the test
  * sqrt(c) <= root without a square root. */

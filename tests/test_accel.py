@@ -395,3 +395,16 @@ def test_the_hints_step_aside_when_their_bound_is_loose(monkeypatch):
     assert got == expected
     assert model.n_mistakes == one.n_mistakes > 50
     assert results and all(out is None for _, out in results)
+
+
+@needs_core
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 203, 1000])
+def test_the_oldest_slot_is_the_first_smallest_id(n):
+    """``sk_oldest`` (remove-oldest's and the Forgetron's slot in every compiled pass) is
+    ``argmin``'s slot: distinct ids shuffled as a set's are, and ties (the first wins)."""
+    rng = np.random.default_rng(n)
+    for trial in range(40):
+        ids = rng.permutation(n).astype(np.int64) + int(rng.integers(0, 10**6))
+        if trial % 2:  # ties, at random places: the first of the smallest
+            ids = rng.integers(0, max(n // 3, 1), size=n).astype(np.int64)
+        assert accel.core.oldest_slot(ids) == int(np.argmin(ids))

@@ -230,6 +230,9 @@ include "../budget/_projectron.pxi"
 include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_policies.pyx)
 include "../budget/_forgetron.pxi"
 
+cdef extern from "_dense.h" nogil:
+    Py_ssize_t sk_oldest(const int64_t *ids, Py_ssize_t n)  # SupportSet.oldest, vectorised
+
 
 cdef int _record(slots, SupportCounters support, int64_t id_, double value) except -1:
     """``slots.add(id_, value)``, then ``slots.settle(support)``: what the learner's
@@ -1344,13 +1347,7 @@ cdef class EventPass:
 
     cdef Py_ssize_t _oldest(self, Py_ssize_t n) noexcept:
         """``SupportSet.oldest``: the slot with the smallest id (the first on ties)."""
-        cdef Py_ssize_t s, slot = 0
-        cdef int64_t oldest = self.ids[0]
-        for s in range(1, n):
-            if self.ids[s] < oldest:
-                oldest = self.ids[s]
-                slot = s
-        return slot
+        return sk_oldest(&self.ids[0], n)
 
     cdef Py_ssize_t _la_oldest_slot(self, Py_ssize_t n) noexcept:
         """:meth:`_oldest` within a look-ahead group under a full Forgetron: the group's
