@@ -307,7 +307,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=500, help="budget of --old-tables")
     parser.add_argument("--old-tables", action="store_true", help="the earlier two tables instead")
     parser.add_argument("--kernel", default="rbf", choices=sorted(grid.KERNELS))
-    parser.add_argument("--only", default="", help="comma-separated learner names to run")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated learner names to run (written to online_grid_only_<names>.json, "
+        "not the full grid's file)",
+    )
     parser.add_argument(
         "--write-guide",
         action="store_true",
