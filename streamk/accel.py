@@ -159,9 +159,9 @@ def sqnorms(A: np.ndarray) -> np.ndarray:
 
 def fsum_rows(A: np.ndarray) -> list[float]:
     """``math.fsum`` of each row of a 2-D float64 array: correctly rounded sums, so the same
-    numbers on either path (the compiled one is CPython's algorithm in C; a row with an
-    infinite or NaN term, or whose partial sums overflow, goes to ``math.fsum`` itself,
-    which says what it says about those)."""
+    numbers on either path (the compiled one is CPython's algorithm in C). Where a row has
+    an infinite or NaN term, or its partial sums overflow, every row goes to ``math.fsum``
+    itself, which gives its value or raises its error for it."""
     A = np.ascontiguousarray(A, dtype=np.float64)
     if core is not None and A.ndim == 2 and hasattr(core, "fsum_rows"):
         sums, finite = core.fsum_rows(A)
