@@ -84,6 +84,10 @@ def run_pair(make, events):
             preds.append(m.predict_one(x))
             m.learn_one(x, y)
         out.append(preds)
+    # each learn_one took the row its predict_one had just computed (EventPass._keep_pre),
+    # after gamma="auto"'s warm-up (base.AUTO_WINDOW events) where there is one
+    reused = fast._event.rows_reused + fast._event.hints_reused  # (the row, or the hints)
+    assert reused > (len(events) - base.AUTO_WINDOW) // 2
     x, y = events[-1]
     assert fast._event.predict(fast, x) is not eventpass.NOT_HANDLED  # the compiled path ran
     assert fast._event.learn(fast, x, y) and slow.learn_one(x, y) is None
@@ -703,7 +707,9 @@ def run_value_pair(make, events, compiled_at_end: bool = True):
             asked.append(_ask(m, x))
             _learn(m, x, y)
         out.append(asked)
-    if compiled_at_end:  # (not the last event again: the SVR would sit on its tube's edge)
+    if compiled_at_end:  # each learn_one took the row its predict_one just computed
+        assert fast._event.rows_reused > (len(events) - base.AUTO_WINDOW) // 2
+        # (not the last event again: the SVR would sit on its tube's edge)
         x, y = events[-2]
         assert fast._event.learn(fast, x, y)  # the compiled path ran
         _learn(slow, x, y)

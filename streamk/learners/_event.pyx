@@ -132,6 +132,9 @@ DEF R_RANKER = 1
 DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
 DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
+# what predict leaves for a learn of the same row (EventPass._keep_pre)
+DEF PRE_ROW = 1  # the float64 margins and kernel row (_margins)
+DEF PRE_HINTS = 2  # the float32 hints and their bound (_hint)
 # the learner's counters EventPass._count moves: indices into LEARNER_COUNTERS
 DEF C_LEARNED = 0
 DEF C_UPDATES = 1
@@ -336,6 +339,10 @@ cdef class EventPass:
         Rows of ``learn_rows`` whose dots against the set a pass for four rows took, and
         full Forgetron's leaving columns taken from a pass for the set's four oldest
         vectors (see ``_lookahead``): counts for tests.
+    rows_reused, hints_reused
+        ``learn`` calls that took the float64 kernel row, or the float32 hints, that
+        ``predict`` had just computed for the same row, the set unchanged since
+        (test-then-train; see ``_keep_pre``): counts for tests.
     """
 
     cdef readonly object margin
@@ -462,6 +469,15 @@ cdef class EventPass:
     cdef double *la_old_rows
     cdef Py_ssize_t la_old_cap
     cdef readonly Py_ssize_t lookahead_rows, lookahead_columns
+    # what the last predict left for a learn of the same row (_keep_pre): pre_kind 0 nothing,
+    # PRE_ROW its float64 f and k (and Merge's dots in kr), PRE_HINTS its hints' f and bound;
+    # valid while the set's version is pre_version and the event's row equals pre_row
+    cdef int pre_kind
+    cdef int64_t pre_version
+    cdef Py_ssize_t pre_d
+    cdef double pre_row_sq
+    cdef double *pre_row
+    cdef readonly Py_ssize_t rows_reused, hints_reused
 
     def __cinit__(self, margin=None, ranker=False, rule=None):
         if rule not in (None, "svr", "novelty", "adatron"):
@@ -486,6 +502,8 @@ cdef class EventPass:
         self.bitgen = NULL
         self.m_dots = self.kr_slot = -1
         self.row = self.k = self.kr = self.f = self.t = self.fr = self.kw = NULL
+        self.pre_row = NULL
+        self.pre_kind = 0
         self.la = NULL
         self.la_ids = NULL
         self.la_old_rows = NULL
@@ -504,6 +522,7 @@ cdef class EventPass:
 
     def __dealloc__(self):
         free(self.row)
+        free(self.pre_row)
         free(self.k)
         free(self.kr)
         free(self.f)
@@ -530,6 +549,7 @@ cdef class EventPass:
 
     cdef void _unbind(self):
         self.bound = False
+        self.pre_kind = 0
         self.support = self.X_obj = self.coef_obj = None
         self.labels = self.classes = self.features = self.names = self.scale = None
         self.policy = self.rng_obj = self.index = self.b_obj = None
@@ -550,6 +570,10 @@ cdef class EventPass:
             if mem == NULL:
                 raise MemoryError()
             self.row = <double *>mem
+            mem = realloc(self.pre_row, max(d, 1) * sizeof(double))
+            if mem == NULL:
+                raise MemoryError()
+            self.pre_row = <double *>mem
             self.cap_row = d
         if n > self.cap_k:
             mem = realloc(self.k, max(n, 1) * sizeof(double))
@@ -1238,9 +1262,11 @@ cdef class EventPass:
         self.k_gap_d = -1
 
     def predict(self, model, x):
-        """``model.predict_one(x)`` in one call, or :data:`NOT_HANDLED`."""
+        """``model.predict_one(x)`` in one call, or :data:`NOT_HANDLED`. What it computed
+        stays for a :meth:`learn` of the same row (:meth:`_keep_pre`)."""
         cdef double row_sq
         cdef Py_ssize_t d
+        self.pre_kind = 0
         if type(x) is not dict or not self._current(model):
             return NOT_HANDLED
         if self.valued:
@@ -1254,11 +1280,45 @@ cdef class EventPass:
             said = self._hint_decide()
             if said is not NOT_HANDLED:
                 self.hints_certain += 1
+                self._keep_pre(PRE_HINTS, d, row_sq)
                 return said
             self.hints_fresh += 1
         if not self._margins(d, &row_sq, False):
             return NOT_HANDLED
+        self._keep_pre(PRE_ROW, d, row_sq)
         return self._decide()
+
+    cdef void _keep_pre(self, int kind, Py_ssize_t d, double row_sq) noexcept:
+        """Keep what :meth:`predict` just computed for the event's row (``kind``: its
+        float64 margins and kernel row, or its hints) for a :meth:`learn` of the same row
+        next: test-then-train (``predict_one(x)`` then ``learn_one(x, y)``, as river's
+        ``progressive_val_score`` runs) then computes the row once. Only that learn takes
+        it (:meth:`_take_pre`), and only while the set's version has not moved (every
+        change to the set, its coefficients or its kernel moves it) and the row is the same
+        to the bit; every other call of this pass drops it first. Not during the
+        ``gamma="auto"`` warm-up, whose learn refines the kernel before its row."""
+        if self.warming and self.scale.n < AUTO_WINDOW:
+            return
+        memcpy(self.pre_row, self.row, d * sizeof(double))
+        self.pre_d = d
+        self.pre_row_sq = row_sq
+        self.pre_version = self.support.version
+        self.pre_kind = kind
+
+    cdef int _take_pre(self, int kind, Py_ssize_t d, double *row_sq) noexcept:
+        """``kind``, what :meth:`_keep_pre` kept (the caller took it from ``pre_kind``,
+        which it cleared), if it is for the row now in ``self.row`` (``d`` wide) and the
+        set has not changed since: ``row_sq`` then receives the row's squared norm as
+        computed then. 0 otherwise."""
+        if (kind == 0 or d != self.pre_d or self.support.version != self.pre_version
+                or memcmp(self.row, self.pre_row, d * sizeof(double)) != 0):
+            return 0
+        row_sq[0] = self.pre_row_sq
+        if kind == PRE_ROW:
+            self.rows_reused += 1
+        else:
+            self.hints_reused += 1
+        return kind
 
     cdef void _fill_targets(self, code) noexcept:
         """The label's targets into ``self.t``: its sign (binary, or a single class), else
@@ -1653,10 +1713,14 @@ cdef class EventPass:
         """``model.learn_one(x, y)`` in one call; False (nothing changed) when it does not
         apply."""
         cdef Py_ssize_t d
+        cdef int pre
         if self.valued:
             return self._learn_value(model, x, y)
         if type(x) is not dict or not self._current(model):
+            self.pre_kind = 0
             return False
+        pre = self.pre_kind  # (what predict left: it serves this learn or none)
+        self.pre_kind = 0
         code = self._code(y)
         if code is None:
             return False  # a new class or rank, no label, or an unhashable one
@@ -1669,8 +1733,8 @@ cdef class EventPass:
             # the row is in the estimate now: from here on the event is never handed back
             if not self._current(model):
                 return self._finish(model, d, y)
-            return self._learn_label(model, d, y, code, True, None)
-        return self._learn_label(model, d, y, code, False, None)
+            return self._learn_label(model, d, y, code, True, None, 0)
+        return self._learn_label(model, d, y, code, False, None, pre)
 
     cdef object _code(self, y):
         """The label's column or sign (the ranker's rank index); ``None`` for a label not
@@ -1681,21 +1745,30 @@ cdef class EventPass:
         except TypeError:
             return None
 
-    cdef object _learn_label(self, model, Py_ssize_t d, y, code, bint folded, list pred):
+    cdef object _learn_label(self, model, Py_ssize_t d, y, code, bint folded, list pred,
+                             int pre):
         """``learn_one``'s rule, insert and counters for the row in ``self.row`` (``d``
         wide, label ``y`` with ``code`` from :meth:`_code`): the one core of :meth:`learn`
         and :meth:`learn_rows`. ``folded``: this call folded the row into the ``gamma=
         "auto"`` estimate, so it is finished on the NumPy path rather than handed back;
         otherwise False (nothing changed) when it does not apply. ``pred``: a list the
-        prediction ``predict_one`` would have made is appended to (when learned)."""
+        prediction ``predict_one`` would have made is appended to (when learned). ``pre``:
+        what :meth:`predict` left (:meth:`_keep_pre`), taken where still valid."""
         cdef double row_sq
         cdef Py_ssize_t pr = 0, i, k = 0
         cdef bint update = False, hinted
-        self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
-        if self._grow_first(self.support.n) and not self._current(model):
-            return self._finish(model, d, y) if folded else False
+        if self._grow_first(self.support.n):
+            pre = 0  # (new buffers: the set's version moved anyway)
+            if not self._current(model):
+                return self._finish(model, d, y) if folded else False
+        pre = self._take_pre(pre, d, &row_sq)
+        if not pre:  # (predict's _margins left Merge's dots, kr_slot -1)
+            self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
         said = None
-        hinted = self._hint(d, &row_sq)
+        if pre:
+            hinted = pre == PRE_HINTS
+        else:
+            hinted = self._hint(d, &row_sq)
         if hinted:  # the decision from the float32 hints where they make it certain
             if pred is not None:
                 said = self._hint_decide()
@@ -1715,7 +1788,7 @@ cdef class EventPass:
             else:
                 self.hints_fresh += 1
         if not hinted:  # the float64 kernel row
-            if not self._margins(d, &row_sq, self.rcode == R_ADATRON):
+            if pre != PRE_ROW and not self._margins(d, &row_sq, self.rcode == R_ADATRON):
                 return self._finish(model, d, y) if folded else False
             said = self._decide() if pred is not None else None
             if self.ranker:
@@ -1794,6 +1867,7 @@ cdef class EventPass:
         needs no split into runs. A row it stops at is not folded either; a row folded is
         learned whatever follows (on the NumPy path where this one cannot take it)."""
         cdef list pred = None
+        self.pre_kind = 0
         if out is not None:
             if self.valued:
                 raise ValueError("learn_rows: no predictions for the SVR or novelty")
@@ -1868,11 +1942,11 @@ cdef class EventPass:
                     if not self._current(model):
                         self._finish_value(model, d, yv)
                     else:
-                        self._learn_value_row(model, d, yv, True)
+                        self._learn_value_row(model, d, yv, True, 0)
                     continue
                 if self.rcode == R_SVR:
                     self._lookahead(R, i, d, False)
-                if not self._learn_value_row(model, d, yv, False):
+                if not self._learn_value_row(model, d, yv, False, 0):
                     return i
                 continue
             code = self._code(targets[i])
@@ -1884,11 +1958,11 @@ cdef class EventPass:
                 if not self._current(model):
                     self._finish(model, d, targets[i])
                 else:
-                    self._learn_label(model, d, targets[i], code, True, None)
+                    self._learn_label(model, d, targets[i], code, True, None, 0)
                 continue
             if self.rcode == R_ADATRON:
                 self._lookahead(R, i, d, True)
-            if not self._learn_label(model, d, targets[i], code, False, pred):
+            if not self._learn_label(model, d, targets[i], code, False, pred, 0):
                 return i
         return m
 
@@ -2166,6 +2240,7 @@ cdef class EventPass:
         d = self._row(x)
         if d < 0 or not self._margins(d, &row_sq, False):
             return NOT_HANDLED
+        self._keep_pre(PRE_ROW, d, row_sq)
         if self.rcode == R_SVR:
             return (model._y_mean if self.s_off_mean else self.s_off) + self.f[0]
         for s in range(n):
@@ -2267,8 +2342,12 @@ cdef class EventPass:
         when it does not apply."""
         cdef Py_ssize_t d
         cdef double yv = 0.0
+        cdef int pre
         if type(x) is not dict or not self._current(model):
+            self.pre_kind = 0
             return False
+        pre = self.pre_kind  # (what predict left: it serves this learn or none)
+        self.pre_kind = 0
         if self.rcode == R_SVR:
             if type(y) is not float:
                 return False
@@ -2284,23 +2363,26 @@ cdef class EventPass:
             # the row is in the estimate now: from here on the event is never handed back
             if not self._current(model):
                 return self._finish_value(model, d, yv)
-            return self._learn_value_row(model, d, yv, True)
-        return self._learn_value_row(model, d, yv, False)
+            return self._learn_value_row(model, d, yv, True, 0)
+        return self._learn_value_row(model, d, yv, False, pre)
 
-    cdef object _learn_value_row(self, model, Py_ssize_t d, double yv, bint folded):
+    cdef object _learn_value_row(self, model, Py_ssize_t d, double yv, bint folded, int pre):
         """The SVR's step or novelty's insert, and the counters, for the row in
         ``self.row`` (``d`` wide, target ``yv``): the one core of :meth:`_learn_value` and
-        :meth:`learn_rows`; ``folded`` as for :meth:`_learn_label`."""
+        :meth:`learn_rows`; ``folded`` and ``pre`` as for :meth:`_learn_label`."""
         cdef double row_sq, alpha = 1.0, kxx, f
         cdef double stats[3]
         cdef Py_ssize_t n, s, slot
         cdef bint track_r = False, swap = False, need_k, full, one_k = False
-        self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
         n = self.support.n
         full = self.budget > 0 and n >= self.budget
         if self._grow_first(n):
+            pre = 0  # (new buffers: the set's version moved anyway)
             if not self._current(model):
                 return self._finish_value(model, d, yv) if folded else False
+        pre = self._take_pre(pre, d, &row_sq)
+        if not pre:  # (predict's _margins left Merge's dots, kr_slot -1)
+            self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
         if self.rcode == R_NOVELTY:
             track_r = self._r_current(model, n)
             if track_r and full and self.pcode != P_PROJECTRON:  # a vector leaves
@@ -2313,9 +2395,9 @@ cdef class EventPass:
             one_k = True  # its removal reads k(x, x_r) alone: one kernel value
         elif self.pcode == P_FORGETRON and full:
             need_k = True
-        if need_k and not self._margins(d, &row_sq, self.rcode == R_NOVELTY):
+        if need_k and not pre and not self._margins(d, &row_sq, self.rcode == R_NOVELTY):
             return self._finish_value(model, d, yv) if folded else False
-        if not need_k:  # novelty without r to carry: only the row's norm
+        if not need_k and not pre:  # novelty without r to carry: only the row's norm
             row_sq = 0.0
             for s in range(d):
                 row_sq = row_sq + self.row[s] * self.row[s]
