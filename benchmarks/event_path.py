@@ -5,7 +5,9 @@ protocols: ``learn_one`` alone, and test-then-train (``predict_one`` then ``lear
 River's linear ``Perceptron`` runs the same events in the same repeat, so the ratio is
 paired; each row is the median (min-max) over repeats of CPU time. "NumPy path" is the
 same learner with its compiled per-event path switched off (``model._event = None``),
-i.e. what ``learn_one`` cost before ``streamk/learners/_event.pyx``.
+i.e. what ``learn_one`` cost before ``streamk/learners/_event.pyx``. In test-then-train
+the compiled ``learn_one`` takes the kernel row (or the float32 hints) ``predict_one`` has
+just computed for the same event, so the protocol computes one row per event, not two.
 
 Run::
 
@@ -28,7 +30,7 @@ from river import datasets, linear_model
 from river.datasets import synth
 
 from benchmarks.common import machine_info
-from streamk import KernelPerceptron, MarginPerceptron, accel
+from streamk import KernelAdatron, KernelPerceptron, MarginPerceptron, accel
 from streamk.learners import eventpass
 
 RESULTS = Path(__file__).parent / "results"
@@ -55,12 +57,15 @@ def models() -> dict[str, Callable[[], Any]]:
 
     kp = lambda: KernelPerceptron(budget=BUDGET)  # noqa: E731
     mp = lambda: MarginPerceptron(budget=BUDGET)  # noqa: E731
+    ka = lambda: KernelAdatron(budget=BUDGET)  # noqa: E731
     return {
         "river linear_model.Perceptron": linear_model.Perceptron,
         f"KernelPerceptron(budget={BUDGET})": kp,
         f"KernelPerceptron(budget={BUDGET}), NumPy path": numpy_path(kp),
         f"MarginPerceptron(budget={BUDGET})": mp,
         f"MarginPerceptron(budget={BUDGET}), NumPy path": numpy_path(mp),
+        f"KernelAdatron(budget={BUDGET})": ka,
+        f"KernelAdatron(budget={BUDGET}), NumPy path": numpy_path(ka),
     }
 
 
@@ -126,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "benchmark": "event_path",
+        "command": "python -m benchmarks.event_path" + (" --quick" if args.quick else ""),
         "repeats": repeats,
         "budget": BUDGET,
         "timing": "CPU time (time.process_time) of one pass, data in memory as dicts",

@@ -419,3 +419,31 @@ def test_the_readmes_block_pass_policies_take_a_block_pass():
             assert fastpass.COUNTS["compiled"] == len(X), (cell, dict(fastpass.COUNTS))
             if pname == "merge":
                 assert fastpass.COUNTS["merges"] > 0, cell
+
+
+def test_the_user_guides_test_then_train_figures_are_the_event_path_benchmarks():
+    """The user guide's test-then-train and ``learn_one`` ratios on the d = 50 stream are
+    the committed ``python -m benchmarks.event_path`` run's medians."""
+    claim = _user_guide_claim(
+        r"test-then-train runs at (?P<kp_ttt>[\d.]+)× river's for `KernelPerceptron\(budget="
+        r"(?P<b>\d+)\)` and (?P<ka_ttt>[\d.]+)× for `KernelAdatron\(budget=(?P=b)\)` "
+        r"\(`learn_one` alone: (?P<kp_one>[\d.]+)× and (?P<ka_one>[\d.]+)×\)",
+        "test-then-train figures",
+    )
+    doc = _benchmark("event_path")
+    assert doc["budget"] == int(claim["b"]) and doc["repeats"] == 3
+
+    def ratio(protocol: str, model: str) -> float:
+        (row,) = [
+            r
+            for r in doc["rows"]
+            if r["stream"].startswith("Hyperplane(d=50")
+            and r["protocol"] == protocol
+            and r["model"] == f"{model}(budget={claim['b']})"
+        ]
+        return round(row["ratio_vs_river_median"], 2)
+
+    assert float(claim["kp_ttt"]) == ratio("test-then-train", "KernelPerceptron")
+    assert float(claim["ka_ttt"]) == ratio("test-then-train", "KernelAdatron")
+    assert float(claim["kp_one"]) == ratio("learn_one", "KernelPerceptron")
+    assert float(claim["ka_one"]) == ratio("learn_one", "KernelAdatron")
