@@ -179,3 +179,23 @@ def test_positive_of_binary_labels(labels):
         coder.add(label)
     for label in labels:
         assert coder.positive(label) == [coder.targets(label)[0] > 0.0]
+
+
+@pytest.mark.parametrize("labels", [["solo"], [False, True], [1, 0], ["a", "b", "c", "d"]])
+def test_probabilities_of_one_row_are_the_blocks(labels):
+    """``probabilities_one`` (``predict_proba_one``'s map, in Python floats) against
+    ``probabilities`` on a block of one row: within an ulp or two of each, on margins from tiny to
+    far past where the logistic saturates and the softmax underflows, ties included."""
+    coder = LabelCoder()
+    for label in labels:
+        coder.add(label)
+    rng = np.random.default_rng(4)
+    p = coder.n_outputs
+    rows = [rng.normal(scale=s, size=p) for s in (1e-12, 1.0, 30.0, 800.0) for _ in range(50)]
+    rows += [np.zeros(p), np.full(p, 5.0), np.array([1e308, -1e308, 0.0, 1.0][:p])]
+    for f in rows:
+        one = coder.probabilities_one(f)
+        want = coder.probabilities(f[None, :])[0]
+        assert len(one) == len(labels) and all(isinstance(v, float) for v in one)
+        np.testing.assert_allclose(one, want, rtol=1e-15, atol=4.5e-16)  # (1 - p: an ulp of p)
+        assert int(np.argmax(one)) == int(np.argmax(want))

@@ -226,3 +226,46 @@ def test_a_learn_takes_the_predictions_hints_only_when_they_are_still_right(
     _answers_equal(said_fast, said_slow)
     assert_same_model(fast, slow, exact=policy != "forgetron")
     assert _reused(fast) - before == expected
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("learner", ["perceptron", "margin, three classes", "adatron"])
+def test_probabilities_then_learn_take_one_row(learner, policy):
+    """``predict_proba_one`` (river's ``progressive_val_score`` asks it for ROC AUC or log
+    loss) and ``decision_function_one`` run compiled too and leave their row for the learn
+    that follows: the same probabilities and margins as the NumPy path (to rounding: the
+    compiled margins sum in another order, ``math.tanh`` / ``exp`` stand for NumPy's), the
+    same model after, and one row a event."""
+    make, classes = LEARNERS[learner]
+    events = stream(200, 4, 8, classes)
+    fast, slow = make(POLICIES[policy]()), make(POLICIES[policy]())
+    slow._event = None
+    for i, (x, y) in enumerate(events):
+        if i % 2:
+            np.testing.assert_allclose(
+                fast.decision_function_one(x), slow.decision_function_one(x), rtol=1e-9, atol=1e-12
+            )
+        else:
+            p_fast, p_slow = fast.predict_proba_one(x), slow.predict_proba_one(x)
+            assert p_fast.keys() == p_slow.keys()
+            np.testing.assert_allclose(list(p_fast.values()), list(p_slow.values()), rtol=1e-9)
+        fast.learn_one(x, y)
+        slow.learn_one(x, y)
+    _assert_models(fast, slow, policy)
+    assert fast._event.rows_reused > len(events) - 2 * len(classes) - 5  # (a new class: none)
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_the_rankers_score_then_learn_take_one_row(policy):
+    """The ranker's ``score_one`` runs compiled and leaves its row for the learn: the
+    same scores (to rounding) and model as the NumPy path."""
+    make, ranks = LEARNERS["ranker"]
+    events = stream(200, 4, 9, ranks)
+    fast, slow = make(POLICIES[policy]()), make(POLICIES[policy]())
+    slow._event = None
+    for x, y in events:
+        np.testing.assert_allclose(fast.score_one(x), slow.score_one(x), rtol=1e-9, atol=1e-12)
+        fast.learn_one(x, y)
+        slow.learn_one(x, y)
+    _assert_models(fast, slow, policy)
+    assert fast._event.rows_reused > len(events) - 5

@@ -55,7 +55,7 @@ from libc.math cimport INFINITY, copysign, fabs, isfinite, pow, sqrt
 from libc.stdint cimport INT64_MAX, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
-from numpy import float64
+from numpy import empty, float64
 
 cdef extern from "Python.h":
     bint PyFloat_CheckExact(object o)
@@ -1287,6 +1287,30 @@ cdef class EventPass:
             return NOT_HANDLED
         self._keep_pre(PRE_ROW, d, row_sq)
         return self._decide()
+
+    def margins(self, model, x):
+        """``model.decision_function_one(x)`` of a classifier (the perceptrons, the
+        adatron) or the ranker's ``score_one(x)`` in one call: the float64 margins, a new
+        array of one value per output; or :data:`NOT_HANDLED` (and for the SVR and
+        novelty). Like :meth:`predict` it leaves its row for a :meth:`learn` of the same
+        event (``predict_proba_one`` then ``learn_one``)."""
+        cdef double row_sq
+        cdef Py_ssize_t d, c
+        cdef double[::1] out
+        self.pre_kind = 0
+        if self.valued or type(x) is not dict or not self._current(model):
+            return NOT_HANDLED
+        if self.n_classes == 0 or self.support.n == 0:
+            return NOT_HANDLED  # (the NumPy path's zeros)
+        d = self._row(<dict>x)
+        if d < 0 or not self._margins(d, &row_sq, False):
+            return NOT_HANDLED
+        self._keep_pre(PRE_ROW, d, row_sq)
+        f = empty(self.coef.shape[1])
+        out = f
+        for c in range(out.shape[0]):
+            out[c] = self.f[c]
+        return f
 
     cdef void _keep_pre(self, int kind, Py_ssize_t d, double row_sq) noexcept:
         """Keep what :meth:`predict` just computed for the event's row (``kind``: its

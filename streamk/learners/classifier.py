@@ -47,6 +47,11 @@ class KernelClassifier(KernelLearner):
         """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""
         if self._support.n == 0:
             return np.zeros(self._support.n_outputs)
+        event = self._event  # one compiled call when it applies (see eventpass)
+        if event is not None:
+            f = event.margins(self, x)
+            if f is not eventpass.NOT_HANDLED:
+                return f
         return self._margins(self._predict_row(x))[1].copy()
 
     def predict_one(self, x: dict) -> Any:
@@ -66,8 +71,9 @@ class KernelClassifier(KernelLearner):
     def predict_proba_one(self, x: dict) -> dict[Any, float]:
         if not self._labels.classes:
             return {}
-        P = self._labels.probabilities(self.decision_function_one(x)[None, :])
-        return dict(zip(self._labels.classes, P[0].tolist()))
+        return dict(
+            zip(self._labels.classes, self._labels.probabilities_one(self.decision_function_one(x)))
+        )
 
     def learn_predict_many(self, X: Any, y: Any) -> list[Any]:
         """Test-then-train on a block: ``predict_one`` then ``learn_one`` for each row, in order.

@@ -280,6 +280,25 @@ class LabelCoder:
         E = np.exp(Z)
         return E / E.sum(axis=1, keepdims=True)
 
+    def probabilities_one(self, f: np.ndarray) -> list[float]:
+        """:meth:`probabilities` of one row of margins ``f``, in Python floats: the same
+        operations on each value (``math.tanh`` and ``math.exp`` in place of NumPy's, which
+        may differ in the last bit), without the NumPy calls that cost a ``predict_proba_one``
+        several times its margins."""
+        k = len(self.classes)
+        if k <= 1:
+            return [1.0] * k
+        if not self.multiclass:
+            p_pos = 0.5 * (1.0 + math.tanh(0.5 * float(f[0])))  # logistic, overflow-free
+            out = [1.0 - p_pos, 1.0 - p_pos]
+            out[self.signs.index(1)] = p_pos
+            return out
+        values = f.tolist()
+        top = max(values)
+        e = [math.exp(v - top) for v in values]
+        total = sum(e)
+        return [v / total for v in e]
+
     def state(self) -> dict[str, Any]:
         return {"classes": list(self.classes), "signs": list(self.signs)}
 

@@ -358,6 +358,11 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         """The raw score ``f(x)``."""
         if self._support.n == 0:
             return 0.0
+        event = self._event  # one compiled call when it applies (see eventpass)
+        if event is not None:
+            f = event.margins(self, x)
+            if f is not eventpass.NOT_HANDLED:
+                return float(f[0])
         return float(self._kernel_row(self._predict_row(x)) @ self._support.coef[:, 0])
 
     def predict_one(self, x: dict) -> Hashable:
