@@ -1,7 +1,8 @@
 """Per-event cost of ``learn_one`` / ``predict_one``: the compiled path, the NumPy path, river.
 
-Each learner learns a stream held in memory as dicts, one event at a time, in two
-protocols: ``learn_one`` alone, and test-then-train (``predict_one`` then ``learn_one``).
+Each learner learns a stream held in memory as dicts, one event at a time, in three
+protocols: ``learn_one`` alone, and test-then-train (``predict_one``, or
+``predict_proba_one``, then ``learn_one``).
 River's linear ``Perceptron`` runs the same events in the same repeat, so the ratio is
 paired; each row is the median (min-max) over repeats of CPU time. "NumPy path" is the
 same learner with its compiled per-event path switched off (``model._event = None``),
@@ -35,6 +36,13 @@ from streamk.learners import eventpass
 
 RESULTS = Path(__file__).parent / "results"
 BUDGET = 200
+#: protocol -> what each event is asked before ``learn_one`` (river's progressive_val_score
+#: asks predict_proba_one for metrics on probabilities: ROC AUC, log loss)
+PROTOCOLS = {
+    "learn_one": None,
+    "test-then-train": "predict_one",
+    "test-then-train, proba": "predict_proba_one",
+}
 
 
 def streams(quick: bool) -> dict[str, list[tuple[dict, Any]]]:
@@ -69,13 +77,14 @@ def models() -> dict[str, Callable[[], Any]]:
     }
 
 
-def rate(make: Callable[[], Any], events: list[tuple[dict, Any]], predict: bool) -> float:
-    """Events per CPU second of one pass over ``events``."""
+def rate(make: Callable[[], Any], events: list[tuple[dict, Any]], ask: str | None) -> float:
+    """Events per CPU second of one pass over ``events``: ``learn_one`` alone, or after
+    ``ask`` (``"predict_one"`` or ``"predict_proba_one"``) of the same event."""
     model = make()
     learn = model.learn_one
     t0 = time.process_time()
-    if predict:
-        guess = model.predict_one
+    if ask:
+        guess = getattr(model, ask)
         for x, y in events:
             guess(x)
             learn(x, y)
@@ -95,14 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {load_before[0]:.2f}")
     rows = []
     print(
-        f"{'stream':<24} {'protocol':<16} {'model':<42} {'ev/s':>10} {'range':>19} {'x river':>8}"
+        f"{'stream':<24} {'protocol':<23} {'model':<42} {'ev/s':>10} {'range':>19} {'x river':>8}"
     )
     for sname, events in streams(args.quick).items():
-        for protocol, predict in (("learn_one", False), ("test-then-train", True)):
+        for protocol, ask in PROTOCOLS.items():
             samples: dict[str, list[float]] = {m: [] for m in models()}
             ratios: dict[str, list[float]] = {m: [] for m in models()}
             for _ in range(repeats):  # every model once per repeat: paired ratios
-                got = {m: rate(make, events, predict) for m, make in models().items()}
+                got = {m: rate(make, events, ask) for m, make in models().items()}
                 base = got["river linear_model.Perceptron"]
                 for m, r in got.items():
                     samples[m].append(r)
@@ -122,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 span = f"{min(s):,.0f}-{max(s):,.0f}"
                 print(
-                    f"{sname:<24} {protocol:<16} {m:<42} {row['events_per_s_median']:>10,.0f} "
+                    f"{sname:<24} {protocol:<23} {m:<42} {row['events_per_s_median']:>10,.0f} "
                     f"{span:>19} {row['ratio_vs_river_median']:>8.2f}",
                     flush=True,
                 )

@@ -447,3 +447,17 @@ def test_the_user_guides_test_then_train_figures_are_the_event_path_benchmarks()
     assert float(claim["ka_ttt"]) == ratio("test-then-train", "KernelAdatron")
     assert float(claim["kp_one"]) == ratio("learn_one", "KernelPerceptron")
     assert float(claim["ka_one"]) == ratio("learn_one", "KernelAdatron")
+    proba = _user_guide_claim(
+        r"asking `predict_proba_one` instead, the perceptrons and the adatron run at "
+        r"(?P<lo>[\d.]+)–(?P<hi>[\d.]+)× river's on the three streams",
+        "predict_proba_one figures",
+    )
+    ratios = [
+        round(r["ratio_vs_river_median"], 2)
+        for r in doc["rows"]
+        if r["protocol"] == "test-then-train, proba"
+        and not r["model"].endswith("NumPy path")
+        and not r["model"].startswith("river")
+    ]
+    assert len(ratios) == 9  # three learners, three streams
+    assert (float(proba["lo"]), float(proba["hi"])) == (min(ratios), max(ratios))
