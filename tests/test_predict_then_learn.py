@@ -167,15 +167,13 @@ def _assert_models(fast: Any, slow: Any, policy: str) -> None:
         assert_same_model(fast, slow, exact=exact)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("policy", sorted(POLICIES))
-@pytest.mark.parametrize("learner", sorted(LEARNERS))
-def test_a_learn_takes_the_predictions_row_only_when_it_is_still_right(learner, policy, scenario):
-    make, classes = LEARNERS[learner]
-    events = stream(160, 4, 3, classes) if classes else value_stream(160, 4, 3)
-    fast, slow = make(POLICIES[policy]()), make(POLICIES[policy]())
+def _run_scenario(scenario, fast: Any, slow: Any, events: list) -> tuple[int, int]:
+    """Test-then-train on the first 120 events (a full set, turned over), then
+    ``scenario`` on both models (``slow`` switched to the NumPy path here): the same
+    answers. Returns the learns the scenario lets take a prediction's row, and how many
+    did on ``fast``."""
     slow._event = None  # the NumPy path only
-    for m in (fast, slow):  # a full set, turned over, learned test-then-train
+    for m in (fast, slow):
         for x, y in events[:120]:
             _ask(m, x)
             _learn(m, x, y)
@@ -186,9 +184,20 @@ def test_a_learn_takes_the_predictions_row_only_when_it_is_still_right(learner, 
         runs.append(scenario(m, dict(x), y, dict(x2), y2, events[122:140]))
     (said_fast, expected), (said_slow, _) = runs
     _answers_equal(said_fast, said_slow)
+    return expected, _reused(fast) - before
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("learner", sorted(LEARNERS))
+def test_a_learn_takes_the_predictions_row_only_when_it_is_still_right(learner, policy, scenario):
+    make, classes = LEARNERS[learner]
+    events = stream(160, 4, 3, classes) if classes else value_stream(160, 4, 3)
+    fast, slow = make(POLICIES[policy]()), make(POLICIES[policy]())
+    expected, reused = _run_scenario(scenario, fast, slow, events)
     _assert_models(fast, slow, policy)
     assert fast.support_.n == 30  # the scenario ran on a full set
-    assert _reused(fast) - before == expected
+    assert reused == expected
 
 
 HINTED = {
@@ -210,22 +219,11 @@ def test_a_learn_takes_the_predictions_hints_only_when_they_are_still_right(
     one kernel value it reads from the event's row)."""
     events = stream(160, 20, 4, LEARNERS[learner][1])
     fast, slow = HINTED[learner](POLICIES[policy]()), HINTED[learner](POLICIES[policy]())
-    slow._event = None
     with hints(True, min_width=1, min_set=1):
-        for m in (fast, slow):
-            for x, y in events[:120]:
-                _ask(m, x)
-                _learn(m, x, y)
-        assert fast._event.hints_reused > 40  # the hints decided, and the learns took them
-        before = _reused(fast)
-        runs = []
-        for m in (fast, slow):
-            (x, y), (x2, y2) = events[120], events[121]
-            runs.append(scenario(m, dict(x), y, dict(x2), y2, events[122:140]))
-    (said_fast, expected), (said_slow, _) = runs
-    _answers_equal(said_fast, said_slow)
+        expected, reused = _run_scenario(scenario, fast, slow, events)
+    assert fast._event.hints_reused > 40  # the hints decided, and the learns took them
     assert_same_model(fast, slow, exact=policy != "forgetron")
-    assert _reused(fast) - before == expected
+    assert reused == expected
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))

@@ -1333,9 +1333,11 @@ cdef class EventPass:
         """``kind``, what :meth:`_keep_pre` kept (the caller took it from ``pre_kind``,
         which it cleared), if it is for the row now in ``self.row`` (``d`` wide) and the
         set has not changed since: ``row_sq`` then receives the row's squared norm as
-        computed then. 0 otherwise."""
+        computed then (and Merge's dots stay in ``kr``). 0 otherwise, with what
+        :meth:`_margins` leaves for the event reset (it sets them again)."""
         if (kind == 0 or d != self.pre_d or self.support.version != self.pre_version
                 or memcmp(self.row, self.pre_row, d * sizeof(double)) != 0):
+            self.m_dots = self.kr_slot = -1
             return 0
         row_sq[0] = self.pre_row_sq
         if kind == PRE_ROW:
@@ -1786,8 +1788,6 @@ cdef class EventPass:
             if not self._current(model):
                 return self._finish(model, d, y) if folded else False
         pre = self._take_pre(pre, d, &row_sq)
-        if not pre:  # (predict's _margins left Merge's dots, kr_slot -1)
-            self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
         said = None
         if pre:
             hinted = pre == PRE_HINTS
@@ -2405,8 +2405,6 @@ cdef class EventPass:
             if not self._current(model):
                 return self._finish_value(model, d, yv) if folded else False
         pre = self._take_pre(pre, d, &row_sq)
-        if not pre:  # (predict's _margins left Merge's dots, kr_slot -1)
-            self.m_dots = self.kr_slot = -1  # (this event's _margins sets them)
         if self.rcode == R_NOVELTY:
             track_r = self._r_current(model, n)
             if track_r and full and self.pcode != P_PROJECTRON:  # a vector leaves
