@@ -127,6 +127,44 @@ def test_adopted_model_equals_the_no_bias_dual_solved_by_lbfgsb():
     assert out.objective == pytest.approx(res.fun, rel=1e-6)
 
 
+@pytest.mark.parametrize("norm", [1, 2])
+def test_a_hard_margin_adatron_is_consolidated_with_the_wrappers_c(norm):
+    """KernelAdatron's default C is infinite: the hard margin without bias. On noisy data
+    its dual is unbounded or nearly so (Phishing's conflicting duplicates: 10^7 coordinate
+    steps, 15-28 s a consolidation, to an objective of -1.9e20); the consolidation solves it
+    with the consolidator's C instead, as it does the SVR's: the dual L-BFGS-B solves with
+    that box (norm 1) or that ridge (norm 2)."""
+    learner = KernelAdatron(kernel=RBF(gamma=1.0), norm=norm)
+    learner, cons = fed(learner, BANANAS[:500], window_size=250)
+    Xw, yw = cons.window.data()
+    out = solve_learner(learner, Xw, yw, C=0.7, tol=1e-9, max_epochs=20000, fill=None)
+    assert out.status == 0  # converged
+    adopted = build(learner, out.state)
+    X, y = training_set(learner, Xw, yw)
+    H = (y[:, None] * y[None, :]) * RBF(gamma=1.0).gram(X, X)
+    if norm == 2:
+        H = H + np.eye(len(y)) / 0.7
+
+    def obj(a):
+        return 0.5 * a @ H @ a - a.sum(), H @ a - 1.0
+
+    box = (0, 0.7) if norm == 1 else (0, None)
+    res = scipy.optimize.minimize(
+        obj,
+        np.zeros(len(y)),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[box] * len(y),
+        options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000},
+    )
+    Xt = rows(BANANAS[2000:2200])
+    expected = RBF(gamma=1.0).gram(Xt, X) @ (res.x * y)
+    np.testing.assert_allclose(adopted.support_.decision(Xt)[:, 0], expected, atol=1e-4)
+    assert out.objective == pytest.approx(res.fun, rel=1e-6)
+    if norm == 1:
+        assert np.abs(adopted.support_.coef).max() <= 0.7 + 1e-12
+
+
 @pytest.mark.parametrize("budget", [40, RemoveSmallest(40)])
 @pytest.mark.parametrize("fill", [0.5, 1.0])
 def test_budget_is_respected_after_every_adoption(budget, fill):

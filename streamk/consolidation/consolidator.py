@@ -61,10 +61,12 @@ class Consolidator:
         stream: a trigger that comes while a job runs waits for it (``when_full`` is the exception:
         it looks at the live model, which is not the one the replay produces).
     C, solver, compress, tol, max_epochs, fill, nu
-        Passed to :func:`~streamk.consolidation.solve.solve_learner` (box, ``"adatron"``
-        (no bias, default) or ``"svc"``; budget compression ``"auto"``, ``"project"``,
-        ``"resolve"`` or ``"largest"``; the fraction ``fill`` of the budget the solution may
-        use; ``nu`` for the ranker).
+        Passed to :func:`~streamk.consolidation.solve.solve_learner` (the box of the
+        perceptrons' problem, and of the adatron's or the SVR's when their own ``C`` is
+        infinite, the adatron's default: such a hard margin's dual is unbounded on noisy
+        data; ``"adatron"`` (no bias, default) or ``"svc"``; budget compression ``"auto"``,
+        ``"project"``, ``"resolve"`` or ``"largest"``; the fraction ``fill`` of the budget
+        the solution may use; ``nu`` for the ranker).
     when_full
         ... or when the learner's support set reaches its budget (deterministic): the on-line
         learner's next mistake would evict a support vector of the adopted solution. Needs
