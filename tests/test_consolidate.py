@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import pickle
 import threading
@@ -308,6 +309,28 @@ def test_svr_adatron_and_ranker_consolidate_consistently():
     again = type(ranker.model).from_state(ranker.model.state())
     xs = [x for x, _ in BANANAS[900:1000]]
     assert [again.predict_one(x) for x in xs] == [ranker.predict_one(x) for x in xs]
+
+
+def test_a_ranker_that_takes_its_ranks_from_the_labels_consolidates():
+    """``OnlineRanker()`` (``ranks=None``) learns its ranks from the labels; consolidation
+    read ``ranks`` and raised ``TypeError`` inside ``learn_one``. It reads the ranks seen
+    now: the solve equals that of the same learner told those ranks, and a window that
+    lacks one is skipped."""
+    learner, cons = fed(OnlineRanker(budget=60), BANANAS[:600], window_size=300)
+    Xw, yw = cons.window.data()
+    told = copy.deepcopy(learner)
+    told.ranks = tuple(learner.ranks_)  # what a ranker created with its ranks holds
+    assert learner.ranks is None and told.ranks == (False, True)
+    got, want = solve_learner(learner, Xw, yw, nu=0.3), solve_learner(told, Xw, yw, nu=0.3)
+    assert not got.skipped and got.status == 0
+    np.testing.assert_array_equal(got.state["support"]["coef"], want.state["support"]["coef"])
+    np.testing.assert_array_equal(got.extra["thresholds"], want.extra["thresholds"])
+    one_rank = [y for y in yw if y]  # a window of one rank: no ranking problem to solve
+    rows_one = np.asarray([r for r, y in zip(Xw, yw) if y])
+    assert solve_learner(learner, rows_one, one_rank).skipped == "window lacks some ranks"
+    ranker = Consolidated(OnlineRanker(budget=60), every=300, nu=0.3)
+    run(ranker, BANANAS[:900])
+    assert ranker.n_consolidations >= 3
 
 
 def test_drift_detector_triggers_consolidation():

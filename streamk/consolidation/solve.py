@@ -227,7 +227,8 @@ def solve_learner(
         warm0 = b0[:, None]
     elif name == "OnlineRanker":
         levels = np.r_[np.full(int(keep_s.sum()), -1), [learner._rank_index(v) for v in yw]]
-        if np.unique(levels[levels >= 0]).shape[0] != len(learner.ranks):
+        known = len(learner.ranks_)  # (ranks=None: the ranks seen so far)
+        if known < 2 or np.unique(levels[levels >= 0]).shape[0] != known:
             return Outcome(None, n_train=n, skipped="window lacks some ranks")
         has_box = False
 
