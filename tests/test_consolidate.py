@@ -26,7 +26,13 @@ from streamk.consolidation.solve import build
 from streamk.errors import ConfigError
 from streamk.kernels import RBF, Laplacian, Linear
 from streamk.kernels.measures import MMDDrift
-from streamk.learners import KernelAdatron, KernelPerceptron, OnlineRanker, OnlineSVR
+from streamk.learners import (
+    KernelAdatron,
+    KernelNovelty,
+    KernelPerceptron,
+    OnlineRanker,
+    OnlineSVR,
+)
 
 BANANAS = list(itertools.islice(datasets.Bananas(), 2400))
 
@@ -358,6 +364,8 @@ def test_kernel_selection_at_consolidation_adopts_the_fsm_choice():
 def test_config_errors():
     with pytest.raises(ConfigError):
         Consolidator(when_full=False)
+    with pytest.raises(ConfigError, match="novelty detector .* no batch problem"):
+        Consolidated(KernelNovelty(budget=50))  # (it built a classifier's wrapper that broke)
     with pytest.raises(ConfigError):
         Consolidator(every=0)
     with pytest.raises(ConfigError):

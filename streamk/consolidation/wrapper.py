@@ -9,10 +9,17 @@ from river import base
 
 from ..errors import ConfigError, SnapshotError
 from ..kernels import Kernel
+from ..learners.novelty import KernelNovelty
 from .consolidator import Consolidator
 from .limits import DEFAULT_WINDOW_LIMITS
 
 __all__ = ["Consolidated", "ConsolidatedClassifier", "ConsolidatedRegressor"]
+
+#: Why a novelty detector is not consolidated (``Consolidated`` and the engine's config).
+NOVELTY_NOT_CONSOLIDATED = (
+    "the novelty detector (KernelNovelty) is not consolidated: it keeps every stored event "
+    "with weight 1 and has no batch problem to re-solve"
+)
 
 
 class _Consolidated(base.Wrapper):
@@ -44,6 +51,8 @@ class _Consolidated(base.Wrapper):
     ):
         if not hasattr(model, "support_") or not hasattr(model, "state"):
             raise ConfigError(f"Consolidated wraps a streamk kernel learner, got {model!r}")
+        if isinstance(model, KernelNovelty):  # (learn_one(x): a classifier's wrapper broke)
+            raise ConfigError(NOVELTY_NOT_CONSOLIDATED)
         self.model = model
         self.every = every
         self.seconds = seconds

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..consolidation.wrapper import NOVELTY_NOT_CONSOLIDATED
 from ..errors import ConfigError
 from .registry import LEARNERS, RANKS_HELP, parse_ranks
 
@@ -356,8 +357,7 @@ def _check(config: dict[str, Any]) -> None:
         )
     if config["learner"] == "novelty" and config["consolidate_every"]:
         raise ConfigError(
-            "consolidate_every must be 0 with learner = novelty: the novelty detector keeps "
-            "every stored event with weight 1 and has no batch problem to re-solve"
+            f"consolidate_every must be 0 with learner = novelty: {NOVELTY_NOT_CONSOLIDATED}"
         )
     if config["scale"] == "standard" and config["consolidate_every"]:
         raise ConfigError(
