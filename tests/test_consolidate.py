@@ -24,7 +24,7 @@ from streamk.consolidation import (
 from streamk.consolidation import consolidator as consolidator_module
 from streamk.consolidation.solve import build
 from streamk.errors import ConfigError
-from streamk.kernels import RBF, Laplacian, Linear
+from streamk.kernels import RBF, Laplacian, Linear, Spectrum
 from streamk.kernels.measures import MMDDrift
 from streamk.learners import (
     KernelAdatron,
@@ -366,6 +366,8 @@ def test_config_errors():
         Consolidator(when_full=False)
     with pytest.raises(ConfigError, match="novelty detector .* no batch problem"):
         Consolidated(KernelNovelty(budget=50))  # (it built a classifier's wrapper that broke)
+    with pytest.raises(ConfigError, match="strings or trees"):  # (its first event raised)
+        Consolidated(KernelPerceptron(kernel=Spectrum(3), budget=50))
     with pytest.raises(ConfigError):
         Consolidator(every=0)
     with pytest.raises(ConfigError):

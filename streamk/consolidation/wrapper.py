@@ -53,6 +53,11 @@ class _Consolidated(base.Wrapper):
             raise ConfigError(f"Consolidated wraps a streamk kernel learner, got {model!r}")
         if isinstance(model, KernelNovelty):  # (learn_one(x): a classifier's wrapper broke)
             raise ConfigError(NOVELTY_NOT_CONSOLIDATED)
+        if getattr(model, "_objects", False):  # (the window's feature row broke on a str)
+            raise ConfigError(
+                f"Consolidated re-solves learners on vectors (its window holds feature rows); "
+                f"{model.kernel!r} works on strings or trees: use the learner without it"
+            )
         self.model = model
         self.every = every
         self.seconds = seconds
