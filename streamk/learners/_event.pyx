@@ -1333,8 +1333,9 @@ cdef class EventPass:
         """``kind``, what :meth:`_keep_pre` kept (the caller took it from ``pre_kind``,
         which it cleared), if it is for the row now in ``self.row`` (``d`` wide) and the
         set has not changed since: ``row_sq`` then receives the row's squared norm as
-        computed then (and Merge's dots stay in ``kr``). 0 otherwise, with what
-        :meth:`_margins` leaves for the event reset (it sets them again)."""
+        computed then (and, from the float64 row, Merge's dots stay in ``kr``). 0
+        otherwise, with what :meth:`_margins` leaves for the event reset (it sets them
+        again)."""
         if (kind == 0 or d != self.pre_d or self.support.version != self.pre_version
                 or memcmp(self.row, self.pre_row, d * sizeof(double)) != 0):
             self.m_dots = self.kr_slot = -1
@@ -1342,7 +1343,8 @@ cdef class EventPass:
         row_sq[0] = self.pre_row_sq
         if kind == PRE_ROW:
             self.rows_reused += 1
-        else:
+        else:  # (the hints compute no dots and no leaving column)
+            self.m_dots = self.kr_slot = -1
             self.hints_reused += 1
         return kind
 
