@@ -6,9 +6,10 @@ runs it, computes each event's row once.
 It may do so only for the same row, to the bit, and only while nothing has changed the
 model since. Each scenario below runs the same calls on a learner with the compiled path
 and on one without it (the NumPy path, the oracle): the same answers and the same model
-after, and the pass's counters say whether the learn took the prediction's row. A dict
-changed in place, another event, a second prediction, ``learn_many``, a new class, a
-restored or copied model in between: each must make the learn compute its row afresh.
+after, and the pass's counters say whether the learn took the prediction's row: not
+after the dict changed in place, for another event, after a second prediction or a
+``learn_many``, nor a second time; but after an equal dict, or a copy of the model that
+learned in between.
 """
 
 from __future__ import annotations
@@ -191,6 +192,8 @@ def _run_scenario(scenario, fast: Any, slow: Any, events: list) -> tuple[int, in
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 @pytest.mark.parametrize("learner", sorted(LEARNERS))
 def test_a_learn_takes_the_predictions_row_only_when_it_is_still_right(learner, policy, scenario):
+    """Every learner on the per-event path, under a removal, the Forgetron (whose leaving
+    column a reused row lacks) and Merge (whose search takes the prediction's dots)."""
     make, classes = LEARNERS[learner]
     events = stream(160, 4, 3, classes) if classes else value_stream(160, 4, 3)
     fast, slow = make(POLICIES[policy]()), make(POLICIES[policy]())
@@ -233,7 +236,7 @@ def test_probabilities_then_learn_take_one_row(learner, policy):
     loss) and ``decision_function_one`` run compiled too and leave their row for the learn
     that follows: the same probabilities and margins as the NumPy path (to rounding: the
     compiled margins sum in another order, ``math.tanh`` / ``exp`` stand for NumPy's), the
-    same model after, and one row a event."""
+    same model after, and one row an event."""
     make, classes = LEARNERS[learner]
     events = stream(200, 4, 8, classes)
     fast, slow = make(POLICIES[policy]()), make(POLICIES[policy]())
