@@ -17,6 +17,7 @@ import pytest
 from streamk import (
     RBF,
     Forgetron,
+    KernelAdatron,
     KernelPerceptron,
     Laplacian,
     Linear,
@@ -243,6 +244,45 @@ def test_compiled_learn_predict_many_is_prequential(kernel, policy, learner):
         accel.core = core
     assert got == want
     _same_model(fast, slow)
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+@pytest.mark.parametrize("policy", ["unbounded", "oldest", "forgetron", "projectron", "merge"])
+@pytest.mark.parametrize("kernel", ["rbf", "rbf-auto", "laplacian", "sum"])
+def test_the_adatrons_learn_predict_many_is_prequential(kernel, policy, classes):
+    """``KernelAdatron.learn_predict_many`` (the per-event core's loop over the block, with
+    its predictions) says what ``predict_one`` said before each row and ends with the
+    model of the NumPy path one event at a time; a third class appearing inside a block
+    (``classes=3``) takes the NumPy path for its row, and ``gamma="auto"``'s warm-up the
+    generic loop."""
+    if policy == "merge" and not kernel.startswith("rbf"):
+        pytest.skip("Merge takes an RBF kernel only (ConfigError otherwise)")
+    X, y = _stream(900, classes)
+
+    def make():
+        return KernelAdatron(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
+
+    fast = make()
+    blocks = ((0, 150), (150, 400), (400, 900))
+    got = [p for a, b in blocks for p in fast.learn_predict_many(X[a:b], y[a:b])]
+    slow = make()
+    core, accel.core = accel.core, None
+    try:
+        want = []
+        for x, label in zip(X.to_dict(orient="records"), y):
+            want.append(slow.predict_one(x))
+            slow.learn_one(x, label)
+    finally:
+        accel.core = core
+    assert got == want
+    sf, ss = fast.support_, slow.support_
+    assert sf.n == ss.n and fast.n_updates == slow.n_updates and fast.classes_ == slow.classes_
+    np.testing.assert_array_equal(sf.ids, ss.ids)
+    np.testing.assert_allclose(sf.X, ss.X, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sf.coef, ss.coef, rtol=1e-7, atol=1e-12)
+    np.testing.assert_array_equal(fast._cls.align(sf.ids), slow._cls.align(ss.ids))
+    if policy != "unbounded":
+        assert sf.next_id > 60  # the budget filled and turned over
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "rbf-auto"])

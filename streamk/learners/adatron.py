@@ -14,7 +14,7 @@ from ..kernels import Kernel
 from ..solvers.coordinate import adatron_dual
 from . import dualpass, eventpass
 from ._slotdata import SlotData
-from .base import AUTO_WINDOW, as_list
+from .base import AUTO_WINDOW, Offset, as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder
 
@@ -195,6 +195,38 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
                 k_row = S.kernel_row(row)
                 self._update(row, k_row @ S.coef, k_row, label)
         self._cls.settle(self._support)
+
+    def learn_predict_many(self, X: Any, y: Any) -> list[Any]:
+        """Test-then-train on a block: what ``predict_one`` said before each row, each row
+        then learned as ``learn_one`` would (the same predictions and model).
+
+        With ``resweeps=0`` and once ``gamma="auto"`` is estimated, one loop of the compiled
+        per-event core over the block's rows (``EventPass.learn_rows``, its predictions
+        from the kernel row it learns from), where the generic loop made a dict of each row
+        and two calls; the rows the core declines take the NumPy path in place.
+        """
+        if self.resweeps or self._event is None or self._objects or self._warming_up:
+            return super().learn_predict_many(X, y)
+        rows = self._block(X, grow=True)
+        labels = as_list(y)
+        if len(labels) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        preds: list[Any] = [None] * len(labels)
+        i = self._event_rows(rows, labels, self._learn_block_row, Offset(preds, 0), self._said)
+        for j in range(i, len(labels)):  # the core does not take this model, or stalled
+            k_row = self._kernel_row(rows[j])
+            preds[j] = self._said(rows[j], k_row)
+            self._learn_block_row(rows[j], k_row, labels[j])
+        self._cls.settle(self._support)
+        return preds
+
+    def _said(self, row: np.ndarray, k_row: np.ndarray) -> Any:
+        """What ``predict_one`` says of ``row`` on the NumPy path, from its kernel row
+        ``k_row`` (``f`` as :meth:`_margins` computes it)."""
+        if not self._labels.classes:
+            return None
+        S = self._support
+        return self._labels.decide_one(k_row.dot(S._coef[: S.n]))
 
     def _learn_runs(self, rows: np.ndarray, labels: list[Any]) -> None:
         """``resweeps=0``: each run under one kernel through the compiled per-event core

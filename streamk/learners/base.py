@@ -86,6 +86,26 @@ def _folds_in_place(scale: ScaleEstimator, rows: np.ndarray) -> bool:
     )
 
 
+class Offset:
+    """A write view of a list shifted by ``start`` (the rows of one run under one kernel):
+    what :meth:`KernelLearner._event_rows` writes a block's predictions through."""
+
+    __slots__ = ("items", "start")
+
+    def __init__(self, items: list[Any], start: int):
+        self.items, self.start = items, start
+
+    def __getitem__(self, j: int) -> Any:
+        return self.items[self.start + j]
+
+    def __setitem__(self, j: int, value: Any) -> None:
+        self.items[self.start + j] = value
+
+    def put(self, j: int, values: list[Any]) -> None:
+        """Write ``values`` at ``j, j + 1, ...`` in one slice assignment."""
+        self.items[self.start + j : self.start + j + len(values)] = values
+
+
 class KernelLearner:
     """Mixin with the shared state of a kernel learner.
 

@@ -16,7 +16,7 @@ from ..budget.projectron import Projectron
 from ..errors import InvalidInput
 from ..kernels import RBF, Kernel, Scaled
 from . import eventpass, fastpass
-from .base import as_list
+from .base import Offset, as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder, label_values
 
@@ -24,25 +24,6 @@ __all__ = ["KernelPerceptron"]
 
 
 _UNSET = object()  # a prediction not made yet (None is a real one: before any label)
-
-
-class _Offset:
-    """A write view of a list shifted by ``start`` (the rows of one run under one kernel)."""
-
-    __slots__ = ("items", "start")
-
-    def __init__(self, items: list[Any], start: int):
-        self.items, self.start = items, start
-
-    def __getitem__(self, j: int) -> Any:
-        return self.items[self.start + j]
-
-    def __setitem__(self, j: int, value: Any) -> None:
-        self.items[self.start + j] = value
-
-    def put(self, j: int, values: list[Any]) -> None:
-        """Write ``values`` at ``j, j + 1, ...`` in one slice assignment."""
-        self.items[self.start + j : self.start + j + len(values)] = values
 
 
 class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
@@ -172,7 +153,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             if preds is not None and self._warming_up:  # scored before its row moves gamma
                 first = self._labels.decide(self._support.decision(rows[i]))[0]
             end = self._fold_kernel_run(rows, i)
-            out = None if preds is None else _Offset(preds, i)
+            out = None if preds is None else Offset(preds, i)
             if pre is None and tried != len(self._labels.classes):  # once per set of classes
                 tried, base = len(self._labels.classes), i
                 pre = self._block_inputs(
@@ -299,7 +280,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self,
         rows: np.ndarray,
         labels: list[Any],
-        out: _Offset | None,
+        out: Offset | None,
         pre: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """Rows learned under one kernel: one compiled pass when it applies, else one tracked
@@ -341,7 +322,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                 return
             if done_rows:  # the rest on the tracked path below, from the row it stopped at
                 rows, labels = rows[done_rows:], labels[done_rows:]
-                out = None if out is None else _Offset(out.items, out.start + done_rows)
+                out = None if out is None else Offset(out.items, out.start + done_rows)
         seen = set(self._labels.classes)
         with self._support.track(rows) as block:
             j = 0
