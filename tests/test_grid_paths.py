@@ -128,6 +128,20 @@ def _learn_one_numpy(model, X: pd.DataFrame, y: list, blocks: list, probe: pd.Da
     return preds
 
 
+def _prequential_numpy(model, X: pd.DataFrame, y: list) -> list:
+    """The oracle of test-then-train: ``predict_one`` then ``learn_one`` on each event, on
+    the NumPy path; the predictions."""
+    core, accel.core = accel.core, None
+    try:
+        said = []
+        for x, label in zip(X.to_dict(orient="records"), y):
+            said.append(model.predict_one(x))
+            model.learn_one(x, label)
+    finally:
+        accel.core = core
+    return said
+
+
 def _same_model(fast, slow) -> None:
     sf, ss = fast.support_, slow.support_
     assert sf.n == ss.n
@@ -234,14 +248,7 @@ def test_compiled_learn_predict_many_is_prequential(kernel, policy, learner):
     fast = learner(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
     got = [p for a, b in ((0, 400), (400, 900)) for p in fast.learn_predict_many(X[a:b], y[a:b])]
     slow = learner(kernel=KERNELS[kernel](), budget=POLICIES[policy][0]())
-    core, accel.core = accel.core, None
-    try:
-        want = []
-        for x, label in zip(X.to_dict(orient="records"), y):
-            want.append(slow.predict_one(x))
-            slow.learn_one(x, label)
-    finally:
-        accel.core = core
+    want = _prequential_numpy(slow, X, y)
     assert got == want
     _same_model(fast, slow)
 
@@ -266,14 +273,7 @@ def test_the_adatrons_learn_predict_many_is_prequential(kernel, policy, classes)
     blocks = ((0, 150), (150, 400), (400, 900))
     got = [p for a, b in blocks for p in fast.learn_predict_many(X[a:b], y[a:b])]
     slow = make()
-    core, accel.core = accel.core, None
-    try:
-        want = []
-        for x, label in zip(X.to_dict(orient="records"), y):
-            want.append(slow.predict_one(x))
-            slow.learn_one(x, label)
-    finally:
-        accel.core = core
+    want = _prequential_numpy(slow, X, y)
     assert got == want
     sf, ss = fast.support_, slow.support_
     assert sf.n == ss.n and fast.n_updates == slow.n_updates and fast.classes_ == slow.classes_
