@@ -98,10 +98,6 @@ def rbf_from_dots(double[:, ::1] D, const double[::1] a_sq, const double[::1] b_
             sk_rbf_from_dots(&D[i, 0], &D[i, 0], &b_sq[0], a_sq[i], n, gamma)
 
 
-cdef extern from "_dense.h" nogil:
-    Py_ssize_t sk_oldest(const int64_t *ids, Py_ssize_t n)  # SupportSet.oldest, vectorised
-
-
 cdef inline Py_ssize_t _slot_for_new(const int64_t *ids, Py_ssize_t n,
                                      Py_ssize_t budget) noexcept nogil:
     """Where a new support vector goes: ``n`` (appended) unless the budget is full, then

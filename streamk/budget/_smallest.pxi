@@ -1,8 +1,13 @@
-# RemoveSmallest's choice of the vector that leaves, shared by the block passes
-# (streamk/_core.pyx) and the per-event core (streamk/learners/_event.pyx) through
-# Cython's ``include``: one definition, so both pick the same slot.
+# The removal policies' choice of the vector that leaves (RemoveSmallest's here; the
+# oldest's, for RemoveOldest and the Forgetron, is streamk/_dense.h's sk_oldest), shared by
+# the block passes (streamk/_core.pyx) and the per-event core (streamk/learners/_event.pyx)
+# through Cython's ``include``: one definition, so both pick the same slot.
 
 from libc.math cimport INFINITY, sqrt
+
+
+cdef extern from "_dense.h" nogil:
+    Py_ssize_t sk_oldest(const int64_t *ids, Py_ssize_t n)  # SupportSet.oldest, vectorised
 
 
 cdef Py_ssize_t _smallest_slot(const double[:, ::1] coef, const double[::1] kdiag,

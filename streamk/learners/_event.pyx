@@ -233,9 +233,6 @@ include "../budget/_projectron.pxi"
 include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_policies.pyx)
 include "../budget/_forgetron.pxi"
 
-cdef extern from "_dense.h" nogil:
-    Py_ssize_t sk_oldest(const int64_t *ids, Py_ssize_t n)  # SupportSet.oldest, vectorised
-
 
 cdef int _record(slots, SupportCounters support, int64_t id_, double value) except -1:
     """``slots.add(id_, value)``, then ``slots.settle(support)``: what the learner's
