@@ -212,21 +212,14 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         preds: list[Any] = [None] * len(labels)
-        i = self._event_rows(rows, labels, self._learn_block_row, Offset(preds, 0), self._said)
+        said = self._predict_event_row
+        i = self._event_rows(rows, labels, self._learn_block_row, Offset(preds, 0), said)
         for j in range(i, len(labels)):  # the core does not take this model, or stalled
             k_row = self._kernel_row(rows[j])
-            preds[j] = self._said(rows[j], k_row)
+            preds[j] = said(rows[j], k_row)
             self._learn_block_row(rows[j], k_row, labels[j])
         self._cls.settle(self._support)
         return preds
-
-    def _said(self, row: np.ndarray, k_row: np.ndarray) -> Any:
-        """What ``predict_one`` says of ``row`` on the NumPy path, from its kernel row
-        ``k_row`` (``f`` as :meth:`_margins` computes it)."""
-        if not self._labels.classes:
-            return None
-        S = self._support
-        return self._labels.decide_one(k_row.dot(S._coef[: S.n]))
 
     def _learn_runs(self, rows: np.ndarray, labels: list[Any]) -> None:
         """``resweeps=0``: each run under one kernel through the compiled per-event core

@@ -68,6 +68,13 @@ class KernelClassifier(KernelLearner):
             return self._labels.decide_one(np.zeros(self._support.n_outputs))
         return self._labels.decide_one(self._margins(self._predict_row(x))[1])
 
+    def _predict_event_row(self, row: np.ndarray, k_row: np.ndarray) -> Any:
+        """``predict_one`` of a row whose ``K(row, S)`` is ``k_row``, on the NumPy path
+        (where the compiled per-event core stopped in a block: see ``_event_rows``)."""
+        if not self._labels.classes:
+            return None
+        return self._labels.decide_one(k_row @ self._support.coef)
+
     def predict_proba_one(self, x: dict) -> dict[Any, float]:
         if not self._labels.classes:
             return {}

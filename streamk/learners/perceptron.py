@@ -409,12 +409,6 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         self._add_label(label)
         self._update(row, k_row @ self._support.coef, k_row, label)
 
-    def _predict_event_row(self, row: np.ndarray, k_row: np.ndarray) -> Any:
-        """``predict_one`` of a row whose ``K(row, S)`` is ``k_row``."""
-        if not self._labels.classes:
-            return None
-        return self._labels.decide_one(k_row @ self._support.coef)
-
     def _learn_segment(self, block, rows, labels, start: int, end: int, out=None) -> None:
         """Rows ``start:end`` (labels all known): jump from mistake to mistake.
 
