@@ -429,3 +429,38 @@ def test_unit_test_params_do_consolidate():
     m = ConsolidatedClassifier(**next(ConsolidatedClassifier._unit_test_params()))
     run(m, itertools.islice(datasets.Phishing(), 400))
     assert m.n_consolidations == 2 and m.metrics()["consolidations"] == 2
+
+
+@pytest.mark.parametrize("task", ["classifier", "regressor"])
+def test_learn_predict_many_is_prequential_across_consolidations(task):
+    """A labelled block (what the engine and ``streamk learn --batch-size`` hand over) is
+    scored row by row before each row is learned, consolidations included: the same
+    predictions and the same consolidations as ``predict_one`` then ``learn_one``."""
+    if task == "classifier":
+        data = BANANAS[:900]
+
+        def make():
+            return Consolidated(KernelPerceptron(budget=RemoveSmallest(60)), every=200)
+
+    else:
+        rng = np.random.default_rng(3)
+        X = rng.uniform(-2, 2, size=(900, 3))
+        t = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.2 * rng.standard_normal(900)
+        data = [(dict(enumerate(row)), float(v)) for row, v in zip(X.tolist(), t)]
+
+        def make():
+            return Consolidated(OnlineSVR(kernel=RBF(gamma=0.5), budget=60), every=200)
+
+    blocks, one = make(), make()
+    got = []
+    for a in range(0, len(data), 250):
+        xs, ys = [x for x, _ in data[a : a + 250]], [y for _, y in data[a : a + 250]]
+        got += blocks.learn_predict_many(xs, ys)
+    want = []
+    for x, y in data:
+        want.append(one.predict_one(x))
+        one.learn_one(x, y)
+    assert got == want
+    assert blocks.n_consolidations == one.n_consolidations >= 4
+    with pytest.raises(ValueError, match="900 rows but y has 899"):
+        make().learn_predict_many([x for x, _ in data], [y for _, y in data][:-1])

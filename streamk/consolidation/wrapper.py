@@ -7,7 +7,7 @@ from typing import Any
 
 from river import base
 
-from ..errors import ConfigError, SnapshotError
+from ..errors import ConfigError, InvalidInput, SnapshotError
 from ..kernels import Kernel
 from ..learners.novelty import KernelNovelty
 from .consolidator import Consolidator
@@ -113,12 +113,19 @@ class _Consolidated(base.Wrapper):
 
     def learn_many(self, X: Any, y: Any, **kwargs: Any) -> None:
         """Row by row between consolidation points, so the model equals ``learn_one``'s."""
-        import pandas as pd
+        for x, target in _pairs(X, y):
+            self.learn_one(x, target, **kwargs)
 
-        X = pd.DataFrame(X) if not isinstance(X, pd.DataFrame) else X
-        ys = list(y)
-        for i, x in enumerate(X.to_dict(orient="records")):
-            self.learn_one(x, ys[i], **kwargs)
+    def learn_predict_many(self, X: Any, y: Any, **kwargs: Any) -> list[Any]:
+        """Test-then-train on a block, row by row: what ``predict_one`` said before each
+        row, each row then learned as :meth:`learn_one` learns it (consolidations at the
+        same events). What the engine and ``streamk learn --batch-size`` call for a
+        labelled block, so their figures are the per-event ones."""
+        said = []
+        for x, target in _pairs(X, y):
+            said.append(self.model.predict_one(x))
+            self.learn_one(x, target, **kwargs)
+        return said
 
     def join(self) -> None:
         """Wait for a background consolidation and adopt it (before a snapshot, at shutdown)."""
@@ -267,3 +274,15 @@ def Consolidated(model: Any, **params: Any) -> _Consolidated:  # noqa: N802 - re
     if isinstance(model, base.Regressor):
         return ConsolidatedRegressor(model, **params)
     return ConsolidatedClassifier(model, **params)
+
+
+def _pairs(X: Any, y: Any) -> list[tuple[dict, Any]]:
+    """A block's rows as dicts (a DataFrame's, or one made of ``X``) with their labels, for
+    the per-row loop; a label count that does not match is refused, never truncated."""
+    import pandas as pd
+
+    X = pd.DataFrame(X) if not isinstance(X, pd.DataFrame) else X
+    ys = list(y)
+    if len(ys) != len(X):
+        raise InvalidInput(f"X has {len(X)} rows but y has {len(ys)} labels")
+    return list(zip(X.to_dict(orient="records"), ys))
