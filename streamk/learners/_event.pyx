@@ -1882,8 +1882,8 @@ cdef class EventPass:
         Returns the number of rows learned: it stops at the first row :meth:`learn` would
         decline (a new label, no room, ...), with nothing changed for that row, so the
         caller goes on with the NumPy path from there. ``out``, a list, is extended with
-        what ``predict_one`` would have said before each row learned (the classifiers and
-        the ranker only).
+        what ``predict_one`` would have said before each row learned (not for novelty,
+        whose flags the engine takes for a whole block before learning it).
 
         ``fold``: the rows are not folded yet; each one is, here, as :meth:`learn` folds an
         event during the warm-up (the kernel moving where ``regamma_at`` says), so a block
@@ -1892,8 +1892,8 @@ cdef class EventPass:
         cdef list pred = None
         self.pre_kind = 0
         if out is not None:
-            if self.valued:
-                raise ValueError("learn_rows: no predictions for the SVR or novelty")
+            if self.rcode == R_NOVELTY:
+                raise ValueError("learn_rows: no predictions for novelty")
             if fold:
                 raise ValueError("learn_rows: no predictions while folding the warm-up")
             pred = <list?>out
@@ -1965,11 +1965,11 @@ cdef class EventPass:
                     if not self._current(model):
                         self._finish_value(model, d, yv)
                     else:
-                        self._learn_value_row(model, d, yv, True, 0)
+                        self._learn_value_row(model, d, yv, True, 0, None)
                     continue
                 if self.rcode == R_SVR:
                     self._lookahead(R, i, d, False)
-                if not self._learn_value_row(model, d, yv, False, 0):
+                if not self._learn_value_row(model, d, yv, False, 0, pred):
                     return i
                 continue
             code = self._code(targets[i])
@@ -2386,14 +2386,17 @@ cdef class EventPass:
             # the row is in the estimate now: from here on the event is never handed back
             if not self._current(model):
                 return self._finish_value(model, d, yv)
-            return self._learn_value_row(model, d, yv, True, 0)
-        return self._learn_value_row(model, d, yv, False, pre)
+            return self._learn_value_row(model, d, yv, True, 0, None)
+        return self._learn_value_row(model, d, yv, False, pre, None)
 
-    cdef object _learn_value_row(self, model, Py_ssize_t d, double yv, bint folded, int pre):
+    cdef object _learn_value_row(self, model, Py_ssize_t d, double yv, bint folded, int pre,
+                                 list pred):
         """The SVR's step or novelty's insert, and the counters, for the row in
         ``self.row`` (``d`` wide, target ``yv``): the one core of :meth:`_learn_value` and
-        :meth:`learn_rows`; ``folded`` and ``pre`` as for :meth:`_learn_label`."""
-        cdef double row_sq, alpha = 1.0, kxx, f
+        :meth:`learn_rows`; ``folded``, ``pre`` and ``pred`` (the SVR's ``predict_one``
+        before the step, ``offset + f``, as :meth:`_predict_value` says it) as for
+        :meth:`_learn_label`."""
+        cdef double row_sq, alpha = 1.0, kxx, f, said = 0.0
         cdef double stats[3]
         cdef Py_ssize_t n, s, slot
         cdef bint track_r = False, swap = False, need_k, full, one_k = False
@@ -2436,6 +2439,10 @@ cdef class EventPass:
                 stats[0], stats[1], stats[2] = self.held_y[0], self.held_y[1], self.held_y[2]
             else:
                 stats[0], stats[1], stats[2] = <double>model._y_n, model._y_mean, model._y_m2
+            if pred is not None:  # before the step moves the running mean
+                said = stats[1] if self.s_off_mean else self.s_off
+                if n:  # (an empty set: the offset alone, as predict_one returns it)
+                    said = said + self.f[0]
             alpha = self._svr_alpha(yv, kxx, stats)
         if alpha != 0.0:
             if (
@@ -2483,6 +2490,8 @@ cdef class EventPass:
                 model._y_n = model._y_n + 1
                 model._y_mean, model._y_m2 = stats[1], stats[2]
         self._count(model, C_LEARNED)
+        if pred is not None:
+            pred.append(said)
         return True
 
 

@@ -14,7 +14,7 @@ from ..kernels import Kernel
 from ..solvers.coordinate import adatron_dual
 from . import dualpass, eventpass
 from ._slotdata import SlotData
-from .base import AUTO_WINDOW, Offset, as_list
+from .base import AUTO_WINDOW, as_list
 from .classifier import KernelClassifier
 from .labels import LabelCoder
 
@@ -206,18 +206,14 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         and two calls; the rows the core declines take the NumPy path in place.
         """
         if self.resweeps or self._event is None or self._objects or self._warming_up:
-            return super().learn_predict_many(X, y)
+            return self._learn_predict_each(X, y)
         rows = self._block(X, grow=True)
         labels = as_list(y)
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        preds: list[Any] = [None] * len(labels)
-        said = self._predict_event_row
-        i = self._event_rows(rows, labels, self._learn_block_row, Offset(preds, 0), said)
-        for j in range(i, len(labels)):  # the core does not take this model, or stalled
-            k_row = self._kernel_row(rows[j])
-            preds[j] = said(rows[j], k_row)
-            self._learn_block_row(rows[j], k_row, labels[j])
+        preds = self._learn_predict_rows(
+            rows, labels, self._learn_block_row, self._predict_event_row
+        )
         self._cls.settle(self._support)
         return preds
 

@@ -483,6 +483,42 @@ class KernelLearner:
                 i += 1
         return i
 
+    def _learn_predict_each(self, X: Any, y: Any) -> list[Any]:
+        """Test-then-train on a block the plain way: ``predict_one`` then ``learn_one`` for
+        each row, in order; what was said before each row was learned (prequential). The
+        ``learn_predict_many`` of a learner whose block cannot take the per-event core
+        (resweeps, strings or trees, the ``gamma="auto"`` warm-up)."""
+        if isinstance(X, np.ndarray):
+            xs = [dict(enumerate(row)) for row in X.tolist()]
+        elif hasattr(X, "to_dict"):  # a DataFrame: NaN cells are absent features
+            xs = [{k: v for k, v in r.items() if v == v} for r in X.to_dict(orient="records")]
+        else:
+            xs = list(X)
+        labels = list(y)
+        if len(labels) != len(xs):
+            raise InvalidInput(f"X has {len(xs)} rows but y has {len(labels)} labels")
+        preds = []
+        for x, label in zip(xs, labels):
+            preds.append(self.predict_one(x))
+            self.learn_one(x, label)
+        return preds
+
+    def _learn_predict_rows(
+        self, rows: np.ndarray, items: list[Any], step: Callable, said: Callable
+    ) -> list[Any]:
+        """Test-then-train on a block's rows under one kernel (after the warm-up): one loop
+        of the compiled per-event core, its predictions from the kernel row it learns from
+        (:meth:`_event_rows`), the rows it declines on the NumPy path in place
+        (``said(row, K(row, S))`` then ``step(row, K(row, S), item)``). Returns what
+        ``predict_one`` said before each row."""
+        preds: list[Any] = [None] * len(items)
+        i = self._event_rows(rows, items, step, Offset(preds, 0), said)
+        for j in range(i, len(items)):  # the core does not take this model, or stalled
+            k_row = self._kernel_row(rows[j])
+            preds[j] = said(rows[j], k_row)
+            step(rows[j], k_row, items[j])
+        return preds
+
     def _event_rows(
         self,
         rows: np.ndarray,

@@ -88,20 +88,7 @@ class KernelClassifier(KernelLearner):
         Returns the predictions made before each row was learned (prequential). Learners
         with a block algorithm override this with a faster exact version.
         """
-        if isinstance(X, np.ndarray):
-            xs = [dict(enumerate(row)) for row in X.tolist()]
-        elif hasattr(X, "to_dict"):  # a DataFrame: NaN cells are absent features
-            xs = [{k: v for k, v in r.items() if v == v} for r in X.to_dict(orient="records")]
-        else:
-            xs = list(X)
-        labels = list(y)
-        if len(labels) != len(xs):
-            raise InvalidInput(f"X has {len(xs)} rows but y has {len(labels)} labels")
-        preds = []
-        for x, label in zip(xs, labels):
-            preds.append(self.predict_one(x))
-            self.learn_one(x, label)
-        return preds
+        return self._learn_predict_each(X, y)
 
     def predict_many(self, X: Any):
         import pandas as pd

@@ -275,6 +275,34 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
                 self._learn_tracked(rows[i:end], labels[i:end], ranks[i:end])
             i = end
 
+    def learn_predict_many(self, X: Any, y: Any) -> list[Hashable]:
+        """Test-then-train on a block: what ``predict_one`` said before each row, each row
+        then learned as ``learn_one`` would (the same predictions and model).
+
+        What ``streamk learn --batch-size`` and the engine call for a labelled block, so
+        their figures are the per-event ones. Every label is checked first, as
+        :meth:`learn_many` does. Once ``gamma="auto"`` is estimated, one loop of the
+        compiled per-event core over the rows; otherwise the plain loop.
+        """
+        labels = as_list(y)
+        for label in labels:
+            self._rank_index(label)
+        if self.ranks is None:
+            self._check_orderable(labels)
+        if self._event is None or self._objects or self._warming_up:
+            return self._learn_predict_each(X, labels)
+        rows = self._block(X, grow=True)
+        if len(labels) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        return self._learn_predict_rows(rows, labels, self._learn_block_row, self._said)
+
+    def _said(self, row: np.ndarray, k_row: np.ndarray) -> Hashable:
+        """``predict_one`` of a row from its kernel row ``K(row, S)`` (the NumPy path)."""
+        if not self._labels:
+            return None
+        f = float(k_row @ self._support.coef[:, 0]) if self._support.n else 0.0
+        return self._labels[int(self._predict_index(np.array([f]))[0])]
+
     def _warm_runs(self, rows: np.ndarray, ranks: np.ndarray) -> int:
         """The warm-up's runs of a block in one :func:`streamk.learners.fastpass.ranker_runs`
         (:meth:`_warm_untracked`); the row it got to (0: nothing changed)."""

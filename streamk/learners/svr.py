@@ -289,6 +289,31 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
                     self._learn_tracked(block, rows[i:end], targets[i:end])
             i = end
 
+    def learn_predict_many(self, X: Any, y: Any) -> list[float]:
+        """Test-then-train on a block: what ``predict_one`` said before each row, each row
+        then learned as ``learn_one`` would (the same predictions and model).
+
+        What ``streamk learn --batch-size`` and the engine call for a labelled block, so
+        their error figures are the per-event ones. With ``resweeps=0`` and once
+        ``gamma="auto"`` is estimated, one loop of the compiled per-event core over the
+        rows, each prediction from the kernel row the step uses; otherwise the plain loop.
+        """
+        if self.resweeps or self._event is None or self._objects or self._warming_up:
+            return self._learn_predict_each(X, y)
+        rows = self._block(X, grow=True)
+        targets = _targets(y)
+        if len(targets) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(targets)} targets")
+        preds = self._learn_predict_rows(rows, targets, self._learn_block_row, self._said)
+        self._targets.settle(self._support)
+        return preds
+
+    def _said(self, row: np.ndarray, k_row: np.ndarray) -> float:
+        """``predict_one`` of a row from its kernel row ``K(row, S)`` (the NumPy path)."""
+        if self._support.n == 0:
+            return self.offset_
+        return self.offset_ + float(k_row @ self._support.coef[:, 0])
+
     def _warm_runs(self, rows: np.ndarray, targets: list[float]) -> int:
         """The warm-up's runs of a block in one :func:`streamk.learners.fastpass.svr_runs`
         (:meth:`_warm_untracked`); the row it got to (0: nothing changed)."""
