@@ -39,6 +39,7 @@ from streamk import (
 from streamk.consolidation import Consolidated
 from streamk.engine import Engine, EngineConfig
 from streamk.learners import fastpass
+from streamk.learners.scaling import StandardScaledRegressor
 from streamk.sources.iterable import IterableSource
 
 KERNELS = {
@@ -209,6 +210,9 @@ ENGINE_MODELS = {
     "consolidated": lambda: Consolidated(
         KernelPerceptron(kernel=RBF(gamma=0.4), budget=RemoveOldest(100)), every=300
     ),
+    "scaled-svr": lambda: StandardScaledRegressor(
+        OnlineSVR(kernel=RBF(gamma=0.4), budget=RemoveOldest(100))
+    ),
 }
 
 
@@ -216,10 +220,12 @@ ENGINE_MODELS = {
 def test_the_engines_rolling_figure_is_the_per_event_one(which):
     """The engine scores a labelled run with ``learn_predict_many``: its rolling figure
     over the last 1,000 events (MAE for the SVR, accuracy otherwise) is the per-event
-    prequential one of the NumPy path, for the SVR, the ranker and a consolidated
-    perceptron (consolidating every 300 events, inside the engine's runs of 250)."""
+    prequential one of the NumPy path, for the SVR, the ranker, a consolidated perceptron
+    (consolidating every 300 events, inside the engine's runs of 250) and a standardised
+    SVR."""
     X, y, r = _stream(1600, seed=1)
-    labels = y if which == "svr" else r if which == "ranker" else [v > 0 for v in y]
+    regression = which.endswith("svr")
+    labels = y if regression else r if which == "ranker" else [v > 0 for v in y]
     data = list(zip(X.to_dict(orient="records"), labels))
     seen: list[dict] = []
     engine = Engine(
@@ -230,7 +236,7 @@ def test_the_engines_rolling_figure_is_the_per_event_one(which):
     )
     engine.run()
     said = _prequential_numpy(ENGINE_MODELS[which](), X, labels)
-    if which == "svr":
+    if regression:
         want = float(np.mean(np.abs(np.array(y[-1000:]) - np.array(said[-1000:]))))
     else:
         want = float(np.mean([a == b for a, b in zip(labels[-1000:], said[-1000:])]))
