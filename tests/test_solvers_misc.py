@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
@@ -17,6 +19,7 @@ from streamk.solvers import (
     svc,
     svr_dual_no_bias,
 )
+from streamk.solvers import core as _smo_core
 
 
 def rbf(X: np.ndarray, gamma: float) -> np.ndarray:
@@ -218,3 +221,46 @@ def test_projection_reports_an_empty_set() -> None:
 def test_bad_inputs_raise_solver_error(call, match: str) -> None:
     with pytest.raises(SolverError, match=match):
         call()
+
+
+def _not_separable_through_the_origin() -> tuple[np.ndarray, np.ndarray]:
+    """A linear kernel with more points than features, labels no hyperplane through the
+    origin separates: the bias-free hard-margin dual is unbounded."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = np.where(X[:, 0] + 0.7 * rng.normal(size=120) > 0, 1.0, -1.0)
+    return X @ X.T, y
+
+
+def test_an_unbounded_hard_margin_falls_without_end_and_says_what_to_do():
+    """With ``C=inf`` and ``norm=1`` the objective falls in proportion to the iterations
+    (four times the epochs: about four times lower, larger alphas): no limit to reach. The
+    warning says why and that a finite ``C`` or ``norm=2`` is the way out, not more
+    iterations; with a finite ``C`` it converges, and a box that merely ran out of
+    iterations gets no such hint."""
+    K, y = _not_separable_through_the_origin()
+    runs = []
+    for epochs in (10, 40):
+        with pytest.warns(ConvergenceWarning, match="give a finite C, or norm=2"):
+            runs.append(adatron_dual(K, y, max_epochs=epochs, backend="numpy"))
+    assert runs[1].objective < 3.0 * runs[0].objective < 0.0
+    assert runs[1].alpha.max() > 3.0 * runs[0].alpha.max()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert adatron_dual(K, y, C=1.0, backend="numpy").status == 0
+    with pytest.warns(ConvergenceWarning) as caught:
+        adatron_dual(K, y, C=1.0, max_epochs=1, tol=1e-12, backend="numpy")
+    assert all("finite C" not in str(w.message) for w in caught)
+
+
+def test_the_compiled_adatron_says_the_same_of_an_unbounded_hard_margin():
+    """The compiled core (its step cap, 10^7) ends the same problem with the same hint."""
+    if not _smo_core.compiled_available():
+        pytest.skip("compiled core not built")
+    K, y = _not_separable_through_the_origin()
+    with pytest.warns(ConvergenceWarning, match="give a finite C, or norm=2"):
+        r = adatron_dual(K, y, backend="compiled")
+    assert r.status == 1 and r.objective < -1e6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert adatron_dual(K, y, C=1.0, backend="compiled").status == 0

@@ -124,11 +124,13 @@ def check_alpha0(alpha0: Any, n: int) -> np.ndarray | None:
     return a
 
 
-def warn_max_iter(name: str, n_iter: int) -> None:
-    """Issue the ConvergenceWarning shared by all solvers."""
+def warn_max_iter(name: str, n_iter: int, hint: str = "") -> None:
+    """Issue the ConvergenceWarning shared by all solvers (``hint``: a sentence on why this
+    problem may never converge, appended)."""
     warnings.warn(
         f"{name} stopped at max_iter={n_iter} before reaching tol; "
-        "raise max_iter or loosen tol (the result is feasible but not optimal)",
+        "raise max_iter or loosen tol (the result is feasible but not optimal)"
+        + (f"; {hint}" if hint else ""),
         ConvergenceWarning,
         stacklevel=3,
     )

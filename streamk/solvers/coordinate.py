@@ -10,6 +10,8 @@ the coordinates that violate the KKT conditions by more than ``tol``; every step
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import SolverError
@@ -119,9 +121,21 @@ def adatron_dual(
         gap = float(_adatron_violation(alpha, g, cbox).max())
         status = 0 if gap < tol else 1
     if status == 1:
-        warn_max_iter("adatron_dual", max_epochs)
+        warn_max_iter("adatron_dual", max_epochs, _unbounded_hint(cbox, ridge))
     obj = float(0.5 * alpha @ (y * f) + 0.5 * ridge * alpha @ alpha - alpha.sum())
     return SolverResult(alpha, 0.0, epochs, obj, status, gap, {"steps": steps})
+
+
+def _unbounded_hint(cbox: float, ridge: float) -> str:
+    """Why a hard margin without bias may never converge (empty for a bounded dual)."""
+    if not (math.isinf(cbox) and ridge == 0.0):
+        return ""
+    return (
+        "with C=inf and norm=1 (the hard margin without bias) the dual is unbounded when no "
+        "separator through the origin of the kernel's feature space separates the data (a "
+        "linear kernel with more points than features, a point repeated with both labels): "
+        "then more iterations only grow alpha; give a finite C, or norm=2"
+    )
 
 
 def _adatron_compiled(
@@ -163,7 +177,7 @@ def _adatron_compiled(
     g = -G[:n]  # 1 - y f - ridge alpha
     gap = float(_adatron_violation(alpha, g, cbox).max(initial=0.0))
     if status == 1:
-        warn_max_iter("adatron_dual", n_iter)
+        warn_max_iter("adatron_dual", n_iter, _unbounded_hint(cbox, ridge))
     obj = float(0.5 * alpha @ (G[:n] + 1.0) - alpha.sum())
     return SolverResult(alpha, 0.0, n_iter, obj, int(status), gap, {"steps": n_iter})
 
