@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from streamk_run import streamk
+from test_grid_paths import _prequential_numpy
 
 from streamk import (
     RBF,
@@ -34,7 +35,6 @@ from streamk import (
     RemoveOldest,
     RemoveSmallest,
     Sum,
-    accel,
 )
 from streamk.consolidation import Consolidated
 from streamk.engine import Engine, EngineConfig
@@ -66,19 +66,6 @@ def _stream(n: int, seed: int = 0) -> tuple[pd.DataFrame, list[float], list[int]
     score = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.standard_normal(n)
     ranks = np.searchsorted(np.quantile(score, [0.2, 0.4, 0.6, 0.8]), score)
     return pd.DataFrame(X, columns=["a", "b", "c", "d"]), score.tolist(), ranks.tolist()
-
-
-def _prequential_numpy(model, X: pd.DataFrame, y: list) -> list:
-    """The oracle: ``predict_one`` then ``learn_one`` on each event, on the NumPy path."""
-    core, accel.core = accel.core, None
-    try:
-        said = []
-        for x, label in zip(X.to_dict(orient="records"), y):
-            said.append(model.predict_one(x))
-            model.learn_one(x, label)
-    finally:
-        accel.core = core
-    return said
 
 
 def _blocks(model, X: pd.DataFrame, y: list) -> list:
