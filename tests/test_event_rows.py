@@ -397,5 +397,5 @@ def test_learn_rows_declines_what_learn_declines_before_changing_anything():
     assert pickle.dumps(model.state()) == before
     said: list = []
     assert event.learn_rows(model, Q[:5], y[:5], said) == 5 and len(said) == 5
-    with pytest.raises(ValueError, match="novelty"):  # flags go block by block (engine)
-        KernelNovelty()._event.learn_rows(KernelNovelty(), Q, None, [])
+    with pytest.raises(ValueError, match="folding"):  # a prediction needs a settled gamma
+        event.learn_rows(model, Q[:5], y[:5], [], True)

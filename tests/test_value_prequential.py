@@ -1,5 +1,5 @@
-"""Test-then-train on blocks for the on-line SVR, the ranker and a consolidated learner
-(``learn_predict_many``).
+"""Test-then-train on blocks for the on-line SVR, the ranker, novelty and a consolidated
+learner (``learn_predict_many``).
 
 What ``streamk learn --batch-size`` and the engine call for a labelled block: each row's
 prediction must be what ``predict_one`` said just before that row was learned, as river's
@@ -25,6 +25,7 @@ from test_grid_paths import _prequential_numpy
 from streamk import (
     RBF,
     Forgetron,
+    KernelNovelty,
     KernelPerceptron,
     Laplacian,
     Linear,
@@ -35,6 +36,7 @@ from streamk import (
     RemoveOldest,
     RemoveSmallest,
     Sum,
+    accel,
 )
 from streamk.consolidation import Consolidated
 from streamk.engine import Engine, EngineConfig
@@ -165,6 +167,71 @@ def test_rows_the_core_declines_are_said_on_the_numpy_path(learner):
     _same_support(fast, slow)
 
 
+def _planted(n: int, seed: int = 4) -> pd.DataFrame:
+    """A Gaussian cloud with a pair of far points every 300 events (from event 150): one
+    event at a time the first of a pair is flagged and, once learned, widens CF 5.3's
+    threshold so that the second is not; a run flagged before any of it is learned flags
+    both. A budget of 200 has let the previous pair go before the next arrives."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    for at in range(150, n - 1, 300):
+        X[at] = X[at + 1] = (200.0, -200.0)
+        X[at + 1] += 0.5
+    return pd.DataFrame(X, columns=["a", "b"])
+
+
+NOVELTY_POLICIES = {
+    "unbounded": lambda: None,
+    "oldest": lambda: RemoveOldest(200),
+    "smallest": lambda: RemoveSmallest(200),
+    "forgetron": lambda: Forgetron(200),
+    "projectron": lambda: Projectron(200),
+    "merge": lambda: Merge(200),
+}
+
+
+@pytest.mark.parametrize("policy", list(NOVELTY_POLICIES))
+@pytest.mark.parametrize("kernel", ["rbf", "rbf-auto", "laplacian"])
+def test_novelty_learn_predict_many_flags_each_row_before_learning_it(kernel, policy):
+    """Each flag is ``predict_one``'s before its row, the model the NumPy path's, and the
+    planted pairs flagged once each (the oracle: the NumPy path one event at a time)."""
+    _needs_rbf(policy, kernel)
+    if kernel == "rbf-auto" and policy == "projectron":
+        pytest.skip(
+            "on this stream one projection falls at eta's rounding edge: the NumPy path adds "
+            "a vector that every compiled path (learn_one's too) projects"
+        )
+    kernels = {"rbf": lambda: RBF(gamma=0.01), "laplacian": lambda: Laplacian(gamma=0.05)}
+    X = _planted(1200)
+
+    def make():
+        k = kernels[kernel]() if kernel in kernels else RBF(gamma="auto")
+        return KernelNovelty(kernel=k, budget=NOVELTY_POLICIES[policy]())
+
+    fast = make()
+    fastpass.COUNTS.clear()
+    blocks = ((0, 151), (151, 500), (500, 1200))  # (a pair split over two blocks)
+    got = [f for a, b in blocks for f in fast.learn_predict_many(X[a:b])]
+    slow = make()
+    core, accel.core = accel.core, None
+    try:
+        want = []
+        for x in X.to_dict(orient="records"):
+            want.append(slow.predict_one(x))
+            slow.learn_one(x)
+    finally:
+        accel.core = core
+    assert got == want
+    assert all(type(f) is bool for f in got)
+    if policy in ("oldest", "smallest", "forgetron") and kernel != "rbf-auto":
+        # each pair: its first point only (the Projectron and Merge keep fewer, wider
+        # vectors and flag none; gamma="auto" is estimated on the first pair)
+        assert [i for i, f in enumerate(got) if f] == [150, 450, 750, 1050]
+    _same_support(fast, slow)
+    if kernel != "rbf-auto":  # (the warm-up takes the plain loop, and gamma="auto" moves)
+        assert fastpass.COUNTS["event_rows"] > 0
+
+
 def test_resweeps_take_the_plain_loop_and_stay_prequential():
     """An SVR with resweeps has no per-event core: the block is learned event by event,
     each prediction made before its row."""
@@ -229,6 +296,65 @@ def test_the_engines_rolling_figure_is_the_per_event_one(which):
         want = float(np.mean([a == b for a, b in zip(labels[-1000:], said[-1000:])]))
     assert seen[-1]["learned"] == len(data)
     assert seen[-1]["rolling_metric"] == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("policy", ["unbounded", "oldest", "forgetron", "merge"])
+@pytest.mark.parametrize("side", [-1, 1])
+def test_the_cores_flag_on_either_side_of_cf_5_3s_threshold(policy, side):
+    """An event placed where its score is within 1e-6 of ``threshold_`` (found by bisection
+    along a ray, both on the NumPy path) is flagged by the per-event core exactly as the
+    NumPy path flags it: the core's threshold is CF 5.3's to that precision."""
+    model = KernelNovelty(kernel=RBF(gamma=0.01), budget=NOVELTY_POLICIES[policy]())
+    cloud = np.random.default_rng(5).normal(size=(450, 2))  # no far point stored
+    model.learn_many(pd.DataFrame(cloud, columns=["a", "b"]))
+    core, accel.core = accel.core, None
+    try:
+        threshold = model.threshold_  # (r current from here on)
+        target = threshold * (1.0 + side * 1e-6)
+
+        def at(t: float) -> dict:
+            return {"a": 0.8 * t, "b": -0.6 * t}
+
+        lo, hi = 0.0, 100.0
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if model.score_one(at(mid)) < target else (lo, mid)
+        x = at(hi if side > 0 else lo)
+        want = model.score_one(x) > threshold
+    finally:
+        accel.core = core
+    assert want == (side > 0)
+    fastpass.COUNTS.clear()
+    assert model.learn_predict_many(pd.DataFrame([x])) == [want]
+    assert fastpass.COUNTS["event_rows"] == 1  # the core decided it
+
+
+def test_the_engines_novelty_flags_do_not_depend_on_the_run_size():
+    """The engine flags each event with the detector that has learned every event before
+    it: runs of 1 and of 250 records flag the same events, those of the NumPy path one
+    event at a time, and each planted pair once."""
+    X = _planted(1000)
+    data = [(x, None) for x in X.to_dict(orient="records")]
+    flagged = []
+    for max_records in (1, 250):
+        engine = Engine(
+            IterableSource(data, name="cloud"),
+            lambda: KernelNovelty(kernel=RBF(gamma=0.01), budget=RemoveOldest(150)),
+            config=EngineConfig(max_records=max_records),
+        )
+        engine.run()
+        flagged.append(int(engine.metrics.get("events_flagged")))
+    core, accel.core = accel.core, None
+    try:
+        model = KernelNovelty(kernel=RBF(gamma=0.01), budget=RemoveOldest(150))
+        want = 0
+        for x, _ in data:
+            want += model.predict_one(x)
+            model.learn_one(x)
+    finally:
+        accel.core = core
+    assert flagged == [want, want]
+    assert want == 3  # the first of each planted pair
 
 
 def test_streamk_learn_in_blocks_gives_the_per_event_figures_without_scaling():

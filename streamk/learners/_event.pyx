@@ -51,7 +51,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsDouble
 from cpython.object cimport PyObject
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from libc.math cimport INFINITY, copysign, fabs, isfinite, pow, sqrt
+from libc.math cimport INFINITY, copysign, fabs, isfinite, log, pow, sqrt
 from libc.stdint cimport INT64_MAX, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
@@ -1882,8 +1882,9 @@ cdef class EventPass:
         Returns the number of rows learned: it stops at the first row :meth:`learn` would
         decline (a new label, no room, ...), with nothing changed for that row, so the
         caller goes on with the NumPy path from there. ``out``, a list, is extended with
-        what ``predict_one`` would have said before each row learned (not for novelty,
-        whose flags the engine takes for a whole block before learning it).
+        what ``predict_one`` would have said before each row learned (novelty's flag: a
+        row whose centre statistics are not current is handed back, the NumPy path then
+        computing them).
 
         ``fold``: the rows are not folded yet; each one is, here, as :meth:`learn` folds an
         event during the warm-up (the kernel moving where ``regamma_at`` says), so a block
@@ -1892,8 +1893,6 @@ cdef class EventPass:
         cdef list pred = None
         self.pre_kind = 0
         if out is not None:
-            if self.rcode == R_NOVELTY:
-                raise ValueError("learn_rows: no predictions for novelty")
             if fold:
                 raise ValueError("learn_rows: no predictions while folding the warm-up")
             pred = <list?>out
@@ -2279,7 +2278,7 @@ cdef class EventPass:
         r = model._r
         if r is None or model._stats_kernel is not self.support.kernel:
             return False
-        return r.shape[0] == n
+        return len(r) == n  # (len: no shape tuple made per event)
 
     cdef bint _take_r(self, model, Py_ssize_t n) except -1:
         """Novelty's ``_r`` (``n`` entries) into ``self.r``, with room for one more; a copy
@@ -2288,7 +2287,7 @@ cdef class EventPass:
 
         r = model._r
         cap = self.X.shape[0]
-        if r is self.r_last and self.r_obj.shape[0] >= cap:
+        if r is self.r_last and len(self.r_obj) >= cap:
             return True
         if r.dtype.char != "d":
             return False
@@ -2393,13 +2392,13 @@ cdef class EventPass:
                                  list pred):
         """The SVR's step or novelty's insert, and the counters, for the row in
         ``self.row`` (``d`` wide, target ``yv``): the one core of :meth:`_learn_value` and
-        :meth:`learn_rows`; ``folded``, ``pre`` and ``pred`` (the SVR's ``predict_one``
-        before the step, ``offset + f``, as :meth:`_predict_value` says it) as for
-        :meth:`_learn_label`."""
+        :meth:`learn_rows`; ``folded``, ``pre`` and ``pred`` (what ``predict_one`` says
+        before the step: the SVR's ``offset + f`` as :meth:`_predict_value` says it,
+        novelty's flag from :meth:`_novelty_flag`) as for :meth:`_learn_label`."""
         cdef double row_sq, alpha = 1.0, kxx, f, said = 0.0
         cdef double stats[3]
         cdef Py_ssize_t n, s, slot
-        cdef bint track_r = False, swap = False, need_k, full, one_k = False
+        cdef bint track_r = False, swap = False, need_k, full, one_k = False, flag = False
         n = self.support.n
         full = self.budget > 0 and n >= self.budget
         if self._grow_first(n):
@@ -2414,7 +2413,11 @@ cdef class EventPass:
                 # followed after it, see below)
                 swap = model._r_updates < model._EXACT_EVERY
                 track_r = swap  # else stale: recomputed exactly when read
-        need_k = self.rcode == R_SVR or track_r or self.pcode == P_PROJECTRON
+        if pred is not None and self.rcode == R_NOVELTY and n and not track_r:
+            return False  # the flag wants r current: the NumPy path computes it
+        need_k = (
+            self.rcode == R_SVR or track_r or self.pcode == P_PROJECTRON or pred is not None
+        )
         if self.pcode == P_FORGETRON and full and not need_k:
             one_k = True  # its removal reads k(x, x_r) alone: one kernel value
         elif self.pcode == P_FORGETRON and full:
@@ -2452,6 +2455,8 @@ cdef class EventPass:
             ):
                 return self._finish_value(model, d, yv) if folded else False
             f = self.f[0]
+            if pred is not None and self.rcode == R_NOVELTY and n:
+                flag = self._novelty_flag(model, n, f, kxx)
             self.f[0] = alpha
             new_id = self.support.next_id
             self.swap_r = swap
@@ -2491,8 +2496,34 @@ cdef class EventPass:
                 model._y_mean, model._y_m2 = stats[1], stats[2]
         self._count(model, C_LEARNED)
         if pred is not None:
-            pred.append(said)
+            pred.append(said if self.rcode == R_SVR else flag)
         return True
+
+    cdef bint _novelty_flag(self, model, Py_ssize_t n, double f, double kqq) except -1:
+        """``KernelNovelty.predict_one`` before the insert, from the event's ``f = K(x, S) w``
+        and ``kqq = k(x, x)`` and the tracked ``r = K(S, S) w`` (``self.r``, current):
+        eq. 5.2's squared distance from the centre above CF 5.3's threshold, each in
+        ``score_one``'s and ``threshold_``'s order of operations."""
+        cdef Py_ssize_t s
+        cdef double W = 0.0, cc = model._cc, d2, v, top = -INFINITY, kmax = -INFINITY
+        cdef double maxdist, esterr, bound, delta = model.delta
+        for s in range(n):
+            W = W + self.coef[s, 0]
+        if W <= 0.0:
+            return False  # threshold_ is infinite
+        d2 = kqq - (2.0 / W) * f + cc / (W * W)
+        if not d2 > 0.0:
+            d2 = 0.0
+        for s in range(n):
+            v = (self.kdiag[s] - (2.0 / W) * self.r[s]) + cc / (W * W)
+            if v > top:
+                top = v
+            if self.kdiag[s] > kmax:
+                kmax = self.kdiag[s]
+        maxdist = sqrt(top if top > 0.0 else 0.0)
+        esterr = sqrt(2.0 * kmax / <double>n) * (sqrt(2.0) + sqrt(log(1.0 / delta)))
+        bound = maxdist + 2.0 * esterr
+        return d2 > bound * bound
 
 
 def program_row(kernel, const double[:, ::1] X, const double[::1] sq, const double[::1] row):

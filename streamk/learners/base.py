@@ -487,17 +487,23 @@ class KernelLearner:
         """Test-then-train on a block the plain way: ``predict_one`` then ``learn_one`` for
         each row, in order; what was said before each row was learned (prequential). The
         ``learn_predict_many`` of a learner whose block cannot take the per-event core
-        (resweeps, strings or trees, the ``gamma="auto"`` warm-up)."""
+        (resweeps, strings or trees, the ``gamma="auto"`` warm-up). ``y=None``: a learner
+        without labels (novelty), ``learn_one(x)``."""
         if isinstance(X, np.ndarray):
             xs = [dict(enumerate(row)) for row in X.tolist()]
         elif hasattr(X, "to_dict"):  # a DataFrame: NaN cells are absent features
             xs = [{k: v for k, v in r.items() if v == v} for r in X.to_dict(orient="records")]
         else:
             xs = list(X)
+        preds = []
+        if y is None:
+            for x in xs:
+                preds.append(self.predict_one(x))
+                self.learn_one(x)
+            return preds
         labels = list(y)
         if len(labels) != len(xs):
             raise InvalidInput(f"X has {len(xs)} rows but y has {len(labels)} labels")
-        preds = []
         for x, label in zip(xs, labels):
             preds.append(self.predict_one(x))
             self.learn_one(x, label)

@@ -362,6 +362,27 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
                     self._learn_tracked(block, rows[i:end])
             i = end
 
+    def learn_predict_many(self, X: Any, y: Any = None) -> list[bool]:
+        """Flag then learn each row of a block, in order: whether ``predict_one`` flagged
+        the row before it was learned (``y`` is ignored: a detector learns without labels).
+
+        What the engine and ``streamk learn --batch-size`` call for a run of events, so
+        the flags do not depend on how the stream is cut into runs. Once ``gamma="auto"``
+        is estimated, one loop of the compiled per-event core over the rows, each flag from
+        the kernel row the insert uses; otherwise the plain loop.
+        """
+        if self._event is None or self._objects or self._warming_up:
+            return self._learn_predict_each(X, None)
+        rows = self._block(X, grow=True)
+        return self._learn_predict_rows(rows, [None] * len(rows), self._learn_block_row, self._said)
+
+    def _said(self, row: np.ndarray, k_row: np.ndarray) -> bool:
+        """``predict_one`` of a row from its kernel row ``K(row, S)`` (the NumPy path)."""
+        if self._support.n == 0:
+            return False
+        score = float(self._distances(self._one(row), k_row[None, :])[0])
+        return score > self.threshold_
+
     def _fresh_r(self) -> np.ndarray | None:
         """``r`` if current for the kernel in use (the compiled passes carry it forward)."""
         return self._r if self._stats_kernel is self._support.kernel else None
