@@ -3,10 +3,10 @@
 Each event is first predicted, the prediction is scored, then the model learns the
 event, as ``river.evaluate.progressive_val_score`` does (a ``None`` prediction, made
 before any label was seen, is not scored). With ``batch_size > 1`` a model with
-``learn_predict_many`` (every streamk learner but novelty) learns each block in one pass
-and returns exactly the per-event predictions; other models have the block scored with
-``predict_many`` before ``learn_many`` learns it (each prediction then misses the block's
-earlier events).
+``learn_predict_many`` (every streamk learner, novelty's flags too) learns each block in
+one pass and returns exactly the per-event predictions; other models have the block
+scored with ``predict_many`` before ``learn_many`` learns it (each prediction then misses
+the block's earlier events).
 """
 
 from __future__ import annotations

@@ -595,23 +595,30 @@ class Engine:
     def _flag_and_learn(self, run: Run, X: Any) -> None:
         """A novelty detector's run: flag each event, then learn it (labels unused).
 
-        The block is flagged before any of it is learned (``predict_many`` then
-        ``learn_many``, as ``streamk learn --batch-size`` does for block learners). A block
-        the model refuses goes event by event, dead-lettering the bad events.
+        With the detector's ``learn_predict_many`` each event is flagged by the model that
+        has learned every event before it, as one event at a time would: the flags do not
+        depend on how the stream is cut into runs. A model without it has the run flagged
+        before any of it is learned (``predict_many`` then ``learn_many``). A run the
+        model refuses goes event by event, dead-lettering the bad events.
         """
         before = self.model.n_learned
         flags: list[Any] = []
+        learn_flag = getattr(self.model, "learn_predict_many", None)
         try:
-            flags = [bool(f) for f in self.model.predict_many(X).tolist()]
-            self.model.learn_many(X)
+            if learn_flag is not None:
+                flags = [bool(f) for f in learn_flag(X)]
+            else:
+                flags = [bool(f) for f in self.model.predict_many(X).tolist()]
+                self.model.learn_many(X)
         except (StreamkError, ValueError, TypeError):
-            done = self.model.n_learned - before if flags else 0  # never learn twice
-            flags = flags[:done] + self._learn_one_by_one(run, start=done)
-        keep = [i for i, f in enumerate(flags) if f is not _REJECTED]
+            done = self.model.n_learned - before  # never learn twice; unknown flags: None
+            flags = (flags + [None] * done)[:done] + self._learn_one_by_one(run, start=done)
+        learned = len(flags) - flags.count(_REJECTED)
+        keep = [i for i, f in enumerate(flags) if f is not _REJECTED and f is not None]
         kept = [bool(flags[i]) for i in keep]
         # RollingScore in its MAE form over |0 - flag|: the fraction flagged in the window
         self._rolling.update_many([0.0] * len(kept), [float(f) for f in kept])
-        self.metrics.inc("events_learned", len(kept))
+        self.metrics.inc("events_learned", learned)
         self.metrics.inc("events_flagged", sum(kept))
         if not run.labelled:
             if self.predictions is not None and kept:
