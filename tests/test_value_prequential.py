@@ -40,9 +40,15 @@ from streamk import (
 )
 from streamk.consolidation import Consolidated
 from streamk.engine import Engine, EngineConfig
-from streamk.learners import fastpass
+from streamk.learners import eventpass, fastpass
 from streamk.learners.scaling import StandardScaledRegressor
 from streamk.sources.iterable import IterableSource
+
+#: the tests of the compiled per-event core against the NumPy path (the others run anyway)
+needs_core = pytest.mark.skipif(
+    not eventpass.available() or accel.core is None,
+    reason="the compiled per-event path is not built here",
+)
 
 KERNELS = {
     "rbf": lambda: RBF(gamma=0.4),
@@ -88,6 +94,7 @@ def _needs_rbf(policy: str, kernel: str) -> None:
         pytest.skip("Merge takes an RBF kernel only (ConfigError otherwise)")
 
 
+@needs_core
 @pytest.mark.parametrize("offset", ["mean", 0.5])
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("kernel", list(KERNELS))
@@ -116,6 +123,7 @@ def test_the_svrs_learn_predict_many_is_prequential(kernel, policy, offset):
         assert fast.support_.next_id > 60  # the budget filled and turned over
 
 
+@needs_core
 @pytest.mark.parametrize("ranks", ["given", "discovered"])
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("kernel", list(KERNELS))
@@ -140,6 +148,7 @@ def test_the_rankers_learn_predict_many_is_prequential(kernel, policy, ranks):
     assert fastpass.COUNTS["event_rows"] > 0
 
 
+@needs_core
 @pytest.mark.parametrize("learner", ["svr", "ranker"])
 def test_rows_the_core_declines_are_said_on_the_numpy_path(learner):
     """Every 37th row is far out (norm ~3e3: the norm expansion of its RBF distances is not
@@ -190,6 +199,7 @@ NOVELTY_POLICIES = {
 }
 
 
+@needs_core
 @pytest.mark.parametrize("policy", list(NOVELTY_POLICIES))
 @pytest.mark.parametrize("kernel", ["rbf", "rbf-auto", "laplacian"])
 def test_novelty_learn_predict_many_flags_each_row_before_learning_it(kernel, policy):
@@ -298,6 +308,7 @@ def test_the_engines_rolling_figure_is_the_per_event_one(which):
     assert seen[-1]["rolling_metric"] == pytest.approx(want, rel=1e-9)
 
 
+@needs_core
 @pytest.mark.parametrize("policy", ["unbounded", "oldest", "forgetron", "merge"])
 @pytest.mark.parametrize("side", [-1, 1])
 def test_the_cores_flag_on_either_side_of_cf_5_3s_threshold(policy, side):

@@ -298,10 +298,10 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         ``gamma="auto"`` is estimated, one loop of the compiled per-event core over the
         rows, each prediction from the kernel row the step uses; otherwise the plain loop.
         """
+        targets = _targets(y)  # a bad target refuses the block before anything is learned
         if self.resweeps or self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, y)
+            return self._learn_predict_each(X, targets)
         rows = self._block(X, grow=True)
-        targets = _targets(y)
         if len(targets) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(targets)} targets")
         preds = self._learn_predict_rows(rows, targets, self._learn_block_row, self._said)
