@@ -17,6 +17,7 @@ import json
 import os
 from typing import Any
 
+from .argtypes import non_negative_int, non_negative_seconds, positive_int
 from .output import SCHEMA_VERSION, Progress, machine
 
 __all__ = [
@@ -86,7 +87,11 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
         help="learn from this column's text (CSV or .jsonl file; in JSONL also a tree "
         "[label, child, ...]) with a string/tree kernel, instead of numeric features",
     )
-    learn.add_argument("--budget", type=int, help="maximum number of support vectors")
+    learn.add_argument(
+        "--budget",
+        type=non_negative_int,
+        help="maximum number of support vectors (0 or absent: no budget)",
+    )
     learn.add_argument(
         "--policy",
         default="RemoveOldest",
@@ -102,14 +107,18 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
     )
     learn.add_argument(
         "--batch-size",
-        type=int,
+        type=positive_int,
         default=1,
         help="events per predict_many/learn_many block (default: 1)",
     )
-    learn.add_argument("--limit", type=int, help="stop after this many events")
-    learn.add_argument("--n", type=int, help="length of a synthetic stream (default 20,000)")
+    learn.add_argument("--limit", type=positive_int, help="stop after this many events")
+    learn.add_argument(
+        "--n", type=positive_int, help="length of a synthetic stream (default 20,000)"
+    )
     learn.add_argument("--target", help="CSV target column (default: the last one)")
-    learn.add_argument("--every", type=float, default=1.0, help="seconds between progress lines")
+    learn.add_argument(
+        "--every", type=non_negative_seconds, default=1.0, help="seconds between progress lines"
+    )
     learn.add_argument("--json", action="store_true", help="print the result as JSON")
     learn.add_argument("--quiet", action="store_true", help="no progress display")
     learn.set_defaults(func=cmd_learn)

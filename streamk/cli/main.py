@@ -16,6 +16,7 @@ from typing import Any
 from .. import accel
 from .._version import __version__
 from ..errors import StreamkError
+from .argtypes import port, positive_int
 from .broker import BROKER_EXAMPLES, cmd_broker
 from .demo import DEMO_EXAMPLES, cmd_demo
 from .learn import add_learn_parser
@@ -92,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--dir", default=".", help="where ./snapshots goes (default: .)")
-    demo.add_argument("--n", type=int, default=20_000, help="events of the drifting stream")
+    demo.add_argument(
+        "--n", type=positive_int, default=20_000, help="events of the drifting stream"
+    )
     demo.add_argument(
         "--text",
         action="store_true",
@@ -139,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=BROKER_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    broker.add_argument("--port", type=int, help="port on 127.0.0.1 (default: a free one)")
+    broker.add_argument("--port", type=port, help="port on 127.0.0.1 (default: a free one)")
     broker.set_defaults(func=cmd_broker)
 
     from .merge import MERGE_EXAMPLES, cmd_merge

@@ -36,6 +36,7 @@ from typing import Any
 from ..engine.events import encode_block, encode_event
 from ..errors import ConfigError, InvalidInput
 from ..sinks import KafkaSink
+from .argtypes import positive_int
 from .broker import create_topic
 
 __all__ = ["produce", "iter_messages", "cmd_produce", "add_arguments", "EXAMPLES"]
@@ -314,18 +315,20 @@ def add_arguments(subparsers: Any) -> argparse.ArgumentParser:
         help="Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or 127.0.0.1:9092)",
     )
     parser.add_argument(
-        "--partitions", type=int, help="partitions of a topic created here (default: 1)"
+        "--partitions", type=positive_int, help="partitions of a topic created here (default: 1)"
     )
     parser.add_argument("--target", help="CSV label column (default: the last one)")
     parser.add_argument(
-        "--block-size", type=int, help="pack this many CSV rows per block event (default: off)"
+        "--block-size",
+        type=positive_int,
+        help="pack this many CSV rows per block event (default: off)",
     )
     parser.add_argument(
         "--format", choices=_FORMATS, help="input format (default: from the file suffix)"
     )
     parser.add_argument(
         "--batch",
-        type=int,
+        type=positive_int,
         default=100_000,
         help="messages between waits for acknowledgement (default: 100000)",
     )

@@ -17,6 +17,7 @@ from ..engine.metrics import DEFINITIONS
 from ..errors import SnapshotError, StreamkError
 from ..snapshot import DEFAULT_LIMITS, Snapshot, SnapshotStore, loads, verify_bytes
 from ..snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
+from .argtypes import positive_seconds
 
 __all__ = [
     "cmd_ls",
@@ -499,7 +500,10 @@ def _add_topic_arguments(p: argparse.ArgumentParser, *, with_name: bool) -> None
         help=f"Kafka bootstrap servers (default: $STREAMK_BOOTSTRAP_SERVERS or {default})",
     )
     p.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds to read the topic (default: 30)"
+        "--timeout",
+        type=positive_seconds,
+        default=30.0,
+        help="seconds to read the topic (default: 30)",
     )
     if with_name:
         p.add_argument("--name", help="model name (the record key) to show, with --topic")
