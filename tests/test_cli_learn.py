@@ -54,6 +54,12 @@ def test_unknown_dataset_is_a_clear_error(capsys):
     assert "unknown data set" in capsys.readouterr().err
 
 
+def test_a_missing_file_is_named_as_a_missing_file(tmp_path, capsys):
+    missing = str(tmp_path / "events.csv")
+    assert main(["learn", missing]) == 2
+    assert f"no such file: {missing!r}" in capsys.readouterr().err
+
+
 def test_batch_mode_runs_and_reports(capsys):
     assert main(["learn", "Bananas", "--limit", "2000", "--batch-size", "250", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

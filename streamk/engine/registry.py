@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from ..errors import ConfigError
@@ -195,6 +196,8 @@ def _river_dataset(name: str, seed: int) -> tuple[Any, bool]:
         "Friedman": lambda: synth.Friedman(seed=seed),
     }
     matches = [k for k in factories if k.lower() == name.lower()]
+    if not matches and ("/" in name or os.sep in name or os.path.splitext(name)[1]):
+        raise ConfigError(f"no such file: {name!r} (nor is it a data set: {sorted(factories)})")
     if not matches:
         raise ConfigError(
             f"unknown data set {name!r}; choose one of {sorted(factories)} "
