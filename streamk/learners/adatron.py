@@ -16,7 +16,7 @@ from . import dualpass, eventpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, as_list
 from .classifier import KernelClassifier
-from .labels import LabelCoder
+from .labels import LabelCoder, check_labels
 
 __all__ = ["KernelAdatron"]
 
@@ -182,6 +182,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         labels = as_list(y)
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        check_labels(labels)  # a bad label refuses the block, nothing learned
         if self._objects:
             self._learn_rows(rows, labels, self._learn_block_row)
         elif not self.resweeps and self._event is not None:
@@ -205,10 +206,11 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         from the kernel row it learns from), where the generic loop made a dict of each row
         and two calls; the rows the core declines take the NumPy path in place.
         """
-        if self.resweeps or self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, y)
-        rows = self._block(X, grow=True)
         labels = as_list(y)
+        check_labels(labels)  # a bad label refuses the block, nothing learned
+        if self.resweeps or self._event is None or self._objects or self._warming_up:
+            return self._learn_predict_each(X, labels)
+        rows = self._block(X, grow=True)
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
         preds = self._learn_predict_rows(

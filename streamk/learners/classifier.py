@@ -11,10 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInput
 from . import eventpass
 from .base import KernelLearner
-from .labels import LabelCoder
+from .labels import LabelCoder, check_label, check_labels
 
 __all__ = ["KernelClassifier"]
 
@@ -37,8 +36,7 @@ class KernelClassifier(KernelLearner):
 
     def _add_label(self, y: Any) -> None:
         """Register ``y``; a new class remaps the coefficient columns (binary -> one-vs-rest)."""
-        if y is None:
-            raise InvalidInput("learn_one needs a label; got y=None")
+        check_label(y)  # before the coder records anything: a bad label changes nothing
         remap = self._labels.add(y)
         if remap is not None:
             self._support.remap_outputs(remap)
@@ -88,7 +86,9 @@ class KernelClassifier(KernelLearner):
         Returns the predictions made before each row was learned (prequential). Learners
         with a block algorithm override this with a faster exact version.
         """
-        return self._learn_predict_each(X, y)
+        labels = list(y)
+        check_labels(labels)  # a bad label refuses the block, nothing learned
+        return self._learn_predict_each(X, labels)
 
     def predict_many(self, X: Any):
         import pandas as pd

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInput
+
 __all__ = ["LabelCoder", "label_values"]
 
 _POSITIVE = (True,)  # True == 1 == 1.0
@@ -31,6 +33,38 @@ def _known_sign(label: Hashable) -> int:
     except (TypeError, ValueError):  # e.g. arrays compared elementwise
         pass
     return 0
+
+
+def check_label(label: Any) -> None:
+    """Refuse what cannot be a class label, before anything is learned: ``None``, an
+    unhashable value (a list, a dict) or NaN (never equal to itself, so every NaN would
+    become one more class: one more coefficient column each)."""
+    if label is None:
+        raise InvalidInput("learn_one needs a label; got y=None")
+    try:
+        hash(label)
+    except TypeError:
+        raise InvalidInput(
+            f"a class label must be hashable (a string, number or boolean), got {label!r:.100}"
+        ) from None
+    if label != label:
+        raise InvalidInput(f"a class label must not be NaN, got {label!r}")
+
+
+def check_labels(labels: list[Any], values: np.ndarray | None = None) -> None:
+    """:func:`check_label` of a block's labels; ``values``, the same labels as one array
+    (:func:`label_values`), checked in one pass when given."""
+    if values is not None:
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            i = int(np.flatnonzero(np.isnan(values))[0])
+            raise InvalidInput(f"a class label must not be NaN (label {i} of the block)")
+        return
+    try:
+        distinct = set(labels)  # hashes each label in C; then only the few distinct ones
+    except TypeError:
+        distinct = labels  # an unhashable one: check_label finds it and names it
+    for label in distinct:
+        check_label(label)
 
 
 def label_values(y: Any) -> np.ndarray | None:

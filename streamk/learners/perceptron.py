@@ -18,7 +18,7 @@ from ..kernels import RBF, Kernel, Scaled
 from . import eventpass, fastpass
 from .base import Offset, as_list
 from .classifier import KernelClassifier
-from .labels import LabelCoder, label_values
+from .labels import LabelCoder, check_labels, label_values
 
 __all__ = ["KernelPerceptron"]
 
@@ -128,12 +128,14 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
 
     def _learn_block(self, X: Any, y: Any, preds: list[Any] | None) -> None:
         if self._objects:  # strings or trees: learn_one per item (same model by definition)
+            check_labels(as_list(y))
             return self._learn_objects(self._block(X, grow=True), as_list(y), preds)
         rows = self._block(X, grow=True)
         values = label_values(y)  # the labels as one array, when they are booleans or numbers
         labels = as_list(y if values is None else values)  # the same Python values
         if len(labels) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
+        check_labels(labels, values)  # a bad label refuses the block, nothing learned
         pre, tried, base = None, -1, 0
         i, warm = 0, preds is None and self._warming_up
         while i < len(labels):  # one run per kernel: the whole block after the warm-up

@@ -176,6 +176,8 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         except (KeyError, TypeError):
             pass
         if self.ranks is None:
+            if y is None or y != y:  # NaN compares with nothing: every one a new rank
+                raise InvalidInput(f"a rank must be a value that orders, got {y!r}")
             self._check_orderable([y])
             return -1  # a new rank: _admit adds it when its event is learned
         raise InvalidInput(
