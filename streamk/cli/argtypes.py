@@ -9,37 +9,30 @@ import argparse
 import math
 
 
-def positive_int(text: str) -> int:
-    """A whole number >= 1 (counts, sizes, budgets)."""
+def _whole(text: str, low: int, high: int | None, what: str) -> int:
+    """``text`` as a whole number in ``[low, high]`` (``high=None``: no upper bound)."""
     try:
-        value = int(text)
+        value: int | None = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1 (counts, sizes)."""
+    return _whole(text, 1, None, "a whole number >= 1")
 
 
 def non_negative_int(text: str) -> int:
     """A whole number >= 0 (a budget, where 0 means none, as the engine's ``budget``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
-    return value
+    return _whole(text, 0, None, "a whole number >= 0")
 
 
 def port(text: str) -> int:
     """A TCP port, 1-65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number in 1-65535, got {text!r}")
-    return value
+    return _whole(text, 1, 65535, "a port number in 1-65535")
 
 
 def non_negative_seconds(text: str) -> float:
