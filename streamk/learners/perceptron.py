@@ -128,8 +128,9 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
 
     def _learn_block(self, X: Any, y: Any, preds: list[Any] | None) -> None:
         if self._objects:  # strings or trees: learn_one per item (same model by definition)
-            check_labels(as_list(y))
-            return self._learn_objects(self._block(X, grow=True), as_list(y), preds)
+            labels = as_list(y)
+            check_labels(labels)  # a bad label refuses the block, nothing learned
+            return self._learn_objects(self._block(X, grow=True), labels, preds)
         rows = self._block(X, grow=True)
         values = label_values(y)  # the labels as one array, when they are booleans or numbers
         labels = as_list(y if values is None else values)  # the same Python values
