@@ -6,6 +6,7 @@ Oracle: river's ``StandardScaler() | learner`` pipeline, run side by side.
 from __future__ import annotations
 
 import itertools
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -133,3 +134,106 @@ def test_consolidation_refuses_a_scaled_learner_with_a_clear_error():
 
     with pytest.raises(ConfigError, match="kernel learner"):
         Consolidated(standard_scaled(KernelPerceptron(budget=50)), every=100)
+
+
+BAD_EVENTS = [  # (x, y) that the wrapped learner refuses
+    ({"a": float("nan"), "b": 1.0}, True),
+    ({"a": float("inf"), "b": 1.0}, True),
+    ({"a": "x", "b": 1.0}, True),
+    ({"a": 1.0, "b": 1.0}, [1]),
+    ({"a": 1.0, "b": 1.0}, float("nan")),
+]
+
+
+def _events(n: int = 300) -> list[tuple[dict, bool]]:
+    rng = np.random.default_rng(1)
+    X = rng.normal(loc=(5.0, -3.0), scale=(10.0, 0.1), size=(n, 2))
+    return [({"a": a, "b": b}, bool(a + 50.0 * (b + 3.0) > 5.0)) for a, b in X.tolist()]
+
+
+@pytest.mark.parametrize("bad", BAD_EVENTS, ids=lambda e: repr(e)[:40])
+def test_a_refused_event_leaves_the_statistics_as_they_were(bad):
+    """Before: the statistics learned the event before the learner refused it, so one NaN
+    made every later event NaN (and refused); every event after it was lost. Oracle: the
+    same wrapper fed the good events only, and river's pipeline fed them."""
+    from streamk.errors import InvalidInput
+
+    ours, clean = (
+        standard_scaled(KernelPerceptron(budget=80)),
+        standard_scaled(KernelPerceptron(budget=80)),
+    )
+    river_pipe = preprocessing.StandardScaler() | KernelPerceptron(budget=80)
+    for i, (x, y) in enumerate(_events()):
+        if i in (3, 150):
+            before = pickle.dumps(ours.state())
+            with pytest.raises(InvalidInput):
+                ours.learn_one(*bad)
+            assert pickle.dumps(ours.state()) == before
+        ours.learn_one(x, y)
+        clean.learn_one(x, y)
+        river_pipe.learn_one(x, y)
+    assert ours.scaler_.state() == clean.scaler_.state()
+    probe = [x for x, _ in _events(40)]
+    assert [ours.predict_one(x) for x in probe] == [river_pipe.predict_one(x) for x in probe]
+
+
+@pytest.mark.parametrize("method", ["learn_many", "learn_predict_many"])
+def test_a_refused_block_leaves_the_statistics_as_they_were(method):
+    from streamk.errors import InvalidInput
+
+    events = _events()
+    model = standard_scaled(KernelPerceptron(budget=80))
+    model.learn_many(pd.DataFrame([x for x, _ in events[:100]]), [y for _, y in events[:100]])
+    X = pd.DataFrame([x for x, _ in events[100:200]])
+    labels = [y for _, y in events[100:200]]
+    before = model.scaler_.state()
+    with pytest.raises(InvalidInput):
+        getattr(model, method)(X, labels[:-1])  # one label short: refused, never truncated
+    assert model.scaler_.state() == before
+    if method == "learn_many":  # a bad label: the whole block refused
+        with pytest.raises(InvalidInput):
+            model.learn_many(X, labels[:50] + [float("nan")] + labels[51:])
+        assert model.scaler_.state() == before and model.n_learned == 100
+
+
+def test_a_none_feature_is_absent_for_the_statistics_too():
+    """The learners read ``None`` as an absent feature; so does the wrapper (it raised
+    ``TypeError``)."""
+    a, b = (
+        standard_scaled(KernelPerceptron(budget=80)),
+        standard_scaled(KernelPerceptron(budget=80)),
+    )
+    for i, (x, y) in enumerate(_events()):
+        a.learn_one({**x, "c": None} if i % 3 else x, y)
+        b.learn_one(x, y)
+    assert a.scaler_.state() == b.scaler_.state()
+    probe = [x for x, _ in _events(40)]
+    assert [a.predict_one({**x, "c": None}) for x in probe] == [b.predict_one(x) for x in probe]
+
+
+def test_the_engine_loses_only_the_refused_events_of_a_scaled_learner():
+    """An iterable source's events are not decoded: an infinity, a string or a list label
+    reaches the wrapper. Exactly those events are dead letters; the model is the one fed
+    the rest (before, the statistics learned each refused event: an infinity made every
+    later value NaN, and every later event was refused)."""
+    from streamk.engine import Engine, EngineConfig
+    from streamk.sources.iterable import IterableSource
+
+    events = _events(400)
+    bad = {120: ({"a": np.inf, "b": 1.0}, True), 121: ({"a": "x", "b": 1.0}, True)}
+    bad[300] = (events[300][0], [1])
+    fed = [bad.get(i, event) for i, event in enumerate(events)]
+    engine = Engine(
+        IterableSource(fed, name="scaled"),
+        lambda: standard_scaled(KernelPerceptron(budget=80)),
+        config=EngineConfig(max_records=50),
+    )
+    result = engine.run()
+    assert result.learned == len(events) - len(bad)
+    clean = standard_scaled(KernelPerceptron(budget=80))
+    for i, (x, y) in enumerate(events):
+        if i not in bad:
+            clean.learn_one(x, y)
+    assert engine.model.scaler_.state() == clean.scaler_.state()
+    probe = [x for x, _ in _events(40)]
+    assert [engine.model.predict_one(x) for x in probe] == [clean.predict_one(x) for x in probe]

@@ -10,11 +10,13 @@ The engine wires it in one line (``scale = "standard"``).
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NoReturn
 
 from river import base
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InvalidInput
+from .features import _is_number
 
 __all__ = [
     "StandardScaledClassifier",
@@ -37,22 +39,47 @@ class FeatureStandardizer:
         self.vars: dict[Any, float] = {}
 
     def learn_one(self, x: dict) -> None:
+        self.commit(self.learned(x)[0])
+
+    def learned(self, x: dict) -> tuple[list[tuple[Any, int, float, float]], dict]:
+        """What :meth:`learn_one` would store for ``x``'s features, not stored yet, and
+        ``x`` transformed with it (what ``transform_one`` would say after ``learn_one``, to
+        the bit). :meth:`commit` stores it: a learner that refuses the event leaves the
+        statistics as they were (one NaN learned would make every later event NaN)."""
         counts, means, vars_ = self.counts, self.means, self.vars
-        for i, xi in x.items():
-            n = counts.get(i, 0) + 1
-            counts[i] = n
-            old = means.get(i, 0.0)
-            mean = old + (xi - old) / n
-            means[i] = mean
-            v = vars_.get(i, 0.0)
-            vars_[i] = v + ((xi - old) * (xi - mean) - v) / n
+        updates, out = [], {}
+        try:
+            for i, xi in x.items():
+                if xi is None:  # absent, as the learners read it: not learned, not passed on
+                    continue
+                n = counts.get(i, 0) + 1
+                old = means.get(i, 0.0)
+                mean = old + (xi - old) / n
+                v = vars_.get(i, 0.0)
+                v = v + ((xi - old) * (xi - mean) - v) / n
+                updates.append((i, n, mean, v))
+                out[i] = (xi - mean) / v**0.5 if v else 0.0
+        except TypeError:
+            _not_numbers(x)
+        return updates, out
+
+    def commit(self, updates: list[tuple[Any, int, float, float]]) -> None:
+        """Store what :meth:`learned` computed."""
+        counts, means, vars_ = self.counts, self.means, self.vars
+        for i, n, mean, v in updates:
+            counts[i], means[i], vars_[i] = n, mean, v
 
     def transform_one(self, x: dict) -> dict:
         means, vars_ = self.means, self.vars
         out = {}
-        for i, xi in x.items():
-            v = vars_.get(i, 0.0)
-            out[i] = (xi - means.get(i, 0.0)) / v**0.5 if v else 0.0
+        try:
+            for i, xi in x.items():
+                if xi is None:  # absent (see learned)
+                    continue
+                v = vars_.get(i, 0.0)
+                out[i] = (xi - means.get(i, 0.0)) / v**0.5 if v else 0.0
+        except TypeError:
+            _not_numbers(x)
         return out
 
     def state(self) -> dict[str, Any]:
@@ -70,6 +97,26 @@ class FeatureStandardizer:
         for k, n, m, v in zip(state["keys"], state["counts"], state["means"], state["vars"]):
             out.counts[k], out.means[k], out.vars[k] = int(n), float(m), float(v)
         return out
+
+
+def _raw_non_finite(x: dict) -> None:
+    """Raise the learners' error naming ``x``'s own non-finite values, if it has any."""
+    bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(v)}
+    if bad:
+        raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
+
+
+def _not_numbers(x: dict) -> NoReturn:
+    """Raise the learners' error for an event with a value that is not a number."""
+    bad = {k: v for k, v in x.items() if v is not None and not _is_number(v)}
+    raise InvalidInput(
+        f"every feature value must be a number, got {bad!r:.200}; encode categorical "
+        "features first, e.g. with river.preprocessing.OneHotEncoder"
+    )
+
+
+def _labels(y: Any) -> list[Any]:
+    return y.tolist() if hasattr(y, "tolist") else list(y)
 
 
 def _records(X: Any) -> list[dict]:
@@ -119,24 +166,43 @@ class _StandardScaled:
 
     # -- learning --------------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
-        self.scaler_.learn_one(x)
-        self.model.learn_one(self.scaler_.transform_one(x), y)
+        """The statistics learn ``x``, then the learner learns it standardised; the
+        statistics keep ``x`` only if the learner accepts the event."""
+        updates, z = self.scaler_.learned(x)
+        try:
+            self.model.learn_one(z, y)
+        except InvalidInput:
+            _raw_non_finite(x)  # the event's own values, not their standardised NaN
+            raise
+        self.scaler_.commit(updates)
 
     def learn_many(self, X: Any, y: Any) -> None:
+        """Each row standardised with the statistics ``learn_one`` would have; a block the
+        learner refuses leaves the statistics as they were."""
         import pandas as pd
 
+        records, ys = _records(X), _labels(y)
+        if len(ys) != len(records):
+            raise InvalidInput(f"X has {len(records)} rows but y has {len(ys)} labels")
+        before = self.scaler_.state()
         rows = []
-        for x in _records(X):
-            self.scaler_.learn_one(x)
-            rows.append(self.scaler_.transform_one(x))
-        ys = y.tolist() if hasattr(y, "tolist") else list(y)
-        self.model.learn_many(pd.DataFrame(rows), pd.Series(ys, dtype=object))
+        try:
+            for x in records:
+                updates, z = self.scaler_.learned(x)
+                self.scaler_.commit(updates)
+                rows.append(z)
+            self.model.learn_many(pd.DataFrame(rows), pd.Series(ys, dtype=object))
+        except BaseException:
+            self.scaler_ = FeatureStandardizer.from_state(before)
+            raise
 
     def learn_predict_many(self, X: Any, y: Any) -> list[Any]:
         """Test-then-train on each row in order (the engine's exact per-event path)."""
-        ys = y.tolist() if hasattr(y, "tolist") else list(y)
+        records, ys = _records(X), _labels(y)
+        if len(ys) != len(records):
+            raise InvalidInput(f"X has {len(records)} rows but y has {len(ys)} labels")
         out = []
-        for x, target in zip(_records(X), ys):
+        for x, target in zip(records, ys):
             out.append(self.predict_one(x))
             self.learn_one(x, target)
         return out
