@@ -223,11 +223,7 @@ def _values(x: Mapping[Hashable, Any], vals: list[Any]) -> np.ndarray:
     try:
         values = np.fromiter(vals, dtype=np.float64, count=len(vals))
     except (TypeError, ValueError):
-        bad = {k: v for k, v in x.items() if not _is_number(v)}
-        raise InvalidInput(
-            f"every feature value must be a number, got {bad!r:.200}; encode categorical "
-            "features first, e.g. with river.preprocessing.OneHotEncoder"
-        ) from None
+        raise not_numbers(x) from None
     # One dot: NaN/inf propagate (overflow re-checks). The method, not ``@``: a third of the
     # cost on a short row, and only finiteness is read.
     if not math.isfinite(values.dot(values)):
@@ -247,6 +243,15 @@ def _finite_block(values: np.ndarray) -> np.ndarray:
     if not np.isfinite(values).all():
         raise InvalidInput("feature values must be finite (found NaN or infinity)")
     return values
+
+
+def not_numbers(x: Mapping[Hashable, Any]) -> InvalidInput:
+    """The error for an event with values that are not numbers, naming them."""
+    bad = {k: v for k, v in x.items() if v is not None and not _is_number(v)}
+    return InvalidInput(
+        f"every feature value must be a number, got {bad!r:.200}; encode categorical "
+        "features first, e.g. with river.preprocessing.OneHotEncoder"
+    )
 
 
 def _is_number(v: Any) -> bool:

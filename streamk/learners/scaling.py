@@ -11,12 +11,12 @@ The engine wires it in one line (``scale = "standard"``).
 from __future__ import annotations
 
 import math
-from typing import Any, NoReturn
+from typing import Any
 
 from river import base
 
 from ..errors import ConfigError, InvalidInput
-from .features import _is_number
+from .features import not_numbers
 
 __all__ = [
     "StandardScaledClassifier",
@@ -60,7 +60,7 @@ class FeatureStandardizer:
                 updates.append((i, n, mean, v))
                 out[i] = (xi - mean) / v**0.5 if v else 0.0
         except TypeError:
-            _not_numbers(x)
+            raise not_numbers(x) from None
         return updates, out
 
     def commit(self, updates: list[tuple[Any, int, float, float]]) -> None:
@@ -79,7 +79,7 @@ class FeatureStandardizer:
                 v = vars_.get(i, 0.0)
                 out[i] = (xi - means.get(i, 0.0)) / v**0.5 if v else 0.0
         except TypeError:
-            _not_numbers(x)
+            raise not_numbers(x) from None
         return out
 
     def state(self) -> dict[str, Any]:
@@ -104,15 +104,6 @@ def _raw_non_finite(x: dict) -> None:
     bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(v)}
     if bad:
         raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
-
-
-def _not_numbers(x: dict) -> NoReturn:
-    """Raise the learners' error for an event with a value that is not a number."""
-    bad = {k: v for k, v in x.items() if v is not None and not _is_number(v)}
-    raise InvalidInput(
-        f"every feature value must be a number, got {bad!r:.200}; encode categorical "
-        "features first, e.g. with river.preprocessing.OneHotEncoder"
-    )
 
 
 def _labels(y: Any) -> list[Any]:
