@@ -2253,8 +2253,8 @@ cdef class EventPass:
     cdef object _predict_value(self, model, dict x):
         """The SVR's ``predict_one`` (``offset + f``) or novelty's ``score_one`` (eq. 5.2
         with the centre's statistics when current), or :data:`NOT_HANDLED`."""
-        cdef double row_sq, W = 0.0, kqq, d2
-        cdef Py_ssize_t d, s, n = self.support.n
+        cdef double row_sq, W
+        cdef Py_ssize_t d, n = self.support.n
         if n == 0:
             return NOT_HANDLED  # the offset or 0: the NumPy path's one line
         if self.rcode == R_NOVELTY and not self._r_current(model, n):
@@ -2265,12 +2265,22 @@ cdef class EventPass:
         self._keep_pre(PRE_ROW, d, row_sq)
         if self.rcode == R_SVR:
             return (model._y_mean if self.s_off_mean else self.s_off) + self.f[0]
+        return self._centre_d2(n, self.f[0], self._kdiag(row_sq), <double>model._cc, &W)
+
+    cdef double _centre_d2(self, Py_ssize_t n, double f, double kqq, double cc,
+                           double *W) noexcept:
+        """Eq. 5.2: the event's squared distance from the centre of the set's ``n``
+        vectors (``f = K(x, S) w``, ``kqq = k(x, x)``, ``cc = w' K(S, S) w``), 0 at least,
+        as ``KernelNovelty._distances`` computes it; ``W`` receives the weights' sum, and
+        where it is not positive (no centre) the distance is ``kqq``."""
+        cdef Py_ssize_t s
+        cdef double total = 0.0, d2
         for s in range(n):
-            W = W + self.coef[s, 0]
-        kqq = self._kdiag(row_sq)
-        if W <= 0.0:
+            total = total + self.coef[s, 0]
+        W[0] = total
+        if total <= 0.0:
             return kqq
-        d2 = kqq - (2.0 / W) * self.f[0] + <double>model._cc / (W * W)
+        d2 = kqq - (2.0 / total) * f + cc / (total * total)
         return d2 if d2 > 0.0 else 0.0
 
     cdef bint _r_current(self, model, Py_ssize_t n) except -1:
@@ -2505,15 +2515,11 @@ cdef class EventPass:
         eq. 5.2's squared distance from the centre above CF 5.3's threshold, each in
         ``score_one``'s and ``threshold_``'s order of operations."""
         cdef Py_ssize_t s
-        cdef double W = 0.0, cc = model._cc, d2, v, top = -INFINITY, kmax = -INFINITY
+        cdef double W, cc = model._cc, d2, v, top = -INFINITY, kmax = -INFINITY
         cdef double maxdist, esterr, bound, delta = model.delta
-        for s in range(n):
-            W = W + self.coef[s, 0]
+        d2 = self._centre_d2(n, f, kqq, cc, &W)
         if W <= 0.0:
             return False  # threshold_ is infinite
-        d2 = kqq - (2.0 / W) * f + cc / (W * W)
-        if not d2 > 0.0:
-            d2 = 0.0
         for s in range(n):
             v = (self.kdiag[s] - (2.0 / W) * self.r[s]) + cc / (W * W)
             if v > top:
