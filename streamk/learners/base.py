@@ -24,7 +24,7 @@ from ..budget import BudgetPolicy, Merge, Unbounded, make_policy, policy_from_sp
 from ..errors import ConfigError, InvalidInput
 from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from . import fastpass
-from .features import FeatureIndex
+from .features import FeatureIndex, frame_records
 from .objects import ObjectSupportSet, validate_object
 from .support import SupportSet
 
@@ -492,7 +492,7 @@ class KernelLearner:
         if isinstance(X, np.ndarray):
             xs = [dict(enumerate(row)) for row in X.tolist()]
         elif hasattr(X, "to_dict"):  # a DataFrame: NaN cells are absent features
-            xs = [{k: v for k, v in r.items() if v == v} for r in X.to_dict(orient="records")]
+            xs = frame_records(X)
         else:
             xs = list(X)
         preds = []

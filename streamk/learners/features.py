@@ -228,9 +228,7 @@ def _values(x: Mapping[Hashable, Any], vals: list[Any]) -> np.ndarray:
     # cost on a short row, and only finiteness is read.
     if not math.isfinite(values.dot(values)):
         # None means "absent" (read as 0); NaN and infinities are errors.
-        bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(float(v))}
-        if bad:
-            raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
+        check_finite(x)
         values = np.array([0.0 if v is None else float(v) for v in vals])
     return values
 
@@ -243,6 +241,20 @@ def _finite_block(values: np.ndarray) -> np.ndarray:
     if not np.isfinite(values).all():
         raise InvalidInput("feature values must be finite (found NaN or infinity)")
     return values
+
+
+def check_finite(x: Mapping[Hashable, Any]) -> None:
+    """Refuse an event with NaN or infinite values (``None`` is an absent feature), naming
+    them."""
+    bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(float(v))}
+    if bad:
+        raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
+
+
+def frame_records(frame: Any) -> list[dict]:
+    """A DataFrame's rows as events, a NaN cell an absent feature (a frame cannot leave a
+    key out)."""
+    return [{k: v for k, v in r.items() if v == v} for r in frame.to_dict(orient="records")]
 
 
 def not_numbers(x: Mapping[Hashable, Any]) -> InvalidInput:

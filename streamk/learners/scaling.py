@@ -10,13 +10,12 @@ The engine wires it in one line (``scale = "standard"``).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from river import base
 
 from ..errors import ConfigError, InvalidInput
-from .features import not_numbers
+from .features import check_finite, frame_records, not_numbers
 
 __all__ = [
     "StandardScaledClassifier",
@@ -99,25 +98,19 @@ class FeatureStandardizer:
         return out
 
 
-def _raw_non_finite(x: dict) -> None:
-    """Raise the learners' error naming ``x``'s own non-finite values, if it has any."""
-    bad = {k: v for k, v in x.items() if v is not None and not math.isfinite(v)}
-    if bad:
-        raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
-
-
-def _labels(y: Any) -> list[Any]:
-    return y.tolist() if hasattr(y, "tolist") else list(y)
-
-
 def _records(X: Any) -> list[dict]:
     import pandas as pd
 
-    frame = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
-    return [
-        {k: v for k, v in row.items() if v == v}  # NaN: the feature is absent
-        for row in frame.to_dict(orient="records")
-    ]
+    return frame_records(X if isinstance(X, pd.DataFrame) else pd.DataFrame(X))
+
+
+def _events(X: Any, y: Any) -> tuple[list[dict], list[Any]]:
+    """A block's events (:func:`_records`) and labels; a label count that does not match
+    the rows is refused, never truncated."""
+    records, ys = _records(X), y.tolist() if hasattr(y, "tolist") else list(y)
+    if len(ys) != len(records):
+        raise InvalidInput(f"X has {len(records)} rows but y has {len(ys)} labels")
+    return records, ys
 
 
 class _StandardScaled:
@@ -163,7 +156,7 @@ class _StandardScaled:
         try:
             self.model.learn_one(z, y)
         except InvalidInput:
-            _raw_non_finite(x)  # the event's own values, not their standardised NaN
+            check_finite(x)  # named by the event's own values, not their standardised NaN
             raise
         self.scaler_.commit(updates)
 
@@ -172,9 +165,7 @@ class _StandardScaled:
         learner refuses leaves the statistics as they were."""
         import pandas as pd
 
-        records, ys = _records(X), _labels(y)
-        if len(ys) != len(records):
-            raise InvalidInput(f"X has {len(records)} rows but y has {len(ys)} labels")
+        records, ys = _events(X, y)
         before = self.scaler_.state()
         rows = []
         try:
@@ -189,9 +180,7 @@ class _StandardScaled:
 
     def learn_predict_many(self, X: Any, y: Any) -> list[Any]:
         """Test-then-train on each row in order (the engine's exact per-event path)."""
-        records, ys = _records(X), _labels(y)
-        if len(ys) != len(records):
-            raise InvalidInput(f"X has {len(records)} rows but y has {len(ys)} labels")
+        records, ys = _events(X, y)
         out = []
         for x, target in zip(records, ys):
             out.append(self.predict_one(x))
