@@ -208,13 +208,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         """
         labels = as_list(y)
         check_labels(labels)  # a bad label refuses the block, nothing learned
-        if self.resweeps or self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, labels)
-        rows = self._block(X, grow=True)
-        if len(labels) != len(rows):
-            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        preds = self._learn_predict_rows(
-            rows, labels, self._learn_block_row, self._predict_event_row
+        preds = self._learn_predict_block(
+            X, labels, self._predict_event_row, plain=bool(self.resweeps)
         )
         self._cls.settle(self._support)
         return preds

@@ -509,15 +509,25 @@ class KernelLearner:
             self.learn_one(x, label)
         return preds
 
-    def _learn_predict_rows(
-        self, rows: np.ndarray, items: list[Any], step: Callable, said: Callable
+    def _learn_predict_block(
+        self, X: Any, items: list[Any] | None, said: Callable, plain: bool = False
     ) -> list[Any]:
-        """Test-then-train on a block's rows under one kernel (after the warm-up): one loop
-        of the compiled per-event core, its predictions from the kernel row it learns from
-        (:meth:`_event_rows`), the rows it declines on the NumPy path in place
-        (``said(row, K(row, S))`` then ``step(row, K(row, S), item)``). Returns what
-        ``predict_one`` said before each row."""
+        """``learn_predict_many`` once the block's labels are checked (``items``; ``None``
+        for novelty): the plain loop (:meth:`_learn_predict_each`) where ``plain`` (the
+        resweeps), without the per-event core, on strings or trees and during the
+        ``gamma="auto"`` warm-up; otherwise one loop of the compiled per-event core over
+        the rows, its predictions from the kernel row it learns from (:meth:`_event_rows`),
+        the rows it declines on the NumPy path in place (``said(row, K(row, S))`` then
+        :meth:`_learn_block_row`). Returns what ``predict_one`` said before each row."""
+        if plain or self._event is None or self._objects or self._warming_up:
+            return self._learn_predict_each(X, items)
+        rows = self._block(X, grow=True)
+        if items is None:
+            items = [None] * len(rows)
+        elif len(items) != len(rows):
+            raise InvalidInput(f"X has {len(rows)} rows but y has {len(items)} labels")
         preds: list[Any] = [None] * len(items)
+        step = self._learn_block_row
         i = self._event_rows(rows, items, step, Offset(preds, 0), said)
         for j in range(i, len(items)):  # the core does not take this model, or stalled
             k_row = self._kernel_row(rows[j])

@@ -371,10 +371,7 @@ class KernelNovelty(KernelLearner, base.AnomalyDetector):
         is estimated, one loop of the compiled per-event core over the rows, each flag from
         the kernel row the insert uses; otherwise the plain loop.
         """
-        if self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, None)
-        rows = self._block(X, grow=True)
-        return self._learn_predict_rows(rows, [None] * len(rows), self._learn_block_row, self._said)
+        return self._learn_predict_block(X, None, self._said)
 
     def _said(self, row: np.ndarray, k_row: np.ndarray) -> bool:
         """``predict_one`` of a row from its kernel row ``K(row, S)`` (the NumPy path)."""

@@ -291,12 +291,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
             self._rank_index(label)
         if self.ranks is None:
             self._check_orderable(labels)
-        if self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, labels)
-        rows = self._block(X, grow=True)
-        if len(labels) != len(rows):
-            raise InvalidInput(f"X has {len(rows)} rows but y has {len(labels)} labels")
-        return self._learn_predict_rows(rows, labels, self._learn_block_row, self._said)
+        return self._learn_predict_block(X, labels, self._said)
 
     def _said(self, row: np.ndarray, k_row: np.ndarray) -> Hashable:
         """``predict_one`` of a row from its kernel row ``K(row, S)`` (the NumPy path)."""

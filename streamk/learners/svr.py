@@ -299,12 +299,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         rows, each prediction from the kernel row the step uses; otherwise the plain loop.
         """
         targets = _targets(y)  # a bad target refuses the block before anything is learned
-        if self.resweeps or self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, targets)
-        rows = self._block(X, grow=True)
-        if len(targets) != len(rows):
-            raise InvalidInput(f"X has {len(rows)} rows but y has {len(targets)} targets")
-        preds = self._learn_predict_rows(rows, targets, self._learn_block_row, self._said)
+        preds = self._learn_predict_block(X, targets, self._said, plain=bool(self.resweeps))
         self._targets.settle(self._support)
         return preds
 
