@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from streamk_run import streamk
-from test_grid_paths import _prequential_numpy
+from test_grid_paths import _prequential_numpy, _same_support
 
 from streamk import (
     RBF,
@@ -79,14 +79,6 @@ def _stream(n: int, seed: int = 0) -> tuple[pd.DataFrame, list[float], list[int]
 def _blocks(model, X: pd.DataFrame, y: list) -> list:
     fastpass.COUNTS.clear()
     return [p for a, b in BLOCKS for p in model.learn_predict_many(X[a:b], y[a:b])]
-
-
-def _same_support(fast, slow) -> None:
-    sf, ss = fast.support_, slow.support_
-    assert sf.n == ss.n
-    np.testing.assert_array_equal(sf.ids, ss.ids)
-    np.testing.assert_allclose(sf.X, ss.X, rtol=1e-9, atol=1e-12)  # Merge builds rows
-    np.testing.assert_allclose(sf.coef, ss.coef, rtol=1e-7, atol=1e-12)
 
 
 def _needs_rbf(policy: str, kernel: str) -> None:
