@@ -46,10 +46,13 @@ from streamk.learners import _event, base, eventpass, fastpass
 from streamk.learners import perceptron as perceptron_module
 from tests.test_grid_paths import _stream
 
-pytestmark = pytest.mark.skipif(
+#: the compiled per-event core and the compiled passes it stands beside (the NumPy path is
+#: the oracle); other modules mark their core-only tests with it too
+needs_core = pytest.mark.skipif(
     not eventpass.available() or accel.core is None,
     reason="the compiled per-event path is not built here",
 )
+pytestmark = needs_core
 
 KERNELS = {
     "rbf": lambda: RBF(gamma=0.4),

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from streamk_run import streamk
+from test_event_rows import needs_core  # (the core-only tests; the others run anyway)
 from test_grid_paths import _prequential_numpy, _same_support
 
 from streamk import (
@@ -40,15 +41,9 @@ from streamk import (
 )
 from streamk.consolidation import Consolidated
 from streamk.engine import Engine, EngineConfig
-from streamk.learners import eventpass, fastpass
+from streamk.learners import fastpass
 from streamk.learners.scaling import StandardScaledRegressor
 from streamk.sources.iterable import IterableSource
-
-#: the tests of the compiled per-event core against the NumPy path (the others run anyway)
-needs_core = pytest.mark.skipif(
-    not eventpass.available() or accel.core is None,
-    reason="the compiled per-event path is not built here",
-)
 
 KERNELS = {
     "rbf": lambda: RBF(gamma=0.4),
