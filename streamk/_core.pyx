@@ -22,7 +22,7 @@ Two routines, both plain loops over C-contiguous float64 buffers:
   of :mod:`streamk.learners.svr` and :mod:`streamk.learners.novelty` are its reference.
 """
 
-from libc.math cimport INFINITY, copysign, fabs, pow, sqrt
+from libc.math cimport INFINITY, NAN, copysign, fabs, pow, sqrt
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -1978,3 +1978,54 @@ def welford_marks(const double[:, ::1] rows, Py_ssize_t n, double[::1] mean, dou
                 out[r, k] = m2[k]
             r += 1
     return n
+
+
+def standardize_rows(const double[:, ::1] X, int64_t[::1] counts, double[::1] means,
+                     double[::1] vars_, double[:, ::1] said, double[:, ::1] learned=None):
+    """On-line standardisation of a block, row by row, with exactly the operations of
+    :class:`streamk.learners.standardizer.FeatureStandardizer` (so the same bits).
+
+    ``said[i]`` is row ``i`` standardised with the statistics before it (``transform_one``);
+    with ``learned``, row ``i`` is then folded into ``counts``, ``means`` and ``vars_``
+    (one column per feature, updated in place) and ``learned[i]`` is it standardised with
+    them (``learned``). A NaN cell is an absent feature: not folded, NaN in the outputs.
+    ``(x - mean) / var ** 0.5`` (0 where the variance is 0) as Python computes it: ``pow``,
+    as ``float.__pow__`` calls it, not ``sqrt``, once per variance (the one after a row is
+    the one before the next)."""
+    cdef Py_ssize_t i, j, m = X.shape[0], w = X.shape[1]
+    cdef double x, old, mean, v, n
+    cdef volatile double t  # no fused multiply-add: Python rounds the product first
+    cdef bint update = learned is not None
+    if counts.shape[0] != w or means.shape[0] != w or vars_.shape[0] != w:
+        raise ValueError("statistics and rows differ in width")
+    if said.shape[0] != m or said.shape[1] != w or (
+        update and (learned.shape[0] != m or learned.shape[1] != w)
+    ):
+        raise ValueError("outputs must have the rows' shape")
+    sd_obj = np.empty(w)
+    cdef double[::1] sd = sd_obj  # var ** 0.5 of each column's variance as it stands
+    with nogil:
+        for j in range(w):
+            sd[j] = pow(vars_[j], 0.5)
+        for i in range(m):
+            for j in range(w):
+                x = X[i, j]
+                if x != x:
+                    said[i, j] = NAN
+                    if update:
+                        learned[i, j] = NAN
+                    continue
+                old = means[j]
+                v = vars_[j]
+                said[i, j] = (x - old) / sd[j] if v != 0.0 else 0.0
+                if not update:
+                    continue
+                n = <double>(counts[j] + 1)
+                mean = old + (x - old) / n
+                t = (x - old) * (x - mean)
+                v = v + (t - v) / n
+                counts[j] += 1
+                means[j] = mean
+                vars_[j] = v
+                sd[j] = pow(v, 0.5)
+                learned[i, j] = (x - mean) / sd[j] if v != 0.0 else 0.0

@@ -15,7 +15,9 @@ from typing import Any
 from river import base
 
 from ..errors import ConfigError, InvalidInput
-from .features import check_finite, frame_records, not_numbers
+from .base import as_list
+from .features import check_finite, frame_records
+from .standardizer import FeatureStandardizer, StandardBlock, block_values
 
 __all__ = [
     "StandardScaledClassifier",
@@ -23,79 +25,6 @@ __all__ = [
     "standard_scaled",
     "FeatureStandardizer",
 ]
-
-
-class FeatureStandardizer:
-    """Running mean and variance per feature; ``(x - mean) / std`` (0 where the variance is 0).
-
-    The same updates as river's ``preprocessing.StandardScaler`` (so a wrapped learner
-    learns exactly what ``StandardScaler() | learner`` learns), as plain data.
-    """
-
-    def __init__(self) -> None:
-        self.counts: dict[Any, int] = {}
-        self.means: dict[Any, float] = {}
-        self.vars: dict[Any, float] = {}
-
-    def learn_one(self, x: dict) -> None:
-        self.commit(self.learned(x)[0])
-
-    def learned(self, x: dict) -> tuple[list[tuple[Any, int, float, float]], dict]:
-        """What :meth:`learn_one` would store for ``x``'s features, not stored yet, and
-        ``x`` transformed with it (what ``transform_one`` would say after ``learn_one``, to
-        the bit). :meth:`commit` stores it: a learner that refuses the event leaves the
-        statistics as they were (one NaN learned would make every later event NaN)."""
-        counts, means, vars_ = self.counts, self.means, self.vars
-        updates, out = [], {}
-        try:
-            for i, xi in x.items():
-                if xi is None:  # absent, as the learners read it: not learned, not passed on
-                    continue
-                n = counts.get(i, 0) + 1
-                old = means.get(i, 0.0)
-                mean = old + (xi - old) / n
-                v = vars_.get(i, 0.0)
-                v = v + ((xi - old) * (xi - mean) - v) / n
-                updates.append((i, n, mean, v))
-                out[i] = (xi - mean) / v**0.5 if v else 0.0
-        except TypeError:
-            raise not_numbers(x) from None
-        return updates, out
-
-    def commit(self, updates: list[tuple[Any, int, float, float]]) -> None:
-        """Store what :meth:`learned` computed."""
-        counts, means, vars_ = self.counts, self.means, self.vars
-        for i, n, mean, v in updates:
-            counts[i], means[i], vars_[i] = n, mean, v
-
-    def transform_one(self, x: dict) -> dict:
-        means, vars_ = self.means, self.vars
-        out = {}
-        try:
-            for i, xi in x.items():
-                if xi is None:  # absent (see learned)
-                    continue
-                v = vars_.get(i, 0.0)
-                out[i] = (xi - means.get(i, 0.0)) / v**0.5 if v else 0.0
-        except TypeError:
-            raise not_numbers(x) from None
-        return out
-
-    def state(self) -> dict[str, Any]:
-        keys = list(self.counts)
-        return {
-            "keys": keys,
-            "counts": [self.counts[k] for k in keys],
-            "means": [self.means[k] for k in keys],
-            "vars": [self.vars[k] for k in keys],
-        }
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any]) -> FeatureStandardizer:
-        out = cls()
-        for k, n, m, v in zip(state["keys"], state["counts"], state["means"], state["vars"]):
-            out.counts[k], out.means[k], out.vars[k] = int(n), float(m), float(v)
-        return out
 
 
 def _records(X: Any) -> list[dict]:
@@ -165,6 +94,13 @@ class _StandardScaled:
         learner refuses leaves the statistics as they were."""
         import pandas as pd
 
+        block, ys = self._block(X, y)
+        if block is not None:
+            order = block.frame_order()  # the columns of a frame of the standardised dicts
+            frame = pd.DataFrame(block.learned[:, order], columns=[block.names[j] for j in order])
+            self.model.learn_many(frame, pd.Series(ys, dtype=object))
+            self.scaler_.commit_block(block)
+            return
         records, ys = _events(X, y)
         before = self.scaler_.state()
         rows = []
@@ -179,13 +115,38 @@ class _StandardScaled:
             raise
 
     def learn_predict_many(self, X: Any, y: Any) -> list[Any]:
-        """Test-then-train on each row in order (the engine's exact per-event path)."""
-        records, ys = _events(X, y)
-        out = []
-        for x, target in zip(records, ys):
-            out.append(self.predict_one(x))
-            self.learn_one(x, target)
+        """Test-then-train on each row in order (the engine's exact per-event path): what
+        ``predict_one`` said of each row before ``learn_one`` learned it."""
+        block, ys = self._block(X, y)
+        if block is None:
+            records, ys = _events(X, y)
+            out = []
+            for x, target in zip(records, ys):
+                out.append(self.predict_one(x))
+                self.learn_one(x, target)
+            return out
+        model, out = self.model, []
+        said, learned = block.events(block.said), block.events(block.learned)
+        for i, target in enumerate(ys):
+            try:
+                out.append(model.predict_one(said[i]))
+                model.learn_one(learned[i], target)
+            except BaseException:  # the rows before it are learned, as one at a time
+                self.scaler_.commit_block(block, i)
+                raise
+        self.scaler_.commit_block(block)
         return out
+
+    def _block(self, X: Any, y: Any) -> tuple[StandardBlock | None, list[Any]]:
+        """The block standardised in one compiled pass (``None``: the per-event path takes
+        it) and its labels, their count checked."""
+        values = block_values(X)
+        if values is None:
+            return None, []
+        ys = as_list(y)
+        if len(ys) != len(values[1]):
+            raise InvalidInput(f"X has {len(values[1])} rows but y has {len(ys)} labels")
+        return self.scaler_.block(*values, learn=True), ys
 
     # -- prediction ------------------------------------------------------------------------------
     def predict_one(self, x: dict) -> Any:
@@ -195,6 +156,12 @@ class _StandardScaled:
         import pandas as pd
 
         index = getattr(X, "index", None)
+        values = block_values(X)
+        block = None if values is None else self.scaler_.block(*values, learn=False)
+        if block is not None:
+            order = block.frame_order()
+            names = [block.names[j] for j in order]
+            return pd.DataFrame(block.said[:, order], columns=names, index=index)
         return pd.DataFrame([self.scaler_.transform_one(x) for x in _records(X)], index=index)
 
     def predict_many(self, X: Any):

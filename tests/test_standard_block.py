@@ -1,0 +1,221 @@
+"""A block standardised in one compiled pass is the per-event standardisation, to the bit.
+
+Oracle: :class:`FeatureStandardizer`'s per-event code (``transform_one``, then ``learned``
+and ``commit``), which ``tests/test_scaling.py`` holds equal to river's ``StandardScaler``;
+for the wrapped learners, the same wrapper fed one event at a time (``predict_one`` then
+``learn_one``), and river's ``StandardScaler() | learner`` pipeline.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from river import preprocessing
+
+from streamk import (
+    Forgetron,
+    KernelAdatron,
+    KernelPerceptron,
+    MarginPerceptron,
+    OnlineRanker,
+    OnlineSVR,
+    Projectron,
+    RemoveOldest,
+)
+from streamk.accel import core
+from streamk.errors import InvalidInput
+from streamk.learners.scaling import standard_scaled
+from streamk.learners.standardizer import FeatureStandardizer, block_values
+
+needs_core = pytest.mark.skipif(
+    core is None or not hasattr(core, "standardize_rows"), reason="compiled core not built"
+)
+
+
+def _values(seed: int, m: int = 400) -> pd.DataFrame:
+    """Columns of very different scales, a constant one, an integer and a boolean one, a
+    feature that appears late and one with gaps (NaN: absent)."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "tiny": rng.normal(0, 1e-7, m),
+            "huge": rng.normal(3e8, 1e6, m),
+            "const": np.full(m, 2.5),
+            "count": rng.integers(-5, 50, m),
+            "flag": rng.random(m) < 0.3,
+            "plain": rng.normal(size=m),
+        }
+    )
+    late = rng.normal(4, 2, m)
+    late[: m // 3] = np.nan
+    gaps = rng.normal(size=m)
+    gaps[rng.random(m) < 0.2] = np.nan
+    frame["late"], frame["gaps"] = late, gaps
+    return frame
+
+
+def _per_event(scaler: FeatureStandardizer, frame: pd.DataFrame, learn: bool):
+    """The oracle: each row's dicts as ``transform_one`` / ``learned`` make them."""
+    said, learned = [], []
+    for x in frame.to_dict(orient="records"):
+        x = {k: v for k, v in x.items() if v == v}
+        said.append(scaler.transform_one(x))
+        if learn:
+            updates, z = scaler.learned(x)
+            scaler.commit(updates)
+            learned.append(z)
+    return said, learned
+
+
+def _state(model) -> bytes:
+    """The model's plain-data state (the scaler's statistics and the learner), as bytes."""
+    return pickle.dumps(model.state())
+
+
+def _bits(a: dict) -> dict:
+    return {k: float(v).hex() for k, v in a.items()}
+
+
+@needs_core
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("warm", [0, 57])
+def test_the_compiled_pass_is_the_per_event_code_to_the_bit(seed, warm):
+    frame = _values(seed)
+    oracle, ours = FeatureStandardizer(), FeatureStandardizer()
+    _per_event(oracle, frame[:warm], True)  # statistics that do not start empty
+    _per_event(ours, frame[:warm], True)
+    said, learned = _per_event(oracle, frame[warm:], True)
+    block = ours.block(*block_values(frame[warm:]), learn=True)
+    assert [_bits(z) for z in block.events(block.said)] == [_bits(z) for z in said]
+    assert [_bits(z) for z in block.events(block.learned)] == [_bits(z) for z in learned]
+    ours.commit_block(block)
+    assert ours.state() == oracle.state()  # keys in the order met, counts, means, variances
+    # a refused row part-way: the statistics of the rows before it
+    part, again = FeatureStandardizer(), FeatureStandardizer()
+    _per_event(part, frame[:warm], True)
+    _per_event(again, frame[: warm + 123], True)
+    block = part.block(*block_values(frame[warm:]), learn=True)
+    part.commit_block(block, 123)
+    assert part.state() == again.state()
+
+
+@needs_core
+def test_predicting_a_block_does_not_move_the_statistics():
+    frame = _values(3)
+    oracle, ours = FeatureStandardizer(), FeatureStandardizer()
+    for s in (oracle, ours):
+        _per_event(s, frame[:200], True)
+    said, _ = _per_event(oracle, frame[200:], False)
+    block = ours.block(*block_values(frame[200:]), learn=False)
+    assert block.learned is None
+    assert [_bits(z) for z in block.events(block.said)] == [_bits(z) for z in said]
+    assert ours.state() == oracle.state()
+
+
+def test_blocks_the_per_event_path_must_judge_are_left_to_it():
+    assert block_values([{"a": 1.0}]) is None  # a list of dicts
+    assert block_values(pd.DataFrame({"a": [1.0, math.inf]})) is None
+    assert block_values(pd.DataFrame({"a": ["x", "y"]})) is None
+    assert block_values(pd.DataFrame([[1.0, 2.0]], columns=["a", "a"])) is None
+    assert block_values(np.array([["x"]], dtype=object)) is None
+    names, values = block_values(np.array([[1, 2], [3, 4]]))
+    assert names == [0, 1] and values.dtype == np.float64
+    names, values = block_values(pd.DataFrame({"a": [1.0, None], "b": [True, False]}))
+    assert names == ["a", "b"] and np.isnan(values[1, 0]) and values[0, 1] == 1.0
+
+
+LEARNERS = {
+    "perceptron": (lambda: KernelPerceptron(budget=RemoveOldest(60)), "class"),
+    "margin-forgetron": (lambda: MarginPerceptron(budget=Forgetron(60)), "class"),
+    "adatron": (lambda: KernelAdatron(budget=70), "class"),
+    "perceptron-projectron": (lambda: KernelPerceptron(budget=Projectron(50)), "class"),
+    "svr": (lambda: OnlineSVR(budget=60), "value"),
+    "ranker": (lambda: OnlineRanker(budget=60), "rank"),
+}
+
+
+def _labels(frame: pd.DataFrame, kind: str, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    signal = frame["plain"].to_numpy() + np.nan_to_num(frame["gaps"].to_numpy())
+    if kind == "class":
+        return [bool(v) for v in signal + rng.normal(0, 0.3, len(frame)) > 0]
+    if kind == "rank":
+        return [int(v) for v in np.digitize(signal, [-0.7, 0.0, 0.7])]
+    return [float(v) for v in 3 * signal + rng.normal(0, 0.1, len(frame))]
+
+
+def _one_by_one(model, frame: pd.DataFrame, ys: list) -> list:
+    out = []
+    for x, y in zip(frame.to_dict(orient="records"), ys):
+        x = {k: v for k, v in x.items() if v == v}
+        out.append(model.predict_one(x))
+        model.learn_one(x, y)
+    return out
+
+
+@needs_core
+@pytest.mark.parametrize("name", list(LEARNERS))
+@pytest.mark.parametrize("form", ["frame", "array"])
+def test_a_scaled_learners_blocks_are_its_events(name, form):
+    make, kind = LEARNERS[name]
+    frame = _values(7, 900)
+    if form == "array":  # the engine's blocks of vectors: no gaps, columns 0 .. d - 1
+        frame = frame.drop(columns=["late", "gaps"]).astype(float)
+        frame.columns = range(frame.shape[1])
+    ys = _labels(frame.rename(columns={5: "plain"}).assign(gaps=0.0), kind, 7)
+    oracle, ours, many = (standard_scaled(make()) for _ in range(3))
+    expected = _one_by_one(oracle, frame, ys)
+    got = []
+    for start in range(0, len(frame), 250):
+        part = frame[start : start + 250]
+        X = part.to_numpy() if form == "array" else part
+        got += ours.learn_predict_many(X, ys[start : start + 250])
+        many.learn_many(X, ys[start : start + 250])
+    assert got == expected
+    assert _state(ours) == _state(oracle)  # the scaler's statistics and the learner, to the bit
+    assert many.scaler_.state() == oracle.scaler_.state()
+    assert many.model.state()["features"] == oracle.model.state()["features"]  # as met
+    # predict_many: the learner's own predict_many of the rows transform_one makes
+    probe = frame[:300]
+    dicts = [{k: v for k, v in x.items() if v == v} for x in probe.to_dict(orient="records")]
+    said = oracle.model.predict_many(pd.DataFrame([oracle.scaler_.transform_one(x) for x in dicts]))
+    got = ours.predict_many(probe.to_numpy() if form == "array" else probe)
+    assert got.tolist() == said.tolist()
+
+
+@needs_core
+def test_the_block_path_predicts_as_rivers_pipeline():
+    frame = _values(11, 700).drop(columns=["late", "gaps"])
+    ys = _labels(frame.assign(gaps=0.0), "class", 11)
+    pipe = preprocessing.StandardScaler() | KernelPerceptron(budget=RemoveOldest(80))
+    expected = []
+    for x, y in zip(frame.to_dict(orient="records"), ys):
+        expected.append(pipe.predict_one(x))
+        pipe.learn_one(x, y)
+    ours = standard_scaled(KernelPerceptron(budget=RemoveOldest(80)))
+    got = []
+    for start in range(0, len(frame), 128):
+        got += ours.learn_predict_many(frame[start : start + 128], ys[start : start + 128])
+    assert got == expected
+
+
+@pytest.mark.parametrize("bad", ["label", "infinity"])
+def test_a_bad_row_mid_block_stops_there_as_one_at_a_time(bad):
+    frame = _values(5, 300).drop(columns=["late", "gaps"]).astype(float)
+    ys = _labels(frame.assign(gaps=0.0), "class", 5)
+    if bad == "label":
+        ys[140] = [1]
+    else:
+        frame.loc[140, "plain"] = math.inf
+    oracle = standard_scaled(KernelPerceptron(budget=60))
+    with pytest.raises(InvalidInput):
+        _one_by_one(oracle, frame, ys)
+    ours = standard_scaled(KernelPerceptron(budget=60))
+    with pytest.raises(InvalidInput):
+        ours.learn_predict_many(frame, ys)
+    assert ours.n_learned == oracle.n_learned == 140
+    assert _state(ours) == _state(oracle)
