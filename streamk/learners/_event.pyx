@@ -1261,28 +1261,49 @@ cdef class EventPass:
     def predict(self, model, x):
         """``model.predict_one(x)`` in one call, or :data:`NOT_HANDLED`. What it computed
         stays for a :meth:`learn` of the same row (:meth:`_keep_pre`)."""
-        cdef double row_sq
         cdef Py_ssize_t d
         self.pre_kind = 0
         if type(x) is not dict or not self._current(model):
             return NOT_HANDLED
-        if self.valued:
-            return self._predict_value(model, <dict>x)
-        if self.ranker and self.n_classes == 0:
-            return NOT_HANDLED
         d = self._row(<dict>x)
         if d < 0:
             return NOT_HANDLED
+        return self._say(model, d, True)
+
+    cdef object _say(self, model, Py_ssize_t d, bint keep):
+        """``predict_one`` of the row in ``self.row`` (``d`` wide), or :data:`NOT_HANDLED`
+        (the NumPy path's cases: an empty set for the SVR and novelty, whose answer is one
+        line there; novelty's centre statistics not current; a ranker without ranks).
+        ``keep``: what it computed stays for a :meth:`learn` of the same row."""
+        cdef Py_ssize_t n = self.support.n
+        if self.valued:
+            if n == 0:
+                return NOT_HANDLED  # the offset or 0: the NumPy path's one line
+            if self.rcode == R_NOVELTY and not self._r_current(model, n):
+                return NOT_HANDLED  # the NumPy path recomputes r once
+            return self._predict_value_row(model, d, keep)
+        if self.ranker and self.n_classes == 0:
+            return NOT_HANDLED
+        return self._predict_label(d, keep)
+
+    cdef object _predict_label(self, Py_ssize_t d, bint keep):
+        """A classifier's or the ranker's ``predict_one`` of the row in ``self.row`` (``d``
+        wide): from the float32 hints where they make it certain, else from the float64
+        margins; :data:`NOT_HANDLED` where it does not apply. ``keep``: what it computed
+        stays for a :meth:`learn` of the same row (:meth:`_keep_pre`)."""
+        cdef double row_sq
         if self._hint(d, &row_sq):
             said = self._hint_decide()
             if said is not NOT_HANDLED:
                 self.hints_certain += 1
-                self._keep_pre(PRE_HINTS, d, row_sq)
+                if keep:
+                    self._keep_pre(PRE_HINTS, d, row_sq)
                 return said
             self.hints_fresh += 1
         if not self._margins(d, &row_sq, False):
             return NOT_HANDLED
-        self._keep_pre(PRE_ROW, d, row_sq)
+        if keep:
+            self._keep_pre(PRE_ROW, d, row_sq)
         return self._decide()
 
     def margins(self, model, x):
@@ -1873,7 +1894,7 @@ cdef class EventPass:
         binding it if needed): :meth:`learn_rows` then learns rows until one declines."""
         return self._current(model)
 
-    def learn_rows(self, model, rows, targets, out=None, bint fold=False):
+    def learn_rows(self, model, rows, targets, out=None, bint fold=False, said_rows=None):
         """``model.learn_one`` on each row of a run, in one loop: ``rows`` C-contiguous
         float64, already in the learner's feature order and folded into the ``gamma=
         "auto"`` estimate (one run under one kernel, as ``learn_many`` splits a block);
@@ -1889,21 +1910,36 @@ cdef class EventPass:
         ``fold``: the rows are not folded yet; each one is, here, as :meth:`learn` folds an
         event during the warm-up (the kernel moving where ``regamma_at`` says), so a block
         needs no split into runs. A row it stops at is not folded either; a row folded is
-        learned whatever follows (on the NumPy path where this one cannot take it)."""
+        learned whatever follows (on the NumPy path where this one cannot take it).
+
+        ``said_rows`` (with ``out``): ``out`` receives what ``predict_one`` says of
+        ``said_rows[i]``, not of ``rows[i]``, before ``rows[i]`` is learned: a wrapper
+        that transforms an event one way to predict and another to learn (on-line
+        standardisation: before and after the event moves the statistics). The same shape
+        as ``rows``, in the same feature order."""
         cdef list pred = None
         self.pre_kind = 0
         if out is not None:
             if fold:
                 raise ValueError("learn_rows: no predictions while folding the warm-up")
             pred = <list?>out
-        if getattr(rows, "ndim", 0) != 2 or rows.dtype.char != "d":
-            return 0
-        if not rows.flags.c_contiguous:
-            return 0
+        elif said_rows is not None:
+            raise ValueError("learn_rows: said_rows needs out")
+        if said_rows is not None and self.rcode == R_NOVELTY:  # (its flag needs the step's r)
+            raise ValueError("learn_rows: said_rows is for the labelled learners and the SVR")
+        for block in (rows, said_rows):
+            if block is None:
+                continue
+            if getattr(block, "ndim", 0) != 2 or block.dtype.char != "d":
+                return 0
+            if not block.flags.c_contiguous:
+                return 0
+        if said_rows is not None and said_rows.shape != rows.shape:
+            raise ValueError("learn_rows: said_rows must have the rows' shape")
         self.holding = True
         self.la_count = 0
         try:
-            return self._learn_rows(model, rows, targets, pred, fold)
+            return self._learn_rows(model, rows, targets, pred, fold, said_rows)
         finally:
             self.holding = False
             self.la_count = 0
@@ -1935,14 +1971,20 @@ cdef class EventPass:
             model._y_mean, model._y_m2 = self.held_y[1], self.held_y[2]
         return 0
 
-    cdef Py_ssize_t _learn_rows(self, model, rows, targets, list pred, bint fold) except -1:
+    cdef Py_ssize_t _learn_rows(self, model, rows, targets, list pred, bint fold,
+                                said_rows) except -1:
         """:meth:`learn_rows`'s loop, the learner's counters held. The binding is checked
         in full for the first row and after any row the NumPy path finished (it unbinds);
         between rows learned here only the set's version can move it (a buffer grown or the
-        kernel re-estimated), and that is one compare."""
+        kernel re-estimated), and that is one compare. With ``said_rows`` each prediction
+        is made of that row (:meth:`_said_of`) and the learning rows take no lookahead."""
         cdef const double[:, ::1] R = rows
+        cdef const double[:, ::1] P = said_rows
         cdef Py_ssize_t i, m = R.shape[0], d = R.shape[1]
         cdef double yv = 0.0
+        cdef bint apart = said_rows is not None
+        cdef list own = None if apart else pred  # what the learning rows' own step says
+        said = None
         for i in range(m):
             self.la_use = -1
             if not (i and self.bound and self.support.version == self.version):
@@ -1966,10 +2008,16 @@ cdef class EventPass:
                     else:
                         self._learn_value_row(model, d, yv, True, 0, None)
                     continue
-                if self.rcode == R_SVR:
+                if apart:
+                    said = self._said_of(model, R, P, i, d)
+                    if said is NOT_HANDLED:
+                        return i
+                elif self.rcode == R_SVR:
                     self._lookahead(R, i, d, False)
-                if not self._learn_value_row(model, d, yv, False, 0, pred):
+                if not self._learn_value_row(model, d, yv, False, 0, own):
                     return i
+                if apart:
+                    pred.append(said)
                 continue
             code = self._code(targets[i])
             if code is None:
@@ -1982,11 +2030,29 @@ cdef class EventPass:
                 else:
                     self._learn_label(model, d, targets[i], code, True, None, 0)
                 continue
-            if self.rcode == R_ADATRON:
+            if apart:
+                said = self._said_of(model, R, P, i, d)
+                if said is NOT_HANDLED:
+                    return i
+            elif self.rcode == R_ADATRON:
                 self._lookahead(R, i, d, True)
-            if not self._learn_label(model, d, targets[i], code, False, pred, 0):
+            if not self._learn_label(model, d, targets[i], code, False, own, 0):
                 return i
+            if apart:
+                pred.append(said)
         return m
+
+    cdef object _said_of(self, model, const double[:, ::1] R, const double[:, ::1] P,
+                         Py_ssize_t i, Py_ssize_t d):
+        """What ``predict_one`` says of ``P[i]`` (:meth:`_say`), then ``R[i]`` back in
+        ``self.row`` (where the caller took it, its values checked); :data:`NOT_HANDLED`
+        where it does not apply or a value of ``P[i]`` is not finite."""
+        if self._take_row(P, i) < 0:
+            said = NOT_HANDLED
+        else:
+            said = self._say(model, d, False)
+        self._take_row(R, i)
+        return said
 
     cdef bint _lookahead(self, const double[:, ::1] R, Py_ssize_t i, Py_ssize_t d,
                          bint inserting) except -1:
@@ -2250,21 +2316,20 @@ cdef class EventPass:
         return n
 
     # -- the SVR and novelty rules ----------------------------------------------------------------
-    cdef object _predict_value(self, model, dict x):
+    cdef object _predict_value_row(self, model, Py_ssize_t d, bint keep):
         """The SVR's ``predict_one`` (``offset + f``) or novelty's ``score_one`` (eq. 5.2
-        with the centre's statistics when current), or :data:`NOT_HANDLED`."""
+        with the centre's statistics) of the row in ``self.row`` (``d`` wide), the set not
+        empty (and the centre's statistics current); ``keep`` as for :meth:`_say`."""
         cdef double row_sq, W
-        cdef Py_ssize_t d, n = self.support.n
-        if n == 0:
-            return NOT_HANDLED  # the offset or 0: the NumPy path's one line
-        if self.rcode == R_NOVELTY and not self._r_current(model, n):
-            return NOT_HANDLED  # the NumPy path recomputes r once
-        d = self._row(x)
-        if d < 0 or not self._margins(d, &row_sq, False):
+        cdef Py_ssize_t n = self.support.n
+        if not self._margins(d, &row_sq, False):
             return NOT_HANDLED
-        self._keep_pre(PRE_ROW, d, row_sq)
-        if self.rcode == R_SVR:
-            return (model._y_mean if self.s_off_mean else self.s_off) + self.f[0]
+        if keep:
+            self._keep_pre(PRE_ROW, d, row_sq)
+        if self.rcode == R_SVR:  # the running mean as learn_rows holds it, if it does
+            if not self.s_off_mean:
+                return self.s_off + self.f[0]
+            return (self.held_y[1] if self.held_stats else model._y_mean) + self.f[0]
         return self._centre_d2(n, self.f[0], self._kdiag(row_sq), <double>model._cc, &W)
 
     cdef double _centre_d2(self, Py_ssize_t n, double f, double kqq, double cc,
@@ -2403,7 +2468,7 @@ cdef class EventPass:
         """The SVR's step or novelty's insert, and the counters, for the row in
         ``self.row`` (``d`` wide, target ``yv``): the one core of :meth:`_learn_value` and
         :meth:`learn_rows`; ``folded``, ``pre`` and ``pred`` (what ``predict_one`` says
-        before the step: the SVR's ``offset + f`` as :meth:`_predict_value` says it,
+        before the step: the SVR's ``offset + f`` as :meth:`_predict_value_row` says it,
         novelty's flag from :meth:`_novelty_flag`) as for :meth:`_learn_label`."""
         cdef double row_sq, alpha = 1.0, kxx, f, said = 0.0
         cdef double stats[3]

@@ -206,10 +206,17 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         from the kernel row it learns from), where the generic loop made a dict of each row
         and two calls; the rows the core declines take the NumPy path in place.
         """
+        return self._learn_predict_apart(X, y, None)
+
+    def _learn_predict_apart(self, X: Any, y: Any, said_X: Any) -> list[Any]:
+        """:meth:`learn_predict_many`, each prediction made of ``said_X``'s row (where
+        given) before ``X``'s row is learned: on-line standardisation's block
+        (:mod:`streamk.learners.scaling`) predicts from an event standardised before it
+        moves the statistics and learns it standardised after."""
         labels = as_list(y)
         check_labels(labels)  # a bad label refuses the block, nothing learned
         preds = self._learn_predict_block(
-            X, labels, self._predict_event_row, plain=bool(self.resweeps)
+            X, labels, self._predict_event_row, plain=bool(self.resweeps), said_X=said_X
         )
         self._cls.settle(self._support)
         return preds
@@ -225,10 +232,6 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
             for row, label in zip(rows[i:end], labels[i:end]):
                 self._learn_block_row(row, self._kernel_row(row), label)
             i = end
-
-    def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
-        self._add_label(label)
-        self._update(row, k_row @ self._support.coef, k_row, label)
 
     def _update(self, row: np.ndarray, f: np.ndarray, k_row: np.ndarray, y: Any) -> None:
         """One coordinate step on the new example from alpha = 0, then the resweeps."""

@@ -86,6 +86,16 @@ def _folds_in_place(scale: ScaleEstimator, rows: np.ndarray) -> bool:
     )
 
 
+def _events_of(X: Any) -> list[Any]:
+    """A block's rows as events: a NumPy row as ``{j: value}``, a DataFrame's row without
+    its NaN cells (absent features), anything else as it comes."""
+    if isinstance(X, np.ndarray):
+        return [dict(enumerate(row)) for row in X.tolist()]
+    if hasattr(X, "to_dict"):  # a DataFrame: NaN cells are absent features
+        return frame_records(X)
+    return list(X)
+
+
 class Offset:
     """A write view of a list shifted by ``start`` (the rows of one run under one kernel):
     what :meth:`KernelLearner._event_rows` writes a block's predictions through."""
@@ -483,34 +493,38 @@ class KernelLearner:
                 i += 1
         return i
 
-    def _learn_predict_each(self, X: Any, y: Any) -> list[Any]:
+    def _learn_predict_each(self, X: Any, y: Any, said_X: Any = None) -> list[Any]:
         """Test-then-train on a block the plain way: ``predict_one`` then ``learn_one`` for
         each row, in order; what was said before each row was learned (prequential). The
         ``learn_predict_many`` of a learner whose block cannot take the per-event core
         (resweeps, strings or trees, the ``gamma="auto"`` warm-up). ``y=None``: a learner
-        without labels (novelty), ``learn_one(x)``."""
-        if isinstance(X, np.ndarray):
-            xs = [dict(enumerate(row)) for row in X.tolist()]
-        elif hasattr(X, "to_dict"):  # a DataFrame: NaN cells are absent features
-            xs = frame_records(X)
-        else:
-            xs = list(X)
+        without labels (novelty), ``learn_one(x)``. ``said_X``: the rows to predict from
+        (:meth:`_learn_predict_block`)."""
+        xs = _events_of(X)
+        said_xs = xs if said_X is None else _events_of(said_X)
+        if len(said_xs) != len(xs):
+            raise InvalidInput(f"X has {len(xs)} rows but said_X has {len(said_xs)}")
         preds = []
         if y is None:
-            for x in xs:
-                preds.append(self.predict_one(x))
+            for x, said_x in zip(xs, said_xs):
+                preds.append(self.predict_one(said_x))
                 self.learn_one(x)
             return preds
         labels = list(y)
         if len(labels) != len(xs):
             raise InvalidInput(f"X has {len(xs)} rows but y has {len(labels)} labels")
-        for x, label in zip(xs, labels):
-            preds.append(self.predict_one(x))
+        for x, said_x, label in zip(xs, said_xs, labels):
+            preds.append(self.predict_one(said_x))
             self.learn_one(x, label)
         return preds
 
     def _learn_predict_block(
-        self, X: Any, items: list[Any] | None, said: Callable, plain: bool = False
+        self,
+        X: Any,
+        items: list[Any] | None,
+        said: Callable,
+        plain: bool = False,
+        said_X: Any = None,
     ) -> list[Any]:
         """``learn_predict_many`` once the block's labels are checked (``items``; ``None``
         for novelty): the plain loop (:meth:`_learn_predict_each`) where ``plain`` (the
@@ -518,21 +532,32 @@ class KernelLearner:
         ``gamma="auto"`` warm-up; otherwise one loop of the compiled per-event core over
         the rows, its predictions from the kernel row it learns from (:meth:`_event_rows`),
         the rows it declines on the NumPy path in place (``said(row, K(row, S))`` then
-        :meth:`_learn_block_row`). Returns what ``predict_one`` said before each row."""
+        :meth:`_learn_block_row`). Returns what ``predict_one`` said before each row.
+
+        ``said_X`` (the same columns as ``X``): each prediction is ``predict_one`` of its
+        row, not of ``X``'s, before ``X``'s row is learned; what a wrapper that transforms
+        an event one way to predict and another to learn hands over (on-line
+        standardisation, :mod:`streamk.learners.scaling`)."""
         if plain or self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, items)
+            return self._learn_predict_each(X, items, said_X)
+        if self._late_features(X):  # (rare: a feature new mid-stream)
+            return self._learn_predict_each(X, items, said_X)
         rows = self._block(X, grow=True)
+        said_rows = rows if said_X is None else self._block(said_X, grow=False)
+        if said_rows.shape != rows.shape:
+            raise InvalidInput("said_X must have X's rows and columns")
         if items is None:
             items = [None] * len(rows)
         elif len(items) != len(rows):
             raise InvalidInput(f"X has {len(rows)} rows but y has {len(items)} labels")
         preds: list[Any] = [None] * len(items)
         step = self._learn_block_row
-        i = self._event_rows(rows, items, step, Offset(preds, 0), said)
+        i = self._event_rows(
+            rows, items, step, Offset(preds, 0), said, None if said_X is None else said_rows
+        )
         for j in range(i, len(items)):  # the core does not take this model, or stalled
-            k_row = self._kernel_row(rows[j])
-            preds[j] = said(rows[j], k_row)
-            step(rows[j], k_row, items[j])
+            preds[j] = said(said_rows[j], self._kernel_row(said_rows[j]))
+            step(rows[j], self._kernel_row(rows[j]), items[j])
         return preds
 
     def _event_rows(
@@ -542,6 +567,7 @@ class KernelLearner:
         step: Callable,
         out: Any = None,
         predict: Callable | None = None,
+        said_rows: np.ndarray | None = None,
     ) -> int:
         """Learn a run (one kernel, rows already folded into ``gamma="auto"``) through the
         compiled per-event core (``EventPass.learn_rows``) where no block pass applies.
@@ -550,18 +576,21 @@ class KernelLearner:
         path, ``step(row, K(row, S), item)``, and the core goes on after it; after
         :data:`_EVENT_STALLS` stops in a row it hands the rest back. ``out[j]`` /
         ``out.put(j, values)`` receive what ``predict_one`` said before each row
-        (``predict(row, k_row)`` for a NumPy row). Returns the rows learned from the start:
-        0 when the core does not take this learner (policy, kernel, rule) at all.
+        (``predict(row, k_row)`` for a NumPy row), of ``said_rows``' row where given
+        (:meth:`_learn_predict_block`'s ``said_X``). Returns the rows learned from the
+        start: 0 when the core does not take this learner (policy, kernel, rule) at all.
         """
         event = self._event
         m = rows.shape[0]
         if event is None or m == 0 or not event.applies(self):
             return 0
         Q = np.ascontiguousarray(rows, dtype=np.float64)
+        P = Q if said_rows is None else np.ascontiguousarray(said_rows, dtype=np.float64)
         i = stalls = 0
         while i < m:
             said = None if out is None else []
-            j = event.learn_rows(self, Q[i:], None if items is None else items[i:], said)
+            apart = {} if said_rows is None else {"said_rows": P[i:]}
+            j = event.learn_rows(self, Q[i:], None if items is None else items[i:], said, **apart)
             fastpass.COUNTS["compiled"] += j
             fastpass.COUNTS["event_rows"] += j
             if said:
@@ -573,10 +602,16 @@ class KernelLearner:
             if i < m:  # the row the core stopped at, on the NumPy path
                 k_row = self._kernel_row(Q[i])
                 if out is not None and predict is not None:
-                    out[i] = predict(Q[i], k_row)
+                    out[i] = predict(P[i], k_row if P is Q else self._kernel_row(P[i]))
                 step(Q[i], k_row, None if items is None else items[i])
                 i += 1
         return i
+
+    def _late_features(self, X: Any) -> bool:
+        """Whether a block path would learn ``X`` at other feature widths than
+        ``learn_one`` does (:meth:`FeatureIndex.late_features`): then an exact
+        test-then-train goes one event at a time."""
+        return self._features.late_features(X, fresh=self._support.n == 0)
 
     def _one(self, row: Any) -> Any:
         """A one-row block: ``row[None, :]`` for a float row, ``[row]`` for a string/tree."""

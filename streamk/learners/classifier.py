@@ -73,6 +73,13 @@ class KernelClassifier(KernelLearner):
             return None
         return self._labels.decide_one(k_row @ self._support.coef)
 
+    def _learn_block_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
+        """``learn_one`` of a row already folded into ``gamma="auto"``, whose ``K(row, S)``
+        is ``k_row``, on the NumPy path (where the compiled per-event core stopped in a
+        block: see ``_event_rows``)."""
+        self._add_label(label)
+        self._update(row, k_row @ self._support.coef, k_row, label)
+
     def predict_proba_one(self, x: dict) -> dict[Any, float]:
         if not self._labels.classes:
             return {}

@@ -208,6 +208,30 @@ class FeatureIndex:
             cols.append(c)
         return np.asarray(cols, dtype=np.intp), extra
 
+    def late_features(self, X: Any, fresh: bool) -> bool:
+        """Whether the block ``X`` (a DataFrame, a NumPy array, or dicts) has a feature
+        this index does not know, other than (``fresh``: the learner has no support
+        vectors yet) those of its first row.
+
+        A block path grows the index by a new feature before the block's first row; one
+        event at a time grows it at the first event that has it, and predicts that event
+        with the feature outside the index. The kernel values between are then computed at
+        another width, which moves their last bits; so a test-then-train that must give
+        ``learn_one``'s bits takes such a block one event at a time. A fresh learner's
+        first row predicts from nothing, so its features may be grown up front."""
+        known = self._col
+        if isinstance(X, np.ndarray):
+            return X.ndim == 2 and X.shape[1] > len(self.names) and not fresh
+        if hasattr(X, "columns"):
+            new = [j for j, name in enumerate(X.columns.tolist()) if name not in known]
+            if not new or not fresh:
+                return bool(new)
+            first = X.iloc[0, new] if len(X) else None
+            return first is not None and bool(first.isna().any())
+        rows = list(X)
+        lead = set(rows[0]) if rows and fresh else set()
+        return any(k not in known and k not in lead for x in rows for k in x)
+
     # -- plain data ---------------------------------------------------------------------------
     def state(self) -> list[Any]:
         """Feature names in column order (plain data: str, int, float or bool names)."""

@@ -122,9 +122,25 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         The predictions are exactly those of ``predict_one(x); learn_one(x, y)`` row by
         row (prequential evaluation), at ``learn_many`` speed: no second kernel block.
         """
+        if not self._objects and self._late_features(X):  # (rare: a feature new mid-stream)
+            labels = as_list(y)
+            check_labels(labels)  # a bad label refuses the block, nothing learned
+            return self._learn_predict_each(X, labels)
         preds: list[Any] = [_UNSET] * len(y)
         self._learn_block(X, y, preds)
         return preds
+
+    def _learn_predict_apart(self, X: Any, y: Any, said_X: Any) -> list[Any]:
+        """:meth:`learn_predict_many`, each prediction made of ``said_X``'s row (where
+        given) before ``X``'s row is learned: on-line standardisation's block
+        (:mod:`streamk.learners.scaling`) predicts from an event standardised before it
+        moves the statistics and learns it standardised after."""
+        if said_X is None:
+            return self.learn_predict_many(X, y)
+        values = label_values(y)
+        labels = as_list(y if values is None else values)
+        check_labels(labels, values)  # a bad label refuses the block, nothing learned
+        return self._learn_predict_block(X, labels, self._predict_event_row, said_X=said_X)
 
     def _learn_block(self, X: Any, y: Any, preds: list[Any] | None) -> None:
         if self._objects:  # strings or trees: learn_one per item (same model by definition)
@@ -149,7 +165,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
                     self._support, self._policy, rows[i:]
                 ):  # no warm pass (Merge on a full set, the Projectron, a combined kernel):
                     # the rest of the warm-up through the per-event core, each row folded there
-                    i += self._warm_event_rows(rows[i:], labels[i:], self._learn_event_row)
+                    i += self._warm_event_rows(rows[i:], labels[i:], self._learn_block_row)
                 if i > start:
                     continue
             first = _UNSET
@@ -319,7 +335,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             return self._learn_first(rows[0], labels[0])  # a new class into an empty set
         if not fastpass.block_pass_applies(self._support, self._policy, rows):
             done_rows = self._event_rows(
-                rows, labels, self._learn_event_row, out, self._predict_event_row
+                rows, labels, self._learn_block_row, out, self._predict_event_row
             )
             if done_rows == len(labels):
                 return
@@ -405,12 +421,6 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
             return None
         updates = fastpass.perceptron_rows(self._support, Q, q_sq, T, how, codes, self._margin)
         return updates, rows.shape[0]
-
-    def _learn_event_row(self, row: np.ndarray, k_row: np.ndarray, label: Any) -> None:
-        """``learn_one`` of a row already folded into ``gamma="auto"``, on the NumPy path
-        (where the compiled per-event core stopped: see ``_event_rows``)."""
-        self._add_label(label)
-        self._update(row, k_row @ self._support.coef, k_row, label)
 
     def _learn_segment(self, block, rows, labels, start: int, end: int, out=None) -> None:
         """Rows ``start:end`` (labels all known): jump from mistake to mistake.

@@ -286,12 +286,19 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         :meth:`learn_many` does. Once ``gamma="auto"`` is estimated, one loop of the
         compiled per-event core over the rows; otherwise the plain loop.
         """
+        return self._learn_predict_apart(X, y, None)
+
+    def _learn_predict_apart(self, X: Any, y: Any, said_X: Any) -> list[Any]:
+        """:meth:`learn_predict_many`, each prediction made of ``said_X``'s row (where
+        given) before ``X``'s row is learned: on-line standardisation's block
+        (:mod:`streamk.learners.scaling`) predicts from an event standardised before it
+        moves the statistics and learns it standardised after."""
         labels = as_list(y)
         for label in labels:
             self._rank_index(label)
         if self.ranks is None:
             self._check_orderable(labels)
-        return self._learn_predict_block(X, labels, self._said)
+        return self._learn_predict_block(X, labels, self._said, said_X=said_X)
 
     def _said(self, row: np.ndarray, k_row: np.ndarray) -> Hashable:
         """``predict_one`` of a row from its kernel row ``K(row, S)`` (the NumPy path)."""

@@ -116,7 +116,11 @@ class _StandardScaled:
 
     def learn_predict_many(self, X: Any, y: Any) -> list[Any]:
         """Test-then-train on each row in order (the engine's exact per-event path): what
-        ``predict_one`` said of each row before ``learn_one`` learned it."""
+        ``predict_one`` said of each row before ``learn_one`` learned it. A block the
+        learner refuses as a whole (a bad label) goes one event at a time, so the events
+        before the bad one are learned, as they would be one at a time."""
+        import pandas as pd
+
         block, ys = self._block(X, y)
         if block is None:
             records, ys = _events(X, y)
@@ -126,6 +130,27 @@ class _StandardScaled:
                 self.learn_one(x, target)
             return out
         model, out = self.model, []
+        apart = getattr(model, "_learn_predict_apart", None)
+        if apart is not None:  # the learner's own block loop, the two rows apart
+            order = sorted(block.frame_order())  # the present columns, as the events have them
+            names = [block.names[j] for j in order]
+            learned = pd.DataFrame(block.learned[:, order], columns=names)
+            said = pd.DataFrame(block.said[:, order], columns=names)
+            before = model.n_learned
+            try:
+                out = apart(learned, ys, said)
+            except Exception:
+                if model.n_learned != before:
+                    self.scaler_.commit_block(block, model.n_learned - before)
+                    raise
+                out = None  # refused whole: one at a time below, which stops at the bad row
+            except BaseException:
+                self.scaler_.commit_block(block, model.n_learned - before)
+                raise
+            if out is not None:
+                self.scaler_.commit_block(block)
+                return out
+            out = []
         said, learned = block.events(block.said), block.events(block.learned)
         for i, target in enumerate(ys):
             try:

@@ -298,8 +298,17 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         ``gamma="auto"`` is estimated, one loop of the compiled per-event core over the
         rows, each prediction from the kernel row the step uses; otherwise the plain loop.
         """
+        return self._learn_predict_apart(X, y, None)
+
+    def _learn_predict_apart(self, X: Any, y: Any, said_X: Any) -> list[float]:
+        """:meth:`learn_predict_many`, each prediction made of ``said_X``'s row (where
+        given) before ``X``'s row is learned: on-line standardisation's block
+        (:mod:`streamk.learners.scaling`) predicts from an event standardised before it
+        moves the statistics and learns it standardised after."""
         targets = _targets(y)  # a bad target refuses the block before anything is learned
-        preds = self._learn_predict_block(X, targets, self._said, plain=bool(self.resweeps))
+        preds = self._learn_predict_block(
+            X, targets, self._said, plain=bool(self.resweeps), said_X=said_X
+        )
         self._targets.settle(self._support)
         return preds
 
