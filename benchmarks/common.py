@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import statistics
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["machine_info"]
+__all__ = ["machine_info", "paired_rates", "write_results"]
 
 
 def machine_info() -> dict[str, Any]:
@@ -33,3 +36,25 @@ def machine_info() -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - best effort only
             info["blas"] = "unknown"
     return info
+
+
+def paired_rates(rates: list[float], ratios: list[float]) -> dict[str, float]:
+    """A model's events per second over repeats and its ratios to river's reference measured
+    in the same repeats (paired, so a noisy machine moves both alike): median, min, max."""
+    return {
+        "events_per_s_median": statistics.median(rates),
+        "events_per_s_min": min(rates),
+        "events_per_s_max": max(rates),
+        "ratio_vs_river_median": statistics.median(ratios),
+        "ratio_vs_river_min": min(ratios),
+        "ratio_vs_river_max": max(ratios),
+    }
+
+
+def write_results(results: Path, name: str, quick: bool, doc: dict[str, Any]) -> Path:
+    """``doc`` as ``results/<name>.json`` (``<name>_quick.json`` for a quick run)."""
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / (f"{name}_quick.json" if quick else f"{name}.json")
+    path.write_text(json.dumps(doc, indent=2))
+    print(f"wrote {path}")
+    return path

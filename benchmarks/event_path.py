@@ -19,9 +19,7 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +28,7 @@ from typing import Any
 from river import datasets, linear_model
 from river.datasets import synth
 
-from benchmarks.common import machine_info
+from benchmarks.common import machine_info, paired_rates, write_results
 from streamk import KernelAdatron, KernelPerceptron, MarginPerceptron, accel
 from streamk.learners import eventpass
 
@@ -121,12 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                     "stream": sname,
                     "protocol": protocol,
                     "model": m,
-                    "events_per_s_median": statistics.median(s),
-                    "events_per_s_min": min(s),
-                    "events_per_s_max": max(s),
-                    "ratio_vs_river_median": statistics.median(ratios[m]),
-                    "ratio_vs_river_min": min(ratios[m]),
-                    "ratio_vs_river_max": max(ratios[m]),
+                    **paired_rates(s, ratios[m]),
                 }
                 rows.append(row)
                 span = f"{min(s):,.0f}-{max(s):,.0f}"
@@ -137,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
                 )
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "benchmark": "event_path",
         "command": "python -m benchmarks.event_path" + (" --quick" if args.quick else ""),
@@ -150,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_1_5_15": {"before": load_before, "after": load_after},
         "rows": rows,
     }
-    path = RESULTS / ("event_path_quick.json" if args.quick else "event_path.json")
-    path.write_text(json.dumps(out, indent=2))
-    print(f"wrote {path}")
+    write_results(RESULTS, "event_path", args.quick, out)
     return 0
 
 

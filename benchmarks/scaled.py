@@ -21,9 +21,7 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +31,7 @@ import pandas as pd
 from river import datasets, linear_model, preprocessing
 from river.datasets import synth
 
-from benchmarks.common import machine_info
+from benchmarks.common import machine_info, paired_rates, write_results
 from streamk import KernelPerceptron, accel
 from streamk.learners.scaling import standard_scaled
 from streamk.learners.standardizer import FeatureStandardizer
@@ -173,10 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                     "stream": sname,
                     "protocol": protocol,
                     "model": m,
-                    "events_per_s_median": statistics.median(s),
-                    "events_per_s_min": min(s),
-                    "events_per_s_max": max(s),
-                    "ratio_vs_river_median": statistics.median(ratios[m]),
+                    **paired_rates(s, ratios[m]),
                 }
                 rows.append(row)
                 print(
@@ -186,7 +181,6 @@ def main(argv: list[str] | None = None) -> int:
                 )
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
     out = {
         "benchmark": "scaled",
         "command": "python -m benchmarks.scaled" + (" --quick" if args.quick else ""),
@@ -199,9 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_1_5_15": {"before": load_before, "after": load_after},
         "rows": rows,
     }
-    path = RESULTS / ("scaled_quick.json" if args.quick else "scaled.json")
-    path.write_text(json.dumps(out, indent=2))
-    print(f"wrote {path}")
+    write_results(RESULTS, "scaled", args.quick, out)
     if not args.quick:
         write_guide(rows)
         print(f"wrote the table in {GUIDE}")

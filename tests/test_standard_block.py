@@ -21,10 +21,12 @@ from streamk import (
     KernelAdatron,
     KernelPerceptron,
     MarginPerceptron,
+    Merge,
     OnlineRanker,
     OnlineSVR,
     Projectron,
     RemoveOldest,
+    RemoveSmallest,
 )
 from streamk.accel import core
 from streamk.errors import InvalidInput
@@ -133,7 +135,9 @@ LEARNERS = {
     "margin-forgetron": (lambda: MarginPerceptron(budget=Forgetron(60)), "class"),
     "adatron": (lambda: KernelAdatron(budget=70), "class"),
     "perceptron-projectron": (lambda: KernelPerceptron(budget=Projectron(50)), "class"),
+    "margin-merge": (lambda: MarginPerceptron(budget=Merge(50)), "class"),
     "svr": (lambda: OnlineSVR(budget=60), "value"),
+    "svr-smallest": (lambda: OnlineSVR(budget=RemoveSmallest(60)), "value"),
     "ranker": (lambda: OnlineRanker(budget=60), "rank"),
 }
 
