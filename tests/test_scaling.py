@@ -142,6 +142,8 @@ BAD_EVENTS = [  # (x, y) that the wrapped learner refuses
     ({"a": "x", "b": 1.0}, True),
     ({"a": 1.0, "b": 1.0}, [1]),
     ({"a": 1.0, "b": 1.0}, float("nan")),
+    ({"a": 1e200, "b": 1.0}, True),  # finite, but its square overflows the variance
+    ({"a": 10**400, "b": 1.0}, True),  # beyond any float
 ]
 
 
@@ -222,6 +224,7 @@ def test_the_engine_loses_only_the_refused_events_of_a_scaled_learner():
     events = _events(400)
     bad = {120: ({"a": np.inf, "b": 1.0}, True), 121: ({"a": "x", "b": 1.0}, True)}
     bad[300] = (events[300][0], [1])
+    bad[333] = ({"a": 1e200, "b": 1.0}, True)  # (its square would make the variance inf)
     fed = [bad.get(i, event) for i, event in enumerate(events)]
     engine = Engine(
         IterableSource(fed, name="scaled"),

@@ -227,22 +227,27 @@ def test_the_block_path_predicts_as_rivers_pipeline():
     assert got == expected
 
 
-@pytest.mark.parametrize("bad", ["label", "infinity"])
+@pytest.mark.parametrize("bad", ["label", "infinity", "overflow", "overflow last"])
 def test_a_bad_row_mid_block_stops_there_as_one_at_a_time(bad):
+    """A bad label, an infinity, or a finite value whose square would make the variance
+    infinite (every later value of the feature NaN, every later event refused), in the
+    block's middle or as its last row (where no later row shows it)."""
     frame = _values(5, 300).drop(columns=["late", "gaps"]).astype(float)
     ys = _labels(frame.assign(gaps=0.0), "class", 5)
+    at = 299 if bad == "overflow last" else 140
     if bad == "label":
-        ys[140] = [1]
+        ys[at] = [1]
     else:
-        frame.loc[140, "plain"] = math.inf
+        frame.loc[at, "plain"] = math.inf if bad == "infinity" else 1e200
     oracle = standard_scaled(KernelPerceptron(budget=60))
     with pytest.raises(InvalidInput):
         _one_by_one(oracle, frame, ys)
     ours = standard_scaled(KernelPerceptron(budget=60))
     with pytest.raises(InvalidInput):
         ours.learn_predict_many(frame, ys)
-    assert ours.n_learned == oracle.n_learned == 140
+    assert ours.n_learned == oracle.n_learned == at
     assert _state(ours) == _state(oracle)
+    assert all(math.isfinite(v) for v in ours.scaler_.vars.values())
 
 
 @needs_core

@@ -10,12 +10,14 @@ oracle it is tested against (``tests/test_standard_block.py``).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from .. import accel
-from .features import not_numbers
+from ..errors import InvalidInput
+from .features import check_finite, not_numbers
 
 __all__ = ["FeatureStandardizer", "StandardBlock", "block_values"]
 
@@ -42,6 +44,7 @@ class FeatureStandardizer:
         statistics as they were (one NaN learned would make every later event NaN)."""
         counts, means, vars_ = self.counts, self.means, self.vars
         updates, out = [], {}
+        isfinite = math.isfinite
         try:
             for i, xi in x.items():
                 if xi is None:  # absent, as the learners read it: not learned, not passed on
@@ -51,10 +54,15 @@ class FeatureStandardizer:
                 mean = old + (xi - old) / n
                 v = vars_.get(i, 0.0)
                 v = v + ((xi - old) * (xi - mean) - v) / n
+                if not isfinite(mean + v):  # NaN, an infinity, or a square that overflows
+                    check_finite(x)  # (NaN or an infinity: named as the learners name it)
+                    raise _unlearnable(i, xi)
                 updates.append((i, n, mean, v))
                 out[i] = (xi - mean) / v**0.5 if v else 0.0
         except TypeError:
             raise not_numbers(x) from None
+        except OverflowError:  # an int beyond any float
+            raise _unlearnable(*next((k, v) for k, v in x.items() if _beyond_float(v))) from None
         return updates, out
 
     def commit(self, updates: list[tuple[Any, int, float, float]]) -> None:
@@ -74,6 +82,8 @@ class FeatureStandardizer:
                 out[i] = (xi - means.get(i, 0.0)) / v**0.5 if v else 0.0
         except TypeError:
             raise not_numbers(x) from None
+        except OverflowError:  # an int beyond any float
+            raise _unlearnable(*next((k, v) for k, v in x.items() if _beyond_float(v))) from None
         return out
 
     # -- a block --------------------------------------------------------------------------------
@@ -93,6 +103,8 @@ class FeatureStandardizer:
         learned = np.empty_like(values) if learn else None
         core.standardize_rows(values, counts, means, vars_, said, learned)
         out = StandardBlock(names, values, said, learned, (counts, means, vars_))
+        if not (np.isfinite(means).all() and np.isfinite(vars_).all()):
+            return None  # (a value the statistics cannot take: see _unlearnable)
         absent = np.isnan(values)
         for z in (said, learned):
             if z is not None and not (np.isfinite(z) | absent).all():
@@ -132,6 +144,26 @@ class FeatureStandardizer:
         for k, n, m, v in zip(state["keys"], state["counts"], state["means"], state["vars"]):
             out.counts[k], out.means[k], out.vars[k] = int(n), float(m), float(v)
         return out
+
+
+def _unlearnable(name: Any, value: Any) -> InvalidInput:
+    """The error for a value the statistics cannot take: learned, it would make its
+    feature's running mean or variance NaN or infinite, and every later value of the
+    feature NaN (every later event refused) or 0 (the feature lost)."""
+    return InvalidInput(
+        f"feature {name!r} = {value!r:.40} cannot be standardised: its running mean or "
+        "variance would not be finite (NaN, an infinity, or a value whose square overflows)"
+    )
+
+
+def _beyond_float(value: Any) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
+        return False
+    return False
 
 
 class StandardBlock:
@@ -193,7 +225,7 @@ def block_values(X: Any) -> tuple[list[Any], np.ndarray] | None:
             values = np.ascontiguousarray(X.to_numpy(dtype=np.float64, na_value=np.nan))
         else:
             return None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     if np.isinf(values).any():
         return None
