@@ -82,9 +82,14 @@ def test_values_none_reads_as_zero_and_non_finite_is_rejected():
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered")
-def test_overflowing_norm_still_gives_the_row():
+def test_a_row_whose_squared_norm_overflows_is_refused():
+    """Finite values whose squares overflow: a kernel value against them is NaN or 0, and
+    learned they poisoned ``gamma="auto"`` (a width of 0: the next events raised
+    ``ConfigError``); see ``tests/test_huge_values.py``."""
     fi = FeatureIndex()
-    np.testing.assert_array_equal(fi.row({"a": 1e200, "b": -1e200}, grow=True), [1e200, -1e200])
+    np.testing.assert_array_equal(fi.row({"a": 1e150, "b": -1e150}, grow=True), [1e150, -1e150])
+    with pytest.raises(InvalidInput, match="too large"):
+        fi.row({"a": 1e200, "b": -1e200}, grow=True)
 
 
 # -- SupportSet.append / replace -----------------------------------------------------------------

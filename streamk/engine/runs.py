@@ -274,6 +274,6 @@ def dicts_frame(xs: list[dict]) -> Any:
         try:
             values = np.array([list(x.values()) for x in xs], dtype=np.float64)
             return pd.DataFrame(values, columns=list(keys))
-        except (TypeError, ValueError):
-            pass  # e.g. None values: let the model judge them
+        except (TypeError, ValueError, OverflowError):
+            pass  # e.g. None values, an int beyond any float: let the model judge them
     return pd.DataFrame(xs)

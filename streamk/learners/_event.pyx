@@ -820,14 +820,15 @@ cdef class EventPass:
     # -- the per-event work -------------------------------------------------------------------
     cdef Py_ssize_t _row(self, dict x) except -2:
         """The event's values in column order into ``self.row``; its width, or -1 when its
-        keys are not exactly the features in column order or a value is not a finite
-        float/int/``numpy.float64`` (the NumPy path then grows the index, or raises the
-        right error). ``numpy.float64`` is what a dict built from a NumPy row holds."""
+        keys are not exactly the features in column order, a value is not a finite
+        float/int/``numpy.float64`` or their squared norm overflows (the NumPy path then
+        grows the index, or raises the right error). ``numpy.float64`` is what a dict built
+        from a NumPy row holds."""
         cdef Py_ssize_t pos = 0, i = 0, d
         cdef PyObject *key
         cdef PyObject *value
         cdef PyObject *name
-        cdef double v
+        cdef double v, sq = 0.0
         names = self.names
         d = PyList_GET_SIZE(names)
         if PyDict_Size(x) != d:
@@ -841,13 +842,19 @@ cdef class EventPass:
             if PyFloat_CheckExact(<object>value) or type(<object>value) is _NP_FLOAT64:
                 v = PyFloat_AS_DOUBLE(<object>value)  # numpy's float64 is a float: its value
             elif PyLong_CheckExact(<object>value):
-                v = PyLong_AsDouble(<object>value)  # raises OverflowError: not finite anyway
+                try:
+                    v = PyLong_AsDouble(<object>value)
+                except OverflowError:  # an int beyond any float: the NumPy path refuses it
+                    return -1
             else:
                 return -1
             if not isfinite(v):
                 return -1
             self.row[i] = v
+            sq = sq + v * v
             i += 1
+        if not isfinite(sq):  # a squared norm that overflows (the NumPy path refuses it)
+            return -1
         return d
 
     cdef bint _expansion_exact(self, double sq_bound) noexcept:

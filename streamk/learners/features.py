@@ -147,6 +147,8 @@ class FeatureIndex:
         skips the NaN replacement."""
         try:
             values = X.to_numpy(dtype=np.float64, na_value=np.nan)
+        except OverflowError:  # an int beyond any float
+            raise InvalidInput("feature values too large: an int beyond any float") from None
         except (TypeError, ValueError) as exc:
             raise InvalidInput(
                 f"every feature must be numeric ({exc}); encode categorical features "
@@ -154,6 +156,8 @@ class FeatureIndex:
             ) from None
         if not np.isfinite(values).all():  # NaN means absent; infinities are rejected
             values = _finite_block(np.where(np.isnan(values), 0.0, values))
+        else:
+            _norms_finite(values)
         columns = X.columns
         cached = self._frame_cols
         if cached is not None and cached[0] is columns:  # an Index is immutable
@@ -248,12 +252,17 @@ def _values(x: Mapping[Hashable, Any], vals: list[Any]) -> np.ndarray:
         values = np.fromiter(vals, dtype=np.float64, count=len(vals))
     except (TypeError, ValueError):
         raise not_numbers(x) from None
+    except OverflowError:  # an int beyond any float
+        raise too_large(x) from None
     # One dot: NaN/inf propagate (overflow re-checks). The method, not ``@``: a third of the
     # cost on a short row, and only finiteness is read.
     if not math.isfinite(values.dot(values)):
         # None means "absent" (read as 0); NaN and infinities are errors.
         check_finite(x)
         values = np.array([0.0 if v is None else float(v) for v in vals])
+        with np.errstate(over="ignore"):
+            if not math.isfinite(values.dot(values)):
+                raise too_large(x)
     return values
 
 
@@ -262,9 +271,46 @@ def _finite_block(values: np.ndarray) -> np.ndarray:
         values = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidInput("every feature value must be a number") from None
+    except OverflowError:  # an int beyond any float
+        raise InvalidInput("feature values too large: an int beyond any float") from None
     if not np.isfinite(values).all():
         raise InvalidInput("feature values must be finite (found NaN or infinity)")
+    return _norms_finite(values)
+
+
+def _norms_finite(values: np.ndarray) -> np.ndarray:
+    """``values`` (finite rows), refused where a row's squared norm overflows: its kernel
+    values would be NaN or 0 against everything, and in the support set it would keep
+    the norm expansion off (every later kernel row on the slow exact path) and, during the
+    ``gamma="auto"`` warm-up, make the width 0."""
+    if values.size:
+        with np.errstate(over="ignore"):
+            sq = np.einsum("ij,ij->i", values, values)
+        if not np.isfinite(sq).all():
+            row = int(np.flatnonzero(~np.isfinite(sq))[0])
+            raise InvalidInput(
+                f"feature values too large: row {row}'s squared norm overflows (largest "
+                f"|value| {float(np.abs(values[row]).max()):.3g}); the kernels need it finite"
+            )
     return values
+
+
+def too_large(x: Mapping[Hashable, Any]) -> InvalidInput:
+    """The error for an event whose squared norm overflows (:func:`_norms_finite`)."""
+    big = max(x, key=lambda k: _magnitude(x[k]))
+    return InvalidInput(
+        f"feature values too large: the event's squared norm overflows (largest: {big!r} = "
+        f"{x[big]!r:.40}); the kernels need it finite"
+    )
+
+
+def _magnitude(v: Any) -> float:
+    try:
+        return abs(float(v))
+    except OverflowError:  # an int beyond any float
+        return math.inf
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def check_finite(x: Mapping[Hashable, Any]) -> None:
