@@ -117,3 +117,33 @@ def test_the_engine_dead_letters_only_the_huge_events_in_the_warm_up():
             clean.learn_one(x, y)
     assert math.isfinite(engine.model.kernel_.gamma) and engine.model.kernel_.gamma > 0
     assert pickle.dumps(engine.model.state()) == pickle.dumps(clean.state())
+
+
+@pytest.mark.parametrize("target", [1e200, -1e151, 10**400])
+def test_the_svr_refuses_a_target_too_large_for_its_statistics(target):
+    """Before: a target of 1e200 made the targets' running variance infinite, so
+    ``epsilon`` and ``C`` (``"auto"``) were infinite and the offset 1.7e197 from then on:
+    every later prediction was garbage. Oracle: the SVR fed the good events only."""
+    from streamk.learners import svr
+
+    events = _events("svr")
+    ours, clean = OnlineSVR(budget=60), OnlineSVR(budget=60)
+    for i, (x, y) in enumerate(events):
+        if i in (5, 150):
+            before = pickle.dumps(ours.state())
+            with pytest.raises(InvalidInput, match="too large"):
+                ours.learn_one(x, target)
+            block = pd.DataFrame([x for x, _ in events[i : i + 4]])
+            ys = pd.Series([y for _, y in events[i : i + 3]] + [target], dtype=object)
+            for method in (ours.learn_many, ours.learn_predict_many):
+                with pytest.raises(InvalidInput, match="too large"):
+                    method(block, ys)
+            assert pickle.dumps(ours.state()) == before
+        ours.learn_one(x, y)
+        clean.learn_one(x, y)
+    assert pickle.dumps(ours.state()) == pickle.dumps(clean.state())
+    assert math.isfinite(ours.epsilon_) and math.isfinite(ours.offset_)
+    if ours._event is not None:  # the compiled per-event path declines what _target refuses
+        from streamk.learners import _event
+
+        assert _event.target_limit() == svr.TARGET_LIMIT

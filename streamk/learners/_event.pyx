@@ -112,6 +112,7 @@ cdef int PY_EQ = 2
 #: the per-value check is one pointer comparison, not a module lookup)
 cdef object _NP_FLOAT64 = float64
 cdef Py_ssize_t AUTO_WINDOW = 200  # streamk.learners.base.AUTO_WINDOW (checked by a test)
+cdef double TARGET_LIMIT = 1e150  # streamk.learners.svr.TARGET_LIMIT (checked by a test)
 cdef Py_ssize_t SETTLE_SLACK = 64  # SlotData.settle's default slack (checked by a test)
 
 # kernel codes (as streamk._core's) and policy codes
@@ -155,6 +156,11 @@ cdef bint HINTS_ON = True  # tests compare against the float64 path with it off
 cdef double HINT_TOL_SCALE = 1.0  # tests only: 0 trusts every hint (a test must then fail)
 # Float32's unit roundoff, as streamk._core's U32.
 cdef double U32 = 5.9604644775390625e-08
+
+
+def target_limit():
+    """The largest target size the SVR's per-event path takes (``svr.TARGET_LIMIT``)."""
+    return TARGET_LIMIT
 
 
 def hint_settings(enabled=None, min_width=None, min_set=None, tol_scale=None):
@@ -2456,7 +2462,7 @@ cdef class EventPass:
             if type(y) is not float:
                 return False
             yv = PyFloat_AS_DOUBLE(y)
-            if not isfinite(yv):
+            if not isfinite(yv) or fabs(yv) > TARGET_LIMIT:  # (the NumPy path says why)
                 return False
         d = self._row(<dict>x)
         if d < 0:

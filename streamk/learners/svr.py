@@ -80,7 +80,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     against the running mean's 1.57; the defaults give 0.28. Each learned event first
     updates the running mean and spread (Welford), then takes its step with the values
     they give; ``state()`` keeps the running statistics, so a snapshot resumes with the
-    same ε, ``C`` and offset (``epsilon_``, ``C_``, ``offset_``).
+    same ε, ``C`` and offset (``epsilon_``, ``C_``, ``offset_``). A target above
+    :data:`TARGET_LIMIT` (1e150) in size is refused (``InvalidInput``): its square would
+    make the running variance infinite, and ε, ``C`` and the offset with it, for good.
 
     Attributes
     ----------
@@ -528,13 +530,26 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         self._y_n, self._y_mean, self._y_m2 = int(n), float(mean), float(m2)
 
 
+#: The largest target size taken: the running mean and variance of the targets (the offset
+#: ``"mean"``, ``epsilon`` and ``C`` ``"auto"``) stay finite below it; one target whose
+#: square overflowed made them infinite, and every later prediction with them.
+TARGET_LIMIT = 1e150
+
+
 def _target(y: Any) -> float:
     try:
         value = float(y)
     except (TypeError, ValueError):
         raise InvalidInput(f"the target must be a number, got {y!r:.100}") from None
+    except OverflowError:  # an int beyond any float
+        raise InvalidInput(f"the target is too large, got {y!r:.40}") from None
     if not math.isfinite(value):
         raise InvalidInput(f"the target must be finite, got {y!r}")
+    if abs(value) > TARGET_LIMIT:
+        raise InvalidInput(
+            f"the target is too large: {value!r} (at most {TARGET_LIMIT:g} in size; the "
+            "targets' running variance would overflow)"
+        )
     return value
 
 
@@ -548,5 +563,6 @@ def _targets(y: Any) -> list[float]:
         except (TypeError, ValueError):  # e.g. a nullable column holding NA
             values = None
         if values is not None and values.ndim == 1 and np.isfinite(values).all():
-            return values.tolist()
+            if not (np.abs(values) > TARGET_LIMIT).any():
+                return values.tolist()
     return [_target(v) for v in y]
