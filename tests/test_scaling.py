@@ -153,6 +153,7 @@ def _events(n: int = 300) -> list[tuple[dict, bool]]:
     return [({"a": a, "b": b}, bool(a + 50.0 * (b + 3.0) > 5.0)) for a, b in X.tolist()]
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered")
 @pytest.mark.parametrize("bad", BAD_EVENTS, ids=lambda e: repr(e)[:40])
 def test_a_refused_event_leaves_the_statistics_as_they_were(bad):
     """Before: the statistics learned the event before the learner refused it, so one NaN
@@ -213,6 +214,7 @@ def test_a_none_feature_is_absent_for_the_statistics_too():
     assert [a.predict_one({**x, "c": None}) for x in probe] == [b.predict_one(x) for x in probe]
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered")
 def test_the_engine_loses_only_the_refused_events_of_a_scaled_learner():
     """An iterable source's events are not decoded: an infinity, a string or a list label
     reaches the wrapper. Exactly those events are dead letters; the model is the one fed

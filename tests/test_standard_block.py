@@ -227,6 +227,7 @@ def test_the_block_path_predicts_as_rivers_pipeline():
     assert got == expected
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered")
 @pytest.mark.parametrize("bad", ["label", "infinity", "overflow", "overflow last"])
 def test_a_bad_row_mid_block_stops_there_as_one_at_a_time(bad):
     """A bad label, an infinity, or a finite value whose square would make the variance

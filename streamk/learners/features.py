@@ -224,8 +224,8 @@ class FeatureIndex:
         ``learn_one``'s bits takes such a block one event at a time. A fresh learner's
         first row predicts from nothing, so its features may be grown up front."""
         known = self._col
-        if isinstance(X, np.ndarray):
-            return X.ndim == 2 and X.shape[1] > len(self.names) and not fresh
+        if isinstance(X, np.ndarray):  # column j is the feature j, present in every row
+            return X.ndim == 2 and not fresh and any(j not in known for j in range(X.shape[1]))
         if hasattr(X, "columns"):
             new = [j for j, name in enumerate(X.columns.tolist()) if name not in known]
             if not new or not fresh:
