@@ -122,44 +122,29 @@ class _StandardScaled:
         import pandas as pd
 
         block, ys = self._block(X, y)
-        if block is None:
-            records, ys = _events(X, y)
-            out = []
-            for x, target in zip(records, ys):
-                out.append(self.predict_one(x))
-                self.learn_one(x, target)
-            return out
-        model, out = self.model, []
-        apart = getattr(model, "_learn_predict_apart", None)
-        if apart is not None:  # the learner's own block loop, the two rows apart
+        apart = getattr(self.model, "_learn_predict_apart", None)
+        if block is not None and apart is not None:  # the learner's block loop, rows apart
             order = sorted(block.frame_order())  # the present columns, as the events have them
             names = [block.names[j] for j in order]
             learned = pd.DataFrame(block.learned[:, order], columns=names)
             said = pd.DataFrame(block.said[:, order], columns=names)
-            before = model.n_learned
+            before = self.model.n_learned
             try:
                 out = apart(learned, ys, said)
-            except Exception:
-                if model.n_learned != before:
-                    self.scaler_.commit_block(block, model.n_learned - before)
+            except BaseException as exc:
+                done = self.model.n_learned - before
+                if done or not isinstance(exc, Exception):
+                    self.scaler_.commit_block(block, done)  # (what it learned stays learned)
                     raise
-                out = None  # refused whole: one at a time below, which stops at the bad row
-            except BaseException:
-                self.scaler_.commit_block(block, model.n_learned - before)
-                raise
-            if out is not None:
+                # refused whole: one at a time below, which stops at the bad row
+            else:
                 self.scaler_.commit_block(block)
                 return out
-            out = []
-        said, learned = block.events(block.said), block.events(block.learned)
-        for i, target in enumerate(ys):
-            try:
-                out.append(model.predict_one(said[i]))
-                model.learn_one(learned[i], target)
-            except BaseException:  # the rows before it are learned, as one at a time
-                self.scaler_.commit_block(block, i)
-                raise
-        self.scaler_.commit_block(block)
+        records, ys = _events(X, y)
+        out = []
+        for x, target in zip(records, ys):
+            out.append(self.predict_one(x))
+            self.learn_one(x, target)
         return out
 
     def _block(self, X: Any, y: Any) -> tuple[StandardBlock | None, list[Any]]:

@@ -102,14 +102,13 @@ class FeatureStandardizer:
         said = np.empty_like(values)
         learned = np.empty_like(values) if learn else None
         core.standardize_rows(values, counts, means, vars_, said, learned)
-        out = StandardBlock(names, values, said, learned, (counts, means, vars_))
         if not (np.isfinite(means).all() and np.isfinite(vars_).all()):
             return None  # (a value the statistics cannot take: see _unlearnable)
         absent = np.isnan(values)
         for z in (said, learned):
             if z is not None and not (np.isfinite(z) | absent).all():
                 return None
-        return out
+        return StandardBlock(names, values, absent, said, learned, (counts, means, vars_))
 
     def commit_block(self, block: StandardBlock, rows: int | None = None) -> None:
         """Store the statistics after the block's first ``rows`` rows (all of them: the
@@ -122,7 +121,7 @@ class FeatureStandardizer:
             assert part is not None  # (the rows' full block passed this pass)
             stats = part.stats
         counts, means, vars_ = stats
-        for j in _first_seen(block.values[:rows]):  # new features in the order met
+        for j in _first_seen(block.absent[:rows]):  # new features in the order met
             k = names[j]
             self.counts[k] = int(counts[j])
             self.means[k] = float(means[j])
@@ -168,40 +167,29 @@ def _beyond_float(value: Any) -> bool:
 
 class StandardBlock:
     """A block standardised by :meth:`FeatureStandardizer.block`: the features' ``names``,
-    the raw ``values``, ``said`` (each row before it is learned), ``learned`` (after;
-    ``None`` when not learned) and the statistics after the block (``stats``: counts,
-    means, variances, one entry per name)."""
+    the raw ``values`` and where they are ``absent`` (NaN), ``said`` (each row before it
+    is learned), ``learned`` (after; ``None`` when not learned) and the statistics after
+    the block (``stats``: counts, means, variances, one entry per name)."""
 
-    __slots__ = ("names", "values", "said", "learned", "stats")
+    __slots__ = ("names", "values", "absent", "said", "learned", "stats")
 
-    def __init__(self, names, values, said, learned, stats):
-        self.names, self.values, self.said, self.learned = names, values, said, learned
-        self.stats = stats
-
-    def events(self, which: np.ndarray) -> list[dict]:
-        """The rows of ``which`` (``said`` or ``learned``) as feature dicts, an absent
-        feature left out: the dicts ``transform_one`` / ``learned`` would have made."""
-        names = self.names
-        rows = which.tolist()
-        absent = np.isnan(self.values).any(axis=1)
-        if not absent.any():
-            return [dict(zip(names, row)) for row in rows]
-        return [
-            {k: v for k, v in zip(names, row) if v == v} if gap else dict(zip(names, row))
-            for row, gap in zip(rows, absent.tolist())
-        ]
+    def __init__(self, names, values, absent, said, learned, stats):
+        self.names, self.values, self.absent = names, values, absent
+        self.said, self.learned, self.stats = said, learned, stats
 
     def frame_order(self) -> list[int]:
-        """The columns in the order a DataFrame built from :meth:`events` has them, so a
-        learner's feature index grows as from those dicts (:func:`_first_seen`)."""
-        return _first_seen(self.values)
+        """The columns in the order a DataFrame built from the block's events (as dicts,
+        an absent feature left out) has them, so a learner's feature index grows as from
+        those dicts (:func:`_first_seen`)."""
+        return _first_seen(self.absent)
 
 
-def _first_seen(values: np.ndarray) -> list[int]:
-    """The columns of ``values`` in the order events made of its rows meet them (by the
-    first row where each is present, then by column; never-present ones left out): the
-    order a dict, or a DataFrame of dicts, first has them in."""
-    present = ~np.isnan(values)
+def _first_seen(absent: np.ndarray) -> list[int]:
+    """The columns of a block (``absent``: where its cells are NaN) in the order events
+    made of its rows meet them (by the first row where each is present, then by column;
+    never-present ones left out): the order a dict, or a DataFrame of dicts, first has
+    them in."""
+    present = ~absent
     cols = np.flatnonzero(present.any(axis=0))
     first = present[:, cols].argmax(axis=0)
     return cols[np.lexsort((cols, first))].tolist()
