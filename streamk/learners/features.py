@@ -154,10 +154,10 @@ class FeatureIndex:
                 f"every feature must be numeric ({exc}); encode categorical features "
                 "first, e.g. with river.preprocessing.OneHotEncoder"
             ) from None
-        if not np.isfinite(values).all():  # NaN means absent; infinities are rejected
+        with np.errstate(over="ignore", invalid="ignore"):  # one pass: a NaN, an infinity
+            sq = np.einsum("ij,ij->i", values, values)  # or an overflowing norm shows here
+        if not np.isfinite(sq).all():  # NaN means absent; the rest is refused
             values = _finite_block(np.where(np.isnan(values), 0.0, values))
-        else:
-            _norms_finite(values)
         columns = X.columns
         cached = self._frame_cols
         if cached is not None and cached[0] is columns:  # an Index is immutable
@@ -297,11 +297,18 @@ def _norms_finite(values: np.ndarray) -> np.ndarray:
 
 def too_large(x: Mapping[Hashable, Any]) -> InvalidInput:
     """The error for an event whose squared norm overflows (:func:`_norms_finite`)."""
-    big = max(x, key=lambda k: _magnitude(x[k]))
+    big = largest(x)
     return InvalidInput(
         f"feature values too large: the event's squared norm overflows (largest: {big!r} = "
         f"{x[big]!r:.40}); the kernels need it finite"
     )
+
+
+def largest(x: Mapping[Hashable, Any]) -> Hashable:
+    """The feature of ``x`` with the largest value in size (an int beyond any float the
+    largest of all; a value that is not a number the smallest): what a "too large" error
+    names."""
+    return max(x, key=lambda k: _magnitude(x[k]))
 
 
 def _magnitude(v: Any) -> float:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import accel
 from ..errors import InvalidInput
-from .features import check_finite, not_numbers
+from .features import check_finite, largest, not_numbers
 
 __all__ = ["FeatureStandardizer", "StandardBlock", "block_values"]
 
@@ -56,13 +56,13 @@ class FeatureStandardizer:
                 v = v + ((xi - old) * (xi - mean) - v) / n
                 if not isfinite(mean + v):  # NaN, an infinity, or a square that overflows
                     check_finite(x)  # (NaN or an infinity: named as the learners name it)
-                    raise _unlearnable(i, xi)
+                    raise _unlearnable(x, i)
                 updates.append((i, n, mean, v))
                 out[i] = (xi - mean) / v**0.5 if v else 0.0
         except TypeError:
             raise not_numbers(x) from None
         except OverflowError:  # an int beyond any float
-            raise _unlearnable(*next((k, v) for k, v in x.items() if _beyond_float(v))) from None
+            raise _unlearnable(x, largest(x)) from None
         return updates, out
 
     def commit(self, updates: list[tuple[Any, int, float, float]]) -> None:
@@ -83,7 +83,7 @@ class FeatureStandardizer:
         except TypeError:
             raise not_numbers(x) from None
         except OverflowError:  # an int beyond any float
-            raise _unlearnable(*next((k, v) for k, v in x.items() if _beyond_float(v))) from None
+            raise _unlearnable(x, largest(x)) from None
         return out
 
     # -- a block --------------------------------------------------------------------------------
@@ -145,24 +145,14 @@ class FeatureStandardizer:
         return out
 
 
-def _unlearnable(name: Any, value: Any) -> InvalidInput:
+def _unlearnable(x: dict, name: Any) -> InvalidInput:
     """The error for a value the statistics cannot take: learned, it would make its
     feature's running mean or variance NaN or infinite, and every later value of the
     feature NaN (every later event refused) or 0 (the feature lost)."""
     return InvalidInput(
-        f"feature {name!r} = {value!r:.40} cannot be standardised: its running mean or "
+        f"feature {name!r} = {x[name]!r:.40} cannot be standardised: its running mean or "
         "variance would not be finite (NaN, an infinity, or a value whose square overflows)"
     )
-
-
-def _beyond_float(value: Any) -> bool:
-    try:
-        float(value)
-    except OverflowError:
-        return True
-    except (TypeError, ValueError):
-        return False
-    return False
 
 
 class StandardBlock:
