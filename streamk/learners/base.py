@@ -538,9 +538,13 @@ class KernelLearner:
         row, not of ``X``'s, before ``X``'s row is learned; what a wrapper that transforms
         an event one way to predict and another to learn hands over (on-line
         standardisation, :mod:`streamk.learners.scaling`)."""
-        if plain or self._event is None or self._objects or self._warming_up:
-            return self._learn_predict_each(X, items, said_X)
-        if self._late_features(X):  # (rare: a feature new mid-stream)
+        if (
+            plain
+            or self._event is None
+            or self._objects
+            or self._warming_up
+            or self._late_features(X)  # (rare: a feature new mid-stream)
+        ):
             return self._learn_predict_each(X, items, said_X)
         rows = self._block(X, grow=True)
         said_rows = rows if said_X is None else self._block(said_X, grow=False)
