@@ -232,7 +232,7 @@ class ConsolidatedClassifier(_Consolidated, base.MiniBatchClassifier):
     >>> from streamk.consolidation import Consolidated
     >>> model = Consolidated(KernelPerceptron(budget=200), every=1000, window_size=1000)
     >>> evaluate.progressive_val_score(datasets.Bananas(), model, metrics.Accuracy())
-    Accuracy: 86.49%
+    Accuracy: 86.66%
     """
 
     @classmethod

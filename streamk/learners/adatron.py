@@ -92,7 +92,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     >>> from streamk.learners import KernelAdatron
     >>> model = KernelAdatron(C=1.0, budget=200)
     >>> evaluate.progressive_val_score(datasets.Bananas().take(2000), model, metrics.Accuracy())
-    Accuracy: 88.19%
+    Accuracy: 86.14%
 
     References
     ----------

@@ -75,7 +75,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
     >>> from streamk import KernelPerceptron
     >>> model = KernelPerceptron(budget=500)
     >>> evaluate.progressive_val_score(datasets.Bananas(), model, metrics.Accuracy())
-    Accuracy: 85.00%
+    Accuracy: 85.75%
     >>> model.n_support
     500
 
