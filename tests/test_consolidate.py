@@ -13,6 +13,7 @@ import pytest
 import scipy.optimize
 from river import checks, datasets
 
+from streamk import snapshot
 from streamk.budget import RemoveSmallest
 from streamk.consolidation import (
     Consolidated,
@@ -337,6 +338,46 @@ def test_a_ranker_that_takes_its_ranks_from_the_labels_consolidates():
     ranker = Consolidated(OnlineRanker(budget=60), every=300, nu=0.3)
     run(ranker, BANANAS[:900])
     assert ranker.n_consolidations >= 3
+
+
+def _ranker_stream(n: int, ranks: list[int], seed: int) -> list[tuple[dict, int]]:
+    rng = np.random.default_rng(seed)
+    r = rng.choice(ranks, size=n)
+    return [({"a": float(v + rng.normal(0, 0.3)), "b": float(rng.normal())}, int(v)) for v in r]
+
+
+def _skips(model, data) -> list[int]:
+    """The indices of the events after which a solve was skipped."""
+    out = []
+    for i, (x, y) in enumerate(data):
+        before = model.n_skipped
+        model.learn_one(x, y)
+        if model.n_skipped > before:
+            out.append(i)
+    return out
+
+
+def test_a_skipped_solve_makes_when_full_wait_a_tenth_of_the_window():
+    """A full ranker whose window lacks a rank: every solve is skipped and the learner stays
+    full. when_full used to solve (and skip) again at every event, 657 of 1,000 events at
+    0.7 ms each; now it waits ``window_size // 10`` events after a skip, and a restored
+    model waits the same events."""
+    head, tail = _ranker_stream(600, [0, 1, 2], 1), _ranker_stream(1000, [0, 1], 2)
+
+    def make():
+        ranker = OnlineRanker(budget=50, ranks=[0, 1, 2])
+        return Consolidated(ranker, every=10**9, window_size=300, guard=0)
+
+    model = run(make(), head)
+    assert model.n_skipped == 0 and model.n_consolidations > 0
+    skips = _skips(model, tail)
+    assert len(skips) >= 10 and model.model.n_support == 50  # full all along
+    assert set(np.diff(skips)) == {30}  # the rule: the first event 30 after the last skip
+    restored = run(make(), head)
+    first = _skips(restored, tail[: skips[2] + 7])
+    restored = snapshot.loads(snapshot.dumps(restored)).model
+    rest = [i + skips[2] + 7 for i in _skips(restored, tail[skips[2] + 7 :])]
+    assert first + rest == skips
 
 
 def test_drift_detector_triggers_consolidation():

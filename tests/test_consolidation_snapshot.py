@@ -219,7 +219,12 @@ def test_three_restarts_of_the_engine_give_the_uninterrupted_model(tmp_path, fac
         np.testing.assert_array_equal(decisions(last.model, PROBE), decisions(oracle, PROBE))
 
 
-CONFIG = {"consolidate_every": 170, "consolidate_window": 150, "consolidate_mode": "sync"}
+CONFIG = {
+    "consolidate_every": 170,
+    "consolidate_window": 150,
+    "consolidate_mode": "sync",
+    "consolidate_guard": 500,
+}
 
 
 def test_an_old_snapshot_of_the_inner_learner_still_loads_and_is_wrapped(tmp_path):
@@ -304,6 +309,8 @@ HOSTILE = {
     "rng state too big": _set(("window.rng.state", str(1 << 130))),
     "unknown param": _set(("params.boom", 1)),
     "negative counter": _set(("since", -1)),
+    "negative when_full rest": _set(("full_rest", -1)),
+    "when_full rest not an int": _set(("full_rest", 2.5)),
     "params disagree with the window": _set(("params.window_size", 151)),
 }
 

@@ -70,7 +70,10 @@ class Consolidator:
     when_full
         ... or when the learner's support set reaches its budget (deterministic): the on-line
         learner's next mistake would evict a support vector of the adopted solution. Needs
-        ``fill < 1``; the room ``(1 - fill) budget`` then sets the pace.
+        ``fill < 1``; the room ``(1 - fill) budget`` then sets the pace. After a solve that
+        is skipped (the window lacks a class or a rank), the learner stays full, so this
+        trigger then waits until a tenth of the window is new instead of solving again at
+        every event.
     candidate_kernels
         If given, the kernel with the smallest FSM on the training rows (classifiers) is used
         for the solve and adopted by the learner.
@@ -128,6 +131,7 @@ class Consolidator:
         self.window = TrainingWindow(window_size, window, seed)
         self.n_seen = 0
         self._since = 0
+        self._full_rest = 0  # events when_full waits after a skipped solve
         self._t_last = time.monotonic()
         self.n_consolidations = 0
         self.n_skipped = 0
@@ -182,6 +186,7 @@ class Consolidator:
             "params": self.state_params(),
             "n_seen": self.n_seen,
             "since": self._since,
+            "full_rest": self._full_rest,
             "seconds_since_last": (
                 None if self.seconds is None else max(time.monotonic() - self._t_last, 0.0)
             ),
@@ -225,11 +230,13 @@ class Consolidator:
         except (ConfigError, TypeError, ValueError) as exc:
             raise SnapshotError(f"consolidator state rejected: {exc}") from None
         new.window = window
-        for name in ("n_seen", "since"):
-            value = state.get(name)
+        counts = {"full_rest": 0, **state}  # (full_rest: absent from older states)
+        for name in ("n_seen", "since", "full_rest"):
+            value = counts.get(name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise SnapshotError(f"consolidator {name} must be a non-negative int")
-        new.n_seen, new._since = state["n_seen"], state["since"]
+        new.n_seen, new._since = counts["n_seen"], counts["since"]
+        new._full_rest = counts["full_rest"]
         elapsed = state.get("seconds_since_last")
         if elapsed is not None:  # recorded only with a ``seconds`` trigger
             if isinstance(elapsed, bool) or not isinstance(elapsed, int | float):
@@ -268,7 +275,7 @@ class Consolidator:
 
     def _due(self, learner: Any, drift_value: Any) -> bool:
         due = self.every is not None and self._since >= self.every
-        if self.when_full and self._thread is None:
+        if self.when_full and self._thread is None and self._since >= self._full_rest:
             budget = learner_budget(learner)
             due |= budget is not None and learner.n_support >= budget
         if self.seconds is not None and time.monotonic() - self._t_last >= self.seconds:
@@ -363,7 +370,9 @@ class Consolidator:
         self.last_n_train = outcome.n_train
         if new is None:
             self.n_skipped += 1
+            self._full_rest = max(1, self.window_size // 10)
             return False
+        self._full_rest = 0
         self.support_before = learner.n_support
         _replace(learner, new)
         self.support_after = learner.n_support
