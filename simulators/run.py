@@ -42,6 +42,7 @@ _REPORTED = (
     "policy",
     "consolidate_every",
     "consolidate_mode",
+    "consolidate_guard",
     "snapshot_every",
     "max_records",
 )

@@ -11,9 +11,10 @@ from ..errors import ConfigError, InvalidInput, SnapshotError
 from ..kernels import Kernel
 from ..learners.novelty import KernelNovelty
 from .consolidator import Consolidator
+from .guard import Guard, check_size
 from .limits import DEFAULT_WINDOW_LIMITS
 
-__all__ = ["Consolidated", "ConsolidatedClassifier", "ConsolidatedRegressor"]
+__all__ = ["Consolidated", "ConsolidatedClassifier", "ConsolidatedRegressor", "served_learner"]
 
 #: Why a novelty detector is not consolidated (``Consolidated`` and the engine's config).
 NOVELTY_NOT_CONSOLIDATED = (
@@ -25,9 +26,13 @@ NOVELTY_NOT_CONSOLIDATED = (
 class _Consolidated(base.Wrapper):
     """Shared body: the wrapped learner learns every event; a :class:`Consolidator` re-solves it.
 
-    Parameters are those of :class:`Consolidator`, plus ``model`` (a streamk learner).
+    Parameters are those of :class:`Consolidator`, plus ``model`` (a streamk learner) and
+    ``guard``: with ``guard=N`` a copy of the learner that is never consolidated learns every
+    event beside it, and whichever of the two lost less over the last ``N`` labelled events
+    serves the predictions (:mod:`~streamk.consolidation.guard`; twice the learning work and
+    the snapshot). Default 500; ``0``: the consolidated learner always serves.
     Consolidation figures are exposed as attributes (``n_consolidations``, ``last_duration``, ...)
-    and by :meth:`metrics`.
+    and by :meth:`metrics`; ``serving`` names the lineage that serves.
     """
 
     def __init__(
@@ -48,6 +53,7 @@ class _Consolidated(base.Wrapper):
         fill: float = 0.5,
         when_full: bool = True,
         nu: float = 0.3,
+        guard: int = 500,
     ):
         if not hasattr(model, "support_") or not hasattr(model, "state"):
             raise ConfigError(f"Consolidated wraps a streamk kernel learner, got {model!r}")
@@ -74,6 +80,8 @@ class _Consolidated(base.Wrapper):
         self.fill = fill
         self.when_full = when_full
         self.nu = nu
+        self.guard = guard
+        self.guard_ = Guard(model, guard) if check_size(guard) else None
         self.consolidator_ = Consolidator(
             every=every,
             seconds=seconds,
@@ -96,20 +104,45 @@ class _Consolidated(base.Wrapper):
     def _wrapped_model(self):
         return self.model
 
+    @property
+    def served_model(self) -> Any:
+        """The learner whose predictions are served: the consolidated one, or the guard's
+        unconsolidated shadow while it has lost less (what a merge or an unwrap keeps)."""
+        return self.model if self.guard_ is None else self.guard_.served(self.model)
+
+    @property
+    def serving(self) -> str:
+        """``"consolidated"`` or ``"online"`` (the guard's shadow)."""
+        return "consolidated" if self.guard_ is None else self.guard_.serving
+
     def __getattr__(self, name: str) -> Any:  # consolidation figures, read from the consolidator
         if name in _FIGURES and "consolidator_" in self.__dict__:
             return getattr(self.__dict__["consolidator_"], name)
         raise AttributeError(name)
 
     def metrics(self) -> dict[str, float]:
-        return self.consolidator_.metrics()
+        figures = self.consolidator_.metrics()
+        if self.guard_ is not None:
+            figures["consolidation_serving_online"] = float(self.serving == "online")
+            figures["consolidation_guard_loss_difference"] = self.guard_.loss_difference()
+        return figures
 
     def learn_one(self, x: dict, y: Any, **kwargs: Any) -> None:
-        drift_value = None
-        if self.drift_input == "error":
-            drift_value = float(self.model.predict_one(x) != y)
-        self.model.learn_one(x, y, **kwargs)
+        self._learn(x, y, False, **kwargs)
+
+    def _learn(self, x: dict, y: Any, want_said: bool, **kwargs: Any) -> Any:
+        """Learn one event (both lineages, with a guard); returns what :meth:`predict_one`
+        said of it before, when ``want_said`` (or a guard made it known anyway)."""
+        said = served = None
+        if self.guard_ is not None:
+            said, served = self.guard_.learn_one(self.model, x, y, **kwargs)
+        else:
+            if want_said or self.drift_input == "error":
+                said = served = self.model.predict_one(x)
+            self.model.learn_one(x, y, **kwargs)
+        drift_value = float(said != y) if self.drift_input == "error" else None
         self.consolidator_.observe(self.model, x, y, drift_value)
+        return served
 
     def learn_many(self, X: Any, y: Any, **kwargs: Any) -> None:
         """Row by row between consolidation points, so the model equals ``learn_one``'s."""
@@ -121,18 +154,14 @@ class _Consolidated(base.Wrapper):
         row, each row then learned as :meth:`learn_one` learns it (consolidations at the
         same events). What the engine and ``streamk learn --batch-size`` call for a
         labelled block, so their figures are the per-event ones."""
-        said = []
-        for x, target in _pairs(X, y):
-            said.append(self.model.predict_one(x))
-            self.learn_one(x, target, **kwargs)
-        return said
+        return [self._learn(x, target, True, **kwargs) for x, target in _pairs(X, y)]
 
     def join(self) -> None:
         """Wait for a background consolidation and adopt it (before a snapshot, at shutdown)."""
         self.consolidator_.join(self.model)
 
     def predict_many(self, X: Any, **kwargs: Any):
-        return self.model.predict_many(X, **kwargs)
+        return self.served_model.predict_many(X, **kwargs)
 
     # -- plain data (snapshots) -----------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -150,6 +179,7 @@ class _Consolidated(base.Wrapper):
             "model_class": class_name_of(self.model),
             "model": self.model.state(),
             "consolidator": self.consolidator_.state(DEFAULT_WINDOW_LIMITS),
+            "guard": None if self.guard_ is None else self.guard_.state(),
         }
 
     @property
@@ -172,6 +202,8 @@ class _Consolidated(base.Wrapper):
         if issubclass(learner_cls, _Consolidated):
             raise SnapshotError("a Consolidated model cannot wrap another Consolidated model")
         learner = learner_cls.from_state(state["model"])
+        guard = state.get("guard")  # (absent: written before guards)
+        guard = None if guard is None else Guard.from_state(guard, learner_cls)
         c = consolidator
         try:
             new = cls(
@@ -191,16 +223,18 @@ class _Consolidated(base.Wrapper):
                 fill=c.fill,
                 when_full=c.when_full,
                 nu=c.nu,
+                guard=0 if guard is None else guard.size,
             )
         except ConfigError as exc:
             raise SnapshotError(f"{cls.__name__} state rejected: {exc}") from None
         new.consolidator_ = consolidator
+        new.guard_ = guard
         return new
 
     def same_setup(self, other: Any) -> bool:
         """True if ``other`` is a wrapper of the same kind with the same consolidation
         parameters (so a restored state may continue under ``other``'s configuration)."""
-        if type(other) is not type(self):
+        if type(other) is not type(self) or self.guard != other.guard:
             return False
         a, b = self.consolidator_.state_params(), other.consolidator_.state_params()
         return a == b
@@ -240,15 +274,16 @@ class ConsolidatedClassifier(_Consolidated, base.MiniBatchClassifier):
         from ..learners import KernelPerceptron
 
         yield {"model": KernelPerceptron(budget=60), "every": 150, "window_size": 200}
+        yield {"model": KernelPerceptron(budget=60), "every": 150, "window_size": 200, "guard": 50}
 
     def predict_one(self, x: dict, **kwargs: Any) -> Any:
-        return self.model.predict_one(x, **kwargs)
+        return self.served_model.predict_one(x, **kwargs)
 
     def predict_proba_one(self, x: dict, **kwargs: Any) -> dict[Any, float]:
-        return self.model.predict_proba_one(x, **kwargs)
+        return self.served_model.predict_proba_one(x, **kwargs)
 
     def predict_proba_many(self, X: Any, **kwargs: Any):
-        return self.model.predict_proba_many(X, **kwargs)
+        return self.served_model.predict_proba_many(X, **kwargs)
 
 
 class ConsolidatedRegressor(_Consolidated, base.MiniBatchRegressor):
@@ -266,7 +301,7 @@ class ConsolidatedRegressor(_Consolidated, base.MiniBatchRegressor):
         }
 
     def predict_one(self, x: dict, **kwargs: Any) -> float:
-        return self.model.predict_one(x, **kwargs)
+        return self.served_model.predict_one(x, **kwargs)
 
 
 def Consolidated(model: Any, **params: Any) -> _Consolidated:  # noqa: N802 - reads as a class
@@ -274,6 +309,13 @@ def Consolidated(model: Any, **params: Any) -> _Consolidated:  # noqa: N802 - re
     if isinstance(model, base.Regressor):
         return ConsolidatedRegressor(model, **params)
     return ConsolidatedClassifier(model, **params)
+
+
+def served_learner(model: Any) -> Any:
+    """The learner ``model`` serves from: inside a consolidation wrapper the lineage that
+    serves (the guard's shadow while it errs less), inside another wrapper its learner,
+    else ``model`` itself (what a merge takes and the engine's support size counts)."""
+    return getattr(model, "served_model", getattr(model, "_wrapped_model", model))
 
 
 def _pairs(X: Any, y: Any) -> list[tuple[dict, Any]]:

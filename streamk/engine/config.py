@@ -122,6 +122,15 @@ DEFAULTS: dict[str, Option] = {
     "consolidate_window": Option(
         1000, int, "recent labelled events the batch solver sees", low=1, high=10_000_000
     ),
+    "consolidate_guard": Option(
+        500,
+        int,
+        "keep an unconsolidated copy of the learner learning beside the consolidated one and "
+        "serve whichever erred less over the last N labelled events (0: always the "
+        "consolidated one; the copy doubles the learning work and the snapshot)",
+        low=0,
+        high=1 << 20,
+    ),
     "consolidate_mode": Option(
         "sync",
         str,

@@ -39,6 +39,7 @@ from typing import Any
 
 from river import base
 
+from ..consolidation.wrapper import served_learner
 from ..errors import BrokerError, InvalidEvent, StreamkError
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
@@ -485,7 +486,7 @@ class Engine:
         )
 
     def _support_size(self) -> int:
-        learner = getattr(self.model, "_wrapped_model", self.model)  # e.g. Consolidated
+        learner = served_learner(self.model)  # e.g. inside Consolidated
         return int(getattr(learner, "n_support", 0))
 
     def _consolidation_figures(self) -> None:
@@ -495,6 +496,9 @@ class Engine:
             self.metrics.set("consolidations", values.get("consolidations"))
             seconds = values.get("consolidation_seconds_total")
             self.metrics.set("consolidation_seconds_total", seconds)
+            self.metrics.set(
+                "consolidation_serving_online", values.get("consolidation_serving_online", 0.0)
+            )
 
     def progress(self) -> dict[str, Any]:
         """A status line's worth of figures."""

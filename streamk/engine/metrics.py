@@ -32,6 +32,10 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "snapshot_seconds_total": ("counter", "Time spent writing snapshots and committing"),
     "consolidations": ("counter", "Consolidations adopted"),
     "consolidation_seconds_total": ("counter", "Time spent consolidating"),
+    "consolidation_serving_online": (
+        "gauge",
+        "1 while the guard's unconsolidated copy serves (it erred less recently), else 0",
+    ),
     "events_per_second": ("gauge", "Events per second over the last progress interval"),
     "support_size": ("gauge", "Support vectors held by the model"),
     "lag": ("gauge", "Records behind the source's end, where known"),

@@ -93,7 +93,7 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
     def wrap(model: Any) -> Any:
         wrapped = isinstance(model, ConsolidatedClassifier | ConsolidatedRegressor)
         restored = model if wrapped else None
-        learner = model.model if restored is not None else model
+        learner = model.served_model if restored is not None else model
         if not config["consolidate_every"]:
             if restored is not None:
                 log.warning("consolidation is off: dropping the snapshot's consolidation state")
@@ -103,6 +103,7 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
             every=config["consolidate_every"],
             window_size=config["consolidate_window"],
             mode=config["consolidate_mode"],
+            guard=config["consolidate_guard"],
         )
         if restored is not None and restored.same_setup(fresh):
             return restored

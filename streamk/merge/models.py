@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..consolidation import learner_budget
+from ..consolidation.wrapper import served_learner
 from ..errors import MergeError
 from .compress import METHODS, compress_state
 from .expansions import union_state
@@ -147,8 +148,8 @@ def merge_snapshots(
     if missing:
         raise MergeError(f"snapshots {missing} were loaded with build=False: no model to merge")
     result = _merge(
-        # a worker with consolidation on snapshots its wrapper: merge the learner inside
-        [getattr(snap.model, "_wrapped_model", snap.model) for _, snap in items],
+        # a worker with consolidation on snapshots its wrapper: merge the learner that serves
+        [served_learner(snap.model) for _, snap in items],
         weights,
         budget,
         options.pop("compress", "auto"),
