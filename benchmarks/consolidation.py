@@ -4,7 +4,9 @@ Run: ``python -m benchmarks.consolidation`` (``--quick`` for a smoke run). For e
 (river's Bananas, a drifting SEA stream, a RandomRBF stream with 20 centroids) and budget:
 
 * prequential accuracy of ``KernelPerceptron(budget)`` alone and wrapped in
-  ``Consolidated(..., every=N)`` (sync), and the solver time per consolidation;
+  ``Consolidated(..., every=N, guard=0)`` (sync, every solution served; what the default
+  guard adds: ``python -m benchmarks.consolidation_guard``), and the solver time per
+  consolidation;
 * held-out accuracy at several cut points: the on-line model, the model consolidated on
   (support set ∪ window) — adopted within the budget and unbudgeted — and scikit-learn's
   ``SVC(kernel="precomputed")`` with a bias on the same rows and Gram matrix, plus the time to
@@ -258,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                     every=every,
                     window_size=window,
                     when_full=when_full,
+                    guard=0,  # the solutions' own effect (the guard: consolidation_guard.py)
                 )
                 cons, cons_s, durations = prequential(model, events)
                 preq.append(
