@@ -111,6 +111,12 @@ class _Consolidated(base.Wrapper):
         return self.model if self.guard_ is None else self.guard_.served(self.model)
 
     @property
+    def n_learned(self) -> int:
+        """Events learned (every lineage learns each one): how far a refused block got, so
+        that the engine's one-at-a-time retry never learns an event twice."""
+        return self.model.n_learned
+
+    @property
     def serving(self) -> str:
         """``"consolidated"`` or ``"online"`` (the guard's shadow)."""
         return "consolidated" if self.guard_ is None else self.guard_.serving
