@@ -327,3 +327,23 @@ def test_every_prediction_method_asks_the_lineage_that_serves():
         shadow.predict_proba_one(x) for x in probe
     ]
     pd.testing.assert_frame_equal(model.predict_proba_many(frame), shadow.predict_proba_many(frame))
+
+
+def test_snapshot_show_describes_the_learner_that_serves(tmp_path, capsys):
+    import json
+
+    from streamk.cli import main
+    from streamk.snapshot import SnapshotStore
+
+    make, data, size = CASES["perceptron-hyperplane50"]
+    model = Consolidated(make(), guard=size, **PARAMS)
+    served_and_lineage(model, data[:1500])
+    assert model.serving == "online"
+    assert model.guard_.shadow.n_support != model.model.n_support
+    SnapshotStore(tmp_path).save(snapshot.dumps(model, seq=1), "model")
+    assert main(["snapshot", "show", str(tmp_path / "model"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["serving"] == "online"
+    assert info["support_size"] == model.guard_.shadow.n_support
+    assert main(["snapshot", "show", str(tmp_path / "model")]) == 0
+    assert "serving     online" in capsys.readouterr().out

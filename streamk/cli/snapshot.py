@@ -188,9 +188,14 @@ def _kernel_text(spec: Any) -> str:
 
 
 def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
-    state = snap.state
+    state, serving = snap.state, None
     while "model_class" in state and isinstance(state.get("model"), dict):
-        state = state["model"]  # a wrapper (consolidation, scaling): describe its learner
+        guard = state.get("guard")  # a consolidation guard: describe the learner serving
+        if isinstance(guard, dict) and isinstance(guard.get("shadow"), dict):
+            serving = guard.get("serving")
+            state = guard["shadow"] if serving == "online" else state["model"]
+        else:
+            state = state["model"]  # a wrapper (consolidation, scaling): describe its learner
     params = state.get("params")
     return {
         "schema_version": SCHEMA_VERSION,
@@ -207,6 +212,7 @@ def _describe(path: Path | str, snap: Snapshot) -> dict[str, Any]:
         "params": _jsonable(params) if isinstance(params, dict) else None,
         "kernel": _jsonable(kernel_spec(state)),
         "support_size": support_size(state),
+        "serving": serving,
         "offsets": {s: {str(p): o for p, o in parts.items()} for s, parts in snap.offsets.items()},
         "metrics": _metrics(snap.metrics),
         "meta": _jsonable(snap.meta),
@@ -271,6 +277,8 @@ def _print_description(info: dict[str, Any], json_out: bool) -> int:
         ("kernel", _kernel_text(info["kernel"]) + _configured(info)),
         ("support", "n/a" if info["support_size"] is None else f"{info['support_size']} vectors"),
     ]
+    if info["serving"] is not None:
+        lines.append(("serving", f"{info['serving']} (of the consolidation guard's two learners)"))
     for label, mapping in (("params", info["params"] or {}), ("metrics", info["metrics"])):
         items = [f"{k} = {_param_text(v)}" for k, v in mapping.items()] or ["-"]
         lines += [(label if i == 0 else "", item) for i, item in enumerate(items)]
