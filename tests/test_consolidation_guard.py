@@ -11,6 +11,7 @@ accuracy the guard promises (docs/operations.md, Consolidation's guard).
 from __future__ import annotations
 
 import collections
+import copy
 import itertools
 import math
 import warnings
@@ -212,24 +213,69 @@ def test_the_engine_reports_which_lineage_serves_and_restarts_exactly(tmp_path):
     assert [model.predict_one(x) for x in probe] == [oracle.predict_one(x) for x in probe]
 
 
-def test_a_changed_guard_restarts_consolidation_and_zero_unwraps_the_served_learner():
+def test_a_changed_guard_keeps_the_window_and_the_learner_that_served(caplog):
+    """A restart under another ``consolidate_guard``: the window, counters and trigger
+    state go on, around the learner that served, with a fresh guard; the result predicts
+    like a wrapper built by hand from those parts."""
     make, data, size = CASES["perceptron-hyperplane50"]
     model = Consolidated(make(), guard=size, **PARAMS)
     served_and_lineage(model, data[:1500])
     assert model.serving == "online"
-    restored = snapshot.loads(snapshot.dumps(model)).model
     config = {
         "consolidate_every": 170,
         "consolidate_window": 150,
         "consolidate_mode": "sync",
         "consolidate_guard": size,
     }
-    assert consolidated(config)(restored) is restored
-    other = consolidated({**config, "consolidate_guard": 50})(restored)
-    assert other is not restored and other.guard == 50 and other.consolidator_.n_seen == 0
-    assert other.model is restored.guard_.shadow  # the learner that served goes on
-    off = consolidated({**config, "consolidate_every": 0})(restored)
-    assert off is restored.guard_.shadow
+    restored = snapshot.loads(snapshot.dumps(model)).model
+    assert consolidated(config)(restored) is restored and restored.guard_ is not None
+    for new_size in (50, 0):
+        restored = snapshot.loads(snapshot.dumps(model)).model
+        shadow = restored.guard_.shadow
+        with caplog.at_level("WARNING"):
+            other = consolidated({**config, "consolidate_guard": new_size})(restored)
+        assert f"consolidate_guard is {new_size}" in caplog.text
+        assert other is restored and other.guard == new_size
+        assert other.model is shadow and other.consolidator_.n_seen == 1500
+        assert (other.guard_ is None) == (new_size == 0)
+        oracle = Consolidated(make(), guard=new_size, **PARAMS)
+        oracle.model = copy.deepcopy(model.guard_.shadow)
+        oracle.consolidator_ = copy.deepcopy(model.consolidator_)
+        if new_size:
+            oracle.guard_ = Guard(oracle.model, new_size)
+        rest = data[1500:2500]
+        assert served_and_lineage(other, rest) == served_and_lineage(oracle, rest)
+    off = consolidated({**config, "consolidate_every": 0})(
+        snapshot.loads(snapshot.dumps(model)).model
+    )
+    assert [off.predict_one(x) for x, _ in data[2500:]] == [
+        model.guard_.shadow.predict_one(x) for x, _ in data[2500:]
+    ]
+
+
+def test_a_snapshot_from_before_guards_keeps_its_window_under_the_default_config():
+    model = Consolidated(KernelPerceptron(budget=60), guard=0, **PARAMS)
+    served_and_lineage(model, BANANAS[:400])
+    state = model.state()
+    del state["guard"]  # what a snapshot written before guards holds
+    body = {
+        "model": {"class": "ConsolidatedClassifier", "state": to_plain(state)},
+        "stream": {},
+        "seq": 1,
+        "created_at": 0.0,
+        "metrics": {},
+        "meta": {},
+    }
+    restored = snapshot.loads(snapshot.seal(msgpack.packb(body, use_bin_type=True))).model
+    config = {
+        "consolidate_every": 170,
+        "consolidate_window": 150,
+        "consolidate_mode": "sync",
+        "consolidate_guard": 500,
+    }
+    upgraded = consolidated(config)(restored)
+    assert upgraded is restored and upgraded.guard == 500
+    assert upgraded.consolidator_.n_seen == 400 and upgraded.consolidator_.window.n == 150
 
 
 def test_workers_merge_the_lineage_that_serves():

@@ -239,11 +239,21 @@ class _Consolidated(base.Wrapper):
 
     def same_setup(self, other: Any) -> bool:
         """True if ``other`` is a wrapper of the same kind with the same consolidation
-        parameters (so a restored state may continue under ``other``'s configuration)."""
-        if type(other) is not type(self) or self.guard != other.guard:
+        parameters, the guard's aside (so a restored state may continue under ``other``'s
+        configuration, after :meth:`set_guard` if the guards differ)."""
+        if type(other) is not type(self):
             return False
         a, b = self.consolidator_.state_params(), other.consolidator_.state_params()
         return a == b
+
+    def set_guard(self, size: int) -> None:
+        """Go on with the learner that serves now, under a fresh guard of ``size`` events
+        (``0``: none); the window, counters and trigger state are kept. What a restart does
+        when ``consolidate_guard`` changed, or for a snapshot from before guards."""
+        check_size(size)
+        self.model = self.served_model
+        self.guard = size
+        self.guard_ = Guard(self.model, size) if size else None
 
 
 _FIGURES = {

@@ -83,10 +83,11 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
 
     Also the engine's ``wrap_restored``: a snapshot holds the whole wrapped model (window,
     counters and trigger state included) and is kept as restored when its consolidation
-    settings match the config. An older snapshot (the inner learner only), or one whose
-    settings differ from the config, is (re-)wrapped with a fresh window, and a snapshot of
-    a wrapped model under a config without consolidation gives its learner back (see
-    docs/operations.md).
+    settings match the config; a guard of another size (or none: a snapshot from before
+    guards) is replaced by a fresh one around the learner that served. An older snapshot
+    (the inner learner only), or one whose settings differ from the config, is
+    (re-)wrapped with a fresh window, and a snapshot of a wrapped model under a config
+    without consolidation gives the learner that served back (see docs/operations.md).
     """
     from ..consolidation import Consolidated, ConsolidatedClassifier, ConsolidatedRegressor
 
@@ -106,6 +107,14 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
             guard=config["consolidate_guard"],
         )
         if restored is not None and restored.same_setup(fresh):
+            if restored.guard != fresh.guard:
+                log.warning(
+                    "consolidate_guard is %d, the snapshot's guard %d: the learner that "
+                    "served goes on under a fresh guard, with the window and counters kept",
+                    fresh.guard,
+                    restored.guard,
+                )
+                restored.set_guard(fresh.guard)
             return restored
         if restored is not None:
             log.warning(
