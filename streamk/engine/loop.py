@@ -40,7 +40,7 @@ from typing import Any
 from river import base
 
 from ..consolidation.wrapper import served_learner
-from ..errors import BrokerError, InvalidEvent, StreamkError
+from ..errors import BrokerError, ConfigError, InvalidEvent, StreamkError
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
@@ -142,7 +142,11 @@ class Engine:
     source
         Where records come from (:mod:`streamk.sources`).
     model_factory
-        Builds a fresh learner when no snapshot exists.
+        Builds a fresh learner when no snapshot exists: a streamk learner or wrapper, or
+        any river estimator with ``learn_one`` and ``predict_one`` (refused at start-up
+        otherwise). A model without ``n_learned`` (a river pipeline) learns each run one
+        event at a time: it could not say how far a block it refused got, and a retry
+        would learn the events before the refused one twice.
     store
         A :class:`~streamk.snapshot.SnapshotStore`; restores on start, saves snapshots.
     publisher
@@ -242,6 +246,7 @@ class Engine:
             }
             log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
             self._warn_if_not_configured(self.model)
+        _check_runnable(self.model)
         self._novelty = isinstance(_unwrapped(self.model), base.AnomalyDetector)
         # MAE, else accuracy; for a novelty detector the mean |0 - flag|: the fraction flagged
         regression = self._novelty or isinstance(self.model, base.Regressor)
@@ -567,17 +572,23 @@ class Engine:
             self._flag_and_learn(run, X)
         elif run.labelled:
             before = getattr(self.model, "n_learned", None)
-            try:
-                learn_predict = getattr(self.model, "learn_predict_many", None)
-                if learn_predict is not None:  # per-event test-then-train in one pass
-                    predictions = learn_predict(X, run.ys)
-                else:
-                    predictions = self.model.predict_many(X).tolist()
-                    self.model.learn_many(X, pd.Series(run.ys, dtype=object))
-            except (StreamkError, ValueError, TypeError):
-                # Rows before the refused one may be learned already; never learn them twice.
-                done = 0 if before is None else self.model.n_learned - before
-                predictions = [None] * done + self._learn_one_by_one(run, start=done)
+            if before is None:
+                # A model that cannot say how far a refused block got (a river pipeline: its
+                # scaler learns a block its learner then refuses) goes one event at a time,
+                # so that no event is learned twice.
+                predictions = self._learn_one_by_one(run)
+            else:
+                try:
+                    learn_predict = getattr(self.model, "learn_predict_many", None)
+                    if learn_predict is not None:  # per-event test-then-train in one pass
+                        predictions = learn_predict(X, run.ys)
+                    else:
+                        predictions = self.model.predict_many(X).tolist()
+                        self.model.learn_many(X, pd.Series(run.ys, dtype=object))
+                except (StreamkError, ValueError, TypeError):
+                    # Rows before the refused one may be learned already: never twice.
+                    done = self.model.n_learned - before
+                    predictions = [None] * done + self._learn_one_by_one(run, start=done)
             ys, predictions = run.ys, list(predictions)
             if None in predictions or _REJECTED in predictions:  # rare: score only the rest
                 learned = len(predictions) - predictions.count(_REJECTED)
@@ -588,11 +599,7 @@ class Engine:
             self._rolling.update_many(ys, predictions)
             self.metrics.inc("events_learned", learned)
         else:
-            predictions = self.model.predict_many(X).tolist()
-            if self.predictions is not None:
-                probas = self._probas(X) if self.config.publish_proba else None
-                self._publish(run, predictions, probas)
-            self.metrics.inc("events_scored", len(run))
+            self._score(run, X)
         self.positions[run.partition] = run.next_offset  # runs never span partitions
         self.metrics.set("support_size", self._support_size())
 
@@ -605,18 +612,21 @@ class Engine:
         before any of it is learned (``predict_many`` then ``learn_many``). A run the
         model refuses goes event by event, dead-lettering the bad events.
         """
-        before = self.model.n_learned
+        before = getattr(self.model, "n_learned", None)
         flags: list[Any] = []
         learn_flag = getattr(self.model, "learn_predict_many", None)
-        try:
-            if learn_flag is not None:
-                flags = [bool(f) for f in learn_flag(X)]
-            else:
-                flags = [bool(f) for f in self.model.predict_many(X).tolist()]
-                self.model.learn_many(X)
-        except (StreamkError, ValueError, TypeError):
-            done = self.model.n_learned - before  # never learn twice; unknown flags: None
-            flags = (flags + [None] * done)[:done] + self._learn_one_by_one(run, start=done)
+        if before is None:  # it cannot say how far a refused block got: one at a time
+            flags = self._learn_one_by_one(run)
+        else:
+            try:
+                if learn_flag is not None:
+                    flags = [bool(f) for f in learn_flag(X)]
+                else:
+                    flags = [bool(f) for f in self.model.predict_many(X).tolist()]
+                    self.model.learn_many(X)
+            except (StreamkError, ValueError, TypeError):
+                done = self.model.n_learned - before  # never learn twice; unknown flags: None
+                flags = (flags + [None] * done)[:done] + self._learn_one_by_one(run, start=done)
         learned = len(flags) - flags.count(_REJECTED)
         keep = [i for i, f in enumerate(flags) if f is not _REJECTED and f is not None]
         kept = [bool(flags[i]) for i in keep]
@@ -626,12 +636,48 @@ class Engine:
         self.metrics.inc("events_flagged", sum(kept))
         if not run.labelled:
             if self.predictions is not None and kept:
-                if len(keep) < len(run):
-                    ids = [run.ids[i] for i in keep] if run.ids else run.ids
-                    records = [run.records[i] for i in keep]
-                    run = Run(labelled=False, records=records, ids=ids)
-                self._publish(run, kept)
+                self._publish(_kept(run, keep), kept)
             self.metrics.inc("events_scored", len(kept))
+
+    def _score(self, run: Run, X: Any) -> None:
+        """An unlabelled run: predict it (one block call where the model has one) and
+        publish. A block the model refuses (a value too large for its kernels) is scored
+        event by event, the refused events dead-lettered and not published."""
+        proba = self.predictions is not None and self.config.publish_proba
+        predictions: list[Any] | None = None
+        probas: list[dict[Any, float]] | None = None
+        if callable(getattr(self.model, "predict_many", None)):
+            try:
+                predictions = self.model.predict_many(X).tolist()
+                probas = self._probas(X) if proba else None
+            except (StreamkError, ValueError, TypeError):
+                predictions = None
+        if predictions is None:
+            run, predictions, probas = self._score_one_by_one(run, proba)
+        if self.predictions is not None and predictions:
+            self._publish(run, predictions, probas)
+        self.metrics.inc("events_scored", len(predictions))
+
+    def _score_one_by_one(
+        self, run: Run, proba: bool
+    ) -> tuple[Run, list[Any], list[dict[Any, float]] | None]:
+        """Score a run event by event, dead-lettering the events the model refuses: the run
+        of the events scored, their predictions and (with ``proba``) probabilities."""
+        predictions: list[Any] = []
+        probas: list[dict[Any, float]] | None = [] if proba else None
+        keep = []
+        for i in range(len(run)):
+            x = run.row(i)
+            try:
+                p = self.model.predict_one(x)
+                if probas is not None:
+                    probas.append(self.model.predict_proba_one(x))
+            except (StreamkError, ValueError, TypeError) as exc:
+                self._dead_letter(run.records[i], _as_invalid(exc))
+                continue
+            predictions.append(p)
+            keep.append(i)
+        return _kept(run, keep), predictions, probas
 
     def _probas(self, X: Any) -> list[dict[Any, float]]:
         """Each row's class probabilities as ``{label: p}`` (``predict_proba_many``)."""
@@ -759,6 +805,27 @@ class Engine:
 
 _REJECTED = object()
 _OFFSET = attrgetter("offset")
+
+
+def _kept(run: Run, keep: list[int]) -> Run:
+    """An unlabelled run of the events at ``keep`` (the others were dead-lettered), for
+    publishing their predictions with their ids and offsets."""
+    if len(keep) == len(run):
+        return run
+    ids = [run.ids[i] for i in keep] if run.ids else run.ids
+    return Run(labelled=False, records=[run.records[i] for i in keep], ids=ids)
+
+
+def _check_runnable(model: Any) -> None:
+    """Refuse, at start-up, a model the loop cannot run: it calls ``predict_one`` (a
+    prediction or a novelty flag) before ``learn_one`` of each event."""
+    missing = [m for m in ("learn_one", "predict_one") if not callable(getattr(model, m, None))]
+    if missing:
+        raise ConfigError(
+            f"the engine runs a model with learn_one and predict_one; {type(model).__name__} "
+            f"has no {' or '.join(missing)} (a river anomaly detector scores events with "
+            "score_one: use streamk's KernelNovelty, which flags them)"
+        )
 
 
 def _unwrapped(model: Any) -> Any:
