@@ -141,3 +141,42 @@ def test_a_model_the_engine_cannot_run_is_refused_at_start(tmp_path):
     engine = Engine(ReplaySource(log), lambda: anomaly.HalfSpaceTrees(seed=1))
     with pytest.raises(ConfigError, match="HalfSpaceTrees has no predict_one.*KernelNovelty"):
         engine.run()
+
+
+def test_the_scorer_dead_letters_an_event_the_merged_model_refuses(tmp_path):
+    """``streamk score``'s loop: a poison event used to stop the scorer, and a restart would
+    read the same batch again (it commits after publishing): it could never get past it."""
+    from streamk.engine.config import load_config
+    from streamk.merge.serve import Scorer
+    from streamk.snapshot import SnapshotStore, dumps
+
+    model = KernelPerceptron(budget=60)
+    for x, y in BANANAS[:300]:
+        model.learn_one(x, y)
+    SnapshotStore(tmp_path / "snaps").save(dumps(model, {}, 0, role="merge", sources=[]), "merged")
+    score = [x for x, _ in BANANAS[300:400]]
+    bad = {5, 6, 70}
+    log = tmp_path / "requests.jsonl"
+    write_log(log, [{"x": huge(x) if i in bad else x, "id": i} for i, x in enumerate(score)])
+    config = load_config(
+        None,
+        {
+            "snapshot_dir": str(tmp_path / "snaps"),
+            "merge_name": "merged",
+            "predictions_file": str(tmp_path / "predictions.jsonl"),
+            "dead_letter_dir": str(tmp_path / "dead"),
+            "poll_timeout": 0.1,
+            "stop_when_idle": 1.0,
+            "max_records": 32,
+        },
+        environ={},
+    )
+    result = Scorer(config, source=ReplaySource(log)).run()
+    assert result.scored == 100 - len(bad) and result.dead_lettered == len(bad)
+    letters = list(read_dead_letters(tmp_path / "dead" / "dead-letters.jsonl"))
+    assert sorted(letter.offset for letter in letters) == sorted(bad)
+    assert {letter.code for letter in letters} == {"rejected_by_model"}
+    written = list(read_predictions(tmp_path / "predictions.jsonl"))
+    kept = [i for i in range(100) if i not in bad]
+    assert [r["id"] for r in written] == kept
+    assert [r["prediction"] for r in written] == [model.predict_one(score[i]) for i in kept]

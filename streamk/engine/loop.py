@@ -45,8 +45,9 @@ from ..sources.base import Record, Source
 from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
 from .recovery import CommitJournal, commit_metadata, peer_offsets, resume_offsets, writer_id
-from .runs import Run, invalid, split_runs
+from .runs import Run, split_runs
 from .schema import DEFAULT_LIMITS, Limits, Schema, input_schema
+from .scoring import REFUSALS, as_invalid, kept_run, score_run
 
 __all__ = ["Engine", "EngineConfig", "EngineResult"]
 
@@ -585,7 +586,7 @@ class Engine:
                     else:
                         predictions = self.model.predict_many(X).tolist()
                         self.model.learn_many(X, pd.Series(run.ys, dtype=object))
-                except (StreamkError, ValueError, TypeError):
+                except REFUSALS:
                     # Rows before the refused one may be learned already: never twice.
                     done = self.model.n_learned - before
                     predictions = [None] * done + self._learn_one_by_one(run, start=done)
@@ -624,7 +625,7 @@ class Engine:
                 else:
                     flags = [bool(f) for f in self.model.predict_many(X).tolist()]
                     self.model.learn_many(X)
-            except (StreamkError, ValueError, TypeError):
+            except REFUSALS:
                 done = self.model.n_learned - before  # never learn twice; unknown flags: None
                 flags = (flags + [None] * done)[:done] + self._learn_one_by_one(run, start=done)
         learned = len(flags) - flags.count(_REJECTED)
@@ -636,54 +637,17 @@ class Engine:
         self.metrics.inc("events_flagged", sum(kept))
         if not run.labelled:
             if self.predictions is not None and kept:
-                self._publish(_kept(run, keep), kept)
+                self._publish(kept_run(run, keep), kept)
             self.metrics.inc("events_scored", len(kept))
 
     def _score(self, run: Run, X: Any) -> None:
-        """An unlabelled run: predict it (one block call where the model has one) and
-        publish. A block the model refuses (a value too large for its kernels) is scored
-        event by event, the refused events dead-lettered and not published."""
+        """An unlabelled run: predicted and published; the events the model refuses are
+        dead-lettered (:func:`~streamk.engine.scoring.score_run`)."""
         proba = self.predictions is not None and self.config.publish_proba
-        predictions: list[Any] | None = None
-        probas: list[dict[Any, float]] | None = None
-        if callable(getattr(self.model, "predict_many", None)):
-            try:
-                predictions = self.model.predict_many(X).tolist()
-                probas = self._probas(X) if proba else None
-            except (StreamkError, ValueError, TypeError):
-                predictions = None
-        if predictions is None:
-            run, predictions, probas = self._score_one_by_one(run, proba)
+        run, predictions, probas = score_run(self.model, run, X, proba, self._dead_letter)
         if self.predictions is not None and predictions:
             self._publish(run, predictions, probas)
         self.metrics.inc("events_scored", len(predictions))
-
-    def _score_one_by_one(
-        self, run: Run, proba: bool
-    ) -> tuple[Run, list[Any], list[dict[Any, float]] | None]:
-        """Score a run event by event, dead-lettering the events the model refuses: the run
-        of the events scored, their predictions and (with ``proba``) probabilities."""
-        predictions: list[Any] = []
-        probas: list[dict[Any, float]] | None = [] if proba else None
-        keep = []
-        for i in range(len(run)):
-            x = run.row(i)
-            try:
-                p = self.model.predict_one(x)
-                if probas is not None:
-                    probas.append(self.model.predict_proba_one(x))
-            except (StreamkError, ValueError, TypeError) as exc:
-                self._dead_letter(run.records[i], _as_invalid(exc))
-                continue
-            predictions.append(p)
-            keep.append(i)
-        return _kept(run, keep), predictions, probas
-
-    def _probas(self, X: Any) -> list[dict[Any, float]]:
-        """Each row's class probabilities as ``{label: p}`` (``predict_proba_many``)."""
-        frame = self.model.predict_proba_many(X)
-        labels = frame.columns.tolist()
-        return [dict(zip(labels, row)) for row in frame.to_numpy().tolist()]
 
     def _publish(
         self, run: Run, predictions: list[Any], probas: list[dict[Any, float]] | None = None
@@ -725,8 +689,8 @@ class Engine:
                 else:
                     self.model.learn_one(x, y)
                 out.append(p)
-            except (StreamkError, ValueError, TypeError) as exc:
-                self._dead_letter(record, _as_invalid(exc))
+            except REFUSALS as exc:
+                self._dead_letter(record, as_invalid(exc))
                 out.append(_REJECTED)
         return out
 
@@ -807,15 +771,6 @@ _REJECTED = object()
 _OFFSET = attrgetter("offset")
 
 
-def _kept(run: Run, keep: list[int]) -> Run:
-    """An unlabelled run of the events at ``keep`` (the others were dead-lettered), for
-    publishing their predictions with their ids and offsets."""
-    if len(keep) == len(run):
-        return run
-    ids = [run.ids[i] for i in keep] if run.ids else run.ids
-    return Run(labelled=False, records=[run.records[i] for i in keep], ids=ids)
-
-
 def _check_runnable(model: Any) -> None:
     """Refuse, at start-up, a model the loop cannot run: it calls ``predict_one`` (a
     prediction or a novelty flag) before ``learn_one`` of each event."""
@@ -866,10 +821,6 @@ def _committed_pairs(committed: dict[int, Any]) -> dict[int, tuple[int, str | No
         int(p): (int(c), None) if isinstance(c, int) else (int(c.offset), c.metadata)
         for p, c in committed.items()
     }
-
-
-def _as_invalid(exc: Exception) -> InvalidEvent:
-    return invalid("rejected_by_model", f"the model rejected the event: {exc}")
 
 
 def _offsets_of(source: Source, stream: dict[str, dict[int, int]]) -> dict[int, int]:

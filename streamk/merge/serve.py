@@ -146,6 +146,7 @@ class Scorer:
         """Score until stopped, idle for ``stop_when_idle`` s or ``max_events`` records."""
         from ..engine.runs import split_runs
         from ..engine.schema import DEFAULT_LIMITS
+        from ..engine.scoring import score_run
 
         cfg, result, limits = self.config, ScoreResult(), DEFAULT_LIMITS
         self.live.start()
@@ -173,17 +174,19 @@ class Scorer:
                 if not result.model_seqs or result.model_seqs[-1] != snap.seq:
                     result.model_seqs.append(snap.seq)
                 positions: dict[int, int] = {}
-                runs = split_runs(batch, limits, None, lambda r, e: self._dead_letter(r, e, result))
-                for run in runs:
-                    predictions = snap.model.predict_many(run.frame()).tolist()
-                    self.predictions.write_many(
-                        predictions,
-                        ids=run.ids,
-                        offsets=[r.offset for r in run.records],
-                        model_seq=snap.seq,
-                        partition=run.partition,
-                    )
-                    result.scored += len(run)
+                dead = lambda r, e: self._dead_letter(r, e, result)  # noqa: E731
+                runs = split_runs(batch, limits, None, dead)
+                for run in runs:  # an event the model refuses is dead-lettered, not fatal
+                    run, predictions, _ = score_run(snap.model, run, run.frame(), False, dead)
+                    if predictions:
+                        self.predictions.write_many(
+                            predictions,
+                            ids=run.ids,
+                            offsets=[r.offset for r in run.records],
+                            model_seq=snap.seq,
+                            partition=run.partition,
+                        )
+                    result.scored += len(predictions)
                 for record in batch:
                     positions[record.partition] = record.offset + 1
                 self.predictions.flush()
