@@ -199,3 +199,37 @@ def test_learn_in_blocks_with_scaling_gives_the_per_event_figures():
     assert blocks["metric"] == pytest.approx(one["metric"], rel=1e-9)
     assert blocks["extra"]["R2"] == pytest.approx(one["extra"]["R2"], rel=1e-9)
     assert blocks["n_support"] == one["n_support"]
+
+
+def test_learn_skips_and_counts_the_rows_the_model_refuses(tmp_path):
+    """A CSV row the model refuses (a value too large for the kernels; one so large it
+    reads as infinity) used to end the evaluation with an error and no figures. It is
+    skipped and counted; one event at a time the figures are those of the rows without it
+    (oracle: river's progressive validation of the same model on the good rows), and in
+    blocks the same rows are skipped."""
+    import random
+
+    rnd = random.Random(0)
+    rows = [(rnd.gauss(0, 1), rnd.gauss(0, 1)) for _ in range(600)]
+    bad = {250: "1e200", 433: "1e400"}
+    lines = ["a,b,y"]
+    for i, (a, b) in enumerate(rows):
+        lines.append(f"{bad.get(i, repr(a))},{b!r},{int(a + b > 0)}")
+    path = tmp_path / "data.csv"
+    path.write_text("\n".join(lines) + "\n")
+    one = streamk("learn", str(path), "--target", "y", "--json")
+    assert one.returncode == 0, one.stderr
+    assert "Warning" not in one.stderr
+    got = json.loads(one.stdout)
+    assert got["n_events"] == 600 and got["skipped"] == 2
+    assert got["first_skipped"].startswith("event 250: feature values too large")
+    good = [({"a": a, "b": b}, int(a + b > 0)) for i, (a, b) in enumerate(rows) if i not in bad]
+    model = preprocessing.StandardScaler() | KernelPerceptron()
+    want = evaluate.progressive_val_score(good, model, metrics.Accuracy()).get()
+    assert got["metric"] == pytest.approx(want)
+    blocks = streamk("learn", str(path), "--target", "y", "--batch-size", "100", "--json")
+    assert blocks.returncode == 0, blocks.stderr
+    got = json.loads(blocks.stdout)
+    assert got["skipped"] == 2 and got["first_skipped"].startswith("event 250:")
+    table = streamk("learn", str(path), "--target", "y").stdout
+    assert "skipped rows     2 (first: event 250: feature values too large" in table

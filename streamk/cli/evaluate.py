@@ -54,6 +54,10 @@ class PrequentialResult:
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     #: further metrics updated alongside (name -> final value), e.g. ``{"R2": 0.93}``
     extra: dict[str, float] = field(default_factory=dict)
+    #: events the model refused (a value too large for its kernels, a NaN label): skipped
+    skipped: int = 0
+    #: the first refused event's 0-based index in the stream and the model's reason
+    first_skipped: str = ""
 
     @property
     def events_per_second(self) -> float:
@@ -120,8 +124,16 @@ def prequential(
         Called with a dict (events, events/s, metric, support size) every ``every`` s.
     extra
         Further metrics updated with the same predictions (reported in ``extra``).
+
+    An event the model refuses is skipped and counted (``skipped``, ``first_skipped``),
+    never learned nor scored, and the run goes on. In blocks, a model that says how many
+    events it learned (``n_learned``) goes on one event at a time from the refused block's
+    first unlearned event: the events it learned before refusing are not scored (their
+    predictions were not returned); a model that cannot say learns one event at a time.
     """
     import pandas as pd
+
+    from ..engine.scoring import REFUSALS
 
     metric = metric or default_metric(model)
     scored = [metric, *extra]
@@ -132,6 +144,7 @@ def prequential(
         learn_one, learn_many = model.learn_one, getattr(model, "learn_many", None)
     stream = itertools.islice(stream, limit) if limit is not None else iter(stream)
     n = 0
+    refused: list[str] = []  # the first refused event's index and reason, then a count
     start = last = time.perf_counter()
     checkpoints: list[dict[str, Any]] = []
 
@@ -147,12 +160,22 @@ def prequential(
         if on_progress is not None:
             on_progress(point)
 
-    if batch_size <= 1:
-        for x, y in stream:
-            if (y_pred := model.predict_one(x)) is not None:  # as river: no guess, no score
-                for m in scored:
-                    m.update(y, y_pred)
+    def one(x: Any, y: Any, index: int) -> None:
+        """Test-then-train one event; a refusal skips it (counted)."""
+        try:
+            y_pred = model.predict_one(x)
             learn_one(x, y)
+        except REFUSALS as exc:
+            refused.append(refused[0] if refused else f"event {index}: {exc}")
+            return
+        if y_pred is not None:  # as river: no guess, no score
+            for m in scored:
+                m.update(y, y_pred)
+
+    blocks = batch_size > 1 and getattr(model, "n_learned", None) is not None
+    if not blocks:
+        for x, y in stream:
+            one(x, y, n)
             n += 1
             if n % 64 == 0 and (now := time.perf_counter()) - last >= every:
                 last = now
@@ -163,13 +186,20 @@ def prequential(
         learn_predict = getattr(model, "learn_predict_many", None)
         while chunk := list(itertools.islice(stream, batch_size)):
             xs = [x for x, _ in chunk]
-            X = dicts_frame(xs) if isinstance(xs[0], dict) else _objects(xs)
             ys = [y for _, y in chunk]
-            if learn_predict is not None:  # exact per-event test-then-train, one block pass
-                predictions = learn_predict(X, ys)
-            else:  # block-level: the block is scored before any of it is learned
-                predictions = model.predict_many(X).tolist()
-                learn_many(X, pd.Series(ys, dtype=object))
+            before = model.n_learned
+            try:
+                X = dicts_frame(xs) if isinstance(xs[0], dict) else _objects(xs)
+                if learn_predict is not None:  # exact per-event test-then-train, one pass
+                    predictions = learn_predict(X, ys)
+                else:  # block-level: the block is scored before any of it is learned
+                    predictions = model.predict_many(X).tolist()
+                    learn_many(X, pd.Series(ys, dtype=object))
+            except REFUSALS:  # from the first event not learned, one at a time
+                done = model.n_learned - before
+                for i in range(done, len(chunk)):
+                    one(*chunk[i], n + i)
+                predictions = [None] * len(chunk)
             for y, p in zip(ys, predictions):
                 if p is not None:
                     for m in scored:
@@ -189,4 +219,6 @@ def prequential(
         memory_bytes=int(getattr(final_step(model), "_raw_memory_usage", 0)),
         checkpoints=checkpoints,
         extra={type(m).__name__: float(m.get()) for m in extra},
+        skipped=len(refused),
+        first_skipped=refused[0] if refused else "",
     )

@@ -203,6 +203,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
         ("features", "standardised on-line" if args.scale == "standard" else "raw"),
         ("kernel in use", repr(learner.kernel_)),
         ("events", f"{result.n_events:,}"),
+        *_skipped_row(result.skipped, result.first_skipped),
         (
             ("flagged", f"{result.metric:.4f} of events (novel before learning)")
             if task == NOVELTY
@@ -348,11 +349,13 @@ def _learn_text(args: argparse.Namespace) -> int:
         "model": repr(learner),
         "kernel": repr(learner.kernel_),
         "batch_size": args.batch_size,
-        "skipped": skipped["count"],
         **result.to_dict(),
         "machine": machine(),
     }
     out.pop("checkpoints")
+    # rows the kernel refused before the model saw them, and rows the model refused
+    out["skipped"] = skipped["count"] + result.skipped
+    out["first_skipped"] = skipped["first"] or result.first_skipped
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -361,10 +364,7 @@ def _learn_text(args: argparse.Namespace) -> int:
         ("learner", repr(learner).replace("\n", " ")),
         ("kernel in use", repr(learner.kernel_)),
         ("events", f"{result.n_events:,}"),
-        (
-            "skipped rows",
-            f"{skipped['count']:,}" + (f" (first: {skipped['first']})" if skipped["first"] else ""),
-        ),
+        *_skipped_row(out["skipped"], out["first_skipped"], always=True),
         (result.metric_name.lower(), f"{result.metric:.4f}"),
         *((key.lower(), f"{value:.4f}") for key, value in result.extra.items()),
         ("events/s", f"{result.events_per_second:,.0f}"),
@@ -374,6 +374,13 @@ def _learn_text(args: argparse.Namespace) -> int:
     for key, value in rows_out:
         print(f"{key:<{width}}  {value}")
     return 0
+
+
+def _skipped_row(count: int, first: str, always: bool = False) -> list[tuple[str, str]]:
+    """The summary's line for rows skipped as refused (none without any, unless ``always``)."""
+    if not count and not always:
+        return []
+    return [("skipped rows", f"{count:,}" + (f" (first: {first})" if first else ""))]
 
 
 def _score(model: Any, stream: Any, learner: Any, task: str, args: argparse.Namespace) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 from typing import Any
 
 from .. import accel
@@ -186,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.log_level)
+    # A value too large for the kernels overflows a norm on its way to being refused (a dead
+    # letter, a skipped row, with the reason): NumPy's own warning about it is noise here.
+    warnings.filterwarnings(
+        "ignore", message="overflow encountered", category=RuntimeWarning, module=r"streamk\."
+    )
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
