@@ -46,6 +46,28 @@ def _quiet():
         yield
 
 
+#: the engine's configuration of PARAMS (``streamk.engine.runner.consolidated``)
+CONFIG = {
+    "consolidate_every": 170,
+    "consolidate_window": 150,
+    "consolidate_mode": "sync",
+    "consolidate_guard": 500,
+}
+
+
+def _sealed(state: dict) -> bytes:
+    """A wrapper's (edited) state as snapshot bytes."""
+    body = {
+        "model": {"class": "ConsolidatedClassifier", "state": to_plain(state)},
+        "stream": {},
+        "seq": 1,
+        "created_at": 0.0,
+        "metrics": {},
+        "meta": {},
+    }
+    return snapshot.seal(msgpack.packb(body, use_bin_type=True))
+
+
 def friedman(n: int = 1500) -> list[tuple[dict, float]]:
     return list(synth.Friedman(seed=7).take(n))
 
@@ -221,12 +243,7 @@ def test_a_changed_guard_keeps_the_window_and_the_learner_that_served(caplog):
     model = Consolidated(make(), guard=size, **PARAMS)
     served_and_lineage(model, data[:1500])
     assert model.serving == "online"
-    config = {
-        "consolidate_every": 170,
-        "consolidate_window": 150,
-        "consolidate_mode": "sync",
-        "consolidate_guard": size,
-    }
+    config = {**CONFIG, "consolidate_guard": size}
     restored = snapshot.loads(snapshot.dumps(model)).model
     assert consolidated(config)(restored) is restored and restored.guard_ is not None
     for new_size in (50, 0):
@@ -253,31 +270,6 @@ def test_a_changed_guard_keeps_the_window_and_the_learner_that_served(caplog):
     ]
 
 
-def test_a_snapshot_from_before_guards_keeps_its_window_under_the_default_config():
-    model = Consolidated(KernelPerceptron(budget=60), guard=0, **PARAMS)
-    served_and_lineage(model, BANANAS[:400])
-    state = model.state()
-    del state["guard"]  # what a snapshot written before guards holds
-    body = {
-        "model": {"class": "ConsolidatedClassifier", "state": to_plain(state)},
-        "stream": {},
-        "seq": 1,
-        "created_at": 0.0,
-        "metrics": {},
-        "meta": {},
-    }
-    restored = snapshot.loads(snapshot.seal(msgpack.packb(body, use_bin_type=True))).model
-    config = {
-        "consolidate_every": 170,
-        "consolidate_window": 150,
-        "consolidate_mode": "sync",
-        "consolidate_guard": 500,
-    }
-    upgraded = consolidated(config)(restored)
-    assert upgraded is restored and upgraded.guard == 500
-    assert upgraded.consolidator_.n_seen == 400 and upgraded.consolidator_.window.n == 150
-
-
 def test_workers_merge_the_lineage_that_serves():
     make, data, size = CASES["perceptron-hyperplane50"]
     model = Consolidated(make(), guard=size, **PARAMS)
@@ -291,23 +283,20 @@ def test_workers_merge_the_lineage_that_serves():
     assert [merged.predict_one(x) for x in probe] != [model.model.predict_one(x) for x in probe]
 
 
-def test_a_snapshot_from_before_guards_loads_unguarded():
+def test_a_snapshot_from_before_guards_loads_unguarded_and_keeps_its_window():
+    """It loads as written (no guard); under the engine's default configuration
+    (``consolidate_guard = 500``) its window and counters go on, now guarded."""
     model = Consolidated(KernelPerceptron(budget=60), guard=0, **PARAMS)
     served_and_lineage(model, BANANAS[:400])
     state = model.state()
-    del state["guard"]
-    body = {
-        "model": {"class": "ConsolidatedClassifier", "state": to_plain(state)},
-        "stream": {},
-        "seq": 1,
-        "created_at": 0.0,
-        "metrics": {},
-        "meta": {},
-    }
-    restored = snapshot.loads(snapshot.seal(msgpack.packb(body, use_bin_type=True))).model
+    del state["guard"]  # what a snapshot written before guards holds
+    restored = snapshot.loads(_sealed(state)).model
     assert restored.guard == 0 and restored.guard_ is None
     probe = [x for x, _ in BANANAS[400:600]]
     assert [restored.predict_one(x) for x in probe] == [model.predict_one(x) for x in probe]
+    upgraded = consolidated(CONFIG)(restored)
+    assert upgraded is restored and upgraded.guard == 500
+    assert upgraded.consolidator_.n_seen == 400 and upgraded.consolidator_.window.n == 150
 
 
 def _guarded_state() -> dict:
@@ -338,16 +327,8 @@ def test_a_hostile_guard_state_is_refused(name):
     key, value = HOSTILE[name]
     state = _guarded_state()
     state["guard"][key] = value
-    body = {
-        "model": {"class": "ConsolidatedClassifier", "state": to_plain(state)},
-        "stream": {},
-        "seq": 1,
-        "created_at": 0.0,
-        "metrics": {},
-        "meta": {},
-    }
     with pytest.raises(SnapshotError):
-        snapshot.loads(snapshot.seal(msgpack.packb(body, use_bin_type=True)))
+        snapshot.loads(_sealed(state))
 
 
 @pytest.mark.parametrize("size", [-1, 1.5, True, MAX_GUARD + 1, "500"])
