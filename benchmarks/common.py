@@ -58,3 +58,10 @@ def write_results(results: Path, name: str, quick: bool, doc: dict[str, Any]) ->
     path.write_text(json.dumps(doc, indent=2))
     print(f"wrote {path}")
     return path
+
+
+def write_between(path: Path, start: str, end: str, text: str) -> None:
+    """Replace what ``path`` holds between the markers ``start`` and ``end`` with ``text``
+    (the tables a benchmark writes into the docs)."""
+    head, rest = path.read_text().split(start, 1)
+    path.write_text(f"{head}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")

@@ -35,7 +35,7 @@ from typing import Any
 from river import datasets, metrics
 from river.datasets import synth
 
-from benchmarks.common import machine_info, write_results
+from benchmarks.common import machine_info, write_between, write_results
 from streamk import KernelAdatron, KernelPerceptron, MarginPerceptron, OnlineSVR, accel
 from streamk.consolidation import Consolidated
 
@@ -104,9 +104,8 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 def write_guide(rows: list[dict[str, Any]]) -> None:
-    text = GUIDE.read_text()
-    head, rest = text.split(START, 1)
-    GUIDE.write_text(head + START + "\n" + render(rows) + "\n" + END + rest.split(END, 1)[1])
+    """Put :func:`render`'s table between the guide's markers."""
+    write_between(GUIDE, START, END, render(rows))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import machine_info
+from benchmarks.common import machine_info, write_between
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "learn_table.json"
@@ -118,10 +118,8 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 
 def write_guide(rows: list[dict[str, Any]], guide: Path = GUIDE) -> None:
-    text = guide.read_text()
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    guide.write_text(f"{head}{START}\n{render(rows)}\n{END}{tail}")
+    """Put :func:`render`'s table between the guide's markers."""
+    write_between(guide, START, END, render(rows))
 
 
 def main(argv: list[str] | None = None) -> int:

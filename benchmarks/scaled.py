@@ -31,7 +31,7 @@ import pandas as pd
 from river import datasets, linear_model, preprocessing
 from river.datasets import synth
 
-from benchmarks.common import machine_info, paired_rates, write_results
+from benchmarks.common import machine_info, paired_rates, write_between, write_results
 from streamk import KernelPerceptron, accel
 from streamk.learners.scaling import standard_scaled
 from streamk.learners.standardizer import FeatureStandardizer
@@ -134,9 +134,7 @@ def render(rows: list[dict[str, Any]]) -> str:
 
 def write_guide(rows: list[dict[str, Any]]) -> None:
     """Put :func:`render`'s table between the guide's markers."""
-    text = GUIDE.read_text()
-    head, rest = text.split(START, 1)
-    GUIDE.write_text(head + START + "\n" + render(rows) + "\n" + END + rest.split(END, 1)[1])
+    write_between(GUIDE, START, END, render(rows))
 
 
 def main(argv: list[str] | None = None) -> int:
