@@ -180,3 +180,32 @@ def test_the_scorer_dead_letters_an_event_the_merged_model_refuses(tmp_path):
     kept = [i for i in range(100) if i not in bad]
     assert [r["id"] for r in written] == kept
     assert [r["prediction"] for r in written] == [model.predict_one(score[i]) for i in kept]
+
+
+def test_weights_are_checked_and_said_to_be_unused(tmp_path, caplog):
+    """The user guide's promise about ``w``: an event with a weight is learned once, as if
+    its weight were 1 (oracle: the learner fed the events without weights), a WARNING says
+    so once, and a weight that is not a positive number is a dead letter."""
+    from streamk.engine import runs
+
+    runs._weights_ignored.cache_clear()
+    events = [{"x": x, "y": y, "w": 2.5 if i % 3 else 1} for i, (x, y) in enumerate(BANANAS[:300])]
+    events[40]["w"] = -1.0
+    log = tmp_path / "events.jsonl"
+    write_log(log, events)
+    models = []
+    with caplog.at_level("WARNING", logger="streamk.engine"):
+        engine = Engine(
+            ReplaySource(log),
+            lambda: models.append(KernelPerceptron(budget=60)) or models[-1],
+            config=EngineConfig(max_records=64),
+        )
+        result = engine.run()
+    assert result.learned == 299 and result.dead_lettered == 1
+    assert caplog.text.count("events carry weights ('w')") == 1
+    oracle = KernelPerceptron(budget=60)
+    for i, (x, y) in enumerate(BANANAS[:300]):
+        if i != 40:
+            oracle.learn_one(x, y)
+    probe = [x for x, _ in BANANAS[300:400]]
+    assert [models[-1].predict_one(x) for x in probe] == [oracle.predict_one(x) for x in probe]

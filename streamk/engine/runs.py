@@ -9,6 +9,8 @@ NumPy array end to end; per-event maps become a DataFrame.
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
@@ -27,6 +29,15 @@ from .schema import _ID_TYPES, _PLAIN_LABELS, Block, Limits, Schema, _check_labe
 _unpackb = msgpack.unpackb
 
 __all__ = ["Run", "decode_record", "split_runs", "invalid"]
+
+
+@functools.cache
+def _weights_ignored() -> None:
+    """Say once per process that events' weights are not used (docs/user-guide.md, Events)."""
+    logging.getLogger("streamk.engine").warning(
+        "events carry weights ('w'), which streamk's learners do not use: each labelled event "
+        "is learned once, as if its weight were 1"
+    )
 
 
 def invalid(code: str, reason: str) -> InvalidEvent:
@@ -221,6 +232,8 @@ def split_runs(
                 yield from _block_runs(record, value)
                 continue
             x, y, ident = value.x, value.y, value.id
+            if value.w is not None and value.w != 1 and y is not None:
+                _weights_ignored()
         if (
             run is None
             or (y is not None) is not labelled
