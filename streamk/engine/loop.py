@@ -572,24 +572,16 @@ class Engine:
         if self._novelty:
             self._flag_and_learn(run, X)
         elif run.labelled:
-            before = getattr(self.model, "n_learned", None)
-            if before is None:
-                # A model that cannot say how far a refused block got (a river pipeline: its
-                # scaler learns a block its learner then refuses) goes one event at a time,
-                # so that no event is learned twice.
-                predictions = self._learn_one_by_one(run)
-            else:
-                try:
-                    learn_predict = getattr(self.model, "learn_predict_many", None)
-                    if learn_predict is not None:  # per-event test-then-train in one pass
-                        predictions = learn_predict(X, run.ys)
-                    else:
-                        predictions = self.model.predict_many(X).tolist()
-                        self.model.learn_many(X, pd.Series(run.ys, dtype=object))
-                except REFUSALS:
-                    # Rows before the refused one may be learned already: never twice.
-                    done = self.model.n_learned - before
-                    predictions = [None] * done + self._learn_one_by_one(run, start=done)
+
+            def block() -> list[Any]:
+                learn_predict = getattr(self.model, "learn_predict_many", None)
+                if learn_predict is not None:  # per-event test-then-train in one pass
+                    return list(learn_predict(X, run.ys))
+                predictions = self.model.predict_many(X).tolist()
+                self.model.learn_many(X, pd.Series(run.ys, dtype=object))
+                return predictions
+
+            predictions = self._learn_run(run, block)
             ys, predictions = run.ys, list(predictions)
             if None in predictions or _REJECTED in predictions:  # rare: score only the rest
                 learned = len(predictions) - predictions.count(_REJECTED)
@@ -613,21 +605,16 @@ class Engine:
         before any of it is learned (``predict_many`` then ``learn_many``). A run the
         model refuses goes event by event, dead-lettering the bad events.
         """
-        before = getattr(self.model, "n_learned", None)
-        flags: list[Any] = []
-        learn_flag = getattr(self.model, "learn_predict_many", None)
-        if before is None:  # it cannot say how far a refused block got: one at a time
-            flags = self._learn_one_by_one(run)
-        else:
-            try:
-                if learn_flag is not None:
-                    flags = [bool(f) for f in learn_flag(X)]
-                else:
-                    flags = [bool(f) for f in self.model.predict_many(X).tolist()]
-                    self.model.learn_many(X)
-            except REFUSALS:
-                done = self.model.n_learned - before  # never learn twice; unknown flags: None
-                flags = (flags + [None] * done)[:done] + self._learn_one_by_one(run, start=done)
+
+        def block() -> list[Any]:
+            learn_flag = getattr(self.model, "learn_predict_many", None)
+            if learn_flag is not None:
+                return [bool(f) for f in learn_flag(X)]
+            flags = [bool(f) for f in self.model.predict_many(X).tolist()]
+            self.model.learn_many(X)
+            return flags
+
+        flags = self._learn_run(run, block)
         learned = len(flags) - flags.count(_REJECTED)
         keep = [i for i, f in enumerate(flags) if f is not _REJECTED and f is not None]
         kept = [bool(flags[i]) for i in keep]
@@ -675,6 +662,23 @@ class Engine:
                 partition=run.partition,
                 offset=offset,
             )
+
+    def _learn_run(self, run: Run, block: Callable[[], list[Any]]) -> list[Any]:
+        """Learn a run with ``block`` (one call for the run: its predictions or flags); if
+        the model refuses it, event by event from the first event it did not learn, the
+        refused ones dead-lettered (``_REJECTED``; ``None``: learned, not predicted).
+
+        A model that cannot say how far a refused block got (no ``n_learned``: a river
+        pipeline, whose scaler learns a block its learner then refuses) goes event by
+        event from the start, so that no event is learned twice."""
+        before = getattr(self.model, "n_learned", None)
+        if before is None:
+            return self._learn_one_by_one(run)
+        try:
+            return block()
+        except REFUSALS:
+            done = self.model.n_learned - before  # learned already: never twice
+            return [None] * done + self._learn_one_by_one(run, start=done)
 
     def _learn_one_by_one(self, run: Run, start: int = 0) -> list[Any]:
         """A run the model refused as a block: event by event from ``start``, dead-lettering
