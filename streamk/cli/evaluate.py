@@ -144,7 +144,8 @@ def prequential(
         learn_one, learn_many = model.learn_one, getattr(model, "learn_many", None)
     stream = itertools.islice(stream, limit) if limit is not None else iter(stream)
     n = 0
-    refused: list[str] = []  # the first refused event's index and reason, then a count
+    skipped = 0
+    first_skipped = ""  # the first refused event's index and the model's reason
     start = last = time.perf_counter()
     checkpoints: list[dict[str, Any]] = []
 
@@ -166,7 +167,9 @@ def prequential(
             y_pred = model.predict_one(x)
             learn_one(x, y)
         except REFUSALS as exc:
-            refused.append(refused[0] if refused else f"event {index}: {exc}")
+            nonlocal skipped, first_skipped
+            skipped += 1
+            first_skipped = first_skipped or f"event {index}: {exc}"
             return
         if y_pred is not None:  # as river: no guess, no score
             for m in scored:
@@ -219,6 +222,6 @@ def prequential(
         memory_bytes=int(getattr(final_step(model), "_raw_memory_usage", 0)),
         checkpoints=checkpoints,
         extra={type(m).__name__: float(m.get()) for m in extra},
-        skipped=len(refused),
-        first_skipped=refused[0] if refused else "",
+        skipped=skipped,
+        first_skipped=first_skipped,
     )
