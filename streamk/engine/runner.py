@@ -99,28 +99,30 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
             if restored is not None:
                 log.warning("consolidation is off: dropping the snapshot's consolidation state")
             return learner
-        fresh = Consolidated(
+        guard = config["consolidate_guard"]
+        fresh = Consolidated(  # the guard (a copy of the learner) only once it is needed
             learner,
             every=config["consolidate_every"],
             window_size=config["consolidate_window"],
             mode=config["consolidate_mode"],
-            guard=config["consolidate_guard"],
+            guard=0,
         )
         if restored is not None and restored.same_setup(fresh):
-            if restored.guard != fresh.guard:
+            if restored.guard != guard:
                 log.warning(
                     "consolidate_guard is %d, the snapshot's guard %d: the learner that "
                     "served goes on under a fresh guard, with the window and counters kept",
-                    fresh.guard,
+                    guard,
                     restored.guard,
                 )
-                restored.set_guard(fresh.guard)
+                restored.set_guard(guard)
             return restored
         if restored is not None:
             log.warning(
                 "consolidation settings differ from the snapshot's: its window and counters "
                 "are dropped and consolidation restarts with an empty window"
             )
+        fresh.set_guard(guard)
         return fresh
 
     return wrap
