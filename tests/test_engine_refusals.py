@@ -121,17 +121,21 @@ def test_a_river_pipeline_s_refused_block_is_learned_once(tmp_path):
     assert [model.predict_one(x) for x in probe] == [oracle.predict_one(x) for x in probe]
 
 
-def test_a_river_model_without_block_methods_scores_event_by_event(tmp_path):
+@pytest.mark.parametrize("proba", [False, True])
+def test_a_river_model_without_block_methods_scores_event_by_event(tmp_path, proba):
     train, score = BANANAS[:300], [x for x, _ in BANANAS[300:400]]
     events = [{"x": x, "y": y} for x, y in train] + [{"x": x, "id": i} for i, x in enumerate(score)]
     engine, result, letters, written = _run(
-        tmp_path, events, lambda: tree.HoeffdingTreeClassifier(grace_period=50)
+        tmp_path, events, lambda: tree.HoeffdingTreeClassifier(grace_period=50), proba
     )
     assert result.learned == 300 and result.scored == 100 and not letters
     oracle = tree.HoeffdingTreeClassifier(grace_period=50)
     for x, y in train:
         oracle.learn_one(x, y)
     assert [r["prediction"] for r in written] == [oracle.predict_one(x) for x in score]
+    if proba:
+        want = [{json.dumps(k): v for k, v in oracle.predict_proba_one(x).items()} for x in score]
+        assert [r["proba"] for r in written] == want
 
 
 def test_a_model_the_engine_cannot_run_is_refused_at_start(tmp_path):

@@ -56,7 +56,10 @@ def score_run(
     run from one ``predict_many`` call where the model has one and takes the block, else
     event by event, each refused event handed to ``dead_letter`` and left out.
     """
-    if callable(getattr(model, "predict_many", None)):
+    blocks = callable(getattr(model, "predict_many", None)) and (
+        not proba or callable(getattr(model, "predict_proba_many", None))
+    )
+    if blocks:  # else (a river model without them) event by event
         try:
             predictions = model.predict_many(X).tolist()
             return run, predictions, probabilities(model, X) if proba else None
