@@ -213,3 +213,18 @@ def test_weights_are_checked_and_said_to_be_unused(tmp_path, caplog):
             oracle.learn_one(x, y)
     probe = [x for x, _ in BANANAS[300:400]]
     assert [models[-1].predict_one(x) for x in probe] == [oracle.predict_one(x) for x in probe]
+
+
+def test_probabilities_of_a_model_without_them_are_refused_at_start(tmp_path):
+    from river import linear_model
+
+    log = tmp_path / "events.jsonl"
+    write_log(log, [{"x": x, "y": float(y)} for x, y in BANANAS[:50]])
+    engine = Engine(
+        ReplaySource(log),
+        linear_model.LinearRegression,
+        predictions=FilePredictionSink(tmp_path / "predictions.jsonl"),
+        config=EngineConfig(publish_proba=True),
+    )
+    with pytest.raises(ConfigError, match="publish_proba needs a classifier's probabilities"):
+        engine.run()

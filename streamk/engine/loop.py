@@ -247,7 +247,7 @@ class Engine:
             }
             log.info("restored %r seq %d at %s", self.config.model_name, self.seq, self.positions)
             self._warn_if_not_configured(self.model)
-        _check_runnable(self.model)
+        _check_runnable(self.model, self.predictions is not None and self.config.publish_proba)
         self._novelty = isinstance(_unwrapped(self.model), base.AnomalyDetector)
         # MAE, else accuracy; for a novelty detector the mean |0 - flag|: the fraction flagged
         regression = self._novelty or isinstance(self.model, base.Regressor)
@@ -775,9 +775,15 @@ _REJECTED = object()
 _OFFSET = attrgetter("offset")
 
 
-def _check_runnable(model: Any) -> None:
+def _check_runnable(model: Any, proba: bool) -> None:
     """Refuse, at start-up, a model the loop cannot run: it calls ``predict_one`` (a
-    prediction or a novelty flag) before ``learn_one`` of each event."""
+    prediction or a novelty flag) before ``learn_one`` of each event, and with ``proba``
+    ``predict_proba_one`` (or ``_many``) of each event it scores."""
+    if proba and not callable(getattr(model, "predict_proba_one", None)):
+        raise ConfigError(
+            f"publish_proba needs a classifier's probabilities; {type(model).__name__} has "
+            "no predict_proba_one"
+        )
     missing = [m for m in ("learn_one", "predict_one") if not callable(getattr(model, m, None))]
     if missing:
         raise ConfigError(
