@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "StreamkError",
     "InvalidInput",
+    "OutsideConfiguration",
     "InvalidEvent",
     "SnapshotError",
     "ConfigError",
@@ -27,6 +28,19 @@ class InvalidInput(StreamkError, ValueError):
     """A learner was given input it cannot use (non-finite number, wrong type, ...)."""
 
 
+class ConfigError(StreamkError, ValueError):
+    """A hyper-parameter or configuration value is invalid."""
+
+
+class OutsideConfiguration(InvalidInput, ConfigError):
+    """Input the learner's configuration rules out (a label outside a fixed set of ranks).
+
+    On a stream it is refused like any invalid input (a dead letter); an evaluation
+    (``streamk learn``) stops on it: every such row would be refused, so the
+    configuration, not the row, is what to fix.
+    """
+
+
 class InvalidEvent(StreamkError, ValueError):
     """An event failed decoding or validation; on a stream it goes to the dead-letter sink.
 
@@ -42,10 +56,6 @@ class InvalidEvent(StreamkError, ValueError):
 
 class SnapshotError(StreamkError):
     """A snapshot could not be written, read, verified or decoded."""
-
-
-class ConfigError(StreamkError, ValueError):
-    """A hyper-parameter or configuration value is invalid."""
 
 
 class BrokerError(StreamkError):

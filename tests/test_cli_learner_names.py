@@ -216,6 +216,8 @@ def test_learn_takes_ranks_too(tmp_path):
     events = _rank_log(tmp_path / "unused.jsonl")
     csv = tmp_path / "r.csv"
     csv.write_text("a,b,y\n" + "".join(f"{e['x']['a']},{e['x']['b']},{e['y']}\n" for e in events))
+    # a rank the configuration rules out stops the evaluation (every such row would be
+    # refused), unlike a row with a bad value, which is skipped and counted
     done = streamk("learn", str(csv), "--learner", "ranker", "--ranks", "3", "--quiet")
     assert done.returncode == 2 and "label 4 is not one of ranks=(1, 2, 3)" in done.stderr
     # the whole sentence, to its remedy (issue 19: it was cut off mid-sentence)

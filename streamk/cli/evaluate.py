@@ -126,7 +126,9 @@ def prequential(
         Further metrics updated with the same predictions (reported in ``extra``).
 
     An event the model refuses is skipped and counted (``skipped``, ``first_skipped``),
-    never learned nor scored, and the run goes on. In blocks, a model that says how many
+    never learned nor scored, and the run goes on; one its configuration rules out
+    (:class:`~streamk.errors.OutsideConfiguration`: a rank outside fixed ``ranks``) stops
+    it, since every such event would be refused. In blocks, a model that says how many
     events it learned (``n_learned``) goes on one event at a time from the refused block's
     first unlearned event: the events it learned before refusing are not scored (their
     predictions were not returned); a model that cannot say learns one event at a time.
@@ -134,6 +136,7 @@ def prequential(
     import pandas as pd
 
     from ..engine.scoring import REFUSALS
+    from ..errors import OutsideConfiguration
 
     metric = metric or default_metric(model)
     scored = [metric, *extra]
@@ -166,6 +169,8 @@ def prequential(
         try:
             y_pred = model.predict_one(x)
             learn_one(x, y)
+        except OutsideConfiguration:
+            raise
         except REFUSALS as exc:
             nonlocal skipped, first_skipped
             skipped += 1
@@ -198,6 +203,8 @@ def prequential(
                 else:  # block-level: the block is scored before any of it is learned
                     predictions = model.predict_many(X).tolist()
                     learn_many(X, pd.Series(ys, dtype=object))
+            except OutsideConfiguration:
+                raise
             except REFUSALS:  # from the first event not learned, one at a time
                 done = model.n_learned - before
                 for i in range(done, len(chunk)):

@@ -11,7 +11,7 @@ from river import base
 
 from .. import accel
 from ..budget import BudgetPolicy
-from ..errors import ConfigError, InvalidInput
+from ..errors import ConfigError, InvalidInput, OutsideConfiguration
 from ..kernels import Kernel
 from . import eventpass, fastpass
 from .base import KernelLearner, as_list
@@ -180,7 +180,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
                 raise InvalidInput(f"a rank must be a value that orders, got {y!r}")
             self._check_orderable([y])
             return -1  # a new rank: _admit adds it when its event is learned
-        raise InvalidInput(
+        raise OutsideConfiguration(
             f"label {y!r:.100} is not one of ranks={self.ranks!r:.200}; create the ranker "
             "with every rank, lowest first (e.g. OnlineRanker(ranks=(1, 2, 3))), or with "
             "ranks=None to take the ranks from the labels seen"
