@@ -16,12 +16,12 @@ import itertools
 import math
 import warnings
 
-import msgpack
 import numpy as np
 import pandas as pd
 import pytest
 from river import datasets, metrics
 from river.datasets import synth
+from sealed import sealed
 
 from streamk import snapshot
 from streamk.consolidation import Consolidated
@@ -31,7 +31,6 @@ from streamk.engine.runner import consolidated
 from streamk.errors import ConfigError, SnapshotError
 from streamk.learners import KernelAdatron, KernelPerceptron, MarginPerceptron, OnlineSVR
 from streamk.merge import merge_snapshots
-from streamk.snapshot.codec import to_plain
 from streamk.sources.iterable import IterableSource
 
 BANANAS = list(itertools.islice(datasets.Bananas(), 2400))
@@ -53,19 +52,6 @@ CONFIG = {
     "consolidate_mode": "sync",
     "consolidate_guard": 500,
 }
-
-
-def _sealed(state: dict) -> bytes:
-    """A wrapper's (edited) state as snapshot bytes."""
-    body = {
-        "model": {"class": "ConsolidatedClassifier", "state": to_plain(state)},
-        "stream": {},
-        "seq": 1,
-        "created_at": 0.0,
-        "metrics": {},
-        "meta": {},
-    }
-    return snapshot.seal(msgpack.packb(body, use_bin_type=True))
 
 
 def friedman(n: int = 1500) -> list[tuple[dict, float]]:
@@ -290,7 +276,7 @@ def test_a_snapshot_from_before_guards_loads_unguarded_and_keeps_its_window():
     served_and_lineage(model, BANANAS[:400])
     state = model.state()
     del state["guard"]  # what a snapshot written before guards holds
-    restored = snapshot.loads(_sealed(state)).model
+    restored = snapshot.loads(sealed(state)).model
     assert restored.guard == 0 and restored.guard_ is None
     probe = [x for x, _ in BANANAS[400:600]]
     assert [restored.predict_one(x) for x in probe] == [model.predict_one(x) for x in probe]
@@ -328,7 +314,7 @@ def test_a_hostile_guard_state_is_refused(name):
     state = _guarded_state()
     state["guard"][key] = value
     with pytest.raises(SnapshotError):
-        snapshot.loads(_sealed(state))
+        snapshot.loads(sealed(state))
 
 
 @pytest.mark.parametrize("size", [-1, 1.5, True, MAX_GUARD + 1, "500"])

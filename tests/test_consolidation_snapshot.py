@@ -12,13 +12,13 @@ import itertools
 import threading
 import warnings
 
-import msgpack
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from peak_memory import traced_peak
 from river import datasets
+from sealed import sealed
 
 from streamk import snapshot
 from streamk.consolidation import Consolidated, ConsolidatedClassifier, ConsolidatedRegressor
@@ -28,7 +28,6 @@ from streamk.engine.runner import consolidated
 from streamk.errors import SnapshotError
 from streamk.learners import KernelPerceptron, OnlineSVR
 from streamk.snapshot import SnapshotStore
-from streamk.snapshot.codec import to_plain
 from streamk.sources.replay import ReplaySource, write_log
 
 BANANAS = list(itertools.islice(datasets.Bananas(), 2600))
@@ -260,25 +259,13 @@ def test_wrap_restored_keeps_matching_state_and_resets_on_changed_settings():
 
 
 # -- hostile windows -------------------------------------------------------------------------------
-def _seal(state: dict) -> bytes:
-    body = {
-        "model": {"class": "ConsolidatedClassifier", "state": to_plain(state)},
-        "stream": {},
-        "seq": 1,
-        "created_at": 0.0,
-        "metrics": {},
-        "meta": {},
-    }
-    return snapshot.seal(msgpack.packb(body, use_bin_type=True))
-
-
 def _hostile(edit) -> bytes:
     model = classifier()
     for x, y in TRAIN[:50]:
         model.learn_one(x, y)
     state = model.state()
     edit(state["consolidator"])
-    return _seal(state)
+    return sealed(state)
 
 
 def _set(*pairs):
