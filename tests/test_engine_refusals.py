@@ -64,7 +64,7 @@ def test_an_unlabelled_event_the_model_refuses_is_dead_lettered_and_the_rest_sco
     tmp_path, proba
 ):
     train, score = BANANAS[:300], [x for x, _ in BANANAS[300:400]]
-    bad = {10, 11, 63, 99}  # in one run, at a run's end and the stream's last
+    bad = {10, 11, 63, 99}  # two side by side, one mid-run, and the stream's last
     events = [{"x": x, "y": y} for x, y in train] + [
         {"x": huge(x) if i in bad else x, "id": i} for i, x in enumerate(score)
     ]
