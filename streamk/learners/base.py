@@ -560,8 +560,10 @@ class KernelLearner:
             rows, items, step, Offset(preds, 0), said, None if said_X is None else said_rows
         )
         for j in range(i, len(items)):  # the core does not take this model, or stalled
-            preds[j] = said(said_rows[j], self._kernel_row(said_rows[j]))
-            step(rows[j], self._kernel_row(rows[j]), items[j])
+            k_row = self._kernel_row(rows[j])
+            said_k = k_row if said_rows is rows else self._kernel_row(said_rows[j])
+            preds[j] = said(said_rows[j], said_k)
+            step(rows[j], k_row, items[j])
         return preds
 
     def _event_rows(
