@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["machine_info", "paired_rates", "write_results"]
+__all__ = ["machine_info", "paired_rates", "result_document", "write_between", "write_results"]
 
 
 def machine_info() -> dict[str, Any]:
@@ -48,6 +48,27 @@ def paired_rates(rates: list[float], ratios: list[float]) -> dict[str, float]:
         "ratio_vs_river_median": statistics.median(ratios),
         "ratio_vs_river_min": min(ratios),
         "ratio_vs_river_max": max(ratios),
+    }
+
+
+def result_document(
+    name: str, quick: bool, load_before: Any, rows: list[dict[str, Any]], **fields: Any
+) -> dict[str, Any]:
+    """What ``python -m benchmarks.<name>`` writes to ``results/``: its name and command,
+    ``fields``, the machine, whether the compiled core ran, and the load average before
+    (``os.getloadavg()`` at the start) and now (printed), then the ``rows``."""
+    from streamk import accel
+
+    load_after = os.getloadavg()
+    print(f"load average after: {load_after[0]:.2f}")
+    return {
+        "benchmark": name,
+        "command": f"python -m benchmarks.{name}" + (" --quick" if quick else ""),
+        **fields,
+        "machine": machine_info(),
+        "compiled_core": accel.available(),
+        "load_average_1_5_15": {"before": load_before, "after": load_after},
+        "rows": rows,
     }
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from river import datasets, metrics
 from river.datasets import synth
 
-from benchmarks.common import machine_info, write_between, write_results
+from benchmarks.common import result_document, write_between, write_results
 from streamk import KernelAdatron, KernelPerceptron, MarginPerceptron, OnlineSVR, accel
 from streamk.consolidation import Consolidated
 
@@ -153,22 +153,18 @@ def main(argv: list[str] | None = None) -> int:
                     f"{row['us_per_event_median']:8.1f} µs {row['serving']}",
                     flush=True,
                 )
-    load_after = os.getloadavg()
-    print(f"load average after: {load_after[0]:.2f}")
-    out = {
-        "benchmark": "consolidation_guard",
-        "command": "python -m benchmarks.consolidation_guard" + (" --quick" if args.quick else ""),
-        "repeats": repeats,
-        "budget": BUDGET,
-        "every": EVERY,
-        "guard": GUARD,
-        "timing": "CPU time (time.process_time) of one prequential pass, data in memory",
-        "machine": machine_info(),
-        "compiled_core": accel.available(),
-        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
-        "load_average_1_5_15": {"before": load_before, "after": load_after},
-        "rows": rows,
-    }
+    out = result_document(
+        "consolidation_guard",
+        args.quick,
+        load_before,
+        rows,
+        repeats=repeats,
+        budget=BUDGET,
+        every=EVERY,
+        guard=GUARD,
+        timing="CPU time (time.process_time) of one prequential pass, data in memory",
+        OPENBLAS_NUM_THREADS=os.environ.get("OPENBLAS_NUM_THREADS"),
+    )
     write_results(RESULTS, "consolidation_guard", args.quick, out)
     if not args.quick:
         write_guide(rows)

@@ -28,7 +28,7 @@ from typing import Any
 from river import datasets, linear_model
 from river.datasets import synth
 
-from benchmarks.common import machine_info, paired_rates, write_results
+from benchmarks.common import paired_rates, result_document, write_results
 from streamk import KernelAdatron, KernelPerceptron, MarginPerceptron, accel
 from streamk.learners import eventpass
 
@@ -128,20 +128,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"{span:>19} {row['ratio_vs_river_median']:>8.2f}",
                     flush=True,
                 )
-    load_after = os.getloadavg()
-    print(f"load average after: {load_after[0]:.2f}")
-    out = {
-        "benchmark": "event_path",
-        "command": "python -m benchmarks.event_path" + (" --quick" if args.quick else ""),
-        "repeats": repeats,
-        "budget": BUDGET,
-        "timing": "CPU time (time.process_time) of one pass, data in memory as dicts",
-        "machine": machine_info(),
-        "compiled_core": accel.available(),
-        "compiled_event_path": eventpass.available(),
-        "load_average_1_5_15": {"before": load_before, "after": load_after},
-        "rows": rows,
-    }
+    out = result_document(
+        "event_path",
+        args.quick,
+        load_before,
+        rows,
+        repeats=repeats,
+        budget=BUDGET,
+        timing="CPU time (time.process_time) of one pass, data in memory as dicts",
+        compiled_event_path=eventpass.available(),
+    )
     write_results(RESULTS, "event_path", args.quick, out)
     return 0
 

@@ -31,7 +31,7 @@ import pandas as pd
 from river import datasets, linear_model, preprocessing
 from river.datasets import synth
 
-from benchmarks.common import machine_info, paired_rates, write_between, write_results
+from benchmarks.common import paired_rates, result_document, write_between, write_results
 from streamk import KernelPerceptron, accel
 from streamk.learners.scaling import standard_scaled
 from streamk.learners.standardizer import FeatureStandardizer
@@ -177,20 +177,16 @@ def main(argv: list[str] | None = None) -> int:
                     f"{row['ratio_vs_river_median']:>8.2f}",
                     flush=True,
                 )
-    load_after = os.getloadavg()
-    print(f"load average after: {load_after[0]:.2f}")
-    out = {
-        "benchmark": "scaled",
-        "command": "python -m benchmarks.scaled" + (" --quick" if args.quick else ""),
-        "repeats": repeats,
-        "budget": BUDGET,
-        "block": BLOCK,
-        "timing": "CPU time (time.process_time) of one pass, data in memory",
-        "machine": machine_info(),
-        "compiled_core": accel.available(),
-        "load_average_1_5_15": {"before": load_before, "after": load_after},
-        "rows": rows,
-    }
+    out = result_document(
+        "scaled",
+        args.quick,
+        load_before,
+        rows,
+        repeats=repeats,
+        budget=BUDGET,
+        block=BLOCK,
+        timing="CPU time (time.process_time) of one pass, data in memory",
+    )
     write_results(RESULTS, "scaled", args.quick, out)
     if not args.quick:
         write_guide(rows)
