@@ -803,22 +803,15 @@ def _unwrapped(model: Any) -> Any:
 
 def _model_name(model: Any) -> str:
     """The class names of a model and the learners it wraps: ``Outer(Inner)``."""
-    inner = getattr(model, "_wrapped_model", None)
-    if inner is None and hasattr(getattr(model, "model", None), "learn_one"):
-        inner = model.model  # e.g. the feature standardiser in front of a learner
+    inner = _unwrapped(model)  # e.g. the learner behind the feature standardiser
     name = type(model).__name__
-    return name if inner is None or inner is model else f"{name}({_model_name(inner)})"
+    return name if inner is model else f"{name}({_model_name(inner)})"
 
 
 def _model_spec(model: Any) -> str:
     """Class chain, kernel and budget of a model, as a short comparable text."""
     learner = model
-    while True:
-        inner = getattr(learner, "_wrapped_model", None)
-        if inner is None and hasattr(getattr(learner, "model", None), "learn_one"):
-            inner = learner.model
-        if inner is None or inner is learner:
-            break
+    while (inner := _unwrapped(learner)) is not learner:
         learner = inner
     kernel = getattr(learner, "kernel", None)
     budget = getattr(learner, "budget", None)
