@@ -6,7 +6,10 @@ the last 500 labelled events serves).
 Each learner (budget 300; ``every=1000``, a window of 1,000 and the other consolidation
 defaults) learns each stream test-then-train, ``predict_one`` then ``learn_one``: the
 prequential accuracy (MAE for the SVR) is deterministic; the CPU time is the median of the
-repeats, all three models run once per repeat. The streams: river's Bananas (consolidation
+repeats, all three models run once per repeat, with river's linear model of the task
+(``StandardScaler() | Perceptron()``, ``StandardScaler() | LinearRegression()``), what a
+user would run instead, in the same repeat: each model's CPU time is also given as a ratio
+to it (median of the paired ratios). The streams: river's Bananas (consolidation
 helps), a 50-feature Hyperplane (an RBF solution needs nearly every window row, which half a
 budget cannot hold: consolidation hurts), a 10-feature one, SEA; Friedman and TrumpApproval
 for the SVR.
@@ -32,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from river import datasets, metrics
+from river import datasets, linear_model, metrics, preprocessing
 from river.datasets import synth
 
 from benchmarks.common import result_document, write_between, write_results
@@ -69,6 +72,19 @@ LEARNERS: dict[str, tuple[Callable[[], Any], bool]] = {
 }
 
 
+def river_model(regression: bool) -> tuple[str, Callable[[], Any]]:
+    """The user's alternative: river's linear model of the task, standardised."""
+    if regression:
+        return (
+            "river StandardScaler | LinearRegression",
+            lambda: preprocessing.StandardScaler() | linear_model.LinearRegression(),
+        )
+    return (
+        "river StandardScaler | Perceptron",
+        lambda: preprocessing.StandardScaler() | linear_model.Perceptron(),
+    )
+
+
 def makers(learner: Callable[[], Any]) -> dict[str, Callable[[], Any]]:
     return {
         MODELS[0]: learner,
@@ -90,13 +106,21 @@ def prequential(model: Any, events: list, regression: bool) -> tuple[float, floa
 def render(rows: list[dict[str, Any]]) -> str:
     """The user guide's table: score and µs an event of each model, per learner and stream."""
     cell = {(r["learner"], r["stream"], r["model"]): r for r in rows}
-    head = "| learner | stream | metric | " + " | ".join(MODELS) + " | serving at the end |"
-    lines = [head, "|---|---|---|" + "---:|" * len(MODELS) + "---|"]
+    head = (
+        "| learner | stream | metric | river's linear model | "
+        + " | ".join(MODELS)
+        + " | serving at the end |"
+    )
+    lines = [head, "|---|---|---|" + "---:|" * (len(MODELS) + 1) + "---|"]
     for learner, stream in dict.fromkeys((r["learner"], r["stream"]) for r in rows):
         got = [cell[(learner, stream, m)] for m in MODELS]
-        scores = [f"{g['score']:.4f} ({g['us_per_event_median']:.1f} µs)" for g in got]
+        river = f"{got[0]['river_score']:.4f} ({got[0]['river_us_per_event_median']:.1f} µs)"
+        scores = [
+            f"{g['score']:.4f} ({g['us_per_event_median']:.1f} µs, {g['cpu_vs_river_median']:.1f}×)"
+            for g in got
+        ]
         lines.append(
-            f"| {learner} | {stream} | {got[0]['metric']} | "
+            f"| {learner} | {stream} | {got[0]['metric']} | {river} | "
             + " | ".join(scores)
             + f" | {got[2]['serving']} |"
         )
@@ -123,16 +147,22 @@ def main(argv: list[str] | None = None) -> int:
             if for_regression != regression:
                 continue
             scores: dict[str, float] = {}
-            seconds: dict[str, list[float]] = {m: [] for m in MODELS}
+            seconds: dict[str, list[float]] = {m: [] for m in (*MODELS, "river")}
+            ratios: dict[str, list[float]] = {m: [] for m in MODELS}
             serving = {}
-            for _ in range(repeats):
+            river_name, make_river = river_model(regression)
+            for _ in range(repeats):  # every model once per repeat: paired ratios
+                river_score, river_cpu = prequential(make_river(), events, regression)
+                seconds["river"].append(river_cpu)
                 for name, make in makers(learner).items():
                     model = make()
                     score, cpu = prequential(model, events, regression)
                     if scores.setdefault(name, score) != score:
                         raise RuntimeError(f"{lname} {sname} {name}: not deterministic")
                     seconds[name].append(cpu)
+                    ratios[name].append(cpu / max(river_cpu, 1e-9))
                     serving[name] = getattr(model, "serving", "")
+            river_us = statistics.median(1e6 * s / len(events) for s in seconds["river"])
             for name in MODELS:
                 us = [1e6 * s / len(events) for s in seconds[name]]
                 row = {
@@ -146,11 +176,17 @@ def main(argv: list[str] | None = None) -> int:
                     "us_per_event_min": min(us),
                     "us_per_event_max": max(us),
                     "serving": serving[name],
+                    "cpu_vs_river_median": statistics.median(ratios[name]),
+                    "river_model": river_name,
+                    "river_score": river_score,
+                    "river_us_per_event_median": river_us,
                 }
                 rows.append(row)
                 print(
                     f"{lname:<17} {sname:<17} {name:<24} {row['score']:.4f} "
-                    f"{row['us_per_event_median']:8.1f} µs {row['serving']}",
+                    f"{row['us_per_event_median']:8.1f} µs "
+                    f"{row['cpu_vs_river_median']:6.1f}x river ({river_score:.4f}) "
+                    f"{row['serving']}",
                     flush=True,
                 )
     out = result_document(
