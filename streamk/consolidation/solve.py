@@ -103,6 +103,20 @@ def _gram(kernel: Kernel, X: np.ndarray) -> np.ndarray:
     return kernel.gram(X, X)
 
 
+def _canonical_start(warm: np.ndarray) -> np.ndarray:
+    """The warm start rounded to single precision (and back to double).
+
+    The on-line coefficients carry the order of the features in their last bits (the
+    learner's kernel rows sum over its columns in their order of arrival), and a solver
+    stopping at ``tol`` turns a last-bit difference in its start into one of ``tol``'s size
+    in its solution: an adatron fed the same Phishing events with shuffled keys adopted
+    coefficients 9e-4 apart. Rounded, both starts are the same unless a coefficient sits
+    within an ulp of a single-precision boundary (about 2^-29 a coefficient), and a start
+    to seven digits warms the solver as well.
+    """
+    return warm.astype(np.float32).astype(np.float64)
+
+
 def _block(K: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``K[rows][:, rows]``: ``K`` itself when ``rows`` is every row (the usual binary case),
     so the window's Gram is not copied (the copy cost as much as the solve at 1,000 rows)."""
@@ -283,7 +297,7 @@ def solve_learner(
             out.extra["bias"] = bias
             return coef
 
-    coef = solve_rows(np.ones(n, bool), warm0)
+    coef = solve_rows(np.ones(n, bool), _canonical_start(warm0))
     nz = np.flatnonzero(np.any(coef != 0, axis=1))
     out.n_solution = int(nz.size)
     budget = None if fill is None else learner_budget(learner)
