@@ -208,6 +208,50 @@ def test_learner_on_strings_equals_learner_on_explicit_features(cls, params, kin
     assert strings.n_support == vectors.n_support
 
 
+@pytest.mark.parametrize("cls, params, kind", LEARNERS, ids=lambda v: getattr(v, "__name__", ""))
+def test_many_methods_take_a_list_a_series_or_a_one_column_frame(cls, params, kind):
+    """What the user guide says the block methods take: a list, a Series or a one-column
+    DataFrame of strings. Oracle: the same model's ``predict_one`` / ``predict_proba_one``
+    per string, and a twin fed ``learn_one`` (a list's ``index`` method was once taken
+    for an index: ``predict_many(list)`` raised TypeError)."""
+    rng = random.Random(5)
+    data = [(s, target(kind, rng, s)) for s, _ in motif_stream(60, seed=12)]
+    texts = [s for s, _ in data]
+    one = cls(kernel=Spectrum(2), budget=20, **params)
+    for s, y in data[:40]:
+        one.learn_one(s) if kind is None else one.learn_one(s, y)
+    forms = {
+        "list": texts[40:],
+        "series": pd.Series(texts[40:]),
+        "frame": pd.DataFrame({"text": texts[40:]}),
+    }
+    for name, X in forms.items():
+        if kind is None:
+            assert one.score_many(X).tolist() == [one.score_one(s) for s in texts[40:]], name
+            continue
+        got, want = one.predict_many(X).tolist(), [one.predict_one(s) for s in texts[40:]]
+        if kind == "real":  # a block's sums round apart from one row's
+            assert np.allclose(got, want, rtol=1e-12, atol=1e-12), name
+        else:
+            assert got == want, name
+        if hasattr(one, "predict_proba_many"):
+            got = one.predict_proba_many(X).to_dict("records")
+            want = [one.predict_proba_one(s) for s in texts[40:]]
+            assert [g.keys() == w.keys() for g, w in zip(got, want)] == [True] * len(want)
+            flat = [[g[c], w[c]] for g, w in zip(got, want) for c in w]
+            assert np.allclose(*np.array(flat).T, rtol=1e-12, atol=0), name  # block rounding
+    ys = [y for _, y in data[:40]]
+    many = cls(kernel=Spectrum(2), budget=20, **params)
+    if kind is None:
+        many.learn_many(pd.DataFrame({"text": texts[:40]}))
+    else:
+        many.learn_many(pd.DataFrame({"text": texts[:40]}), pd.Series(ys))
+    assert many.support_.X == one.support_.X
+    assert np.array_equal(many.support_.coef, one.support_.coef)
+    with pytest.raises(InvalidInput, match="one-column DataFrame"):
+        many.predict_many(pd.DataFrame({"a": texts[:2], "b": texts[:2]}))
+
+
 # -- trees ----------------------------------------------------------------------------------------
 
 
@@ -263,6 +307,7 @@ def test_merge_is_refused_for_strings():
         (42, "needs a str"),
         ({"a": "acgt", "b": "ttt"}, "one-entry dict"),
         (b"\xc3\x28", "UTF-8"),
+        ("ac\ud800gt", "UTF-8"),  # a lone surrogate: a str, but a snapshot could not hold it
         ("acgn", "alphabet"),
     ],
 )
@@ -286,10 +331,27 @@ def test_one_entry_dicts_and_bytes_are_accepted():
     assert model.support_.X == ["hello", "wörld"]
 
 
-def test_bad_tree_is_invalid_input():
+@pytest.mark.parametrize(
+    "tree, words",
+    [
+        (["a", [3.5]], "str or int"),
+        # labels a snapshot cannot hold: learned, the model could never be written again
+        ([10**30, ["b"]], "64 bits"),
+        ([-(2**63) - 1, ["b"]], "64 bits"),
+        (["a\ud800", ["b"]], "UTF-8"),
+    ],
+)
+def test_bad_tree_is_invalid_input(tree, words):
+    from streamk import snapshot
+
     model = KernelPerceptron(kernel=AllSubtree(), budget=10)
-    with pytest.raises(InvalidInput, match="str or int"):
-        model.learn_one(["a", [3.5]], True)
+    model.learn_one([2**63 - 1, ["b"]], False)  # the extremes of the range are labels
+    model.learn_one([-(2**63), ["ü"]], True)
+    with pytest.raises(InvalidInput, match=words):
+        model.learn_one(tree, False)
+    assert model.n_learned == 2
+    restored = snapshot.loads(snapshot.dumps(model)).model
+    assert restored.support_.X == model.support_.X
 
 
 def test_snapshot_round_trip_keeps_the_support_strings_and_predictions():

@@ -75,6 +75,20 @@ def _check_positive(name: str, value: Any, allow_auto: bool = False) -> None:
         raise ConfigError(f"{name} must be > 0, got {value!r}")
 
 
+def check_utf8(s: str, what: str) -> str:
+    """``s`` when UTF-8 can encode it, else :class:`InvalidInput`.
+
+    A lone surrogate (``"\\ud800"``, what ``surrogateescape`` decoding leaves) is a ``str``
+    but not text: a model holding one could never be written to a snapshot again.
+    """
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(f"{what} needs valid UTF-8 text: {exc}") from None
+    return s
+
+
 def _as_objects(A: Any) -> list[Any]:
     """A block of strings or trees as a list (kernels on objects take lists, not arrays)."""
     if isinstance(A, (list, tuple)):

@@ -35,7 +35,7 @@ import numpy as np
 from scipy import sparse
 
 from ..errors import ConfigError, InvalidInput
-from .base import Kernel, _as_objects
+from .base import Kernel, _as_objects, check_utf8
 
 
 def _load_compiled() -> Any:
@@ -76,7 +76,8 @@ MAX_ALPHABET = 128
 def check_string(s: Any) -> str:
     """``s`` as a ``str``, or :class:`InvalidInput` saying why it cannot be one.
 
-    ``bytes`` must be valid UTF-8; the length limit is :data:`MAX_STRING_LENGTH`.
+    ``bytes`` must be valid UTF-8 and a ``str`` encodable as UTF-8; the length limit is
+    :data:`MAX_STRING_LENGTH`.
     """
     if isinstance(s, (bytes, bytearray)):
         try:
@@ -93,7 +94,7 @@ def check_string(s: Any) -> str:
             f"string of {len(s)} characters is longer than the limit of "
             f"{MAX_STRING_LENGTH}; truncate or split it before learning"
         )
-    return s
+    return check_utf8(s, "a string kernel")
 
 
 def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, InvalidInput
-from .base import Kernel, _as_objects
+from .base import Kernel, _as_objects, check_utf8
 
 __all__ = ["MAX_TREE_DEPTH", "MAX_TREE_NODES", "CoRootedSubtree", "AllSubtree", "flatten_tree"]
 
@@ -30,6 +30,8 @@ __all__ = ["MAX_TREE_DEPTH", "MAX_TREE_NODES", "CoRootedSubtree", "AllSubtree", 
 MAX_TREE_DEPTH = 64
 #: Largest tree accepted (nodes).
 MAX_TREE_NODES = 5_000
+#: The integer labels a tree may carry: msgpack's signed 64-bit range, what a snapshot holds.
+LABEL_INT_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 
 class Flat:
@@ -85,10 +87,14 @@ def _check_node(node: Any, depth: int) -> Any:
             f"got {node!r:.60}"
         )
     label = node[0]
-    if isinstance(label, bool) or not isinstance(label, (str, int)):
+    if isinstance(label, str):
+        check_utf8(label, "a tree label")
+    elif isinstance(label, bool) or not isinstance(label, int):
         raise InvalidInput(
             f"a tree label is a str or int, got {type(label).__name__} {label!r:.40}"
         )
+    elif not LABEL_INT_RANGE[0] <= label <= LABEL_INT_RANGE[1]:
+        raise InvalidInput(f"a tree label int must fit in 64 bits (signed), got {label:.3g}")
     return node
 
 

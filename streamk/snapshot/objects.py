@@ -22,13 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SnapshotError
+from ..kernels.trees import LABEL_INT_RANGE
 from .limits import CorruptSnapshot, Limits, SnapshotOverLimit
 
 __all__ = ["OBJECTS_KEY", "encode_objects", "decode_objects", "is_object_support"]
 
 OBJECTS_KEY = "__objects__"
 _SCHEMA = 1
-_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+_INT_MIN, _INT_MAX = LABEL_INT_RANGE
 
 
 def is_object_support(state: Any) -> bool:
