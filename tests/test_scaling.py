@@ -59,6 +59,10 @@ def test_blocks_learn_the_same_model_as_events(make, stream):
     assert got == expected
     probe = pd.DataFrame([x for x, _ in events[:50]])
     assert one.predict_many(probe).tolist() == pytest.approx(many.predict_many(probe).tolist())
+    # a list of dicts is a block too (its ``index`` method was once taken for an index)
+    listed = one.predict_many([x for x, _ in events[:50]])
+    assert listed.index.tolist() == list(range(50))
+    assert listed.tolist() == pytest.approx([one.predict_one(x) for x, _ in events[:50]])
     np.testing.assert_allclose(one.model.support_.coef, many.model.support_.coef, atol=1e-9)
 
 

@@ -50,6 +50,14 @@ def as_list(y: Any) -> list[Any]:
     return tolist() if callable(tolist) else list(y)
 
 
+def row_index(X: Any) -> Any:
+    """The index a block's predictions carry: a pandas frame's or series' own, else ``None``
+    (a list has an ``index`` method, not an index)."""
+    import pandas as pd
+
+    return X.index if isinstance(X, (pd.DataFrame, pd.Series)) else None
+
+
 def regamma_at(n: int) -> bool:
     """Whether ``gamma="auto"`` is re-estimated once ``n`` rows have been folded in.
 
@@ -691,6 +699,14 @@ class KernelLearner:
 
     def _block(self, X: Any, grow: bool) -> np.ndarray:
         if self._objects:
+            if hasattr(X, "columns") and hasattr(X, "iloc"):  # a DataFrame: its one column
+                if X.shape[1] != 1:
+                    raise InvalidInput(
+                        f"{self.kernel_!r} takes one string or tree per event: pass a list, "
+                        f"a Series or a one-column DataFrame, got columns "
+                        f"{sorted(map(str, X.columns))[:5]}"
+                    )
+                X = X.iloc[:, 0]
             tolist = getattr(X, "tolist", None)  # a pandas Series or NumPy array of str
             items = tolist() if callable(tolist) else list(X)
             return [self._object(x) for x in items]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import eventpass
-from .base import KernelLearner
+from .base import KernelLearner, row_index
 from .labels import LabelCoder, check_label, check_labels
 
 __all__ = ["KernelClassifier"]
@@ -101,10 +101,10 @@ class KernelClassifier(KernelLearner):
         import pandas as pd
 
         F = self._support.decision(self._block(X, grow=False))
-        return pd.Series(self._labels.decide(F), index=getattr(X, "index", None), dtype=object)
+        return pd.Series(self._labels.decide(F), index=row_index(X), dtype=object)
 
     def predict_proba_many(self, X: Any):
         import pandas as pd
 
         P = self._labels.probabilities(self._support.decision(self._block(X, grow=False)))
-        return pd.DataFrame(P, columns=self._labels.classes, index=getattr(X, "index", None))
+        return pd.DataFrame(P, columns=self._labels.classes, index=row_index(X))

@@ -14,7 +14,7 @@ from ..budget import BudgetPolicy
 from ..errors import ConfigError, InvalidInput, OutsideConfiguration
 from ..kernels import Kernel
 from . import eventpass, fastpass
-from .base import KernelLearner, as_list
+from .base import KernelLearner, as_list, row_index
 
 #: The smallest support set whose block takes the float32 hint pass: below it the ranker,
 #: which updates on most rows, pays more for the hints' columns of every update than for
@@ -420,7 +420,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
 
         idx = self._predict_index(self.score_many(X))
         labels = [self._labels[i] for i in idx] if self._labels else [None] * len(idx)
-        return pd.Series(labels, index=getattr(X, "index", None), dtype=object)
+        return pd.Series(labels, index=row_index(X), dtype=object)
 
     def predict_proba_many(self, X: Any):
         import pandas as pd
@@ -429,7 +429,7 @@ class OnlineRanker(KernelLearner, base.MiniBatchClassifier):
         P = np.zeros((len(idx), len(self._labels)))
         if self._labels:
             P[np.arange(len(idx)), idx] = 1.0
-        return pd.DataFrame(P, columns=list(self._labels), index=getattr(X, "index", None))
+        return pd.DataFrame(P, columns=list(self._labels), index=row_index(X))
 
     # -- plain data -------------------------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from river import base
 
 from ..errors import ConfigError, InvalidInput
-from .base import as_list
+from .base import as_list, row_index
 from .features import check_finite, frame_records
 from .standardizer import FeatureStandardizer, StandardBlock, block_values
 
@@ -165,7 +165,7 @@ class _StandardScaled:
     def _scaled_frame(self, X: Any):
         import pandas as pd
 
-        index = getattr(X, "index", None)
+        index = row_index(X)
         values = block_values(X)
         block = None if values is None else self.scaler_.block(*values, learn=False)
         if block is not None:

@@ -16,7 +16,7 @@ from ..kernels import Kernel
 from ..solvers.coordinate import svr_dual_no_bias
 from . import eventpass, fastpass
 from ._slotdata import SlotData
-from .base import AUTO_WINDOW, KernelLearner
+from .base import AUTO_WINDOW, KernelLearner, row_index
 
 __all__ = ["OnlineSVR"]
 
@@ -505,7 +505,7 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
         import pandas as pd
 
         F = self._support.decision(self._block(X, grow=False))[:, 0] + self.offset_
-        return pd.Series(F, index=getattr(X, "index", None), dtype=np.float64)
+        return pd.Series(F, index=row_index(X), dtype=np.float64)
 
     # -- plain data -------------------------------------------------------------------------------
     def _extra_state(self) -> dict[str, Any]:
