@@ -388,6 +388,40 @@ class Engine:
         self._active_since = time.monotonic()
         self.checkpoint(reason="revoked")
 
+    def _on_lost(self, partitions: list[int]) -> None:
+        """Partitions lost by eviction (a batch outlasted ``max_poll_interval_ms``): nothing
+        is committed, and whoever owns them next, this worker included, resumes after the
+        newest durable snapshot. The model in memory has learned past it, so it returns to
+        that snapshot, and the events learned since are learned again once, not twice."""
+        self._active_since = time.monotonic()
+        self.metrics.inc("evictions_total")
+        if self._since_snapshot == 0:
+            return  # the model in memory is the durable one
+        if self.store is None:
+            log.warning(
+                "partitions %s of %s lost (this worker was evicted): without a snapshot "
+                "store the model keeps the events it learned since its last commit, which "
+                "are read again",
+                partitions,
+                self.source.name,
+            )
+            return
+        dropped = self._since_snapshot
+        self.restore()
+        self._since_snapshot = 0
+        log.warning(
+            "partitions %s of %s lost (this worker was evicted: a batch took longer than "
+            "max_poll_interval_ms): the model returns to its snapshot seq %d and the %d "
+            "records read since are read again",
+            partitions,
+            self.source.name,
+            self.seq,
+            dropped,
+        )
+        kept = [p for p in self.source.assignment() if p not in partitions]
+        if kept:  # (a cooperative rebalance) they too resume after the snapshot
+            self._on_assigned(kept)
+
     def _warn_if_never_assigned(self, waited: float) -> None:
         """An idle stop of a worker that never owned a partition learned nothing: say so,
         rather than exit 0 in silence (more workers than partitions, or a group stuck)."""
@@ -406,6 +440,9 @@ class Engine:
         if self.model is None:
             self.restore()
         self.source.on_rebalance(self._on_assigned, self._on_revoked)
+        on_lost = getattr(self.source, "on_lost", None)  # Kafka's sources (KIP-429)
+        if on_lost is not None:
+            on_lost(self._on_lost)
         cfg = self.config
         frozen = cfg.freeze_heap and gc.get_freeze_count() == 0
         if frozen:

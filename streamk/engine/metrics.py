@@ -43,6 +43,10 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "model_seq": ("gauge", "Sequence number of the last snapshot"),
     "broker_reconnects_total": ("counter", "Outages: times the connection to the broker was lost"),
     "rewinds_total": ("counter", "Partitions resumed before a commit of ours (a lost snapshot)"),
+    "evictions_total": (
+        "counter",
+        "Times partitions were lost to an eviction (the model returned to its last snapshot)",
+    ),
 }
 
 

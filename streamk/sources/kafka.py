@@ -524,9 +524,10 @@ class KafkaSource(Source):
         if self._closing:
             return None
         if kind == "lost":
-            log.warning(
-                "partitions %s of %s lost (member evicted): not committing", parts, self.topic
-            )
+            if self._on_lost is None:  # (a handler says what it does about it)
+                log.warning(
+                    "partitions %s of %s lost (member evicted): not committing", parts, self.topic
+                )
             for p in parts:
                 self._next.pop(p, None)
         if kind == "revoked" and not parts:

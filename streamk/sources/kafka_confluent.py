@@ -239,8 +239,23 @@ class ConfluentKafkaSource(Source):
         """False from the moment a loss is noticed until the link works again."""
         return self.health.up
 
+    def _evicted(self, err: Any) -> bool:
+        """Whether ``err`` says this member missed ``max_poll_interval_ms`` (said once, as
+        what it is: librdkafka leaves the group, the partitions are reported lost, and the
+        next poll rejoins; the connection never went away)."""
+        if err.code() != self._ck.KafkaError._MAX_POLL_EXCEEDED:
+            return False
+        log.warning(
+            "%s: this worker missed max_poll_interval_ms (a batch took longer); it leaves the "
+            "group and rejoins, and its partitions are lost, not committed",
+            self.topic,
+        )
+        return True
+
     def _error_cb(self, err: Any) -> None:
         """librdkafka's global errors (served inside consume()): transport trouble only."""
+        if self._evicted(err):
+            return
         if self._is_connection_error(err):
             self.health.failed(err.str() if hasattr(err, "str") else err)
         else:
@@ -254,7 +269,6 @@ class ConfluentKafkaSource(Source):
             ke._TIMED_OUT,
             ke._RESOLVE,
             ke._WAIT_COORD,
-            ke._MAX_POLL_EXCEEDED,
         }
         # a lone _TRANSPORT (one broker's connection dropped, e.g. recycled) may be brief:
         # the next metadata request (_check_link) or record ends it with a second line.
@@ -306,7 +320,10 @@ class ConfluentKafkaSource(Source):
 
     def _lost_cb(self, consumer: Any, tps: list[Any]) -> None:
         parts = self._parts(tps)
-        log.warning("partitions %s of %s lost (member evicted): not committing", parts, self.topic)
+        if self._on_lost is None:  # (a handler says what it does about it)
+            log.warning(
+                "partitions %s of %s lost (member evicted): not committing", parts, self.topic
+            )
         self._held.clear()
         for p in parts:
             self._next.pop(p, None)
@@ -412,7 +429,7 @@ class ConfluentKafkaSource(Source):
         self.health.ok()
 
     def _raise_unless_eof(self, err: Any) -> None:
-        if err.code() == self._ck.KafkaError._PARTITION_EOF:
+        if err.code() == self._ck.KafkaError._PARTITION_EOF or self._evicted(err):
             return
         if self._is_connection_error(err):
             self.health.failed(err.str())

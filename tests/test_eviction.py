@@ -1,0 +1,72 @@
+"""A worker evicted from its group (a batch outlasted ``max_poll_interval_ms``) learns each
+event once (docs/operations.md, "worker evicted").
+
+The real ``streamk run`` reads a real topic; once, after the batch holding offset 1,220,
+it takes 8 s (tests/helpers/slow_at_offset.py) against a 3 s poll interval. The group
+evicts it, its partition is *lost* (not revoked, nothing committed), and it rejoins and
+gets the partition again at the last commit (offset 1,000). Its model had learned up to
+1,250: before the fix it kept those 250 events and learned them again (2,650 events in a
+model of a 2,400-event stream, 57 of 300 probe predictions off the plain learner's). Now
+the model returns to its last snapshot when the partition is lost. Oracle: the plain
+perceptron fed the stream once, in-process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from streamk_run import run_args
+from test_engine_crash import make_events, produce, reference
+
+from streamk.snapshot import SnapshotStore
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+N, SLOW_AT, SLOW_S = 2400, 1220, 8.0
+SLOW = Path(__file__).parent / "helpers" / "slow_at_offset.py"
+
+
+@pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
+def test_an_evicted_worker_learns_each_event_once(kafka_broker, topic_name, tmp_path, transport):
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    events = make_events(N, seed=21)
+    produce(kafka_broker.bootstrap_servers, topic_name, events)
+    store = tmp_path / "snapshots"
+    args = run_args(
+        kafka_broker.bootstrap_servers,
+        topic_name,
+        f"{topic_name}-group",
+        store,
+        model_name="model",
+        snapshot_every=500,
+        snapshot_seconds=0,
+        max_records=50,
+        learner="perceptron",
+        kernel="rbf:0.5",
+        budget=80,
+        scale="none",  # the oracle is the plain perceptron
+        stop_when_idle=8.0,
+        transport=transport,
+    )
+    args = [a for a in args if a != "--quiet"]  # the warnings are part of what is checked
+    proc = subprocess.run(
+        [sys.executable, str(SLOW), str(SLOW_AT), str(SLOW_S), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "lost (this worker was evicted" in proc.stderr, proc.stderr[-3000:]
+    assert "the 250 records read since are read again" in proc.stderr
+    assert "lost the connection" not in proc.stderr  # an eviction is not an outage
+    snap = SnapshotStore(store).latest("model")
+    assert snap.offsets == {topic_name: {0: N}}
+    assert snap.model.n_learned == N  # 2,650 before: the 250 learned twice
+    assert snap.metrics["evictions_total"] == 1
+    ref = reference(events)
+    for x, _ in make_events(300, seed=99):
+        assert snap.model.predict_proba_one(x) == pytest.approx(ref.predict_proba_one(x), abs=1e-9)
