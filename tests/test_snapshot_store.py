@@ -68,6 +68,25 @@ def test_explicit_seq_and_bytes(store):
     assert store.next_seq("m") == 13
 
 
+def test_a_snapshot_above_what_this_writer_saved_last_is_another_writers(store):
+    """An engine saves above every stored seq (``next_seq``), so the check at or above the
+    seq it saves never meets a second engine: ``after`` (the seq it last wrote or
+    restored) does. Two engines on one model each saved above the other, unrefused, until
+    retention deleted one's model (session 23's Kafka audit)."""
+    store.save(Counter(1), "m", seq=1)
+    store.save(Counter(2), "m", seq=2)  # another writer's
+    with pytest.raises(SnapshotError, match="another engine is writing model 'm'") as err:
+        store.save(Counter(3), "m", seq=store.next_seq("m"), after=1)
+    assert "seq 2 (000000000002.snapshot), which this engine did not write" in str(err.value)
+    assert store.latest("m").model.n == 2 and store.next_seq("m") == 3
+    store.save(Counter(3), "m", seq=3, after=2)  # the writer of seq 2 goes on
+    # a damaged file above ``after`` is nobody's snapshot: it stays, and the save goes on
+    (store.directory / "m" / "000000000004.snapshot").write_bytes(b"garbage")
+    store.save(Counter(4), "m", seq=5, after=3)
+    assert (store.directory / "m" / "000000000004.snapshot").read_bytes() == b"garbage"
+    assert store.latest("m").model.n == 4
+
+
 def test_corrupt_bytes_are_never_written(store):
     data = dumps(Counter(1))
     with pytest.raises(SnapshotError):

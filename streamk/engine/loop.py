@@ -747,7 +747,7 @@ class Engine:
         for sink in (self.predictions, self.dead_letters):
             if sink is not None and hasattr(sink, "flush"):
                 sink.flush()
-        self.seq = self._next_seq()
+        saved, seq = self.seq, self._next_seq()  # what this engine last wrote or restored
         self._consolidation_figures()
         offsets = {self.source.name: dict(self.positions)}
         meta: dict[str, Any] = {}
@@ -762,15 +762,16 @@ class Engine:
             data = snapshot.dumps(
                 _snapshotted(self.model),
                 offsets=offsets,
-                seq=self.seq,
+                seq=seq,
                 metrics=_numbers(self.metrics.snapshot()),
                 reason=reason,
                 **meta,
             )
-            if self.store is not None:
-                self.store.save(data, self.config.model_name)
+            if self.store is not None:  # (refused if another engine writes this model)
+                self.store.save(data, self.config.model_name, after=saved)
             if self.publisher is not None:
                 self.publisher.publish(self.config.model_name, data)
+        self.seq = seq
         self._durable = dict(self.positions)
         owned = set(self.source.assignment())
         committing = {p: o for p, o in self.positions.items() if p in owned}

@@ -149,6 +149,7 @@ class SnapshotStore:
         offsets: dict[str, dict[int, int]] | None = None,
         seq: int | None = None,
         metrics: dict[str, float] | None = None,
+        after: int | None = None,
         **meta: Any,
     ) -> Path:
         """Write a snapshot atomically, move ``LATEST`` to it, and apply retention.
@@ -164,6 +165,11 @@ class SnapshotStore:
             Defaults to :meth:`next_seq`. Any seq >= ``next_seq(name)`` is accepted.
             A lower one is accepted only if every stored file at or above it is
             damaged (those are moved aside first).
+        after
+            The seq this writer last wrote or restored (0: none). A valid snapshot
+            stored above it was written by someone else: the save is refused, as for
+            one at or above `seq` (an engine saves above every stored seq, so that check
+            alone never fires between two engines).
 
         Returns
         -------
@@ -173,8 +179,8 @@ class SnapshotStore:
         Raises
         ------
         SnapshotError
-            If a valid snapshot with a seq at or above `seq` is stored: another
-            engine writes the same model name to this directory.
+            If a valid snapshot with a seq at or above `seq`, or above `after`, is
+            stored: another engine writes the same model name to this directory.
         """
         model_dir = self._model_dir(name)
         model_dir.mkdir(parents=True, exist_ok=True)
@@ -190,7 +196,7 @@ class SnapshotStore:
             else:
                 seq = self.next_seq(name) if seq is None else seq
                 data = dumps(data_or_model, offsets, seq, metrics, limits=self.limits, **meta)
-            self._clear_way(name, model_dir, seq)
+            self._clear_way(name, model_dir, seq, seq if after is None else after + 1)
             for stray in model_dir.glob(".*.tmp"):  # left by a crashed save; we hold the lock
                 stray.unlink(missing_ok=True)
             path = model_dir / f"{seq:012d}{SUFFIX}"
@@ -201,11 +207,16 @@ class SnapshotStore:
                     old.path.unlink(missing_ok=True)
         return path
 
-    def _clear_way(self, name: str, model_dir: Path, seq: int) -> None:
-        """Refuse a save below a valid stored snapshot; move damaged files at or above aside."""
+    def _clear_way(self, name: str, model_dir: Path, seq: int, low: int) -> None:
+        """Refuse a save below a valid stored snapshot or above ``low``; move damaged files
+        at or above ``seq`` aside (those between ``low`` and ``seq`` stay where they are)."""
         for info in reversed(self.list(name)):
-            if info.seq < seq:
+            if info.seq < min(seq, low):
                 break
+            if info.seq < seq:  # between what this writer saved last and what it saves
+                if info.regular and self._check(info.path) is None:
+                    raise SnapshotError(self._other_writer(name, info, seq))
+                continue
             if not info.regular:
                 if info.seq == seq:
                     raise SnapshotError(
@@ -216,13 +227,16 @@ class SnapshotStore:
                 continue
             reason = self._check(info.path)
             if reason is None:
-                raise SnapshotError(
-                    f"another engine is writing model {name!r} to {self.directory}: it stored "
-                    f"seq {info.seq} ({info.path.name}), at or above the seq {seq} this engine "
-                    "is saving. Give each worker its own model_name (config key model_name, "
-                    "or --model-name), or run one engine per model"
-                )
+                raise SnapshotError(self._other_writer(name, info, seq))
             self._quarantine(info.path, reason, "before saving above it")
+
+    def _other_writer(self, name: str, info: SnapshotInfo, seq: int) -> str:
+        return (
+            f"another engine is writing model {name!r} to {self.directory}: it stored "
+            f"seq {info.seq} ({info.path.name}), which this engine did not write, and this "
+            f"engine is saving seq {seq}. Give each worker its own model_name (config key "
+            "model_name, or --model-name), or run one engine per model"
+        )
 
     def next_seq(self, name: str) -> int:
         """One above every seq ever seen for `name`: valid, damaged, stray or set aside.
