@@ -107,3 +107,56 @@ def test_fuzzed_mix_every_malformed_message_is_dead_lettered_every_valid_one_use
     assert sorted(letter.payload for letter in letters) == sorted(payloads[i] for i in bad)
     assert result.learned + result.scored == n_valid
     assert engine.positions == {0: len(payloads)}
+
+
+def test_an_oversize_record_reaches_the_dead_letter_topic_cut_to_fit(
+    kafka_broker, topic_name, tmp_path
+):
+    """A record above ``max_payload_bytes`` (3 MiB here; a broker whose limit was raised
+    accepts it) is a dead letter whose whole payload no default producer or broker takes:
+    sending it stopped ``streamk run`` at that record on every restart (exit 2,
+    MessageSizeTooLargeError). The dead letter now keeps the payload's head and says so.
+    The real CLI, the real topics; the original bytes are the oracle of the head."""
+    from kafka import KafkaConsumer
+    from streamk_run import run_args, streamk
+    from test_engine_crash import make_events
+
+    from streamk.engine.deadletter import DeadLetter
+    from streamk.snapshot import SnapshotStore
+
+    bootstrap = kafka_broker.bootstrap_servers
+    dlq = f"{topic_name}-dlq"
+    create_topic(bootstrap, topic_name, partitions=1)
+    create_topic(bootstrap, dlq, partitions=1)
+    good = [encode_event(x, y=y, id=i) for i, (x, y) in enumerate(make_events(300, seed=4))]
+    huge = msgpack.packb({"x": {"f0": 1.0}, "pad": b"a" * (3 << 20)})
+    producer = KafkaProducer(bootstrap_servers=bootstrap, max_request_size=8 << 20)
+    for value in good[:100] + [huge] + good[100:]:
+        producer.send(topic_name, value)
+    producer.flush()
+    producer.close()
+    store = tmp_path / "snapshots"
+    args = run_args(
+        bootstrap,
+        topic_name,
+        f"{topic_name}-g",
+        store,
+        model_name="m",
+        snapshot_every=50,
+        max_records=20,
+        dead_letter_topic=dlq,
+        stop_when_idle=4.0,
+    )
+    done = streamk(*args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    snap = SnapshotStore(store).latest("m")
+    assert snap.offsets == {topic_name: {0: 301}} and snap.model.n_learned == 300
+    consumer = KafkaConsumer(
+        dlq, bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=5000
+    )
+    letters = [DeadLetter.from_dict(msgpack.unpackb(m.value)) for m in consumer]
+    consumer.close()
+    assert len(letters) == 1 and letters[0].code == "oversize" and letters[0].offset == 100
+    head = letters[0].payload
+    assert 900_000 < len(head) < 1_000_000 and huge.startswith(head)
+    assert f"cut to its first {len(head):,} of {len(huge):,} bytes" in letters[0].reason

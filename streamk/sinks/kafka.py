@@ -7,6 +7,7 @@ futures and raised by :meth:`~KafkaSink.flush` as :class:`~streamk.sinks.SinkErr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..engine.deadletter import DeadLetter
@@ -176,16 +177,29 @@ class KafkaPredictionSink(WritesOneAsMany, KafkaSink):
         self.count += len(predictions)
 
 
+#: The largest dead-letter record sent by default: under the producer's and Apache Kafka's
+#: default record limits (1 MiB each, with a batch's framing around the record).
+MAX_DEAD_LETTER_BYTES = 1_000_000
+
+
 class KafkaDeadLetterSink(KafkaSink):
     """Dead letters on a Kafka topic: value ``DeadLetter.to_msgpack()``, key the reason code.
 
     Headers ``source``, ``partition`` and ``offset`` (UTF-8 text; absent when unknown)
     let tools route or count without decoding the value.
 
+    A record that would exceed the topic's record size keeps only the head of its payload,
+    and its reason says how much: the whole of an ``oversize`` payload (above
+    ``max_payload_bytes``, 1 MiB by default) can never be sent, and refusing the dead
+    letter would stop the engine at that record on every restart.
+
     Parameters
     ----------
     bootstrap_servers, topic, producer_config, timeout_s
         As for :class:`KafkaPredictionSink`.
+    max_record_bytes
+        The largest record sent. Default: :data:`MAX_DEAD_LETTER_BYTES`, or 16 KiB under
+        ``producer_config["max_request_size"]`` where that is set.
     """
 
     def __init__(
@@ -195,8 +209,15 @@ class KafkaDeadLetterSink(KafkaSink):
         producer_config: dict[str, Any] | None = None,
         *,
         timeout_s: float = 30.0,
+        max_record_bytes: int | None = None,
     ) -> None:
         super().__init__(bootstrap_servers, topic, producer_config, timeout_s)
+        request = (producer_config or {}).get("max_request_size")
+        if max_record_bytes is None:
+            max_record_bytes = MAX_DEAD_LETTER_BYTES if request is None else request - (16 << 10)
+        if max_record_bytes < 4096:
+            raise ConfigError(f"a dead letter needs room: max_record_bytes={max_record_bytes}")
+        self.max_record_bytes = max_record_bytes
 
     def write(self, record: DeadLetter) -> None:
         headers = [("source", str(record.source).encode("utf-8"))]
@@ -204,4 +225,16 @@ class KafkaDeadLetterSink(KafkaSink):
             value = getattr(record, name)
             if value is not None:
                 headers.append((name, str(value).encode("ascii")))
-        self._send(record.to_msgpack(), (record.code or "unknown").encode("utf-8"), headers)
+        value = record.to_msgpack()
+        if len(value) > self.max_record_bytes:
+            value = _cut(record, len(value), self.max_record_bytes).to_msgpack()
+        self._send(value, (record.code or "unknown").encode("utf-8"), headers)
+
+
+def _cut(record: DeadLetter, size: int, limit: int) -> DeadLetter:
+    """``record`` with the head of its payload that fits a ``limit``-byte record (``size``:
+    its whole record's), the reason saying how much was kept."""
+    whole = len(record.payload)
+    keep = max(0, whole - (size - limit) - 512)  # 512: the reason's note and framing
+    note = f" [payload cut to its first {keep:,} of {whole:,} bytes to fit the topic's records]"
+    return replace(record, payload=record.payload[:keep], reason=record.reason + note)
