@@ -70,3 +70,24 @@ def test_a_configured_learner_that_differs_from_the_snapshot_is_named(tmp_path):
     assert "budget=RemoveOldest(40)" in other.stderr  # what was asked for
     same = streamk("replay", str(log), "--snapshot-dir", str(snaps))
     assert "but the snapshot holds" not in same.stderr
+
+
+def test_turning_consolidation_on_for_a_standardised_model_names_the_remedy(tmp_path):
+    """A model the defaults standardise (``scale = auto`` without consolidation) cannot be
+    consolidated (its window would hold raw rows); ``--consolidate-every`` on its store
+    ended in ``Consolidated wraps a streamk kernel learner, got StandardScaledClassifier``.
+    It is a start-up error naming the two ways on, and the snapshot is left as it was."""
+    log = tmp_path / "events.jsonl"
+    _log(log)
+    snaps = tmp_path / "snaps"
+    first = streamk("replay", str(log), "--snapshot-dir", str(snaps), "--json")
+    assert first.returncode == 0, first.stderr
+    files = sorted(p.name for p in (snaps / "model").iterdir())
+    again = streamk(
+        "replay", str(log), "--snapshot-dir", str(snaps), "--consolidate-every", "50", "--json"
+    )
+    assert again.returncode == 2, again.stderr
+    assert "holds a model that standardises its features" in again.stderr
+    assert "Keep consolidate_every = 0" in again.stderr and "another model_name" in again.stderr
+    assert "Traceback" not in again.stderr
+    assert sorted(p.name for p in (snaps / "model").iterdir()) == files

@@ -90,6 +90,7 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
     without consolidation gives the learner that served back (see docs/operations.md).
     """
     from ..consolidation import Consolidated, ConsolidatedClassifier, ConsolidatedRegressor
+    from ..learners.scaling import StandardScaledClassifier, StandardScaledRegressor
 
     def wrap(model: Any) -> Any:
         wrapped = isinstance(model, ConsolidatedClassifier | ConsolidatedRegressor)
@@ -99,6 +100,15 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
             if restored is not None:
                 log.warning("consolidation is off: dropping the snapshot's consolidation state")
             return learner
+        if isinstance(learner, StandardScaledClassifier | StandardScaledRegressor):
+            raise ConfigError(
+                f"consolidate_every = {config['consolidate_every']}, but the snapshot of "
+                f"{config['model_name']!r} holds a model that standardises its features "
+                "(scale = standard, what scale = auto chose without consolidation), and "
+                "consolidation cannot wrap it (its window holds the raw rows). Keep "
+                "consolidate_every = 0 for this model, or start the consolidated one afresh "
+                "under another model_name (or streamk snapshot reset)"
+            )
         guard = config["consolidate_guard"]
         fresh = Consolidated(  # the guard (a copy of the learner) only once it is needed
             learner,
