@@ -91,3 +91,35 @@ def test_turning_consolidation_on_for_a_standardised_model_names_the_remedy(tmp_
     assert "Keep consolidate_every = 0" in again.stderr and "another model_name" in again.stderr
     assert "Traceback" not in again.stderr
     assert sorted(p.name for p in (snaps / "model").iterdir()) == files
+
+
+@pytest.mark.parametrize("where", ["below-proc", "below-a-file"])
+def test_a_snapshot_dir_that_cannot_be_made_is_a_start_up_error(tmp_path, where):
+    """Found at start-up, naming the key; before, ``replay`` said only ``[Errno 2] No
+    such file or directory`` and ``run`` failed at the first assignment with a traceback
+    ending in the client's "User rebalance callback throws an error"."""
+    log = tmp_path / "events.jsonl"
+    _log(log)
+    (tmp_path / "file").write_text("")
+    bad = "/proc/streamk-no-such-dir" if where == "below-proc" else str(tmp_path / "file" / "x")
+    done = streamk("replay", str(log), "--snapshot-dir", bad)
+    assert done.returncode == 2, done.stderr
+    assert f"snapshot_dir = '{bad}' is not a directory streamk can write" in done.stderr
+    assert "--snapshot-dir" in done.stderr and "fresh model" not in done.stderr
+
+
+@pytest.mark.kafka
+def test_run_with_a_snapshot_dir_that_cannot_be_made_stops_before_joining(
+    kafka_broker, topic_name
+):
+    from streamk_run import run_args
+
+    from streamk.cli.broker import create_topic
+
+    create_topic(kafka_broker.bootstrap_servers, topic_name, partitions=1)
+    bad = "/proc/streamk-no-such-dir"
+    args = run_args(kafka_broker.bootstrap_servers, topic_name, f"{topic_name}-g", bad)
+    done = streamk(*args)
+    assert done.returncode == 2, done.stderr
+    assert f"snapshot_dir = '{bad}' is not a directory streamk can write" in done.stderr
+    assert "Traceback" not in done.stderr and "rebalance callback" not in done.stderr

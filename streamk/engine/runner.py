@@ -9,6 +9,7 @@ engines the same way.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -199,6 +200,24 @@ def prediction_sink(config: dict[str, Any]) -> Any:
     )
 
 
+def writable_directory(config: dict[str, Any], key: str) -> Path:
+    """``config[key]`` as a directory this process can write, created if missing, or a
+    :class:`ConfigError` naming the key: found at start-up, not at the first snapshot
+    (inside the consumer group's assignment callback, a traceback about the callback)."""
+    path = Path(config[key])
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".streamk-write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"{key} = {str(path)!r} is not a directory streamk can write: "
+            f"{exc.strerror or exc}; give a writable directory (--{key.replace('_', '-')})"
+        ) from None
+    return path
+
+
 def build_engine(
     config: dict[str, Any],
     source: Source | None = None,
@@ -209,7 +228,7 @@ def build_engine(
 
     factory = model_factory(config)
     source = source if source is not None else kafka_source(config)
-    store = SnapshotStore(config["snapshot_dir"], keep=config["snapshot_keep"])
+    store = SnapshotStore(writable_directory(config, "snapshot_dir"), keep=config["snapshot_keep"])
     publisher = predictions = dead_letters = None
     bootstrap, security = config["bootstrap_servers"], kafka_settings(config)
     if config["snapshot_topic"]:
