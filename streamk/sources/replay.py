@@ -6,6 +6,12 @@ Two formats, by file extension:
 * anything else (``.msgpack``, ``.mpk``, ``.log``): msgpack event maps written one after
   another (what appending ``streamk.engine.events.encode_event(...)`` to a file gives).
 
+A file that is neither is refused when the source is made, before anything is learned: a
+``.csv`` (learn it with ``streamk learn``, or ``streamk produce`` it to a topic), and a
+msgpack log whose first byte does not open a map (every event and block is one), such as
+a JSON array, a ``.json`` file or any other text. Read as msgpack, such a file would be one
+record per byte or so, every one dead-lettered.
+
 The offset of a record is its index in the file (0-based), so a replay of the same log
 gives the same positions and, with ``sync`` consolidation, the same models. A msgpack
 log whose tail cannot be framed yields that tail as one last record, which the engine
@@ -37,11 +43,20 @@ from typing import Any
 import msgpack
 
 from ..engine.events import DEFAULT_LIMITS, encode_event
+from ..errors import InvalidInput
 from .base import Record, Source
 
 __all__ = ["ReplaySource", "write_log", "decode_json_record"]
 
 _JSON_SUFFIXES = (".jsonl", ".ndjson")
+_CSV_SUFFIXES = (".csv", ".tsv")
+#: Bytes at the head of a msgpack log looked at to tell it from text.
+_SNIFF_BYTES = 4096
+_FORMATS = (
+    "replay reads .jsonl/.ndjson files (one JSON event map per line, such as "
+    '{"x": [1.0, 2.0], "y": 1}) and msgpack event logs (any other name: event maps one after '
+    "another, as streamk.engine.events.encode_event packs them)"
+)
 #: Bytes at the head of a log that its fingerprint covers.
 FINGERPRINT_BYTES = 64 * 1024
 _PREFIX = "replay:"
@@ -87,10 +102,37 @@ class ReplaySource(Source):
         self.follow = follow
         self.max_line_bytes = max_line_bytes
         self.json = self.path.suffix.lower() in _JSON_SUFFIXES
+        self._check_format()
         self._assigned = False
         self._reader: Iterator[bytes] | None = None
         self._next = 0
         self._done = False
+
+    def _check_format(self) -> None:
+        """Refuse a file that is not an event log, naming what it looks like and the fix.
+
+        Raises
+        ------
+        InvalidInput
+            A CSV file, or a msgpack log (any name but ``.jsonl``/``.ndjson``) whose first
+            byte does not open a msgpack map. An empty log is accepted: with ``follow`` it
+            may be written later.
+        """
+        path = self.path
+        if path.suffix.lower() in _CSV_SUFFIXES:
+            raise InvalidInput(
+                f"{path} is a CSV file, not an event log; {_FORMATS}. To learn from a CSV, "
+                f"run `streamk learn {path}`, or send it to a topic with "
+                f"`streamk produce {path} --topic TOPIC` and run the engine on that topic "
+                "(`streamk run --topic TOPIC`)."
+            )
+        if self.json:
+            return
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+        if not head or head[0] in _MAP_HEADS:
+            return
+        raise InvalidInput(f"{path} is not an event log: {_FORMATS}; {_looks_like(head)}")
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -221,6 +263,28 @@ class ReplaySource(Source):
                 line = line.strip()
                 if line:
                     yield line
+
+
+#: First bytes of a msgpack map: fixmap, map 16, map 32.
+_MAP_HEADS = frozenset([*range(0x80, 0x90), 0xDE, 0xDF])
+
+
+def _looks_like(head: bytes) -> str:
+    """What the head of a file that is not a msgpack log looks like, and the fix if known."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3 or b"\0" in head:  # not just a character cut at the end
+            return "its first byte does not open a msgpack map, as every event's does."
+        text = head[: exc.start].decode("utf-8")
+    if any(c < " " and c not in "\t\n\r\f" for c in text):  # control characters: binary
+        return "its first byte does not open a msgpack map, as every event's does."
+    first = text.lstrip()[:1]
+    if first == "[":
+        return "it looks like a JSON array. Write one event map per line to a .jsonl file."
+    if first == "{":
+        return "it looks like JSON. If it holds one event map per line, name it .jsonl."
+    return "it looks like text. Convert it to one of those formats."
 
 
 def _unpacker(data: bytes, start: int) -> msgpack.Unpacker:
