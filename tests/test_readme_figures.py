@@ -517,3 +517,78 @@ def test_the_guide_s_guard_table_is_the_committed_benchmarks():
     doc = _benchmark("consolidation_guard")
     guide = (ROOT / "docs" / "user-guide.md").read_text()
     assert guide.split(START, 1)[1].split(END, 1)[0].strip() == render(doc["rows"])
+
+
+OPERATIONS = ROOT / "docs" / "operations.md"
+
+
+def _k_figures(value: float) -> str:
+    """Events/s as the operations guide writes them: thousands, rounded."""
+    return f"{round(value / 1000)}k"
+
+
+def test_the_operations_publishing_figures_are_the_engine_benchmarks():
+    """Session 23's docs audit: the table quoted an older run (32k, 90k, 182k, 285k)."""
+    doc = json.loads((RESULTS / "engine.json").read_text())
+    assert doc["command"].strip() == "python -m benchmarks.engine"  # (a trailing space)
+    rows = {r["case"]: r for r in doc["rows"]}
+    text = OPERATIONS.read_text()
+    rate = {case: _k_figures(r["events_per_s_median"]) for case, r in rows.items()}
+    cells = {
+        "kafka-python, one record per event (default)": rate[
+            "engine: score (budget 100) + publish predictions (kafka-python)"
+        ],
+        "kafka-python, one block per run": rate[
+            "engine: score (budget 100) + publish prediction blocks (kafka-python)"
+        ],
+        'confluent (`transport = "confluent"`), one record per event': rate[
+            "engine: score (budget 100) + publish predictions, confluent"
+        ],
+        "confluent, one block per run": rate[
+            "engine: score (budget 100) + publish prediction blocks, confluent"
+        ],
+    }
+    for row, figure in cells.items():
+        assert f"| {row} | {figure} |" in text, row
+    alone = (
+        f"Scoring alone runs at {rate['engine: score (budget 100)']} events/s on kafka-python "
+        f"and {rate['engine: score (budget 100), confluent']} on confluent"
+    )
+    assert alone in " ".join(text.split())
+
+
+def test_the_operations_merge_table_is_the_committed_scale_out_benchmark():
+    """Every cell of the merge table (k = 3) recomputed from the committed JSON, as
+    ``benchmarks/scale_out.py`` prints it: accuracy points against the best worker / one
+    model, median [min, max] over the repeats (three hyperplane cells were stale)."""
+    import statistics
+
+    def summary(values: list[float]) -> str:
+        return f"{statistics.median(values):+.1f} [{min(values):+.1f}, {max(values):+.1f}]"
+
+    names = {"bananas": "Bananas", "hyperplane20": "hyperplane d=20"}
+    learners = {
+        "KernelPerceptron(200)": "`KernelPerceptron`",
+        "MarginPerceptron(Projectron(200))": "`MarginPerceptron(Projectron)`",
+        "KernelAdatron(C=1, 200)": "`KernelAdatron(C=1, resweeps=1)`",
+    }
+    lines = {
+        line.split("|")[1].strip(): line
+        for line in OPERATIONS.read_text().splitlines()
+        if line.startswith("| Bananas, `") or line.startswith("| hyperplane d=20, `")
+    }
+    checked = 0
+    for entry in _benchmark("scale_out_merge", "scale_out")["results"]:
+        if entry["k"] != 3:
+            continue
+        line = lines[f"{names[entry['stream']]}, {learners[entry['learner']]}"]
+        rows = entry["repeats"]
+        for method in ("project", "solve"):
+            if "the same: the union fits the budget" in line and method == "solve":
+                continue
+            acc = [r["merged"][method]["accuracy"] for r in rows]
+            best = summary([100 * (a - max(r["workers"])) for a, r in zip(acc, rows)])
+            one = summary([100 * (a - r["single"]) for a, r in zip(acc, rows)])
+            assert f"{best} / {one}" in line, (entry["stream"], entry["learner"], method)
+            checked += 1
+    assert checked == 11
