@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ import numpy as np
 from ..engine.metrics import DEFINITIONS
 from ..errors import SnapshotError, StreamkError
 from ..snapshot import DEFAULT_LIMITS, Snapshot, SnapshotStore, loads, verify_bytes
-from ..snapshot.store import LATEST, SnapshotInfo, list_dir, read_file
+from ..snapshot.store import LATEST, SnapshotInfo, list_dir, list_set_aside, read_file
 from .argtypes import positive_seconds
 
 __all__ = [
@@ -34,6 +35,9 @@ __all__ = [
 #: Version of the ``--json`` output layout of these commands.
 SCHEMA_VERSION = 1
 OK, CORRUPT, USAGE = 0, 1, 2
+#: A file the store set aside as damaged: ``<seq>.snapshot.corrupt[-k]``.
+_SET_ASIDE = re.compile(r"(\d{12,19})\.snapshot\.corrupt(?:-\d+)?")
+_ASIDE_MARK = "(damaged, set aside)"
 
 
 def _iso(t: float) -> str:
@@ -41,21 +45,33 @@ def _iso(t: float) -> str:
 
 
 def _collect(path: Path) -> list[tuple[str, SnapshotInfo]] | None:
-    """(model, info) for a snapshot file, a model directory or a store root; None if missing."""
+    """(model, info) for a snapshot file, a model directory or a store root; None if missing.
+
+    Files the store set aside as damaged (``*.snapshot.corrupt``) are included, with
+    ``info.set_aside`` True: they are what an operator is told to inspect.
+    """
     if path.is_file():
         st = path.stat()
-        seq = int(path.stem) if path.stem.isdigit() else -1
-        return [(path.parent.name, SnapshotInfo(seq, path, st.st_size, st.st_mtime))]
+        m = _SET_ASIDE.fullmatch(path.name)
+        seq = int(path.stem) if path.stem.isdigit() else int(m.group(1)) if m else -1
+        info = SnapshotInfo(seq, path, st.st_size, st.st_mtime, set_aside=m is not None)
+        return [(path.parent.name, info)]
     if not path.is_dir():
         return None
-    infos = list_dir(path)
+    infos = _model_files(path)
     if infos or (path / LATEST).exists():
         return [(path.name, info) for info in infos]
     return [
         (sub.name, info)
         for sub in sorted(p for p in path.iterdir() if p.is_dir())
-        for info in list_dir(sub)
+        for info in _model_files(sub)
     ]
+
+
+def _model_files(model_dir: Path) -> list[SnapshotInfo]:
+    """A model directory's snapshot files and set-aside damaged files, by seq."""
+    both = list_dir(model_dir) + list_set_aside(model_dir)
+    return sorted(both, key=lambda info: (info.seq, info.set_aside))
 
 
 def _latest_name(model_dir: Path) -> str | None:
@@ -82,6 +98,7 @@ def cmd_ls(path_or_dir: str, json_out: bool = False) -> int:
             "size": info.size,
             "mtime": info.mtime,
             "latest": _latest_name(info.path.parent) == info.path.name,
+            "set_aside": info.set_aside,
             "path": str(info.path),
         }
         for model, info in found
@@ -95,13 +112,18 @@ def cmd_ls(path_or_dir: str, json_out: bool = False) -> int:
     width = max(5, *(len(r["model"]) for r in rows))
     print(f"{'MODEL':<{width}}  {'SEQ':>12}  {'SIZE':>12}  {'MODIFIED (UTC)':<24}  PATH")
     for r in rows:
-        mark = " *" if r["latest"] else ""
+        mark = " *" if r["latest"] else f" {_ASIDE_MARK}" if r["set_aside"] else ""
         print(
             f"{r['model']:<{width}}  {r['seq']:>12}  {r['size']:>12,}  "
             f"{_iso(r['mtime']):<24}  {r['path']}{mark}"
         )
     if any(r["latest"] for r in rows):
         print("* = named by LATEST")
+    if any(r["set_aside"] for r in rows):
+        print(
+            f"{_ASIDE_MARK} = found damaged and renamed *.corrupt by the store, kept for "
+            f"inspection: streamk snapshot verify {path_or_dir} says why"
+        )
     return OK
 
 
@@ -225,6 +247,12 @@ def cmd_show(path: str, json_out: bool = False) -> int:
     if target.is_dir():
         infos = list_dir(target)
         if not infos:
+            aside = list_set_aside(target)
+            if aside:
+                return _usage(
+                    f"{path}: no snapshot files in this directory, only {len(aside)} set aside "
+                    f"as damaged (*.corrupt); see why with: streamk snapshot verify {path}"
+                )
             return _usage(f"{path}: no snapshot files in this directory")
         target = infos[-1].path
     elif not target.is_file():
@@ -360,34 +388,82 @@ def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
                 ok, reason = verify_bytes(read_file(info.path, DEFAULT_LIMITS), DEFAULT_LIMITS)
             except (OSError, SnapshotError) as exc:
                 ok, reason = False, str(exc)
-        results.append({"model": model, "path": str(info.path), "ok": ok, "reason": reason})
+            reason = reason.removeprefix(f"{info.path}: ")
+        if info.set_aside:
+            reason = (
+                f"set aside by the store as damaged; checked again: {reason}"
+                if not ok
+                else "set aside by the store as damaged, but it verifies now (a read error "
+                f"at the time?); to use it again, rename it to {info.seq:012d}.snapshot"
+            )
+        results.append(
+            {
+                "model": model,
+                "path": str(info.path),
+                "ok": ok,
+                "reason": reason,
+                "set_aside": info.set_aside,
+            }
+        )
     for model_dir in sorted({info.path.parent for _, info in found}):
         name = _latest_name(model_dir)
         if Path(path_or_dir).is_dir() and name is not None and not (model_dir / name).is_file():
-            reason = f"LATEST names {name!r}, which does not exist"
+            reason = f"LATEST names {name!r}, which does not exist" + (
+                " (the store set it aside as damaged)"
+                if (model_dir / f"{name}.corrupt").exists()
+                else ""
+            )
             results.append(
                 {
                     "model": model_dir.name,
                     "path": str(model_dir / LATEST),
                     "ok": False,
                     "reason": reason,
+                    "set_aside": False,
                 }
             )
     bad = [r for r in results if not r["ok"]]
+    stuck = _without_valid_snapshot(Path(path_or_dir), found, results)
     if json_out:
         print(
             json.dumps(
-                {"schema_version": SCHEMA_VERSION, "ok": not bad, "results": results}, indent=2
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "ok": not bad,
+                    "results": results,
+                    "models_without_valid_snapshot": [d.name for d in stuck],
+                },
+                indent=2,
             )
         )
     else:
         for r in results:
+            note = r["reason"] if not r["ok"] or r["set_aside"] else ""
+            print(f"{'OK     ' if r['ok'] else 'CORRUPT'} {r['path']}" + (note and f": {note}"))
+        aside = sum(1 for r in bad if r["set_aside"])
+        print(
+            f"{len(results) - len(bad)} ok, {len(bad)} corrupt"
+            + (f" ({aside} of them set aside by the store as *.corrupt)" if aside else "")
+        )
+        for model_dir in stuck:
             print(
-                f"{'OK     ' if r['ok'] else 'CORRUPT'} {r['path']}"
-                + ("" if r["ok"] else f": {r['reason']}")
+                f"model {model_dir.name!r} has no valid snapshot; restore a copy, or start it "
+                f"fresh with: streamk snapshot reset --dir {model_dir.parent} "
+                f"--model {model_dir.name}"
             )
-        print(f"{len(results) - len(bad)} ok, {len(bad)} corrupt")
     return CORRUPT if bad else OK
+
+
+def _without_valid_snapshot(
+    path: Path, found: list[tuple[str, SnapshotInfo]], results: list[dict[str, Any]]
+) -> list[Path]:
+    """Model directories verified whole whose every snapshot file failed: the engine stops
+    on such a model ("no valid snapshot") until it is restored or reset."""
+    if not path.is_dir():  # one file: its directory's other files were not looked at
+        return []
+    valid = {Path(r["path"]).parent for r in results if r["ok"] and not r["set_aside"]}
+    dirs = {info.path.parent for _, info in found}
+    return sorted(d for d in dirs if d not in valid)
 
 
 def cmd_reset(directory: str, model: str, force: bool = False, json_out: bool = False) -> int:

@@ -10,6 +10,7 @@ reset``, which sets the files aside so the next start is a fresh model.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -30,6 +31,7 @@ __all__ = [
     "SnapshotInfo",
     "read_file",
     "list_dir",
+    "list_set_aside",
     "LATEST",
     "SUFFIX",
     "CORRUPT_SUFFIX",
@@ -46,6 +48,7 @@ CORRUPT_SUFFIX = ".corrupt"
 QUARANTINE = "quarantine"
 _FILE = re.compile(r"(\d{12,19})\.snapshot")
 _SEEN = re.compile(r"(\d{12,19})\.snapshot(?:\.corrupt(?:-\d+)?)?")
+_SET_ASIDE = re.compile(r"(\d{12,19})\.snapshot\.corrupt(?:-(\d+))?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -54,7 +57,8 @@ class SnapshotInfo:
     """One stored snapshot file: its seq, path, size in bytes and mtime (Unix s).
 
     ``regular`` is False for a FIFO, directory, socket, device or dangling symlink
-    named like a snapshot: such an entry is never opened.
+    named like a snapshot: such an entry is never opened. ``set_aside`` is True for a
+    file ``latest`` found damaged and renamed ``<file>.corrupt`` (see :func:`list_set_aside`).
     """
 
     seq: int
@@ -62,6 +66,7 @@ class SnapshotInfo:
     size: int
     mtime: float
     regular: bool = True
+    set_aside: bool = False
 
 
 def read_file(path: str | os.PathLike[str], limits: Limits = DEFAULT_LIMITS) -> bytes:
@@ -530,6 +535,37 @@ def list_dir(model_dir: Path) -> list[SnapshotInfo]:
         )
     out.sort(key=lambda info: info.seq)
     return out
+
+
+def list_set_aside(model_dir: Path) -> list[SnapshotInfo]:
+    """Files in `model_dir` that ``latest`` set aside as damaged, oldest seq first.
+
+    That is ``<seq>.snapshot.corrupt`` and ``<seq>.snapshot.corrupt-<k>`` (a seq damaged
+    again after the first was set aside), each with ``set_aside=True``. They are kept for a
+    person to inspect (``streamk snapshot verify`` checks them again) and never loaded.
+    Nothing is opened.
+    """
+    out = []
+    try:
+        entries = list(os.scandir(model_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for entry in entries:
+        m = _SET_ASIDE.fullmatch(entry.name)
+        if m is None:
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:
+            try:  # a dangling symlink: report it, unopened
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+        regular = stat.S_ISREG(st.st_mode)
+        info = SnapshotInfo(int(m.group(1)), Path(entry.path), st.st_size, st.st_mtime, regular)
+        out.append((int(m.group(2) or 0), dataclasses.replace(info, set_aside=True)))
+    out.sort(key=lambda pair: (pair[1].seq, pair[0]))
+    return [info for _, info in out]
 
 
 def _lstat_mode(path: Path) -> int:
