@@ -91,3 +91,43 @@ def test_the_engine_dead_letters_the_bad_events_only(learner):
             clean.learn_one(x, y)
     queries = [x for x, _ in data[:60]]
     assert [engine.model.predict_one(x) for x in queries] == [clean.predict_one(x) for x in queries]
+
+
+#: Fractional labels: every distinct one became a class (a regression stream fed to a
+#: classifier: one coefficient column per event, 15 events/s, accuracy 0, no word said).
+FRACTIONAL = [0.5, np.float64(2.25), float("inf")]
+CLASSIFIERS = [name for name in LEARNERS if name != "ranker"]  # a rank may be 2.5
+
+
+@pytest.mark.parametrize("bad", FRACTIONAL, ids=repr)
+@pytest.mark.parametrize("learner", CLASSIFIERS)
+def test_a_classifier_refuses_a_fractional_label_and_changes_nothing(learner, bad):
+    test_learn_one_refuses_a_bad_label_and_changes_nothing(learner, bad)
+    with pytest.raises(InvalidInput, match="learner = svr"):
+        LEARNERS[learner]().learn_one({"a": 1.0}, bad)
+
+
+@pytest.mark.parametrize("method", ["learn_many", "learn_predict_many"])
+@pytest.mark.parametrize("learner", CLASSIFIERS)
+def test_a_block_with_a_fractional_label_is_refused_whole(learner, method):
+    test_a_block_with_a_bad_label_is_refused_whole(learner, 0.5, method)
+    data = _stream(50, learner)
+    model = LEARNERS[learner]()
+    y = np.array([float(label) for _, label in data])
+    y[7] = 1.5  # a float block's labels are checked as one array
+    with pytest.raises(InvalidInput, match=r"got 1\.5 "):
+        getattr(model, method)(pd.DataFrame([x for x, _ in data]), pd.Series(y))
+    assert model.n_learned == 0
+
+
+@pytest.mark.parametrize("learner", CLASSIFIERS)
+def test_whole_number_floats_are_still_classes(learner):
+    """``1.0`` and ``0.0`` are the classes ``True``/``1`` and ``False``/``0`` (Python's
+    equality): a float-labelled stream learns the boolean one's model."""
+    data = _stream(300, learner)
+    floats, bools = LEARNERS[learner](), LEARNERS[learner]()
+    for x, y in data:
+        floats.learn_one(x, float(y))
+        bools.learn_one(x, y)
+    queries = [x for x, _ in data[:100]]
+    assert [bool(floats.predict_one(x)) for x in queries] == [bools.predict_one(x) for x in queries]

@@ -109,9 +109,7 @@ def test_a_snapshot_dir_that_cannot_be_made_is_a_start_up_error(tmp_path, where)
 
 
 @pytest.mark.kafka
-def test_run_with_a_snapshot_dir_that_cannot_be_made_stops_before_joining(
-    kafka_broker, topic_name
-):
+def test_run_with_a_snapshot_dir_that_cannot_be_made_stops_before_joining(kafka_broker, topic_name):
     from streamk_run import run_args
 
     from streamk.cli.broker import create_topic
@@ -123,3 +121,36 @@ def test_run_with_a_snapshot_dir_that_cannot_be_made_stops_before_joining(
     assert done.returncode == 2, done.stderr
     assert f"snapshot_dir = '{bad}' is not a directory streamk can write" in done.stderr
     assert "Traceback" not in done.stderr and "rebalance callback" not in done.stderr
+
+
+def test_a_regression_log_fed_to_the_default_classifier_is_dead_lettered_not_learned(tmp_path):
+    """``streamk replay`` of a Friedman log with the defaults (a classifier) learned every
+    target as a class: 300 events, 299 support vectors, rolling metric 0, exit 0, at 15
+    events/s by 3,000 events. Each fractional label is now refused with the remedy (a
+    dead letter: the stream goes on), and ``--learner svr`` learns them all."""
+    from river.datasets import synth
+
+    from streamk.engine.deadletter import read_dead_letters
+
+    events = [
+        {"x": x, "y": y, "id": i} for i, (x, y) in enumerate(synth.Friedman(seed=1).take(300))
+    ]
+    log = tmp_path / "friedman.jsonl"
+    write_log(log, events)
+    dead = tmp_path / "dead"
+    done = streamk(
+        "replay", str(log), "--snapshot-dir", str(tmp_path / "a"), "--dead-letter-dir", str(dead),
+        "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["learned"] == 0 and summary["dead_lettered"] == 300
+    letters = [letter for path in dead.iterdir() for letter in read_dead_letters(path)]
+    assert sorted(letter.offset for letter in letters) == list(range(300))
+    assert all("not a real number" in letter.reason for letter in letters)
+    assert all("learner = svr" in letter.reason for letter in letters)
+    svr = streamk(
+        "replay", str(log), "--snapshot-dir", str(tmp_path / "b"), "--learner", "svr", "--json"
+    )
+    assert svr.returncode == 0, svr.stderr
+    assert json.loads(svr.stdout)["learned"] == 300
