@@ -46,14 +46,15 @@ class PrequentialResult:
     """What a prequential run measured."""
 
     metric_name: str
-    metric: float
+    #: None when no prediction was scored (no rows, or none labelled): no value, not 0
+    metric: float | None
     n_events: int
     seconds: float
     n_support: int
     memory_bytes: int
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     #: further metrics updated alongside (name -> final value), e.g. ``{"R2": 0.93}``
-    extra: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, float | None] = field(default_factory=dict)
     #: events the model refused (a value too large for its kernels, a NaN label): skipped
     skipped: int = 0
     #: the first refused event's 0-based index in the stream and the model's reason
@@ -147,6 +148,7 @@ def prequential(
         learn_one, learn_many = model.learn_one, getattr(model, "learn_many", None)
     stream = itertools.islice(stream, limit) if limit is not None else iter(stream)
     n = 0
+    n_scored = 0  # predictions scored: none means the metrics have no value
     skipped = 0
     first_skipped = ""  # the first refused event's index and the model's reason
     start = last = time.perf_counter()
@@ -166,17 +168,18 @@ def prequential(
 
     def one(x: Any, y: Any, index: int) -> None:
         """Test-then-train one event; a refusal skips it (counted)."""
+        nonlocal skipped, first_skipped, n_scored
         try:
             y_pred = model.predict_one(x)
             learn_one(x, y)
         except OutsideConfiguration:
             raise
         except REFUSALS as exc:
-            nonlocal skipped, first_skipped
             skipped += 1
             first_skipped = first_skipped or f"event {index}: {exc}"
             return
         if y_pred is not None:  # as river: no guess, no score
+            n_scored += 1
             for m in scored:
                 m.update(y, y_pred)
 
@@ -212,6 +215,7 @@ def prequential(
                 predictions = [None] * len(chunk)
             for y, p in zip(ys, predictions):
                 if p is not None:
+                    n_scored += 1
                     for m in scored:
                         m.update(y, p)
             n += len(chunk)
@@ -222,13 +226,13 @@ def prequential(
     report(time.perf_counter())
     return PrequentialResult(
         metric_name=type(metric).__name__,
-        metric=float(metric.get()),
+        metric=float(metric.get()) if n_scored else None,
         n_events=n,
         seconds=seconds,
         n_support=_support_size(model),
         memory_bytes=int(getattr(final_step(model), "_raw_memory_usage", 0)),
         checkpoints=checkpoints,
-        extra={type(m).__name__: float(m.get()) for m in extra},
+        extra={type(m).__name__: float(m.get()) if n_scored else None for m in extra},
         skipped=skipped,
         first_skipped=first_skipped,
     )

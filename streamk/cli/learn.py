@@ -1,7 +1,8 @@
 """``streamk learn``: prequential evaluation of a learner on a data set or CSV file.
 
 The task comes from the data: river's task tag for a named data set, the target column's
-values for a CSV file (:func:`streamk.engine.registry.csv_task`). Classification is scored
+values for a CSV file (:func:`streamk.engine.registry.csv_task`; a row with an empty target
+cell is unlabelled: skipped, counted, never scored). Classification is scored
 by accuracy, regression by MAE and R²; without ``--learner`` the task's default learner is
 used (``perceptron`` or ``svr``). Features are standardised on-line in front of the
 learner (as river's ``StandardScaler`` does) unless ``--scale none``: ``gamma="auto"`` is
@@ -18,7 +19,7 @@ import os
 from typing import Any
 
 from .argtypes import non_negative_int, non_negative_seconds, positive_int
-from .output import SCHEMA_VERSION, Progress, machine
+from .output import SCHEMA_VERSION, Progress, machine, plain
 
 __all__ = [
     "cmd_learn",
@@ -113,7 +114,9 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
     )
     learn.add_argument("--limit", type=positive_int, help="stop after this many events")
     learn.add_argument(
-        "--n", type=positive_int, help="length of a synthetic stream (default 20,000)"
+        "--n",
+        type=positive_int,
+        help="length of a synthetic stream (default 20,000; not for a fixed data set or file)",
     )
     learn.add_argument("--target", help="CSV target column (default: the last one)")
     learn.add_argument(
@@ -164,13 +167,20 @@ def cmd_learn(args: argparse.Namespace) -> int:
         iter_csv,
         load_dataset,
     )
+    from ..errors import ConfigError
 
     if args.text_column:
         return _learn_text(args)
     _refuse_text_kernel(args.kernel)
+    unlabelled = [0]
     if os.path.exists(args.dataset):
+        if args.n is not None:
+            raise ConfigError(
+                f"--n sets the length of a synthetic stream, not of a file ({args.dataset}); "
+                "use --limit to stop after fewer events"
+            )
         task = csv_task(args.dataset, args.target)
-        stream = iter_csv(args.dataset, args.target)
+        stream = _labelled(iter_csv(args.dataset, args.target), unlabelled)
     else:
         task = dataset_task(args.dataset)
         stream = load_dataset(args.dataset, n=args.n)
@@ -192,10 +202,11 @@ def cmd_learn(args: argparse.Namespace) -> int:
             "kernel": repr(learner.kernel_),
             "batch_size": args.batch_size,
             **result.to_dict(),
+            "unlabelled": unlabelled[0],
             "machine": machine(),
         }
         out.pop("checkpoints")
-        print(json.dumps(out, indent=2))
+        print(json.dumps(plain(out), indent=2, allow_nan=False))
         return 0
     rows = [
         ("data set", f"{args.dataset} ({task})"),
@@ -203,13 +214,14 @@ def cmd_learn(args: argparse.Namespace) -> int:
         ("features", "standardised on-line" if args.scale == "standard" else "raw"),
         ("kernel in use", repr(learner.kernel_)),
         ("events", f"{result.n_events:,}"),
+        *_unlabelled_row(unlabelled[0]),
         *_skipped_row(result.skipped, result.first_skipped),
         (
-            ("flagged", f"{result.metric:.4f} of events (novel before learning)")
+            ("flagged", f"{_figure(result.metric)} of events (novel before learning)")
             if task == NOVELTY
-            else (result.metric_name.lower(), f"{result.metric:.4f}")
+            else (result.metric_name.lower(), _figure(result.metric))
         ),
-        *((key.lower(), f"{value:.4f}") for key, value in result.extra.items()),
+        *((key.lower(), _figure(value)) for key, value in result.extra.items()),
         ("events/s", f"{result.events_per_second:,.0f}"),
         ("support vectors", f"{result.n_support:,}"),
         ("model memory", f"{result.memory_bytes / 1024:,.1f} KiB"),
@@ -242,10 +254,11 @@ def iter_text_rows(path: str, column: str, target: str | None = None):
 
     The target is the last column (CSV) or the last key of each object (JSONL) unless
     ``target`` names it; in JSONL the value may also be a tree (a nested list). A label
-    is read as an int, else a float, else kept as text.
+    is read by :func:`~streamk.engine.registry.parse_label`; an empty one (or JSON null)
+    is None, an unlabelled row. CSV files go through the checks every CSV reader of
+    streamk makes (a header row, rows as wide as it).
     """
-    import csv
-
+    from ..engine.registry import csv_header, csv_rows, parse_label
     from ..errors import ConfigError
 
     if path.endswith((".jsonl", ".ndjson", ".json")):
@@ -263,28 +276,17 @@ def iter_text_rows(path: str, column: str, target: str | None = None):
                 if key not in obj or key == column:
                     raise ConfigError(f"{path}:{line_no}: no target field {key!r} (--target)")
                 y = obj[key]
-                yield obj[column], _parse_label(y) if isinstance(y, str) else y
+                yield obj[column], parse_label(y) if isinstance(y, str) else y
         return
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        names = reader.fieldnames or []
-        key = target or (names[-1] if names else None)
-        if column not in names or key not in names or key == column:
-            raise ConfigError(
-                f"{path}: needs a header with the text column {column!r} and a target "
-                f"column ({key!r}); columns are {names}"
-            )
-        for row in reader:
-            yield row[column], _parse_label(row[key])
-
-
-def _parse_label(text: str) -> Any:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
+    header, t = csv_header(path, target)
+    if column not in header or header[t] == column:
+        raise ConfigError(
+            f"{path}: needs a header with the text column {column!r} and a target "
+            f"column ({header[t]!r}); columns are {header}"
+        )
+    c = header.index(column)
+    for _, cells in csv_rows(path, len(header)):
+        yield cells[c], parse_label(cells[t])
 
 
 def _text_task(labels: list[Any]) -> str:
@@ -312,12 +314,8 @@ def _learn_text(args: argparse.Namespace) -> int:
 
     if not os.path.exists(args.dataset):
         raise ConfigError(f"--text-column needs a CSV or JSONL file; {args.dataset!r} is not one")
-    peek = [
-        y
-        for _, y in itertools.islice(
-            iter_text_rows(args.dataset, args.text_column, args.target), 1000
-        )
-    ]
+    labels = (y for _, y in iter_text_rows(args.dataset, args.text_column, args.target))
+    peek = list(itertools.islice((y for y in labels if y is not None), 1000))
     task = _text_task(peek)
     name = choose_learner(task, args.learner)
     kernel = args.kernel or DEFAULT_TEXT_KERNEL
@@ -328,9 +326,11 @@ def _learn_text(args: argparse.Namespace) -> int:
             f"not {kernel!r}"
         )
     skipped = {"count": 0, "first": ""}
+    unlabelled = [0]
 
     def rows():
-        for x, y in iter_text_rows(args.dataset, args.text_column, args.target):
+        text_rows = iter_text_rows(args.dataset, args.text_column, args.target)
+        for x, y in _labelled(text_rows, unlabelled):
             try:
                 yield validate_object(learner.kernel_, x), y
             except InvalidInput as exc:
@@ -350,6 +350,7 @@ def _learn_text(args: argparse.Namespace) -> int:
         "kernel": repr(learner.kernel_),
         "batch_size": args.batch_size,
         **result.to_dict(),
+        "unlabelled": unlabelled[0],
         "machine": machine(),
     }
     out.pop("checkpoints")
@@ -357,16 +358,17 @@ def _learn_text(args: argparse.Namespace) -> int:
     out["skipped"] = skipped["count"] + result.skipped
     out["first_skipped"] = skipped["first"] or result.first_skipped
     if args.json:
-        print(json.dumps(out, indent=2))
+        print(json.dumps(plain(out), indent=2, allow_nan=False))
         return 0
     rows_out = [
         ("data set", f"{args.dataset} ({task}, text column {args.text_column!r})"),
         ("learner", repr(learner).replace("\n", " ")),
         ("kernel in use", repr(learner.kernel_)),
         ("events", f"{result.n_events:,}"),
+        *_unlabelled_row(unlabelled[0]),
         *_skipped_row(out["skipped"], out["first_skipped"], always=True),
-        (result.metric_name.lower(), f"{result.metric:.4f}"),
-        *((key.lower(), f"{value:.4f}") for key, value in result.extra.items()),
+        (result.metric_name.lower(), _figure(result.metric)),
+        *((key.lower(), _figure(value)) for key, value in result.extra.items()),
         ("events/s", f"{result.events_per_second:,.0f}"),
         ("support vectors", f"{result.n_support:,}"),
     ]
@@ -374,6 +376,32 @@ def _learn_text(args: argparse.Namespace) -> int:
     for key, value in rows_out:
         print(f"{key:<{width}}  {value}")
     return 0
+
+
+def _labelled(stream: Any, unlabelled: list[int]) -> Any:
+    """The rows of ``stream`` that have a label; ``unlabelled[0]`` counts the others.
+
+    A prequential figure scores a prediction against the row's label, and learning needs
+    it: an unlabelled row (an empty target cell) has nothing to score or learn, so it is
+    skipped, and counted so that the summary says how many.
+    """
+    for x, y in stream:
+        if y is None:
+            unlabelled[0] += 1
+            continue
+        yield x, y
+
+
+def _figure(value: float | None) -> str:
+    """A metric in the summary: four decimals, ``-`` when there is none (nothing scored)."""
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _unlabelled_row(count: int) -> list[tuple[str, str]]:
+    """The summary's line for rows without a label (none without any)."""
+    if not count:
+        return []
+    return [("unlabelled rows", f"{count:,} (empty target: skipped, not scored nor learned)")]
 
 
 def _skipped_row(count: int, first: str, always: bool = False) -> list[tuple[str, str]]:

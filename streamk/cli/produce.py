@@ -3,12 +3,13 @@
 Inputs, chosen by ``format`` or the file suffix:
 
 * ``csv`` (``.csv``): a header row, then one row per event. The target column (the last
-  one unless ``target`` names another) becomes ``y`` (an int, else a float, else text;
-  an empty cell means unlabelled); the other columns become ``x``, a map from column
-  name to number (an empty cell means the feature is absent). With ``block_size=N``
-  rows are packed N at a time into block events (:func:`~streamk.engine.events.encode_block`,
-  ``x`` then a dense row in header order, every cell required), the fast form for
-  high-throughput streams.
+  one unless ``target`` names another) becomes ``y`` (an int, else a float, ``true`` or
+  ``false`` in any case a bool, else text; an empty cell means unlabelled); the other
+  columns become ``x``, a map from column name to number (an empty cell means the feature
+  is absent). ``streamk learn`` reads CSV files with the same reader and checks. With
+  ``block_size=N`` rows are packed N at a time into block events
+  (:func:`~streamk.engine.events.encode_block`, ``x`` then a dense row in header order,
+  every cell required), the fast form for high-throughput streams.
 * ``jsonl`` (``.jsonl``, ``.ndjson``): one JSON event map per line, re-packed as msgpack.
 * ``msgpack`` (anything else): a recorded event log, sent byte for byte as framed by
   :class:`~streamk.sources.replay.ReplaySource` (a torn tail goes as one record, which
@@ -24,7 +25,6 @@ failure surfaces as :class:`~streamk.sinks.SinkError` within ``timeout_s``.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.events import encode_block, encode_event
+from ..engine.registry import csv_header, csv_number, csv_rows, parse_label
 from ..errors import ConfigError, InvalidInput
 from ..sinks import KafkaSink
 from .argtypes import positive_int
@@ -56,59 +57,34 @@ def _format_of(path: Path, format: str | None) -> str:
     return format
 
 
-def _label(text: str | None) -> Any:
-    if text is None or text == "":
-        return None
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
 _Rows = Iterator[tuple[int, list[str], str]]
 
 
 def _csv_rows(path: Path, target: str | None) -> tuple[list[str], _Rows]:
-    """Feature columns and an iterator of ``(line, feature cells, target cell)``."""
-    with open(path, newline="") as fh:
-        header = next(csv.reader(fh), None)
-    if not header:
-        raise ConfigError(f"{path}: no header row; the first line must name the columns.")
-    target = target or header[-1]
-    if target not in header:
-        raise ConfigError(f"{path}: no column {target!r}; columns are {header}.")
-    t = header.index(target)
+    """Feature columns and an iterator of ``(line, feature cells, target cell)``.
+
+    The header is checked now, before any topic is created, by the reader ``streamk learn``
+    uses too (:func:`~streamk.engine.registry.csv_header`, ``csv_rows``): a file the one
+    refuses, the other refuses with the same words.
+    """
+    header, t = csv_header(path, target)
     features = header[:t] + header[t + 1 :]
 
     def rows() -> _Rows:
-        with open(path, newline="") as fh:
-            reader = csv.reader(fh)
-            next(reader)
-            for line, row in enumerate(reader, start=2):
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise InvalidInput(
-                        f"{path}:{line}: {len(row)} cells, but the header has {len(header)}."
-                    )
-                yield line, row[:t] + row[t + 1 :], row[t]
+        for line, row in csv_rows(path, len(header)):
+            yield line, row[:t] + row[t + 1 :], row[t]
 
     return features, rows()
 
 
 def _number(path: Path, line: int, column: str, cell: str) -> float:
-    try:
-        return float(cell)
-    except ValueError:
-        raise InvalidInput(f"{path}:{line}: column {column!r} is {cell!r}, not a number.") from None
+    return csv_number(path, line, column, cell)
 
 
 def _csv_events(path: Path, features: list[str], rows: _Rows) -> Iterator[bytes]:
     for line, cells, y in rows:
         x = {c: _number(path, line, c, v) for c, v in zip(features, cells) if v != ""}
-        yield encode_event(x=x, y=_label(y))
+        yield encode_event(x=x, y=parse_label(y))
 
 
 def _csv_blocks(path: Path, features: list[str], rows: _Rows, block_size: int) -> Iterator[bytes]:
@@ -124,7 +100,7 @@ def _csv_blocks(path: Path, features: list[str], rows: _Rows, block_size: int) -
                 )
             row.append(_number(path, line, c, v))
         X.append(row)
-        ys.append(_label(y))
+        ys.append(parse_label(y))
         if len(X) == block_size:
             yield encode_block(X, ys)
             X, ys = [], []

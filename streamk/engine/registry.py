@@ -22,6 +22,11 @@ __all__ = [
     "dataset_task",
     "iter_csv",
     "csv_task",
+    "csv_header",
+    "csv_rows",
+    "csv_number",
+    "parse_label",
+    "CSV_FORM",
 ]
 
 CLASSIFICATION, REGRESSION = "classification", "regression"
@@ -208,8 +213,17 @@ def _river_dataset(name: str, seed: int) -> tuple[Any, bool]:
 
 
 def load_dataset(name: str, n: int | None = None, seed: int = 42) -> Any:
-    """An iterable of ``(x, y)`` for a name in :data:`DATASETS` (synthetic ones need ``n``)."""
+    """An iterable of ``(x, y)`` for a name in :data:`DATASETS`.
+
+    ``n`` is the length of a synthetic stream (default 20,000); a fixed data set has its
+    own length, so ``n`` there is a :class:`ConfigError` rather than silently ignored.
+    """
     data, synthetic = _river_dataset(name, seed)
+    if n is not None and not synthetic:
+        raise ConfigError(
+            f"--n sets the length of a synthetic stream, but {name!r} is a fixed data set "
+            f"({data.n_samples:,} events); use --limit to stop after fewer"
+        )
     return data.take(n or 20_000) if synthetic else data
 
 
@@ -222,50 +236,139 @@ def dataset_task(name: str) -> str:
 
 
 def csv_task(path: str, target: str | None = None, peek: int = 1000) -> str:
-    """The task a CSV file's target asks for, from its first ``peek`` values.
+    """The task a CSV file's target asks for, from its first ``peek`` non-empty values.
 
-    Text or a non-integral number means classification or regression respectively; if
-    every value is an integer, more than 20 distinct values means regression (counts,
-    amounts), otherwise classification (class codes).
+    Text or a boolean means classification; a non-integral number regression; if every
+    value is an integer, more than 20 distinct values means regression (counts, amounts),
+    otherwise classification (class codes). Empty target cells (unlabelled rows) do not
+    count: one gap in a column of numbers must not make it a column of class names.
     """
     import itertools
 
-    values = [y for _, y in itertools.islice(iter_csv(path, target), peek)]
-    if any(isinstance(v, str) for v in values):
+    labelled = (y for _, y in iter_csv(path, target) if y is not None)
+    values = list(itertools.islice(labelled, peek))
+    if any(isinstance(v, str | bool) for v in values):
         return CLASSIFICATION
     if any(isinstance(v, float) for v in values):
         return REGRESSION
     return REGRESSION if len(set(values)) > 20 else CLASSIFICATION
 
 
-def iter_csv(path: str, target: str | None = None):
-    """``(x, y)`` pairs from a CSV file with a header; the target is the last column by default.
+#: what a CSV file must look like, said by every error about one
+CSV_FORM = (
+    "streamk reads comma-separated files whose first row names the columns "
+    "(the target is the last column unless --target names another)"
+)
 
-    Feature values must be numbers (an empty cell means the feature is absent); the
-    target is read as an int, else a float, else kept as text (a class label).
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_header(path: str | os.PathLike[str], target: str | None = None) -> tuple[list[str], int]:
+    """The header row of a CSV file and the target's index in it, checked.
+
+    The file must have a header row (not a row of numbers: the first data row would
+    silently become the column names), the target column, and at least one feature column
+    besides it (one column per row is what a file with another delimiter looks like).
+    Raises :class:`ConfigError` saying which, and what streamk reads (:data:`CSV_FORM`).
     """
     import csv
 
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        if not reader.fieldnames:
-            raise ConfigError(f"{path}: no header row; the first line must name the columns")
-        target = target or reader.fieldnames[-1]
-        if target not in reader.fieldnames:
-            raise ConfigError(f"{path}: no column {target!r}; columns are {reader.fieldnames}")
-        for line, row in enumerate(reader, start=2):
-            y_text = row.pop(target)
-            try:
-                x = {k: float(v) for k, v in row.items() if v not in ("", None)}
-            except ValueError as exc:
-                raise ConfigError(f"{path}:{line}: a feature is not a number ({exc})") from None
-            yield x, _parse_label(y_text)
+    with open(path, newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh), None)
+    if not header or not any(cell.strip() for cell in header):
+        raise ConfigError(f"{path}: no header row; {CSV_FORM}")
+    cells = [c.strip() for c in header]
+    if any(_is_number(c) for c in cells) and all(
+        _is_number(c) or c.lower() in ("true", "false", "") for c in cells
+    ):
+        raise ConfigError(
+            f"{path}: the first row looks like data ({','.join(header)[:80]}): a CSV needs a "
+            "header row naming the columns; add one, e.g. x1,x2,...,label"
+        )
+    if len(header) < 2:
+        other = [d for d in (";", "\t", "|") if d in header[0]]
+        hint = f" (the header holds {other[0]!r}: is that the delimiter?)" if other else ""
+        raise ConfigError(
+            f"{path}: one column ({header[0][:80]!r}), so no feature besides the target{hint}; "
+            f"{CSV_FORM}: convert the file to commas"
+        )
+    target = target or header[-1]
+    if target not in header:
+        raise ConfigError(f"{path}: no column {target!r}; columns are {header}")
+    return header, header.index(target)
 
 
-def _parse_label(text: str) -> Any:
+def csv_rows(path: str | os.PathLike[str], width: int):
+    """``(line, cells)`` for every data row of a CSV file (blank lines skipped).
+
+    A row with more or fewer cells than the ``width`` of the header raises
+    :class:`InvalidInput` naming the file, the line and both counts: the cells cannot be
+    matched to their columns, and guessing would learn the wrong features.
+    """
+    import csv
+
+    from ..errors import InvalidInput
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        next(reader, None)
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != width:
+                raise InvalidInput(
+                    f"{path}:{reader.line_num}: {len(row)} cells, but the header has {width}; "
+                    "give every row one cell per column (an empty cell for a missing value, "
+                    "quote a cell that holds a comma)."
+                )
+            yield reader.line_num, row
+
+
+def csv_number(path: str | os.PathLike[str], line: int, column: str, cell: str) -> float:
+    """A feature cell as a float; :class:`InvalidInput` naming where, if it is not one."""
+    from ..errors import InvalidInput
+
+    try:
+        return float(cell)
+    except ValueError:
+        raise InvalidInput(f"{path}:{line}: column {column!r} is {cell!r}, not a number.") from None
+
+
+def iter_csv(path: str, target: str | None = None):
+    """``(x, y)`` pairs from a CSV file with a header; the target is the last column by default.
+
+    Feature values must be numbers (an empty cell means the feature is absent); the target
+    is read by :func:`parse_label`, so an empty target cell gives ``y = None``: an
+    unlabelled row. The header and every row are checked (:func:`csv_header`,
+    :func:`csv_rows`): ``streamk learn`` and ``streamk produce`` read CSV files alike.
+    """
+    header, t = csv_header(path, target)
+    for line, cells in csv_rows(path, len(header)):
+        x = {
+            c: csv_number(path, line, c, v)
+            for i, (c, v) in enumerate(zip(header, cells))
+            if i != t and v != ""
+        }
+        yield x, parse_label(cells[t])
+
+
+def parse_label(text: str | None) -> Any:
+    """A label cell as a value: None if empty (unlabelled), an int, else a float, ``true`` or
+    ``false`` in any case a bool (as JSON events and river's data sets carry them), else the
+    text (a class name)."""
+    if text is None or text.strip() == "":
+        return None
     for cast in (int, float):
         try:
             return cast(text)
         except ValueError:
             pass
+    if text.strip().lower() in ("true", "false"):
+        return text.strip().lower() == "true"
     return text
