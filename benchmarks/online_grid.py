@@ -225,14 +225,16 @@ def _rivals(task: str) -> dict[str, Callable[[], Any]]:
 PROBE = 50
 
 
-def _refusal(model: Any, data: list, unsupervised: bool) -> str | None:
-    """Why ``model`` refuses these events (a policy rejecting the kernel, e.g. ``Merge``
-    with a non-RBF kernel), as ``"n/a: <reason>"``; ``None`` when it learns them.
+def _refusal(make: Callable[[], Any], data: list, unsupervised: bool) -> str | None:
+    """Why the model ``make()`` builds refuses these events (a policy rejecting the kernel,
+    e.g. ``Merge`` with a non-RBF kernel), as ``"n/a: <reason>"``; ``None`` when it learns
+    them.
 
-    A short prefix is enough: a policy checks its kernel on the first insertion.
+    The learners refuse such a pairing at construction; a short prefix of events covers a
+    check made on the first insertion.
     """
     try:
-        _learn_one(model, data[:PROBE], unsupervised)()
+        _learn_one(make(), data[:PROBE], unsupervised)()
     except ConfigError as exc:
         return f"n/a: {exc}"
     return None
@@ -438,7 +440,7 @@ def run(args: argparse.Namespace, results: Path) -> int:
             refused = {
                 (pname, b): why
                 for pname, b, pf in configs
-                if (why := _refusal(lfactory(kernel(), pf()), data, unsup)) is not None
+                if (why := _refusal(_factory(lfactory, kernel, pf), data, unsup)) is not None
             }
             times: dict[Any, list[float]] = {}
             compiled: dict[Any, float] = {}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ConfigError
-from ..kernels import RBF
+from ..kernels import RBF, Kernel
 from .base import BudgetPolicy, oldest_among, register_policy
 from .compiled import compiled_merge_search, merge_apply
 from .removal import removal_cost
@@ -165,13 +165,28 @@ class Merge(BudgetPolicy):
     def __init__(self, budget: int):
         super().__init__(budget)
 
-    def insert(self, support, row, coef, k_row):
-        kernel = support.kernel
+    @staticmethod
+    def check_kernel(kernel: Kernel) -> None:
+        """Refuse a kernel other than :class:`~streamk.kernels.RBF` (``gamma="auto"`` too).
+
+        The merge point and its coefficient are the RBF's closed form (two Gaussians into
+        one); learners call this at construction, so a wrong pairing is refused before the
+        first event rather than at the first merge.
+
+        Raises
+        ------
+        ConfigError
+            Naming the kernel and the policies that take it.
+        """
         if not isinstance(kernel, RBF):
             raise ConfigError(
                 f"Merge needs an RBF kernel (merging two Gaussians into one), got {kernel!r}; "
                 "use RemoveSmallest or Projectron for other kernels"
             )
+
+    def insert(self, support, row, coef, k_row):
+        kernel = support.kernel
+        self.check_kernel(kernel)
         full = self._full(support)
         support.append(row, coef, k_row)
         if full:

@@ -104,6 +104,28 @@ def _events_of(X: Any) -> list[Any]:
     return list(X)
 
 
+def _check_pairing(policy: BudgetPolicy, kernel: Kernel) -> None:
+    """Refuse a budget policy that cannot work with ``kernel``, before any event.
+
+    A policy that builds new support points needs rows in a vector space (not strings or
+    trees), and :class:`~streamk.budget.Merge` needs an RBF kernel: found at construction,
+    not at the first merge, thousands of events into a stream.
+
+    Raises
+    ------
+    ConfigError
+        Naming the policy, the kernel and the policies that take it.
+    """
+    if kernel.takes_objects and policy.needs_vector_space:
+        raise ConfigError(
+            f"budget policy {policy!r} needs a vector space (it builds new "
+            f"support points); {kernel!r} works on strings/trees: use RemoveOldest, "
+            "RemoveRandom, RemoveSmallest, Forgetron or Projectron"
+        )
+    if isinstance(policy, Merge):
+        policy.check_kernel(kernel)
+
+
 class Offset:
     """A write view of a list shifted by ``start`` (the rows of one run under one kernel):
     what :meth:`KernelLearner._event_rows` writes a block's predictions through."""
@@ -155,13 +177,8 @@ class KernelLearner:
         self._auto_kernel = kernel
         keep_gram = self._keep_gram or self._policy.needs_gram
         self._objects = kernel.takes_objects
+        _check_pairing(self._policy, kernel)
         if self._objects:  # strings or trees: the support set holds the objects themselves
-            if self._policy.needs_vector_space:
-                raise ConfigError(
-                    f"budget policy {self._policy!r} needs a vector space (it builds new "
-                    f"support points); {kernel!r} works on strings/trees: use RemoveOldest, "
-                    "RemoveRandom, RemoveSmallest, Forgetron or Projectron"
-                )
             self._scale = None
             self._auto_kernel = kernel
             self._support = ObjectSupportSet(kernel, n_outputs=n_outputs, keep_gram=keep_gram)
@@ -759,6 +776,7 @@ class KernelLearner:
         model._support = kind.from_state(sup)
         model._scale = None if state["scale"] is None else ScaleEstimator.from_state(state["scale"])
         model._policy = policy_from_spec(state["policy"])
+        _check_pairing(model._policy, model._support.kernel)
         model._bound_growth()
         model._n_learned = int(state["n_learned"])
         model._load_extra_state(state)
