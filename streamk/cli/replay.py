@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from .run import engine_overrides, run_engine
 
@@ -24,4 +26,31 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from ..sources.replay import ReplaySource
 
     config = load_config(args.config, engine_overrides(args))
+    if getattr(args, "plot", None):
+        check_plot_path(args.plot)
     return run_engine(config, ReplaySource(args.log), args)
+
+
+def check_plot_path(plot: str | os.PathLike[str]) -> None:
+    """Refuse a ``--plot`` path that cannot be written, before anything is learned.
+
+    The curve is written after the run, and by then the run has learned and snapshotted:
+    a resumed run would learn nothing new to draw, so the run's curve would be lost. The
+    PNG and its sibling ``.json`` need an existing, writable directory.
+    """
+    from ..errors import ConfigError
+
+    path = Path(plot)
+    folder = path.parent
+    if path.is_dir():
+        raise ConfigError(f"--plot {str(plot)!r} is a directory; give a file name, e.g. curve.png")
+    if not folder.is_dir():
+        raise ConfigError(
+            f"--plot {str(plot)!r}: no directory {str(folder)!r}; create it first "
+            f"(mkdir -p {folder}) or give a path in an existing one"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"--plot {str(plot)!r}: the directory {str(folder)!r} is not writable; "
+            "give a path in one you can write to"
+        )

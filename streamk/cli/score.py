@@ -66,6 +66,6 @@ def cmd_score(args: argparse.Namespace) -> int:
     }
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
-    elif not args.quiet:
+    else:  # --quiet silences progress only, as for run, replay, demo and learn
         print(format_summary(summary, skip=("schema_version", "machine")))
     return 0

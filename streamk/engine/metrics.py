@@ -221,7 +221,13 @@ class RollingScore:
         self._scores[: len(scores) - head] = scores[head:]
         self._count += len(scores)
 
-    def get(self) -> float:
-        """The mean over the window (0.0 before the first event, like river's metrics)."""
+    def get(self) -> float | None:
+        """The mean over the window; None before the first event.
+
+        No value, rather than river's 0.0: an engine that learned nothing (a resumed replay
+        with nothing new) would otherwise report a perfect MAE. Summaries show None as
+        ``-`` (JSON ``null``); a Prometheus gauge keeps its last value
+        (:meth:`Metrics.set` ignores None).
+        """
         n = min(self._count, self.window)
-        return float(self._scores[:n].mean()) if n else 0.0
+        return float(self._scores[:n].mean()) if n else None
