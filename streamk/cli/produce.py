@@ -39,6 +39,7 @@ from ..errors import ConfigError, InvalidInput
 from ..sinks import KafkaSink
 from .argtypes import positive_int
 from .broker import create_topic
+from .output import SCHEMA_VERSION
 
 __all__ = ["produce", "iter_messages", "cmd_produce", "add_arguments", "EXAMPLES"]
 
@@ -268,7 +269,8 @@ def cmd_produce(args: argparse.Namespace) -> int:
     if show:
         print(file=sys.stderr)
     if args.json:
-        print(json.dumps({"topic": args.topic, "messages": sent, "seconds": round(elapsed, 3)}))
+        doc = {"topic": args.topic, "messages": sent, "seconds": round(elapsed, 3)}
+        print(json.dumps({"schema_version": SCHEMA_VERSION, **doc}))
     elif not args.quiet:
         print(f"produced {sent:,} messages to {args.topic!r} in {elapsed:.1f}s")
     return 0

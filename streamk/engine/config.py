@@ -100,7 +100,13 @@ DEFAULTS: dict[str, Option] = {
         choices=tuple(LEARNERS),
     ),
     "ranks": Option("", str, RANKS_HELP + "; learner = ranker only"),
-    "kernel": Option("rbf", str, "rbf[:gamma], laplacian[:gamma], linear, poly[:d], +bias"),
+    "kernel": Option(
+        "rbf",
+        str,
+        "rbf[:gamma], laplacian[:gamma], linear, cosine or poly[:degree[:scale[:offset]]], "
+        "each optionally +bias; on text or trees: [norm-]spectrum:p, mismatch:k:m[:alphabet], "
+        "gap:p[:lam], rgap:p:m[:lam], subtree, corooted",
+    ),
     "budget": Option(500, int, "maximum support vectors (0: unbounded)", low=0, high=10_000_000),
     "policy": Option("RemoveOldest", str, "budget policy class name"),
     "scale": Option(
@@ -307,6 +313,7 @@ def load_config(
         name = "STREAMK_" + key.upper()
         if name in env:
             config[key] = _coerce(key, env[name], name)
+    _warn_unknown_env(env)
     for key, value in (overrides or {}).items():
         if value is None:
             continue
@@ -317,6 +324,35 @@ def load_config(
         config["model_name"] = default_model_name(dict(env))
     _check(config)
     return config
+
+
+#: ``STREAMK_*`` variables that are not settings: the pure-NumPy switch, the broker binary
+OTHER_ENV = ("STREAMK_NO_ACCEL", "STREAMK_TANSU_BIN")
+
+_warned_env: set[str] = set()
+
+
+def _warn_unknown_env(env: Any) -> None:
+    """Warn, once per name, about a ``STREAMK_*`` variable that is no setting.
+
+    A misspelt one (``STREAMK_BUDJET``) would otherwise be ignored in silence and the
+    default used; the warning names the closest known variable.
+    """
+    import difflib
+
+    known = ["STREAMK_" + key.upper() for key in DEFAULTS] + list(OTHER_ENV)
+    for name in sorted(env):
+        if not name.startswith("STREAMK_") or name in known or name in _warned_env:
+            continue
+        _warned_env.add(name)
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        log.warning(
+            "ignoring environment variable %s: it is not a streamk setting%s "
+            "(every setting and its variable: docs/configuration.md)",
+            name,
+            hint,
+        )
 
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -93,6 +93,14 @@ def _sub_specs(specs: Any, depth: int) -> Iterable[Kernel]:
     return [kernel_from_spec(s, depth + 1) for s in specs]
 
 
+#: what the short kernel syntax accepts, said by every error about it
+KERNEL_USAGE = (
+    "use rbf[:gamma], laplacian[:gamma], linear, cosine or poly[:degree[:scale[:offset]]], "
+    "optionally with +bias (on text or trees: spectrum:p, mismatch:k:m[:alphabet], gap:p[:lam], "
+    "rgap:p:m[:lam], subtree, corooted, each with an optional norm- prefix)"
+)
+
+
 def kernel_from_string(text: str) -> Kernel:
     """Parse the short kernel syntax of the command line and config files.
 
@@ -126,12 +134,11 @@ def kernel_from_string(text: str) -> Kernel:
         elif name in ("poly", "polynomial") and len(values) <= 3:
             kernel = Polynomial(int(values[0]) if values else 3, *values[1:])
         else:
-            raise ConfigError(
-                f"cannot parse kernel {text!r}; use rbf[:gamma], laplacian[:gamma], linear, "
-                "cosine or poly[:degree[:scale[:offset]]], optionally with +bias"
-            )
+            raise ConfigError(f"cannot parse kernel {text!r}; {KERNEL_USAGE}")
+    except ConfigError:  # already says what is wrong (a ConfigError is a ValueError)
+        raise
     except ValueError as exc:
-        raise ConfigError(f"cannot parse kernel {text!r}: {exc}") from None
+        raise ConfigError(f"cannot parse kernel {text!r} ({exc}); {KERNEL_USAGE}") from None
     return Sum(kernel, Constant(1.0)) if suffix == "bias" else kernel
 
 
