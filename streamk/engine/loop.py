@@ -44,7 +44,18 @@ from ..errors import BrokerError, ConfigError, InvalidEvent, StreamkError
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
-from .recovery import CommitJournal, commit_metadata, peer_offsets, resume_offsets, writer_id
+from .recovery import (
+    CommitJournal,
+    Mark,
+    commit_metadata,
+    mark_of,
+    marks_from_meta,
+    marks_meta,
+    peer_offsets,
+    recreated,
+    resume_offsets,
+    writer_id,
+)
 from .runs import Run, split_runs
 from .schema import DEFAULT_LIMITS, Limits, Schema, input_schema
 from .scoring import REFUSALS, as_invalid, kept_run, score_run
@@ -211,6 +222,8 @@ class Engine:
         self._active_since: float | None = None  # idle time counts from here
         self._ever_assigned = False  # whether any partition was ever ours (see run)
         self._durable: dict[int, int] = {}  # positions covered by our newest durable snapshot
+        self._marks: dict[int, Mark] = {}  # the last record our durable snapshot covers
+        self._last: dict[int, Record] = {}  # the last record handled per partition since
         self._writer: str | None = None  # see _store_id
         self._commits: CommitJournal | None = None  # see _journal
         self._fatal: StreamkError | None = None  # an assignment that must stop the engine
@@ -229,6 +242,7 @@ class Engine:
             self.seq = 0
             self.positions = {}
             self._durable = {}
+            self._marks, self._last = {}, {}
             self.restored = None
             log.info("no snapshot for %r: starting a fresh model", self.config.model_name)
         else:
@@ -240,6 +254,7 @@ class Engine:
                 int(p): int(o) for p, o in _offsets_of(self.source, snap.offsets).items()
             }
             self._durable = dict(self.positions)
+            self._marks, self._last = marks_from_meta(snap.meta, self.source.name), {}
             self.restored = {
                 "seq": snap.seq,
                 "class": _model_name(snap.model),
@@ -285,6 +300,7 @@ class Engine:
             log.warning("%s", note)
         try:
             self._check_beyond_end(resume.offsets)
+            self._check_marks(resume.offsets, resume.sources)
         except StreamkError as exc:
             # Raised here it would surface as the client's "rebalance callback failed":
             # stop the loop instead, and raise it from run() with nothing learned.
@@ -325,6 +341,42 @@ class Engine:
                 first,
             )
             offsets[p] = first
+
+    def _check_marks(self, offsets: dict[int, int], sources: dict[int, str]) -> None:
+        """A partition resuming after our snapshot whose record before the resume offset is
+        not the one the snapshot learned last: the topic was deleted and recreated, and
+        refilled up to that offset at least (past it, :meth:`_check_beyond_end` answers).
+        Never skipped silently: stop, or (``on_offset_beyond_end = earliest``) learn the
+        partition from its start."""
+        read = getattr(self.source, "records_before", None)
+        asked = {
+            p: t
+            for p, t in offsets.items()
+            if sources.get(p) == "snapshot" and p in self._marks and self._marks[p][0] == t - 1
+        }
+        if read is None or not asked:
+            return
+        changed = recreated(self._marks, read(asked))
+        if not changed:
+            return
+        where = "; ".join(f"partition {p}: {why}" for p, why in sorted(changed.items()))
+        if self.config.on_offset_beyond_end != "earliest":
+            raise StreamkError(
+                f"{self.source.name}: the record before the resume offset is not the one the "
+                f"snapshot of {self.config.model_name!r} learned last ({where}): the topic "
+                "was probably deleted and recreated since. Start a fresh model (streamk "
+                "snapshot reset, or a new model_name), or set on_offset_beyond_end = earliest "
+                "to learn these partitions from their start"
+            )
+        for p in sorted(changed):
+            log.warning(
+                "partition %d: %s (topic recreated?); learning it from its start "
+                "(on_offset_beyond_end = earliest)",
+                p,
+                changed[p],
+            )
+            offsets[p] = 0  # below the log start, the client starts at the log start
+            self._marks.pop(p)
 
     def _restored_offsets(self) -> dict[int, int]:
         """Where our durable model stands: the positions of the last snapshot we wrote or
@@ -601,6 +653,7 @@ class Engine:
 
     def _advance(self, record: Record) -> None:
         self.positions[record.partition] = record.offset + 1
+        self._last[record.partition] = record
 
     def _flush_run(self, run: Run) -> None:
         import pandas as pd
@@ -631,6 +684,7 @@ class Engine:
         else:
             self._score(run, X)
         self.positions[run.partition] = run.next_offset  # runs never span partitions
+        self._last[run.partition] = run.records[-1]
         self.metrics.set("support_size", self._support_size())
 
     def _flag_and_learn(self, run: Run, X: Any) -> None:
@@ -756,6 +810,12 @@ class Engine:
             counts = getattr(self.adopt, "counts", None)  # an Adopter's outcomes so far
             if counts is not None:
                 self.metrics.set_adoptions(counts)
+        for p, record in self._last.items():
+            mark = mark_of(record)
+            if mark is not None and record.offset + 1 == self.positions.get(p):
+                self._marks[p] = mark
+        self._last = {}
+        meta = {**meta, "marks": marks_meta(self._marks, self.source.name)}
         if self.store is not None or self.publisher is not None:
             from .. import snapshot
 

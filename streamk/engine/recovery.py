@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,11 @@ __all__ = [
     "peer_offsets",
     "writer_id",
     "CommitJournal",
+    "Mark",
+    "mark_of",
+    "marks_meta",
+    "marks_from_meta",
+    "recreated",
 ]
 
 #: the file beside a model's snapshots that holds its store id
@@ -253,3 +259,52 @@ class CommitJournal:
         tmp = self.path.with_name(self.FILE + ".tmp")
         tmp.write_text(json.dumps(self._data, separators=(",", ":")))
         os.replace(tmp, self.path)
+
+
+#: A partition's mark: ``(offset, timestamp_ms, crc32 of the payload)`` of the last record a
+#: snapshot covers. Offsets alone cannot tell a topic deleted and recreated from the one the
+#: snapshot learned once the new one holds as many records: the record before the resume
+#: offset can (another payload, another time).
+Mark = tuple[int, int | None, int]
+
+
+def mark_of(record: Any) -> Mark | None:
+    """The :data:`Mark` of ``record`` (``None`` without its bytes: an in-memory source)."""
+    if record.payload is None:
+        return None
+    return int(record.offset), record.timestamp_ms, zlib.crc32(record.payload)
+
+
+def marks_meta(marks: Mapping[int, Mark], stream: str) -> dict[str, list[list[Any]]]:
+    """Snapshot ``meta["marks"]``: ``{stream: [[partition, offset, timestamp_ms, crc], ...]}``."""
+    return {stream: [[p, *marks[p]] for p in sorted(marks)]}
+
+
+def marks_from_meta(meta: Mapping[str, Any], stream: str) -> dict[int, Mark]:
+    """The marks ``meta`` holds for ``stream``; rows of another shape are left out (a mark is
+    a check: without one, the partition resumes as before)."""
+    rows = meta.get("marks")
+    rows = rows.get(stream) if isinstance(rows, dict) else None
+    out: dict[int, Mark] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not (isinstance(row, list) and len(row) == 4):
+            continue
+        p, offset, stamp, crc = row
+        if all(type(v) is int for v in (p, offset, crc)) and (stamp is None or type(stamp) is int):
+            out[p] = (offset, stamp, crc)
+    return out
+
+
+def recreated(
+    marks: Mapping[int, Mark], found: Mapping[int, tuple[int | None, bytes]]
+) -> dict[int, str]:
+    """Partitions whose record before the resume offset (``found``: timestamp and payload,
+    read from the source) is not the one their mark describes, with what differs."""
+    out: dict[int, str] = {}
+    for p, (stamp, payload) in found.items():
+        offset, want_stamp, want_crc = marks[p]
+        if zlib.crc32(payload) != want_crc:
+            out[p] = f"offset {offset} holds other bytes"
+        elif stamp is not None and want_stamp is not None and stamp != want_stamp:
+            out[p] = f"offset {offset} was written at {stamp}, not {want_stamp} (ms)"
+    return out

@@ -446,22 +446,40 @@ class KafkaSource(Source):
         doubtful = {p: t for p, t in targets.items() if t > int(high.get(tps[p], -1))}
         if not doubtful:
             return {}
-        first = self._probe(doubtful)
+        first = {p: got[0] for p, got in self._probe(doubtful).items()}
         return {
             p: int(low.get(tps[p], 0))
             for p, t in doubtful.items()
             if first.get(p) is None or first[p] < t - 1
         }
 
-    def _probe(self, targets: dict[int, int]) -> dict[int, int]:
-        """First offset fetched from ``target - 1`` per partition (missing: nothing came)."""
+    def records_before(self, targets: dict[int, int]) -> dict[int, tuple[int | None, bytes]]:
+        """The record at ``target - 1`` of each partition, as ``(timestamp_ms, payload)``.
+
+        What the engine compares with the last record its snapshot learned: a topic
+        deleted and recreated since holds another record there. Missing where it cannot be
+        read (past the end, removed by retention or compaction, nothing within
+        ``probe_timeout_s``). Connection errors raise :class:`~streamk.errors.BrokerError`.
+        """
+        targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
+        if self._closing or not targets:
+            return {}
+        return {
+            p: (ts, payload)
+            for p, (offset, ts, payload) in self._probe(targets).items()
+            if offset == targets[p] - 1
+        }
+
+    def _probe(self, targets: dict[int, int]) -> dict[int, tuple[int, int | None, bytes]]:
+        """The first record fetched from ``target - 1`` per partition, as ``(offset,
+        timestamp_ms, payload)`` (missing: nothing came)."""
         try:
             probe = KafkaConsumer(
                 **{**self._probe_config, "group_id": None, "auto_offset_reset": "earliest"}
             )
         except kafka_errors.KafkaError as exc:
             raise BrokerError(f"could not start the offset probe on {self.topic!r}: {exc}") from exc
-        first: dict[int, int] = {}
+        first: dict[int, tuple[int, int | None, bytes]] = {}
         try:
             tps = {p: TopicPartition(self.topic, p) for p in targets}
             probe.assign(list(tps.values()))
@@ -472,7 +490,8 @@ class KafkaSource(Source):
                 got = probe.poll(timeout_ms=int(min(left, 0.5) * 1000), max_records=100)
                 for tp, msgs in got.items():
                     if msgs and tp.partition not in first:
-                        first[tp.partition] = int(msgs[0].offset)
+                        m = msgs[0]
+                        first[tp.partition] = (int(m.offset), m.timestamp, m.value or b"")
                         probe.pause(tp)  # answered: stop fetching it
         except kafka_errors.KafkaError as exc:
             raise BrokerError(f"the offset probe on {self.topic!r} failed: {exc}") from exc

@@ -607,13 +607,26 @@ class ConfluentKafkaSource(Source):
         doubtful = {p: t for p, t in targets.items() if t > bounds[p][1]}
         if not doubtful:
             return {}
-        first = self._probe(doubtful)
+        first = {p: got[0] for p, got in self._probe(doubtful).items()}
         return {
             p: bounds[p][0] for p, t in doubtful.items() if first.get(p) is None or first[p] < t - 1
         }
 
-    def _probe(self, targets: dict[int, int]) -> dict[int, int]:
-        """First offset fetched from ``target - 1`` per partition (missing: nothing came)."""
+    def records_before(self, targets: dict[int, int]) -> dict[int, tuple[int | None, bytes]]:
+        """The record at ``target - 1`` of each partition, as ``(timestamp_ms, payload)``;
+        as :meth:`streamk.sources.kafka.KafkaSource.records_before`."""
+        targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
+        if self._closing or not targets:
+            return {}
+        return {
+            p: (ts, payload)
+            for p, (offset, ts, payload) in self._probe(targets).items()
+            if offset == targets[p] - 1
+        }
+
+    def _probe(self, targets: dict[int, int]) -> dict[int, tuple[int, int | None, bytes]]:
+        """The first record fetched from ``target - 1`` per partition, as ``(offset,
+        timestamp_ms, payload)`` (missing: nothing came)."""
         ck = self._ck
         conf = {
             **self._probe_config,
@@ -624,14 +637,16 @@ class ConfluentKafkaSource(Source):
         conf.pop("error_cb", None)
         conf.pop("on_commit", None)
         probe = ck.Consumer(conf)
-        first: dict[int, int] = {}
+        first: dict[int, tuple[int, int | None, bytes]] = {}
+        stamp = _Stamps([], ck)
         try:
             probe.assign([ck.TopicPartition(self.topic, p, t - 1) for p, t in targets.items()])
             deadline = time.monotonic() + self.probe_timeout_s
             while len(first) < len(targets) and (left := deadline - time.monotonic()) > 0:
                 for m in probe.consume(100, timeout=min(left, 0.5)):
                     if m.error() is None and m.partition() not in first:
-                        first[m.partition()] = int(m.offset())
+                        stamp.msgs = [m]
+                        first[m.partition()] = (int(m.offset()), stamp(0), m.value() or b"")
         except ck.KafkaException as exc:
             raise BrokerError(f"the offset probe on {self.topic!r} failed: {exc}") from exc
         finally:
