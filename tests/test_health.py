@@ -72,3 +72,28 @@ def test_a_running_engine_is_ready_and_alive_then_not_ready(tmp_path):
         assert status(port, "/ready") == 503  # stopped
     finally:
         engine.metrics.close()
+
+
+def test_the_rolling_metric_gauge_has_no_value_before_a_labelled_event(tmp_path):
+    """It read 0 (a perfect MAE for a regressor) until the first labelled event: it is
+    NaN in /metrics, and a snapshot written before then holds no rolling metric."""
+    from streamk.snapshot import SnapshotStore
+
+    config = load_config(overrides={"snapshot_dir": str(tmp_path), "learner": "svr"})
+    engine = build_engine(
+        config, source=IterableSource([({"a": float(i)}, None) for i in range(40)])
+    )
+    assert "streamk_rolling_metric nan" in engine.metrics.render()
+    engine.run()
+    assert "streamk_rolling_metric nan" in engine.metrics.render()
+    snap = SnapshotStore(tmp_path).latest(config["model_name"])
+    assert snap is not None and "rolling_metric" not in snap.metrics
+    assert snap.metrics["events_scored"] == 40
+    labelled = build_engine(
+        load_config(overrides={"snapshot_dir": str(tmp_path / "b"), "learner": "svr"}),
+        source=IterableSource([({"a": float(i)}, 2.0 * i) for i in range(40)]),
+    )
+    labelled.run()
+    assert "streamk_rolling_metric nan" not in labelled.metrics.render()
+    done = SnapshotStore(tmp_path / "b").latest(config["model_name"])
+    assert done.metrics["rolling_metric"] == labelled._rolling.get() > 0  # MAE, not 0

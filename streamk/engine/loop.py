@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -803,6 +804,8 @@ class Engine:
                 sink.flush()
         saved, seq = self.seq, self._next_seq()  # what this engine last wrote or restored
         self._consolidation_figures()
+        if self._rolling is not None:  # the gauge as the snapshot's metrics record it
+            self.metrics.set("rolling_metric", self._rolling.get())
         offsets = {self.source.name: dict(self.positions)}
         meta: dict[str, Any] = {}
         if self.adopt is not None:  # the model may change here; the offsets never do
@@ -953,4 +956,8 @@ def _snapshotted(model: Any) -> Any:
 
 
 def _numbers(values: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float))}
+    """The finite numbers of ``values`` (what a snapshot's metrics hold: a gauge with no
+    value yet, NaN, is left out)."""
+    return {
+        k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and math.isfinite(v)
+    }

@@ -12,6 +12,7 @@ value. ``render()`` gives the Prometheus text format; ``serve(port)`` exposes it
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -56,6 +57,7 @@ class Metrics:
     def __init__(self, prefix: str = "streamk_") -> None:
         self.prefix = prefix
         self._values: dict[str, float] = {name: 0.0 for name in DEFINITIONS}
+        self._values["rolling_metric"] = math.nan  # no value before the first labelled event
         self._reasons: dict[str, int] = {}
         self._adoptions: dict[str, int] = {}  # adopt_merged checkpoints by outcome
         self._lock = threading.Lock()
