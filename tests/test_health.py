@@ -7,6 +7,8 @@ import time
 import urllib.error
 import urllib.request
 
+import pytest
+
 from streamk.engine.config import load_config
 from streamk.engine.metrics import Metrics
 from streamk.engine.runner import build_engine
@@ -97,3 +99,65 @@ def test_the_rolling_metric_gauge_has_no_value_before_a_labelled_event(tmp_path)
     assert "streamk_rolling_metric nan" not in labelled.metrics.render()
     done = SnapshotStore(tmp_path / "b").latest(config["model_name"])
     assert done.metrics["rolling_metric"] == labelled._rolling.get() > 0  # MAE, not 0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.kafka
+def test_a_worker_without_a_partition_stands_by_ready(kafka_broker, topic_name, tmp_path):
+    """deploy/README.md: ``/ready`` is 200 once the model is restored and the group gave the
+    worker its assignment, even an empty one (more workers than partitions: the spare
+    stands by; a readiness that waited for a partition would hold it out of a rollout)."""
+    import subprocess
+    import sys
+
+    from streamk_run import run_args
+    from test_engine_crash import make_events, produce
+
+    produce(kafka_broker.bootstrap_servers, topic_name, make_events(200, seed=8))
+    ports = [_free_port(), _free_port()]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "streamk.cli"]
+            + run_args(
+                kafka_broker.bootstrap_servers,
+                topic_name,
+                f"{topic_name}-g",
+                tmp_path / f"w{i}",
+                model_name=f"w{i}",
+                metrics_port=port,
+                stop_when_idle=8.0,
+            ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for i, port in enumerate(ports)
+    ]
+    try:
+        deadline, events = time.monotonic() + 60, {}
+        while time.monotonic() < deadline and (len(events) < 2 or max(events.values()) < 200):
+            for port in ports:
+                try:
+                    ready = status(port, "/ready") == 200
+                except urllib.error.URLError:  # not serving yet
+                    continue
+                if ready:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics") as resp:
+                        text = resp.read().decode()
+                    line = next(x for x in text.splitlines() if x.startswith("streamk_events_in"))
+                    events[port] = float(line.split()[1])
+            time.sleep(0.3)
+        assert sorted(events.values()) == [0, 200], events  # both ready, one with nothing
+        for proc in procs:
+            assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()[-2000:]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
