@@ -108,7 +108,7 @@ def test_a_snapshot_pairing_merge_with_a_linear_kernel_is_refused_on_load():
         model.learn_one(x, y > 0)
     state = model.state()
     state["policy"] = Merge(5).to_spec()
-    with pytest.raises(ConfigError, match="Merge needs an RBF kernel"):
+    with pytest.raises(SnapshotError, match="'policy'.*Merge needs an RBF kernel"):
         KernelPerceptron.from_state(state)
     with pytest.raises(SnapshotError, match="Merge needs an RBF kernel"):
         loads(sealed(state, "KernelPerceptron"))

@@ -13,8 +13,9 @@ plumbing so that each learner module holds only its algorithm:
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from . import fastpass
 from .features import FeatureIndex, frame_records
 from .objects import ObjectSupportSet, validate_object
-from .support import SupportSet
+from .support import ID_LIMIT, StateError, SupportSet, check_support_state
 
 __all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at", "as_list"]
 
@@ -124,6 +125,46 @@ def _check_pairing(policy: BudgetPolicy, kernel: Kernel) -> None:
         )
     if isinstance(policy, Merge):
         policy.check_kernel(kernel)
+
+
+#: Keys every kernel learner's state has (learners add their own: labels, counters ...).
+_STATE_KEYS = ("params", "features", "support", "scale", "policy", "n_learned")
+#: Counters a learner's state may hold: ints in [0, 2**63).
+_COUNTS = ("n_learned", "n_mistakes", "n_updates")
+
+
+def _count(value: Any, key: str) -> int:
+    """A counter of a state (``n_learned`` ...): an int in ``[0, 2**63)``, else StateError."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise StateError(f"state {key!r} must be an int, got {type(value).__name__} {value!r:.40}")
+    if not 0 <= value < ID_LIMIT:
+        raise StateError(f"state {key!r} must be in [0, 2**63), got {value}")
+    return int(value)
+
+
+class _InvalidInputState(StateError, InvalidInput):
+    """A state holding input the learner refuses on a stream: both kinds of error."""
+
+
+@contextlib.contextmanager
+def _state_key(key: str | None) -> Iterator[None]:
+    """Turn an error rebuilding part of a state into a :class:`StateError` naming the key.
+
+    ``from_state`` of a part (a kernel or policy spec, scale statistics, a learner's own
+    keys) raises what it meets (``KeyError``, ``TypeError``, ``ConfigError`` ...); the
+    caller sees one exception type, with the path of the part that was wrong.
+    """
+    where = "learner state" if key is None else f"state {key!r}"
+    try:
+        yield
+    except StateError:
+        raise
+    except InvalidInput as exc:  # e.g. a support string the kernel refuses, as on input
+        raise _InvalidInputState(f"{where} is invalid: {exc}") from exc
+    except KeyError as exc:
+        raise StateError(f"{where} is missing {exc}") from exc
+    except (TypeError, ValueError, AttributeError, OverflowError, IndexError) as exc:
+        raise StateError(f"{where} is invalid: {type(exc).__name__}: {exc}") from exc
 
 
 class Offset:
@@ -768,18 +809,58 @@ class KernelLearner:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]):
-        """Rebuild a learner from :meth:`state` output; predictions are identical."""
-        model = cls(**cls._params_from_state(state["params"]))
-        model._features = FeatureIndex.from_state(state["features"])
+        """Rebuild a learner from :meth:`state` output; predictions are identical.
+
+        The state is checked as it is read (snapshots are checked for shapes and limits
+        before this, but a checksum only proves the bytes were not changed by accident):
+        finite support rows and coefficients, distinct ids below ``next_id``, feature names
+        distinct and naming every column the support rows hold a value in (consolidation
+        may leave zero columns beyond them), counts ``>= 0``.
+
+        Raises
+        ------
+        SnapshotError
+            (a :class:`~streamk.learners.support.StateError`) naming the key at fault, for
+            any state a learner does not write: missing keys, wrong types, bad values.
+        """
+        if not isinstance(state, dict):
+            raise StateError(f"a learner state must be a map, got {type(state).__name__}")
+        for key in _STATE_KEYS:
+            if key not in state:
+                raise StateError(f"learner state is missing {key!r}")
+        params = state["params"]
+        if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+            raise StateError(f"state 'params' must be a map of names to values, got {params!r:.80}")
+        with _state_key("params"):
+            model = cls(**cls._params_from_state(params))
+        features = FeatureIndex.from_state(state["features"])
         sup = state["support"]
+        check_support_state(sup)
         kind = ObjectSupportSet if sup.get("objects") else SupportSet
-        model._support = kind.from_state(sup)
-        model._scale = None if state["scale"] is None else ScaleEstimator.from_state(state["scale"])
-        model._policy = policy_from_spec(state["policy"])
-        _check_pairing(model._policy, model._support.kernel)
+        with _state_key("support"):
+            model._support = kind.from_state(sup)
+        X = model._support.X if isinstance(model._support, SupportSet) else None
+        if X is not None and X.shape[1] > len(features) and X[:, len(features) :].any():
+            raise StateError(
+                f"state 'features' names {len(features)} features but the support rows "
+                f"(state 'support.X') hold values in {X.shape[1]} columns: every column "
+                "with a value needs its name"
+            )
+        model._features = features
+        with _state_key("scale"):
+            model._scale = (
+                None if state["scale"] is None else ScaleEstimator.from_state(state["scale"])
+            )
+        with _state_key("policy"):
+            model._policy = policy_from_spec(state["policy"])
+            _check_pairing(model._policy, model._support.kernel)
         model._bound_growth()
+        for key in _COUNTS:
+            if key in state:
+                _count(state[key], key)
         model._n_learned = int(state["n_learned"])
-        model._load_extra_state(state)
+        with _state_key(None):
+            model._load_extra_state(state)
         return model
 
     def _bound_growth(self) -> None:

@@ -243,7 +243,44 @@ class FeatureIndex:
 
     @classmethod
     def from_state(cls, names: list[Any]) -> FeatureIndex:
-        return cls([tuple(n) if isinstance(n, list) else n for n in names])
+        """Rebuild from :meth:`state`: a list of distinct, hashable names (a list name, a
+        tuple that plain data turned into a list, becomes a tuple again).
+
+        Two equal names (``1``, ``1.0`` and ``True`` are one key) would give one feature
+        two columns, and a name that is not a list of names at all has no columns.
+
+        Raises
+        ------
+        StateError
+            A :class:`~streamk.errors.SnapshotError` naming ``'features'`` or the entry.
+        """
+        from .support import StateError
+
+        if not isinstance(names, list):
+            raise StateError(
+                f"state 'features' must be a list of feature names, got {type(names).__name__}"
+            )
+        out = [_name(n) for n in names]
+        seen: dict[Hashable, int] = {}
+        for i, name in enumerate(out):
+            try:
+                j = seen.setdefault(name, i)
+            except TypeError:
+                raise StateError(
+                    f"state 'features[{i}]' must be a str, number, bool or list of them, "
+                    f"got {names[i]!r:.60}"
+                ) from None
+            if j != i:
+                raise StateError(
+                    f"state 'features' names {names[i]!r:.60} twice (entries {j} and {i}); "
+                    "each feature has one column"
+                )
+        return cls(out)
+
+
+def _name(n: Any) -> Any:
+    """A feature name from plain data: lists (tuples written out) become tuples again."""
+    return tuple(_name(v) for v in n) if isinstance(n, list) else n
 
 
 def _values(x: Mapping[Hashable, Any], vals: list[Any]) -> np.ndarray:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import accel
+from ..errors import ConfigError, SnapshotError
 from ..kernels import RBF, Kernel, kernel_from_spec
 from .eventpass import SUPPORT_COUNTERS
 from .tracking import BlockTracker, pad_cols, rbf_rows
@@ -477,30 +478,26 @@ class SupportSet(SUPPORT_COUNTERS):
         (``streamk.snapshot.implied``); the checks here keep direct callers from
         building a set whose buffers disagree.
         """
-        X = np.asarray(state["X"], dtype=np.float64)
-        coef = np.asarray(state["coef"], dtype=np.float64)
-        if X.ndim != 2 or coef.ndim != 2:
-            raise ValueError("support-set state needs 2-D X and coef")
+        coef, ids, next_id = check_support_state(state)
+        X = _float_matrix(state["X"], "support.X", rows=coef.shape[0])
         n = X.shape[0]
-        if coef.shape[0] != n or len(state["ids"]) != n or (n and coef.shape[1] < 1):
-            raise ValueError(
-                f"support-set state has inconsistent shapes: X {X.shape}, coef {coef.shape}, "
-                f"{len(state['ids'])} ids"
-            )
         rows, cols, sq_max = _buffers(state.get("buffers"), n, X.shape[1])
-        s = cls(kernel_from_spec(state["kernel"]), coef.shape[1], bool(state["keep_gram"]), rows)
+        try:
+            kernel = kernel_from_spec(state["kernel"])
+        except (ConfigError, TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise StateError(f"state 'support.kernel' is not a kernel spec: {exc}") from exc
+        s = cls(kernel, coef.shape[1], state["keep_gram"], rows)
         s._grow_cols(cols)
         s._grow_width(X.shape[1])
         s._X[:n, : X.shape[1]] = X
         s._coef[:n] = coef
         s._sq[:n] = [_row_sqnorm(r) for r in s._X[:n]]
         s._sq_max = max(sq_max, float(s._sq[:n].max(initial=0.0)))  # never below the rows
-        ids = np.asarray(state["ids"], dtype=np.int64)
         kdiag, gram = cached_kernel_values(state.get("cache"), ids, s._G is not None)
         s._kdiag[:n] = kdiag if kdiag is not None else (s._kernel.diag(X) if n else 0.0)
         s._ids[:n] = ids
         s.n = n
-        s.next_id = int(state["next_id"])
+        s.next_id = next_id
         if s._G is not None and n:
             s._G[:n, :n] = gram if gram is not None else s._kernel.gram(X, X)
         return s
@@ -515,6 +512,102 @@ class SupportSet(SUPPORT_COUNTERS):
     def __setstate__(self, state: dict[str, Any]) -> None:
         for name, value in state.items():  # (setattr: the C base's counters are no dict keys)
             setattr(self, name, value)
+
+
+class StateError(SnapshotError, ValueError):
+    """A learner state no learner writes: a key missing, of the wrong type or out of range.
+
+    A :class:`~streamk.errors.SnapshotError` (what ``from_state`` raises for a state it
+    rejects, named by the key's path, e.g. ``'support.next_id'``) and, as before these
+    checks had a class of their own, a ``ValueError``.
+    """
+
+
+#: Ids and ``next_id`` are int64 in a support set's buffers.
+ID_LIMIT = 2**63
+_SUPPORT_KEYS = ("kernel", "X", "coef", "ids", "next_id", "keep_gram")
+
+
+def check_support_state(state: Any, path: str = "support") -> tuple[np.ndarray, np.ndarray, int]:
+    """``(coef, ids, next_id)`` of a support-set state (vectors or objects), checked.
+
+    What every support set writes: a map with ``kernel, X, coef, ids, next_id, keep_gram``;
+    ``coef`` a finite 2-D float array (a non-finite coefficient makes every prediction
+    NaN or infinite), one row per id and at least one column when there are rows; ``ids``
+    distinct integers in ``[0, next_id)`` (each support vector gets ``next_id`` and the
+    counter moves on: age-based policies and model merging rely on it); ``next_id`` an int
+    in ``[0, 2**63)``; ``keep_gram`` a bool.
+
+    Raises
+    ------
+    StateError
+        Naming the key (``'support.next_id'``) and what it must be.
+    """
+    if not isinstance(state, dict):
+        raise StateError(f"state {path!r} must be a map, got {type(state).__name__}")
+    for key in _SUPPORT_KEYS:
+        if key not in state:
+            raise StateError(f"state {path!r} is missing {key!r}")
+    coef = _float_matrix(state["coef"], f"{path}.coef")
+    raw = state["ids"]
+    try:
+        ids = np.asarray(raw)
+    except (TypeError, ValueError, OverflowError):
+        ids = np.asarray([None])
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        raise StateError(f"state '{path}.ids' must be a list of integers, got {_brief(raw)}")
+    ids = ids.astype(np.int64) if ids.size == 0 or ids.max() < ID_LIMIT else None
+    if ids is None or (ids.size and ids.min() < 0):
+        raise StateError(f"state '{path}.ids' must be integers in [0, 2**63)")
+    if ids.shape[0] != coef.shape[0] or (ids.size and coef.shape[1] < 1):
+        raise StateError(
+            f"state {path!r} has {coef.shape[0]} coefficient rows of width "
+            f"{coef.shape[1]} for {ids.shape[0]} ids; it needs one row, of at least one "
+            "column, per id"
+        )
+    if np.unique(ids).size != ids.size:
+        raise StateError(f"state '{path}.ids' holds an id twice; every support vector has its own")
+    next_id = state["next_id"]
+    if isinstance(next_id, bool) or not isinstance(next_id, (int, np.integer)):
+        raise StateError(f"state '{path}.next_id' must be an int, got {_brief(next_id)}")
+    floor = int(ids.max()) + 1 if ids.size else 0
+    if not floor <= next_id < ID_LIMIT:
+        raise StateError(
+            f"state '{path}.next_id' must be above every id ({floor} or more) and below "
+            f"2**63, got {next_id}"
+        )
+    if not isinstance(state["keep_gram"], bool):
+        raise StateError(
+            f"state '{path}.keep_gram' must be a bool, got {_brief(state['keep_gram'])}"
+        )
+    return coef, ids, int(next_id)
+
+
+def _float_matrix(value: Any, path: str, rows: int | None = None) -> np.ndarray:
+    """``value`` as a finite 2-D float64 array (of ``rows`` rows if given, checked before
+    its values are), else a :class:`StateError` naming ``path``."""
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise StateError(
+            f"state {path!r} must be a 2-D array of numbers, got {_brief(value)}"
+        ) from None
+    if a.ndim != 2:
+        raise StateError(f"state {path!r} must be a 2-D array of numbers, got shape {a.shape}")
+    if rows is not None and a.shape[0] != rows:
+        raise StateError(
+            f"state {path!r} has {a.shape[0]} rows for {rows} coefficient rows and ids; "
+            "a support set has one of each per support vector"
+        )
+    if not np.isfinite(a).all():
+        raise StateError(f"state {path!r} must be finite (it holds NaN or infinity)")
+    return a
+
+
+def _brief(value: Any) -> str:
+    """A short description of a value for a message: its type, and itself if short."""
+    text = repr(value)
+    return type(value).__name__ + (f" {text}" if len(text) <= 40 else "")
 
 
 def kernel_cache(support: Any) -> dict[str, Any]:
@@ -542,15 +635,15 @@ def _buffers(spec: Any, n: int, width: int) -> tuple[int, int, float]:
     if spec is None:
         return n, width, 0.0
     if not isinstance(spec, dict) or set(spec) != {"rows", "cols", "sq_max"}:
-        raise ValueError("support-set buffers must be a map of rows, cols and sq_max")
+        raise StateError("support-set buffers must be a map of rows, cols and sq_max")
     rows, cols, sq_max = spec["rows"], spec["cols"], spec["sq_max"]
     for name, value in (("rows", rows), ("cols", cols)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"support-set buffers.{name} must be an int >= 0, got {value!r}")
+            raise StateError(f"support-set buffers.{name} must be an int >= 0, got {value!r}")
     if isinstance(sq_max, bool) or not isinstance(sq_max, (int, float)):
-        raise ValueError(f"support-set buffers.sq_max must be a number, got {sq_max!r}")
+        raise StateError(f"support-set buffers.sq_max must be a number, got {sq_max!r}")
     if not (math.isfinite(sq_max) and sq_max >= 0.0):
-        raise ValueError(f"support-set buffers.sq_max must be finite and >= 0, got {sq_max!r}")
+        raise StateError(f"support-set buffers.sq_max must be finite and >= 0, got {sq_max!r}")
     return max(rows, n), max(cols, width), float(sq_max)
 
 
@@ -564,7 +657,7 @@ def cached_kernel_values(
     if spec is None:
         return None, None
     if not isinstance(spec, dict) or not {"ids", "kdiag"} <= spec.keys():
-        raise ValueError("support-set cache must be a map with ids and kdiag")
+        raise StateError("support-set cache must be a map with ids and kdiag")
     n = len(ids)
     cached = np.asarray(spec["ids"])
     if cached.shape != (n,) or not np.array_equal(cached, ids):
@@ -580,7 +673,7 @@ def _finite(value: Any, shape: tuple[int, ...], name: str) -> np.ndarray:
     """``value`` as a float64 array of ``shape`` with finite entries (else ``ValueError``)."""
     a = np.asarray(value)
     if a.shape != shape or a.dtype != np.float64 or not np.isfinite(a).all():
-        raise ValueError(f"support-set cache.{name} must be finite float64 of shape {shape}")
+        raise StateError(f"support-set cache.{name} must be finite float64 of shape {shape}")
     return a
 
 
