@@ -519,7 +519,8 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> OnlineSVR:
         """Rebuild from :meth:`state`; snapshots written before ``offset`` existed used none."""
-        if "offset" not in state["params"]:
+        params = state.get("params") if isinstance(state, dict) else None
+        if isinstance(params, dict) and "offset" not in params:  # else base from_state says
             state = {**state, "params": {**state["params"], "offset": 0.0}}
         return super().from_state(state)
 
