@@ -271,7 +271,7 @@ def test_bad_parameters_raise_config_error(params):
         OnlineSVR(**params)
 
 
-@pytest.mark.parametrize("target", [None, "a", math.nan, math.inf])
+@pytest.mark.parametrize("target", [None, "a", "3", b"3", math.nan, math.inf])
 def test_bad_target_raises(target):
     with pytest.raises(InvalidInput):
         OnlineSVR().learn_one({"a": 1.0}, target)
@@ -474,3 +474,12 @@ def test_learn_many_reads_targets_as_one_by_one(y: object) -> None:
     got = _targets(y)
     assert all(type(v) is float for v in got)
     assert got == expected
+
+
+def test_a_block_of_text_targets_is_refused_whole():
+    """A target column read as text ("3", "4.5") was converted silently one event at a
+    time and refused by no one; it is refused, the model unchanged."""
+    model = OnlineSVR()
+    with pytest.raises(InvalidInput, match="the text '3'"):
+        model.learn_many(pd.DataFrame({"a": [1.0, 2.0]}), pd.Series(["3", "4.5"]))
+    assert model.n_learned == 0

@@ -538,6 +538,8 @@ TARGET_LIMIT = 1e150
 
 
 def _target(y: Any) -> float:
+    if isinstance(y, str | bytes):  # float("3") would take it: a parsing slip upstream
+        raise InvalidInput(f"the target must be a number, got the text {y!r:.100}")
     try:
         value = float(y)
     except (TypeError, ValueError):
