@@ -100,3 +100,15 @@ def test_produce_json_has_the_schema_version_of_the_other_commands(
     learned = json.loads(streamk("learn", str(path), "--json").stdout)
     assert out["schema_version"] == learned["schema_version"] == 1
     assert out["messages"] == 2 and out["topic"] == topic_name
+
+
+def test_learn_with_a_policy_but_no_budget_says_what_is_missing():
+    """``--policy`` without ``--budget`` ran unbounded and exit 0, the policy silently
+    ignored (so ``--policy Merge --kernel linear`` reported success too)."""
+    done = streamk("learn", "Phishing", "--policy", "Merge", "--kernel", "linear")
+    assert done.returncode == 2, done.stderr
+    assert "--policy Merge keeps a budget of support vectors" in done.stderr
+    assert "--budget N" in done.stderr and "Traceback" not in done.stderr
+    bounded = streamk("learn", "Phishing", "--policy", "Forgetron", "--budget", "40", "--json")
+    assert bounded.returncode == 0, bounded.stderr
+    assert json.loads(bounded.stdout)["n_support"] <= 40

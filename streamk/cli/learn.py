@@ -95,7 +95,6 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
     )
     learn.add_argument(
         "--policy",
-        default="RemoveOldest",
         help="budget policy used with --budget (default: RemoveOldest)",
     )
     learn.add_argument("--ranks", help=f"ranker only: {RANKS_HELP}")
@@ -169,6 +168,12 @@ def cmd_learn(args: argparse.Namespace) -> int:
     )
     from ..errors import ConfigError
 
+    if args.policy is not None and not args.budget:
+        raise ConfigError(
+            f"--policy {args.policy} keeps a budget of support vectors: give its size with "
+            "--budget N (without it the support set is unbounded and no policy acts)"
+        )
+    args.policy = args.policy or "RemoveOldest"
     if args.text_column:
         return _learn_text(args)
     _refuse_text_kernel(args.kernel)
