@@ -22,7 +22,7 @@ from streamk_run import streamk
 from streamk.engine.events import encode_event
 
 ROWS = list(itertools.islice(datasets.Bananas(), 200))
-FORMATS = "replay reads .jsonl/.ndjson files (one JSON event map per line"
+FORMATS = "an event log is a .jsonl/.ndjson file (one JSON event map per line"
 
 
 def _csv(path: Path) -> None:

@@ -53,8 +53,8 @@ _CSV_SUFFIXES = (".csv", ".tsv")
 #: Bytes at the head of a msgpack log looked at to tell it from text.
 _SNIFF_BYTES = 4096
 _FORMATS = (
-    "replay reads .jsonl/.ndjson files (one JSON event map per line, such as "
-    '{"x": [1.0, 2.0], "y": 1}) and msgpack event logs (any other name: event maps one after '
+    "an event log is a .jsonl/.ndjson file (one JSON event map per line, such as "
+    '{"x": [1.0, 2.0], "y": 1}) or a msgpack log (any other name: event maps one after '
     "another, as streamk.engine.events.encode_event packs them)"
 )
 #: Bytes at the head of a log that its fingerprint covers.
