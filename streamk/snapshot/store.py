@@ -507,51 +507,17 @@ class SnapshotStore:
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def list_dir(model_dir: Path) -> list[SnapshotInfo]:
-    """Entries directly in `model_dir` named like snapshot files, oldest seq first.
-
-    Nothing is opened: each entry is ``stat``-ed (following symlinks) and
-    marked ``regular=False`` if it is not a regular file.
-    """
+def _scan(model_dir: Path, pattern: re.Pattern[str]) -> list[tuple[re.Match[str], SnapshotInfo]]:
+    """Entries directly in `model_dir` whose name matches `pattern` (group 1: the seq), each
+    ``stat``-ed (following symlinks; a dangling one reported unopened) and marked
+    ``regular=False`` if it is not a regular file. Nothing is opened."""
     out = []
     try:
         entries = list(os.scandir(model_dir))
     except (FileNotFoundError, NotADirectoryError):
         return []
     for entry in entries:
-        m = _FILE.fullmatch(entry.name)
-        if m is None:
-            continue
-        try:
-            st = entry.stat()
-        except FileNotFoundError:
-            try:  # a dangling symlink: report it, unopened
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-        regular = stat.S_ISREG(st.st_mode)
-        out.append(
-            SnapshotInfo(int(m.group(1)), Path(entry.path), st.st_size, st.st_mtime, regular)
-        )
-    out.sort(key=lambda info: info.seq)
-    return out
-
-
-def list_set_aside(model_dir: Path) -> list[SnapshotInfo]:
-    """Files in `model_dir` that ``latest`` set aside as damaged, oldest seq first.
-
-    That is ``<seq>.snapshot.corrupt`` and ``<seq>.snapshot.corrupt-<k>`` (a seq damaged
-    again after the first was set aside), each with ``set_aside=True``. They are kept for a
-    person to inspect (``streamk snapshot verify`` checks them again) and never loaded.
-    Nothing is opened.
-    """
-    out = []
-    try:
-        entries = list(os.scandir(model_dir))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    for entry in entries:
-        m = _SET_ASIDE.fullmatch(entry.name)
+        m = pattern.fullmatch(entry.name)
         if m is None:
             continue
         try:
@@ -563,9 +529,29 @@ def list_set_aside(model_dir: Path) -> list[SnapshotInfo]:
                 continue
         regular = stat.S_ISREG(st.st_mode)
         info = SnapshotInfo(int(m.group(1)), Path(entry.path), st.st_size, st.st_mtime, regular)
-        out.append((int(m.group(2) or 0), dataclasses.replace(info, set_aside=True)))
-    out.sort(key=lambda pair: (pair[1].seq, pair[0]))
-    return [info for _, info in out]
+        out.append((m, info))
+    return out
+
+
+def list_dir(model_dir: Path) -> list[SnapshotInfo]:
+    """Entries directly in `model_dir` named like snapshot files, oldest seq first (see
+    :func:`_scan`)."""
+    return sorted((info for _, info in _scan(model_dir, _FILE)), key=lambda info: info.seq)
+
+
+def list_set_aside(model_dir: Path) -> list[SnapshotInfo]:
+    """Files in `model_dir` that ``latest`` set aside as damaged, oldest seq first.
+
+    That is ``<seq>.snapshot.corrupt`` and ``<seq>.snapshot.corrupt-<k>`` (a seq damaged
+    again after the first was set aside), each with ``set_aside=True``. They are kept for a
+    person to inspect (``streamk snapshot verify`` checks them again) and never loaded.
+    Nothing is opened.
+    """
+    found = [
+        (info.seq, int(m.group(2) or 0), dataclasses.replace(info, set_aside=True))
+        for m, info in _scan(model_dir, _SET_ASIDE)
+    ]
+    return [info for _, _, info in sorted(found, key=lambda item: item[:2])]
 
 
 def _lstat_mode(path: Path) -> int:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-__all__ = ["Committed", "Record", "RecordColumns", "Source", "RebalanceHandler"]
+__all__ = ["Committed", "Record", "RecordColumns", "Source", "RebalanceHandler", "records_before"]
 
 #: called with the partitions assigned or about to be revoked
 RebalanceHandler = Callable[[list[int]], None]
@@ -198,3 +198,28 @@ class Source(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and files."""
+
+
+#: A probe of a Kafka source: the first record fetched from ``target - 1`` per partition,
+#: as ``(offset, timestamp_ms, payload)`` (missing: nothing came).
+Probe = Callable[[dict[int, int]], dict[int, tuple[int, int | None, bytes]]]
+
+
+def records_before(
+    probe: Probe, targets: dict[int, int], closing: bool
+) -> dict[int, tuple[int | None, bytes]]:
+    """The record at ``target - 1`` of each partition, as ``(timestamp_ms, payload)``, read
+    with ``probe`` (both Kafka sources' ``records_before``).
+
+    What the engine compares with the last record its snapshot learned: a topic deleted and
+    recreated since holds another record there. Missing where it cannot be read (past the
+    end, removed by retention or compaction, nothing within the probe's time).
+    """
+    targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
+    if closing or not targets:
+        return {}
+    return {
+        p: (stamp, payload)
+        for p, (offset, stamp, payload) in probe(targets).items()
+        if offset == targets[p] - 1
+    }

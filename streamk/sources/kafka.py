@@ -60,7 +60,7 @@ from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
 
 from ..errors import BrokerError, ConfigError
-from .base import Committed, RebalanceHandler, Record, Source
+from .base import Committed, RebalanceHandler, Record, Source, records_before
 from .health import ConnectionHealth
 
 __all__ = ["KafkaSource", "CommitFailedError", "DEFAULT_CONSUMER_CONFIG"]
@@ -454,21 +454,10 @@ class KafkaSource(Source):
         }
 
     def records_before(self, targets: dict[int, int]) -> dict[int, tuple[int | None, bytes]]:
-        """The record at ``target - 1`` of each partition, as ``(timestamp_ms, payload)``.
-
-        What the engine compares with the last record its snapshot learned: a topic
-        deleted and recreated since holds another record there. Missing where it cannot be
-        read (past the end, removed by retention or compaction, nothing within
-        ``probe_timeout_s``). Connection errors raise :class:`~streamk.errors.BrokerError`.
-        """
-        targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
-        if self._closing or not targets:
-            return {}
-        return {
-            p: (ts, payload)
-            for p, (offset, ts, payload) in self._probe(targets).items()
-            if offset == targets[p] - 1
-        }
+        """The record at ``target - 1`` of each partition, as ``(timestamp_ms, payload)``
+        (:func:`streamk.sources.base.records_before`); connection errors raise
+        :class:`~streamk.errors.BrokerError`."""
+        return records_before(self._probe, targets, self._closing)
 
     def _probe(self, targets: dict[int, int]) -> dict[int, tuple[int, int | None, bytes]]:
         """The first record fetched from ``target - 1`` per partition, as ``(offset,

@@ -60,7 +60,7 @@ from operator import methodcaller
 from typing import Any
 
 from ..errors import BrokerError, ConfigError
-from .base import Committed, RebalanceHandler, Record, RecordColumns, Source
+from .base import Committed, RebalanceHandler, Record, RecordColumns, Source, records_before
 from .health import ConnectionHealth
 from .kafka import CommitFailedError
 
@@ -613,16 +613,10 @@ class ConfluentKafkaSource(Source):
         }
 
     def records_before(self, targets: dict[int, int]) -> dict[int, tuple[int | None, bytes]]:
-        """The record at ``target - 1`` of each partition, as ``(timestamp_ms, payload)``;
-        as :meth:`streamk.sources.kafka.KafkaSource.records_before`."""
-        targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
-        if self._closing or not targets:
-            return {}
-        return {
-            p: (ts, payload)
-            for p, (offset, ts, payload) in self._probe(targets).items()
-            if offset == targets[p] - 1
-        }
+        """The record at ``target - 1`` of each partition, as ``(timestamp_ms, payload)``
+        (:func:`streamk.sources.base.records_before`); connection errors raise
+        :class:`~streamk.errors.BrokerError`."""
+        return records_before(self._probe, targets, self._closing)
 
     def _probe(self, targets: dict[int, int]) -> dict[int, tuple[int, int | None, bytes]]:
         """The first record fetched from ``target - 1`` per partition, as ``(offset,
