@@ -16,6 +16,7 @@ import pytest
 from river import datasets, evaluate, metrics, preprocessing
 from river.datasets import synth
 from streamk_run import streamk
+from test_cli_learn import _river_scores
 
 from streamk import KernelPerceptron, OnlineSVR
 from streamk.cli.produce import iter_messages
@@ -43,17 +44,7 @@ def _error_line(run) -> str:
     return lines[0]
 
 
-def _mae_r2(model, stream) -> tuple[float, float]:
-    mae, r2 = metrics.MAE(), metrics.R2()
-    for x, y in stream:
-        p = model.predict_one(x)
-        mae.update(y, p)
-        r2.update(y, p)
-        model.learn_one(x, y)
-    return mae.get(), r2.get()
-
-
-# -- F1: rows with more or fewer cells than the header ----------------------------------------
+# -- rows with more or fewer cells than the header -------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -76,7 +67,7 @@ def test_a_ragged_row_is_named_with_its_line_and_cell_counts(tmp_path, text, cel
     assert want in _error_line(text_run)
 
 
-# -- F2: an empty target cell is an unlabelled row --------------------------------------------
+# -- an empty target cell is an unlabelled row -----------------------------------------------------
 
 
 def test_one_empty_target_leaves_a_regression_csv_a_regression(tmp_path):
@@ -95,7 +86,7 @@ def test_one_empty_target_leaves_a_regression_csv_a_regression(tmp_path):
         for i, row in enumerate(rows)
         if i != gap
     ]
-    mae, r2 = _mae_r2(preprocessing.StandardScaler() | OnlineSVR(), stream)
+    mae, r2 = _river_scores(preprocessing.StandardScaler() | OnlineSVR(), stream)
     assert out["metric"] == pytest.approx(mae, rel=1e-9)
     assert out["extra"]["R2"] == pytest.approx(r2, rel=1e-9)
     table = streamk("learn", path, "--quiet").stdout
@@ -123,7 +114,7 @@ def test_empty_labels_of_a_classification_csv_are_no_class(tmp_path):
     assert [i for i, e in enumerate(events) if e.y is None] == sorted(blank)
 
 
-# -- F3, F4: a file that is not the CSV streamk reads -----------------------------------------
+# -- a file that is not the CSV streamk reads ------------------------------------------------------
 
 
 def test_a_semicolon_file_is_refused_naming_the_delimiter(tmp_path):
@@ -153,7 +144,7 @@ def test_numbers_in_the_header_beside_names_are_column_names(tmp_path):
     assert streamk("learn", path, "--quiet").returncode == 0
 
 
-# -- F5: a header-only file has no figure, not 0.0 --------------------------------------------
+# -- a header-only file has no figure, not 0.0 -----------------------------------------------------
 
 
 def test_a_header_only_csv_reports_no_value(tmp_path):
@@ -167,7 +158,7 @@ def test_a_header_only_csv_reports_no_value(tmp_path):
     assert out["n_events"] == 0 and out["metric"] is None
 
 
-# -- F11: true/false labels are booleans ------------------------------------------------------
+# -- true/false labels are booleans ----------------------------------------------------------------
 
 
 def test_the_bananas_csv_gives_the_bananas_figure(tmp_path):
@@ -191,7 +182,7 @@ def test_true_and_false_in_any_case_are_booleans(tmp_path, cell, value):
     assert event.y == value and type(event.y) is type(value)
 
 
-# -- F14: --n only for synthetic streams ------------------------------------------------------
+# -- --n only for synthetic streams ----------------------------------------------------------------
 
 
 def test_n_on_a_fixed_data_set_or_a_file_is_refused(tmp_path):

@@ -25,7 +25,7 @@ def _rows(stdout: str) -> dict[str, str]:
     return {k: v.strip() for k, v in (line.split(None, 1) for line in stdout.splitlines() if line)}
 
 
-# -- F8: no value before the first event -------------------------------------------------------
+# -- no value before the first event ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("regression", [True, False])
@@ -58,7 +58,7 @@ def test_a_resumed_replay_with_nothing_new_shows_no_rolling_metric(tmp_path):
     assert out["learned"] == 0 and out["rolling_metric"] is None
 
 
-# -- F9: --plot is checked before learning -----------------------------------------------------
+# -- --plot is checked before learning -------------------------------------------------------------
 
 
 def _log(tmp_path: Path) -> Path:
@@ -81,7 +81,7 @@ def test_an_unwritable_plot_path_stops_before_learning(tmp_path, where):
     assert not any(tmp_path.glob("**/*.png"))
 
 
-# -- F13: --quiet keeps the summary ------------------------------------------------------------
+# -- --quiet keeps the summary ---------------------------------------------------------------------
 
 
 def test_merge_quiet_prints_its_summary(tmp_path):

@@ -1,6 +1,6 @@
 """``streamk replay`` refuses a file that is not an event log before learning anything.
 
-Audit s23 F6: a CSV (or a ``.json`` file) was read as msgpack, one record per byte, every
+Session 23 audit: a CSV (or a ``.json`` file) was read as msgpack, one record per byte, every
 record dead-lettered with a WARNING each, exit 0, and the snapshot then marked the file as
 learned, so a second run did nothing. Each test runs the real ``streamk`` entry point in a
 subprocess; the oracle is the file as written here (its format is known) and the snapshot

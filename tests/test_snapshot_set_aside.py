@@ -1,6 +1,6 @@
 """``streamk snapshot verify`` and ``ls`` show the files the store set aside as damaged.
 
-Audit s23 F10: when every snapshot of a model was damaged the engine renamed them
+Session 23 audit: when every snapshot of a model was damaged the engine renamed them
 ``*.corrupt`` and stopped saying "Inspect them (streamk snapshot verify DIR/NAME)", but
 ``verify DIR/NAME`` then said ``no snapshot files found`` (exit 2) and ``ls DIR`` said
 ``no snapshots under DIR``: both ignored the ``*.corrupt`` files. Stores here are made
