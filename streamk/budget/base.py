@@ -26,6 +26,7 @@ __all__ = [
     "register_policy",
     "make_policy",
     "policy_from_spec",
+    "policy_names",
 ]
 
 
@@ -137,6 +138,11 @@ def register_policy(cls: type[BudgetPolicy]) -> type[BudgetPolicy]:
     """Make a policy class known to :func:`policy_from_spec` (usable as a decorator)."""
     _POLICIES[cls.__name__] = cls
     return cls
+
+
+def policy_names() -> list[str]:
+    """The names :func:`policy_from_spec` knows, sorted (for messages that list them)."""
+    return sorted(_POLICIES)
 
 
 def make_policy(budget: int | BudgetPolicy | None) -> BudgetPolicy:

@@ -127,9 +127,9 @@ def _policy_name(name: str) -> str:
     (and the closest, for a typo) rather than the internal spec dict."""
     import difflib
 
-    from ..budget.base import _POLICIES
+    from ..budget.base import policy_names
 
-    names = sorted(_POLICIES)
+    names = policy_names()
     if name in names:
         return name
     close = difflib.get_close_matches(str(name), names, n=1)
