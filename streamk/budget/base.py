@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ConfigError
 
 if TYPE_CHECKING:  # annotations only: learners import the policies
+    from ..kernels import Kernel
     from ..learners.support import SupportSet
 
 __all__ = [
@@ -58,6 +59,23 @@ class BudgetPolicy:
         ):
             raise ConfigError(f"budget must be a positive integer, got {budget!r}")
         self.budget = None if budget is None else int(budget)
+
+    def check_kernel(self, kernel: Kernel) -> None:
+        """Refuse a kernel this policy cannot work with, before any event (a learner calls
+        it at construction and on restore): a policy that builds new support points needs
+        rows in a vector space, not strings or trees.
+
+        Raises
+        ------
+        ConfigError
+            Naming the policy, the kernel and the policies that take it.
+        """
+        if kernel.takes_objects and self.needs_vector_space:
+            raise ConfigError(
+                f"budget policy {self!r} needs a vector space (it builds new support points); "
+                f"{kernel!r} works on strings/trees: use RemoveOldest, RemoveRandom, "
+                "RemoveSmallest, Forgetron or Projectron"
+            )
 
     def insert(
         self, support: SupportSet, row: np.ndarray, coef: np.ndarray, k_row: np.ndarray

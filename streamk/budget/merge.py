@@ -165,8 +165,7 @@ class Merge(BudgetPolicy):
     def __init__(self, budget: int):
         super().__init__(budget)
 
-    @staticmethod
-    def check_kernel(kernel: Kernel) -> None:
+    def check_kernel(self, kernel: Kernel) -> None:
         """Refuse a kernel other than :class:`~streamk.kernels.RBF` (``gamma="auto"`` too).
 
         The merge point and its coefficient are the RBF's closed form (two Gaussians into
@@ -178,6 +177,7 @@ class Merge(BudgetPolicy):
         ConfigError
             Naming the kernel and the policies that take it.
         """
+        super().check_kernel(kernel)
         if not isinstance(kernel, RBF):
             raise ConfigError(
                 f"Merge needs an RBF kernel (merging two Gaussians into one), got {kernel!r}; "

@@ -105,28 +105,6 @@ def _events_of(X: Any) -> list[Any]:
     return list(X)
 
 
-def _check_pairing(policy: BudgetPolicy, kernel: Kernel) -> None:
-    """Refuse a budget policy that cannot work with ``kernel``, before any event.
-
-    A policy that builds new support points needs rows in a vector space (not strings or
-    trees), and :class:`~streamk.budget.Merge` needs an RBF kernel: found at construction,
-    not at the first merge, thousands of events into a stream.
-
-    Raises
-    ------
-    ConfigError
-        Naming the policy, the kernel and the policies that take it.
-    """
-    if kernel.takes_objects and policy.needs_vector_space:
-        raise ConfigError(
-            f"budget policy {policy!r} needs a vector space (it builds new "
-            f"support points); {kernel!r} works on strings/trees: use RemoveOldest, "
-            "RemoveRandom, RemoveSmallest, Forgetron or Projectron"
-        )
-    if isinstance(policy, Merge):
-        policy.check_kernel(kernel)
-
-
 #: Keys every kernel learner's state has (learners add their own: labels, counters ...).
 _STATE_KEYS = ("params", "features", "support", "scale", "policy", "n_learned")
 #: Counters a learner's state may hold: ints in [0, 2**63).
@@ -218,7 +196,7 @@ class KernelLearner:
         self._auto_kernel = kernel
         keep_gram = self._keep_gram or self._policy.needs_gram
         self._objects = kernel.takes_objects
-        _check_pairing(self._policy, kernel)
+        self._policy.check_kernel(kernel)  # a pairing that cannot work, before any event
         if self._objects:  # strings or trees: the support set holds the objects themselves
             self._scale = None
             self._auto_kernel = kernel
@@ -853,7 +831,7 @@ class KernelLearner:
             )
         with _state_key("policy"):
             model._policy = policy_from_spec(state["policy"])
-            _check_pairing(model._policy, model._support.kernel)
+            model._policy.check_kernel(model._support.kernel)
         model._bound_growth()
         for key in _COUNTS:
             if key in state:
