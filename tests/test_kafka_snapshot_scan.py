@@ -158,6 +158,7 @@ def test_an_adopter_counts_what_each_checkpoint_came_to(tmp_path, caplog):
         "no_merged": 2,
         "not_newer": 1,
         "no_base": 0,
+        "stale_base": 0,
         "failed": 0,
     }
     assert len(_warnings(caplog)) == 2

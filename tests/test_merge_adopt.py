@@ -64,6 +64,63 @@ def test_adopted_function_is_merged_plus_what_the_worker_learned_since():
     assert adopted.n_learned == workers[0].n_learned + 100
 
 
+def test_a_merge_built_before_the_workers_last_adoption_is_not_adopted(tmp_path):
+    """The merger scanned while worker W checkpointed: merge M2 names W's snapshot from
+    before W adopted M1. That adoption renumbered W's support ids, so "ids at or above the
+    base's next_id" were rows of M1 (already inside M2): adopting M2 put them in twice
+    (0.45 relative L2 from the mixture, held-out accuracy 0.69 against 0.86) and counted
+    it "adopted". Now W keeps its model (``stale_base``) and adopts the next merge, whose
+    base is a snapshot after its adoption, exactly: ``f_M3 + f_now - f_base``."""
+    from streamk.engine.config import load_config
+    from streamk.merge.adopt import Adopter
+    from streamk.merge.role import Merger
+    from streamk.snapshot import dumps
+
+    data = list(datasets.Bananas().take(2100))
+    store = SnapshotStore(tmp_path, keep=50)
+    config = load_config(None, {"snapshot_dir": str(tmp_path), "topic": "events"}, environ={})
+
+    def make():
+        return KernelPerceptron(kernel=RBF(gamma=0.5))
+
+    def learn(model, rows):
+        for x, y in rows:
+            model.learn_one(x, y)
+
+    def save(name, model, offset, **meta):
+        store.save(dumps(model, {"events": {0: offset}}, store.next_seq(name), **meta), name)
+
+    w, v = make(), make()
+    learn(w, data[0:300])
+    save("W", w, 300)
+    learn(v, data[300:600])
+    save("V", v, 600)
+    Merger(config).run_once()  # M1
+    learn(v, data[600:900])
+    save("V", v, 900)
+    scanned = {name: store.latest(name, build=False) for name in store.names()}
+    adopter = Adopter("W", "merged", store, lambda: store.latest("merged", build=False))
+    learn(w, data[900:1200])
+    w, meta = adopter(w)  # adopts M1
+    assert adopter.counts["adopted"] == 1
+    save("W", w, 1200, **meta)
+    Merger(config, scan=lambda: scanned).run_once()  # M2: from W's snapshot before adopting
+    learn(w, data[1200:1500])
+    kept, meta = adopter(w)
+    assert kept is w and adopter.counts["stale_base"] == 1 and adopter.counts["adopted"] == 1
+    save("W", w, 1500, **meta)
+    base = copy.deepcopy(w)
+    Merger(config).run_once()  # M3: from W's snapshot after its adoption
+    learn(w, data[1500:1800])
+    adopted, meta = adopter(w)
+    assert adopter.counts["adopted"] == 2
+    m3 = store.latest("merged").model
+    for x, _ in data[1800:2100]:
+        want = m3.decision_function_one(x) + w.decision_function_one(x)
+        want = want - base.decision_function_one(x)
+        np.testing.assert_allclose(adopted.decision_function_one(x), want, rtol=1e-9, atol=1e-9)
+
+
 def test_adoption_is_compressed_to_the_budget_and_refuses_another_learner():
     data = list(datasets.Bananas().take(900))
     workers = [KernelPerceptron(kernel=RBF(gamma=2.0), budget=60) for _ in range(2)]

@@ -43,7 +43,7 @@ ADOPTED = "adopted"
 WARN_EVERY = 10
 
 #: what one checkpoint's adoption came to (the keys of :attr:`Adopter.counts`)
-OUTCOMES = ("adopted", "no_merged", "not_newer", "no_base", "failed")
+OUTCOMES = ("adopted", "no_merged", "not_newer", "no_base", "stale_base", "failed")
 
 
 def learned_since(model: Any, base_next_id: int) -> Any:
@@ -152,25 +152,40 @@ class Adopter:
         if snap is not None and isinstance((snap.meta or {}).get(ADOPTED), dict):
             self.last = dict(snap.meta[ADOPTED])
 
-    def _base_next_id(self, merged: Any) -> int | None:
-        """The ``next_id`` of our snapshot that went into ``merged`` (0 if none of ours did
-        and we never adopted); ``None`` when that snapshot is no longer in our store."""
+    def _base_next_id(self, merged: Any) -> tuple[int | None, str]:
+        """``(next_id, "")`` of our snapshot that went into ``merged`` (0 if none of ours
+        did and we never adopted), or ``(None, outcome)`` when it cannot be the base:
+        ``"no_base"`` (no longer in our store), ``"stale_base"`` (taken before our last
+        adoption: that adoption renumbered our support ids, so ids at or above its
+        ``next_id`` are not what we learned since, but rows of the merge we adopted, which
+        ``merged`` holds already; the merger scanned while we checkpointed)."""
         mine = [s for s in (merged.meta or {}).get("sources", []) if s["name"] == self.model_name]
         if not mine:
-            return 0 if self.last is None else None
+            return (0, "") if self.last is None else (None, "no_base")
         seq = int(mine[0]["seq"])
         for info in self.store.list(self.model_name):
             if info.seq == seq:
                 base = self.store.load(info.path)
+                then = (base.meta or {}).get(ADOPTED)
+                then_seq = then.get("seq") if isinstance(then, dict) else None
+                if then_seq != (None if self.last is None else self.last["seq"]):
+                    log.warning(
+                        "adopt_merged: merged seq %d was built from our snapshot seq %d, "
+                        "taken before we adopted merged seq %s; waiting for the next merge",
+                        merged.seq,
+                        seq,
+                        None if self.last is None else self.last["seq"],
+                    )
+                    return None, "stale_base"
                 learner = getattr(base.model, "_wrapped_model", base.model)
-                return int(learner.state()["support"]["next_id"])
+                return int(learner.state()["support"]["next_id"]), ""
         log.warning(
             "adopt_merged: our snapshot seq %d that went into merged seq %d is no longer in "
             "the store (raise snapshot_keep); waiting for the next merge",
             seq,
             merged.seq,
         )
-        return None
+        return None, "no_base"
 
     def __call__(self, model: Any) -> tuple[Any, dict[str, Any]]:
         """``(model to snapshot, snapshot metadata)``: the mixture when a newer merge
@@ -185,9 +200,9 @@ class Adopter:
             if self.last is not None and merged.seq <= self.last["seq"]:
                 log.debug("adopt_merged: %r seq %d adopted already", self.merge_name, merged.seq)
                 return self._keep(model, "not_newer")
-            base = self._base_next_id(merged)
+            base, outcome = self._base_next_id(merged)
             if base is None:
-                return self._keep(model, "no_base")
+                return self._keep(model, outcome)
             if merged.model is None:
                 from ..snapshot.kafka_scheme import build_model
 
