@@ -150,3 +150,43 @@ def test_group_worker_killed_at_random_points_and_restarted(kafka_broker, topic_
     learned, ends = _covered([(store, "w1"), (store, "w2")], topic_name)
     assert ends == {p: N // PARTS for p in range(PARTS)}
     assert learned == N
+
+
+def test_a_second_group_on_the_same_snapshot_topic_learns_the_whole_stream(
+    kafka_broker, topic_name, tmp_path
+):
+    """A canary group pointed at production's snapshot topic took production's workers for
+    its own peers: it resumed after their snapshots and learned 0 of 2,400 events (session
+    23's scale-out audit). Each snapshot now names its consumer group, and peers of another
+    group are not ours: the canary learns every event, and production, restarted, still
+    resumes after its own."""
+    bootstrap = kafka_broker.bootstrap_servers
+    produce(bootstrap, topic_name, make_events(N, seed=4), partitions=PARTS)
+    snapshot_topic = f"{topic_name}-snapshots"
+
+    def worker(group, model, store):
+        args = run_args(
+            bootstrap,
+            topic_name,
+            group,
+            store,
+            model_name=model,
+            snapshot_every=150,
+            max_records=50,
+            budget=80,
+            stop_when_idle=6.0,
+            snapshot_topic=snapshot_topic,
+        )
+        done = subprocess.run(
+            [sys.executable, "-m", "streamk.cli", *args], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return SnapshotStore(store).latest(model)
+
+    production = worker(f"{topic_name}-prod", "prod", tmp_path / "prod")
+    assert production.model.n_learned == N and production.meta["group"] == f"{topic_name}-prod"
+    canary = worker(f"{topic_name}-canary", "canary", tmp_path / "canary")
+    assert canary.model.n_learned == N  # 0 before: it resumed after production's snapshots
+    assert canary.offsets[topic_name] == {p: N // PARTS for p in range(PARTS)}
+    again = worker(f"{topic_name}-prod", "prod", tmp_path / "prod")
+    assert again.model.n_learned == N  # production's own position, not the canary's

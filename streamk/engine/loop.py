@@ -379,6 +379,11 @@ class Engine:
             offsets[p] = 0  # below the log start, the client starts at the log start
             self._marks.pop(p)
 
+    def _group(self) -> str | None:
+        """The consumer group this engine reads in (``None`` outside a group)."""
+        group = getattr(self.source, "group_id", None)
+        return group if isinstance(group, str) and group else None
+
     def _restored_offsets(self) -> dict[int, int]:
         """Where our durable model stands: the positions of the last snapshot we wrote or
         restored (a partition we never learned from is absent)."""
@@ -420,7 +425,7 @@ class Engine:
             except StreamkError as exc:
                 log.warning("could not read other workers' snapshots from the topic: %s", exc)
         if store is None or not hasattr(store, "names"):
-            return peer_offsets(found, self.source.name)
+            return peer_offsets(found, self.source.name, self._group())
         for name in store.names():
             if name == own:
                 continue
@@ -432,7 +437,7 @@ class Engine:
             except StreamkError as exc:  # none readable: it holds no durable events
                 log.warning("model %r of the same store has no readable snapshot: %s", name, exc)
                 found[name] = None
-        return peer_offsets(found, self.source.name)
+        return peer_offsets(found, self.source.name, self._group())
 
     def _on_revoked(self, partitions: list[int]) -> None:
         log.info("partitions %s revoked: snapshot and commit first", partitions)
@@ -819,6 +824,8 @@ class Engine:
                 self._marks[p] = mark
         self._last = {}
         meta = {**meta, "marks": marks_meta(self._marks, self.source.name)}
+        if self._group() is not None:  # whose worker this model is (see peer_offsets)
+            meta["group"] = self._group()
         if self.store is not None or self.publisher is not None:
             from .. import snapshot
 

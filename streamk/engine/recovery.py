@@ -169,18 +169,27 @@ def resume_offsets(
     return out
 
 
-def peer_offsets(snapshots: Mapping[str, Any], stream: str) -> dict[str, dict[int, int]]:
+def peer_offsets(
+    snapshots: Mapping[str, Any], stream: str, group: str | None = None
+) -> dict[str, dict[int, int]]:
     """Model -> partition -> next offset, for ``stream``, from ``{model: Snapshot or None}``.
 
     A model with no readable snapshot stays in, with no offsets: it holds no durable
-    events, so a commit it made is not taken as coverage.
+    events, so a commit it made is not taken as coverage. A model whose snapshot names
+    another consumer ``group`` (its ``meta["group"]``) is no worker of ours and is left
+    out: a second group on the same snapshot topic (a canary) resumed after the first
+    group's snapshots and learned nothing. Snapshots without a group (older ones) count.
     """
-    return {
-        name: {}
-        if snap is None
-        else {int(p): int(o) for p, o in snap.offsets.get(stream, {}).items()}
-        for name, snap in snapshots.items()
-    }
+    out: dict[str, dict[int, int]] = {}
+    for name, snap in snapshots.items():
+        if snap is None:
+            out[name] = {}
+            continue
+        theirs = (snap.meta or {}).get("group")
+        if group is not None and theirs is not None and theirs != group:
+            continue
+        out[name] = {int(p): int(o) for p, o in snap.offsets.get(stream, {}).items()}
+    return out
 
 
 def writer_id(model_dir: Path) -> str:
