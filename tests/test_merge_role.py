@@ -170,3 +170,25 @@ def test_workers_that_standardise_their_features_are_refused_with_the_fix(tmp_pa
     assert done.returncode == 2
     assert "standardise their features" in done.stderr and 'scale = "none"' in done.stderr
     assert not (tmp_path / "snaps" / "merged").exists()
+
+
+def test_a_damaged_local_copy_of_the_merge_does_not_stop_the_merger(tmp_path):
+    """Every local merged file damaged (a bad volume): the merger stopped with "no valid
+    snapshot" on every pass, even with a snapshot topic holding what it published. It reads
+    its seqs without loading them, merges again, and publishes above them (real CLI)."""
+    data = list(datasets.Bananas().take(900))
+    write_log(tmp_path / LOG, data[:600])
+    replay(tmp_path, "w0", "snaps", "--max-events", "300")
+    replay(tmp_path, "w1")
+    assert merge(tmp_path)["seq"] == 0
+    path = tmp_path / "snaps" / "merged" / "000000000000.snapshot"
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    write_log(tmp_path / LOG, data[600:900])
+    replay(tmp_path, "w1")  # a worker moves on
+    again = merge(tmp_path)
+    assert again["published"] == 1 and again["seq"] == 1
+    merged = SnapshotStore(tmp_path / "snaps").latest("merged")
+    assert merged.seq == 1
+    assert sum(s["n_learned"] for s in merged.meta["sources"]) == 900

@@ -172,22 +172,18 @@ class Merger:
         locally but not acknowledged by Kafka was not published); without one, the store.
         """
         found: dict[str, Any] = {}
-        local = self.store.latest(self.name, build=False)
+        # the seqs used locally, damaged or set-aside files too: never read, so a damaged
+        # local copy of a merge cannot stop the merger (the topic holds what was published)
+        local_top = self.store.next_seq(self.name) - 1
         if self._scan is not None:
             found = dict(self._scan())
-            previous = found.get(self.name)
         else:
             for name in self.store.names():
                 try:
                     found[name] = self.store.latest(name, build=False)
                 except StreamkError as exc:  # unreadable: left out of this pass, said so
                     log.warning("model %r has no readable snapshot: %s", name, exc)
-            previous = local
-        return (
-            worker_snapshots(found, self.topic, self.name),
-            previous,
-            -1 if local is None else local.seq,
-        )
+        return worker_snapshots(found, self.topic, self.name), found.get(self.name), local_top
 
     # -- one pass ----------------------------------------------------------------------
 
