@@ -192,3 +192,73 @@ def test_a_damaged_local_copy_of_the_merge_does_not_stop_the_merger(tmp_path):
     merged = SnapshotStore(tmp_path / "snaps").latest("merged")
     assert merged.seq == 1
     assert sum(s["n_learned"] for s in merged.meta["sources"]) == 900
+
+
+def _reseal(path: Path, target: Path, version: int) -> None:
+    """Write ``path``'s snapshot to ``target`` sealed as format ``version`` (a newer writer)."""
+    import msgpack
+
+    outer = msgpack.unpackb(path.read_bytes(), raw=False)
+    outer["version"] = version
+    target.write_bytes(msgpack.packb(outer, use_bin_type=True))
+
+
+def test_unreadable_workers_are_listed_as_excluded_and_their_files_left_untouched(tmp_path):
+    """w0 valid, w1 every snapshot damaged, w2 an empty directory, w3 whose newest snapshot
+    is from a newer format version. The merger merged w0 alone, said so only in WARNINGs,
+    and renamed w1's file to ``*.corrupt`` in w1's own directory. Now: nothing in the store
+    changes, the summary lists w1 and w2 with why, and w3's older snapshot is merged."""
+    import hashlib
+
+    write_log(tmp_path / LOG, datasets.Bananas().take(900))
+    for name in ("w0", "w1", "w3"):
+        assert replay(tmp_path, name, "snaps", "--max-events", "300")["learned"] == 300
+    store = SnapshotStore(tmp_path / "snaps")
+    w0, w3 = store.latest("w0"), store.latest("w3")
+    (tmp_path / "snaps" / "w2").mkdir()
+    for info in store.list("w1"):
+        raw = bytearray(info.path.read_bytes())
+        raw[len(raw) // 2] ^= 0xFF
+        info.path.write_bytes(bytes(raw))
+    newest = store.list("w3")[-1].path
+    _reseal(newest, newest.with_name(f"{w3.seq + 1:012d}.snapshot"), version=99)
+
+    def files() -> dict[str, str]:
+        root = tmp_path / "snaps"
+        return {
+            str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and p.parts[-2] != "merged" and p.name != ".lock"
+        }
+
+    before = files()
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--once", "--json"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert files() == before  # a reader: no other model's file renamed, moved or rewritten
+    assert not list((tmp_path / "snaps" / "w1").glob("*.corrupt*"))
+    out = json.loads(done.stdout)
+    excluded = {e["name"]: e["reason"] for e in out["excluded"]}
+    assert sorted(excluded) == ["w1", "w2"]
+    assert "damaged" in excluded["w1"] and excluded["w2"] == "no snapshot files"
+    assert out["last"]["excluded"] == out["excluded"]
+    merged = store.latest("merged")
+    got = {s["name"]: (s["seq"], s["n_learned"]) for s in merged.meta["sources"]}
+    assert got == {"w0": (w0.seq, 300), "w3": (w3.seq, 300)}  # w3: the newest it can read
+    assert "format version 99 is newer" in done.stderr  # the skipped file is said once
+
+    # the text summary names them too
+    text = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--once"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert text.returncode == 0, text.stderr[-3000:]
+    line = next(ln for ln in text.stderr.splitlines() if ln.startswith("merge 'merged'"))
+    assert "excluded w1 (" in line and "w2 (no snapshot files)" in line
+    assert "name:w1" in text.stdout and "name:w2" in text.stdout

@@ -66,6 +66,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         "passes": len(passes),
         "published": len(published),
         "seq": None if last is None else last.seq,
+        # models of the file store no snapshot of which could be read: not in the merge
+        "excluded": [] if last is None else last.excluded,
         "last": None if last is None else last.as_dict(),
         "machine": machine(),
     }

@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import MergeError, StreamkError
 from .models import merge_snapshots
 
-__all__ = ["MergePass", "Merger", "is_merged", "worker_snapshots"]
+__all__ = ["MergePass", "Merger", "is_merged", "newest_readable", "worker_snapshots"]
 
 log = logging.getLogger("streamk.merge")
 
@@ -57,6 +57,51 @@ def worker_snapshots(found: dict[str, Any], topic: str, merge_name: str) -> dict
             continue
         out[name] = snap
     return out
+
+
+def newest_readable(store: Any, name: str) -> tuple[Any, str]:
+    """The newest snapshot of ``name`` this process can read (unbuilt), without changing files.
+
+    Unlike :meth:`~streamk.snapshot.SnapshotStore.latest`, a damaged file is not set aside:
+    the merger only reads other models' stores (a worker's own engine sets its damaged files
+    aside when it restarts). A file this reader cannot load (damaged, over the limits, or from
+    a newer format version) is skipped for the next older one, with one WARNING.
+
+    Parameters
+    ----------
+    store
+        The :class:`~streamk.snapshot.SnapshotStore` holding the model.
+    name
+        The model's name in the store.
+
+    Returns
+    -------
+    tuple
+        ``(Snapshot, "")``, or ``(None, why)`` when no file of the model can be read.
+    """
+    infos = store.list(name)
+    unreadable: list[str] = []
+    for info in reversed(infos):
+        if not info.regular:
+            unreadable.append(f"{info.path.name}: not a regular file")
+            continue
+        try:
+            snap = store.load(info.path, build=False)
+        except (StreamkError, OSError) as exc:  # FileNotFoundError: retention deleted it
+            unreadable.append(str(exc).removeprefix(f"{info.path}: ") + f" ({info.path.name})")
+            continue
+        if unreadable:
+            log.warning(
+                "model %r: merging its seq %d; %d newer snapshot(s) unreadable, newest: %s",
+                name,
+                snap.seq,
+                len(unreadable),
+                unreadable[0],
+            )
+        return snap, ""
+    if not infos:
+        return None, "no snapshot files"
+    return None, f"no readable snapshot ({len(infos)} file(s)); newest: {unreadable[0]}"
 
 
 def _stream_matcher(topic: str) -> Callable[[str], bool]:
@@ -95,7 +140,11 @@ def _identity(sources: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
 
 @dataclass
 class MergePass:
-    """What one pass did: published a merge (``seq``), or why not (``skipped``)."""
+    """What one pass did: published a merge (``seq``), or why not (``skipped``).
+
+    ``excluded`` lists the models of the file store left out because none of their
+    snapshots could be read (``{"name": ..., "reason": ...}``): the merge covers the rest.
+    """
 
     published: bool
     seq: int | None
@@ -107,19 +156,26 @@ class MergePass:
     method: str = ""
     merge_seconds: float = 0.0
     coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    excluded: list[dict[str, str]] = field(default_factory=list)
 
     def line(self, name: str) -> str:
         """The progress line of this pass."""
         who = ", ".join(f"{w['name']}:{w['seq']}" for w in self.workers) or "none"
+        left_out = ""
+        if self.excluded:
+            left_out = "; excluded " + ", ".join(
+                f"{e['name']} ({e['reason']})" for e in self.excluded
+            )
         if not self.published:
-            return f"merge {name!r}: {self.skipped}; workers {who}"
+            return f"merge {name!r}: {self.skipped}; workers {who}{left_out}"
         return (
             f"merge {name!r}: published seq {self.seq} from {len(self.workers)} workers "
             f"({who}), {self.n_learned:,} events, support {self.n_union:,} -> "
-            f"{self.n_support:,} ({self.method}), {self.merge_seconds:.2f} s"
+            f"{self.n_support:,} ({self.method}), {self.merge_seconds:.2f} s{left_out}"
         )
 
     def as_dict(self) -> dict[str, Any]:
+        """The pass as plain data (the ``last`` entry of ``streamk merge --json``)."""
         return dict(self.__dict__)
 
 
@@ -151,6 +207,8 @@ class Merger:
         self.store = SnapshotStore(config["snapshot_dir"], keep=config["snapshot_keep"])
         self.publisher: Any = None
         self._scan = scan
+        #: models of the file store the last pass could not read (see :class:`MergePass`)
+        self.excluded: list[dict[str, str]] = []
         if config["snapshot_topic"]:
             from ..engine.runner import kafka_settings, topic_peers
             from ..snapshot.kafka import SnapshotPublisher
@@ -172,6 +230,7 @@ class Merger:
         locally but not acknowledged by Kafka was not published); without one, the store.
         """
         found: dict[str, Any] = {}
+        self.excluded = []
         # the seqs used locally, damaged or set-aside files too: never read, so a damaged
         # local copy of a merge cannot stop the merger (the topic holds what was published)
         local_top = self.store.next_seq(self.name) - 1
@@ -179,10 +238,11 @@ class Merger:
             found = dict(self._scan())
         else:
             for name in self.store.names():
-                try:
-                    found[name] = self.store.latest(name, build=False)
-                except StreamkError as exc:  # unreadable: left out of this pass, said so
-                    log.warning("model %r has no readable snapshot: %s", name, exc)
+                # read-only: another model's damaged files are its own engine's to set aside
+                found[name], why = newest_readable(self.store, name)
+                if found[name] is None and name != self.name:
+                    log.warning("model %r left out of this merge: %s", name, why)
+                    self.excluded.append({"name": name, "reason": why})
         return worker_snapshots(found, self.topic, self.name), found.get(self.name), local_top
 
     # -- one pass ----------------------------------------------------------------------
@@ -194,13 +254,20 @@ class Merger:
         from .provenance import snapshot_sources
 
         workers, previous, local_seq = self._read()
+        excluded = list(self.excluded)
         sources = snapshot_sources(workers)
         if not workers:
-            return MergePass(False, None, sources, skipped="no worker snapshots yet")
+            return MergePass(
+                False, None, sources, skipped="no worker snapshots yet", excluded=excluded
+            )
         prev_sources = list((previous.meta or {}).get(SOURCES, [])) if previous else []
         if previous is not None and _identity(prev_sources) == _identity(sources):
             return MergePass(
-                False, previous.seq, sources, skipped=f"unchanged since seq {previous.seq}"
+                False,
+                previous.seq,
+                sources,
+                skipped=f"unchanged since seq {previous.seq}",
+                excluded=excluded,
             )
         for snap in workers.values():
             if snap.model is None:
@@ -240,6 +307,7 @@ class Merger:
             method=result.method,
             merge_seconds=result.seconds,
             coverage=coverage(result.sources, self.topic),
+            excluded=excluded,
         )
 
     # -- the loop ----------------------------------------------------------------------
