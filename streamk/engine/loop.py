@@ -328,14 +328,16 @@ class Engine:
         if self.config.on_offset_beyond_end != "earliest":
             raise StreamkError(
                 f"{self.source.name}: the resume offsets of partitions {where} are past the "
-                "partitions' ends: the topic was probably deleted and recreated since the "
-                f"snapshot of {self.config.model_name!r} was written. Start a fresh model "
+                "partitions' ends: the topic was probably deleted and recreated (or the log "
+                f"truncated) since the snapshot of {self.config.model_name!r} was written. "
+                "Start a fresh model "
                 "(streamk snapshot reset, or a new model_name), or set "
                 "on_offset_beyond_end = earliest to learn these partitions from their start"
             )
         for p, first in past.items():
             log.warning(
-                "partition %d: resume offset %d is past its end (topic recreated?); "
+                "partition %d: resume offset %d is past its end (topic recreated, log "
+                "truncated?); "
                 "learning it from %d (on_offset_beyond_end = earliest)",
                 p,
                 offsets[p],
@@ -365,13 +367,15 @@ class Engine:
             raise StreamkError(
                 f"{self.source.name}: the record before the resume offset is not the one the "
                 f"snapshot of {self.config.model_name!r} learned last ({where}): the topic "
-                "was probably deleted and recreated since. Start a fresh model (streamk "
+                "was probably deleted and recreated (or the log rewritten) since. Start a "
+                "fresh model (streamk "
                 "snapshot reset, or a new model_name), or set on_offset_beyond_end = earliest "
                 "to learn these partitions from their start"
             )
         for p in sorted(changed):
             log.warning(
-                "partition %d: %s (topic recreated?); learning it from its start "
+                "partition %d: %s (topic recreated, log rewritten?); learning it from its "
+                "start "
                 "(on_offset_beyond_end = earliest)",
                 p,
                 changed[p],

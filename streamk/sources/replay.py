@@ -13,9 +13,11 @@ a JSON array, a ``.json`` file or any other text. Read as msgpack, such a file w
 record per byte or so, every one dead-lettered.
 
 The offset of a record is its index in the file (0-based), so a replay of the same log
-gives the same positions and, with ``sync`` consolidation, the same models. A msgpack
-log whose tail cannot be framed yields that tail as one last record, which the engine
-dead-letters with the reason; nothing is dropped silently. A well-formed record msgpack
+gives the same positions and, with ``sync`` consolidation, the same models. A log that ends
+in an incomplete record (a msgpack tail that cannot be framed, a last line without its
+newline that is not valid JSON) is taken for one still being written: it is left, with a
+WARNING, for the next replay, which reads it once it is whole (dead-lettered, its offset
+would be used up and the finished event never learned). A well-formed record msgpack
 cannot decode (nested deeper than its stack) is framed alone, so the records after it are
 still learned. With ``follow``, a last record or line still being written is left until it
 is whole. A JSON line longer than
@@ -35,7 +37,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,8 @@ import msgpack
 from ..engine.events import DEFAULT_LIMITS, encode_event
 from ..errors import InvalidInput
 from .base import Record, Source
+
+log = logging.getLogger(__name__)
 
 __all__ = ["ReplaySource", "write_log", "decode_json_record"]
 
@@ -107,6 +113,7 @@ class ReplaySource(Source):
         self._reader: Iterator[bytes] | None = None
         self._next = 0
         self._done = False
+        self._at: tuple[int, bytes | None] | None = None  # see _record_at
 
     def _check_format(self) -> None:
         """Refuse a file that is not an event log, naming what it looks like and the fix.
@@ -210,10 +217,42 @@ class ReplaySource(Source):
                 self._done = True
             else:  # pick up appended records on the next poll
                 self.seek(0, self._next)
+                if not out:  # nothing new: wait as a consumer's poll would, not spin
+                    time.sleep(max(0.0, timeout))
         return out
 
     def exhausted(self) -> bool:
         return self._done
+
+    # -- the engine's checks of a resume offset (as for a Kafka topic) ----------------------
+    def beyond_end(self, targets: dict[int, int]) -> dict[int, int]:
+        """``{0: 0}`` when the resume offset is past the log's end (a log truncated under
+        its snapshot), else ``{}``: the engine never skips that silently."""
+        target = int(targets.get(0, 0))
+        if target <= 0:
+            return {}
+        return {0: 0} if self._record_at(target - 1) is None else {}
+
+    def records_before(self, targets: dict[int, int]) -> dict[int, tuple[int | None, bytes]]:
+        """``{0: (None, record)}``: the record before the resume offset (a log carries no
+        timestamps), which the engine compares with the last record its snapshot learned.
+        A log rewritten under its snapshot keeps its name when its first 64 KiB are the
+        same (the name is their digest), and was resumed at the old offset in silence."""
+        target = int(targets.get(0, 0))
+        payload = self._record_at(target - 1) if target > 0 else None
+        return {} if payload is None else {0: (None, payload)}
+
+    def _record_at(self, offset: int) -> bytes | None:
+        """Record ``offset`` of the log (``None`` when it is shorter); one pass, kept for
+        the two checks of one assignment."""
+        if self._at is None or self._at[0] != offset:
+            found = None
+            for i, payload in enumerate(self._records()):
+                if i == offset:
+                    found = payload
+                    break
+            self._at = (offset, found)
+        return self._at[1]
 
     # -- reading --------------------------------------------------------------------------
     def _records(self) -> Iterator[bytes]:
@@ -228,10 +267,9 @@ class ReplaySource(Source):
             try:
                 unpacker.skip()
                 end = base + unpacker.tell()
-            except msgpack.OutOfData:
-                if self.follow:  # a record still being written: wait until it is whole
-                    return
-                yield data[start:]  # a truncated last record: dead-lettered, not dropped
+            except msgpack.OutOfData:  # a record still being written: read it when whole
+                if not self.follow:
+                    _incomplete(self.path, start)
                 return
             except Exception:  # noqa: BLE001 - e.g. nested deeper than msgpack's stack
                 end = _skip_one(data, start)  # well-formed but undecodable: frame it alone
@@ -260,9 +298,34 @@ class ReplaySource(Source):
                             continue
                     if self.follow:  # a line still being written: wait for its newline
                         return
+                    if not _parses(line):  # the same, found at the end of a plain replay
+                        _incomplete(self.path, fh.tell() - len(line))
+                        return
                 line = line.strip()
                 if line:
                     yield line
+
+
+def _parses(line: bytes) -> bool:
+    """Whether a JSON line is whole (what a last line without its newline must be to be
+    read: else it is taken for one still being written)."""
+    try:
+        decode_json_record(line.strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _incomplete(path: Path, at: int) -> None:
+    """Say that the log ends in an incomplete record, left for the next replay: a writer
+    may still be appending it (dead-lettered, its offset would be used up and the finished
+    event never learned)."""
+    log.warning(
+        "%s ends in an incomplete record at byte %d (still being written?): left for the "
+        "next replay, which reads it once it is whole; if it never will be, cut it off",
+        path,
+        at,
+    )
 
 
 #: First bytes of a msgpack map: fixmap, map 16, map 32.
