@@ -262,3 +262,22 @@ def test_unreadable_workers_are_listed_as_excluded_and_their_files_left_untouche
     line = next(ln for ln in text.stderr.splitlines() if ln.startswith("merge 'merged'"))
     assert "excluded w1 (" in line and "w2 (no snapshot files)" in line
     assert "name:w1" in text.stdout and "name:w2" in text.stdout
+
+
+def test_a_refused_merge_names_the_workers_not_their_positions(tmp_path):
+    """Workers configured with different kernels: the refusal said "model 1 has kernel=...
+    where model 0 has ..."; it names w0 and w1 (real CLI, exit 2, nothing published)."""
+    write_log(tmp_path / LOG, datasets.Bananas().take(300))
+    replay(tmp_path, "w0", "snaps", "--max-events", "150")
+    replay(tmp_path, "w1", "snaps", "--kernel", "rbf:0.25")  # the last --kernel wins
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--once"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "worker 'w1' has kernel=" in done.stderr
+    assert "where worker 'w0' has kernel=" in done.stderr
+    assert "model 1" not in done.stderr
+    assert not (tmp_path / "snaps" / "merged").exists()

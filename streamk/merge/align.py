@@ -28,19 +28,35 @@ __all__ = [
 ]
 
 
-def check_compatible(models: Sequence[Any], states: Sequence[dict[str, Any]]) -> None:
+def check_compatible(
+    models: Sequence[Any],
+    states: Sequence[dict[str, Any]],
+    names: Sequence[str] | None = None,
+) -> None:
     """Raise :class:`MergeError` unless every model has the first one's class and parameters.
 
     Parameters are compared as plain data (kernels by spec, so an unresolved ``"auto"``
     compares equal to ``"auto"``); the kernels actually in use are checked by
     :func:`merged_kernel`.
+
+    Parameters
+    ----------
+    models, states
+        The learners and their ``state()``, in one order.
+    names
+        The workers' names in that order, when the caller knows them: the refusal names
+        them (``worker 'w1'``) instead of their positions (``model 1``).
     """
+
+    def who(i: int) -> str:
+        return f"worker {names[i]!r}" if names is not None else f"model {i}"
+
     first = type(models[0])
     for i, m in enumerate(models[1:], start=1):
         if type(m) is not first:
             raise MergeError(
-                f"model {i} is a {type(m).__name__}, model 0 a {first.__name__}: only models of "
-                "one learner class merge (their kernel expansions mean different things)"
+                f"{who(i)} is a {type(m).__name__}, {who(0)} a {first.__name__}: only models "
+                "of one learner class merge (their kernel expansions mean different things)"
             )
     p0 = _comparable(states[0]["params"])
     for i, s in enumerate(states[1:], start=1):
@@ -49,14 +65,14 @@ def check_compatible(models: Sequence[Any], states: Sequence[dict[str, Any]]) ->
             a, b = p0.get(name), pi.get(name)
             if a != b:
                 raise MergeError(
-                    f"model {i} has {name}={b!r} where model 0 has {name}={a!r}: workers that "
+                    f"{who(i)} has {name}={b!r} where {who(0)} has {name}={a!r}: workers that "
                     "merge must share their learner configuration (one config for the group)"
                 )
     seen0 = states[0].get("ranks_seen")  # a ranker with ranks=None: the ranks it has met
     for i, s in enumerate(states[1:], start=1):
         if s.get("ranks_seen") != seen0:
             raise MergeError(
-                f"model {i} has seen ranks {s.get('ranks_seen')!r:.200} where model 0 has "
+                f"{who(i)} has seen ranks {s.get('ranks_seen')!r:.200} where {who(0)} has "
                 f"seen {seen0!r:.200}: rankers with discovered ranks merge only over the same "
                 "ranks; give the group fixed ranks=(lowest, ..., highest)"
             )

@@ -249,8 +249,10 @@ class Merger:
 
     def run_once(self) -> MergePass:
         """Merge and publish if the workers' snapshots changed since the newest merge."""
+        from ..consolidation.wrapper import served_learner
         from ..snapshot import dumps
         from ..snapshot.kafka_scheme import build_model
+        from .align import check_compatible
         from .provenance import snapshot_sources
 
         workers, previous, local_seq = self._read()
@@ -273,6 +275,10 @@ class Merger:
             if snap.model is None:
                 build_model(snap)
         check_mergeable(workers)
+        # merge_snapshots checks this too, by position: here the refusal names the workers
+        items = sorted(workers.items())
+        learners = [served_learner(snap.model) for _, snap in items]
+        check_compatible(learners, [m.state() for m in learners], [n for n, _ in items])
         compress = self.config["merge_compress"]
         result = merge_snapshots(workers, compress=compress)
         seq = max(-1 if previous is None else previous.seq, local_seq) + 1
