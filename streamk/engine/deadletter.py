@@ -3,25 +3,32 @@
 Re-exported by :mod:`streamk.engine.events`. A dead-letter *file* is JSON lines (one
 record per line, payload in base64) or concatenated msgpack maps (payload as
 bin); :class:`DeadLetterFile` appends and flushes each record and fsyncs on
-close, :func:`read_dead_letters` reads either format back.
+flush and close, :func:`read_dead_letters` reads either format back.
+
+A write cut short (disk full, a crash) can leave a partial record at the end of a file;
+:func:`open_append`, which both dead-letter and prediction files open through, cuts it off
+before appending, so the next run's records never join onto it and the file stays readable.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import msgpack
 
 from ..errors import ConfigError, InvalidEvent
 
 __all__ = ["DeadLetter", "DeadLetterFile", "read_dead_letters"]
+
+log = logging.getLogger(__name__)
 
 _FIELDS = ("payload", "reason", "source", "partition", "offset", "timestamp_ms", "code")
 
@@ -108,8 +115,108 @@ class DeadLetter:
         return cls(**data)
 
 
+def _complete_end(fh: BinaryIO, size: int, format: Literal["jsonl", "msgpack"]) -> int:
+    """Byte offset just after the last complete record of an open file of ``size`` bytes.
+
+    JSON lines: just after the last newline. Msgpack: decoded forward, record by record,
+    since a map's bytes hold no end marker; a record that is not a torn prefix (bytes no
+    writer of ours produced) raises ``ValueError`` rather than cutting off what follows.
+    """
+    if format == "jsonl":
+        end = size
+        while end > 0:
+            start = max(0, end - (1 << 16))
+            fh.seek(start)
+            chunk = fh.read(end - start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                return start + newline + 1
+            end = start
+        return 0
+    fh.seek(0)
+    unpacker = msgpack.Unpacker(fh, raw=False, strict_map_key=False, max_buffer_size=256 << 20)
+    position = 0
+    while True:
+        try:
+            unpacker.skip()
+        except msgpack.OutOfData:
+            return position
+        except Exception as exc:
+            raise ValueError(f"corrupt msgpack record at byte {position}: {exc}") from exc
+        position = unpacker.tell()
+
+
+def open_append(path: Path, format: Literal["jsonl", "msgpack"], what: str) -> BinaryIO:
+    """Open ``path`` for appending records, first cutting off a partial last record.
+
+    A failed or interrupted write leaves part of a record at the end of the file;
+    appended straight after it, the next record would join it and make the file
+    unreadable. The cut is logged (one WARNING naming the file and the bytes dropped);
+    the record it held is written again by the resumed run (outputs are at-least-once).
+
+    Parameters
+    ----------
+    path
+        File to append to (created if missing).
+    format
+        ``"jsonl"`` or ``"msgpack"``: what a complete record is.
+    what
+        What the file holds, for messages (``"dead-letter"``, ``"prediction"``).
+
+    Raises
+    ------
+    SinkError
+        When the file cannot be opened, or its msgpack records are corrupt (not merely
+        cut short), naming the file.
+    """
+    from ..sinks.base import SinkError  # the sinks package imports this module
+
+    try:
+        fh = open(path, "ab")  # noqa: SIM115 - the caller closes it
+        try:
+            size = os.fstat(fh.fileno()).st_size
+            if size:
+                with open(path, "rb") as reader:
+                    end = _complete_end(reader, size, format)
+                if end < size:
+                    os.truncate(fh.fileno(), end)
+                    log.warning(
+                        "%s file %s ended in a partial record (a write cut short): "
+                        "dropped its last %d bytes, from byte %d; the resumed run writes "
+                        "that record again",
+                        what,
+                        path,
+                        size - end,
+                        end,
+                    )
+        except BaseException:
+            fh.close()
+            raise
+    except ValueError as exc:
+        raise SinkError(f"cannot append to {what} file {path}: {exc}") from exc
+    except OSError as exc:
+        raise SinkError(f"cannot open {what} file {path}: {exc}") from exc
+    return fh
+
+
+def check_linked(fh: BinaryIO, path: Path, what: str) -> None:
+    """Raise :class:`~streamk.sinks.SinkError` if the open file ``fh`` was deleted.
+
+    Writes to a deleted file (say its directory was removed mid-run) succeed and are
+    lost; the engine must stop before committing past them.
+    """
+    if os.fstat(fh.fileno()).st_nlink == 0:
+        from ..sinks.base import SinkError
+
+        raise SinkError(f"{what} file {path} was deleted while being written")
+
+
 class DeadLetterFile:
-    """Append dead-letter records to a file, flushing each; fsync on close.
+    """Append dead-letter records to a file, flushing each; fsync on flush and close.
+
+    A partial record a cut-short write left at the end of the file is cut off first (see
+    :func:`open_append`). Write failures raise :class:`~streamk.sinks.SinkError` naming
+    the file.
 
     Parameters
     ----------
@@ -125,26 +232,67 @@ class DeadLetterFile:
         self.path = Path(path)
         self.format = format
         self.count = 0
-        self._fh = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        self._failed = False  # a write or sync failed: reported once, not again on close
+        self._fh = open_append(self.path, format, "dead-letter")
 
     def write(self, record: DeadLetter) -> None:
         """Append one record and flush it to the OS."""
+        from ..sinks.base import SinkError
+
         if self._fh.closed:
-            raise ValueError(f"dead-letter file {self.path} is closed")
+            raise SinkError(f"dead-letter file {self.path} is closed")
         if self.format == "jsonl":
             data = record.to_json().encode("ascii") + b"\n"
         else:
             data = record.to_msgpack()
-        self._fh.write(data)
-        self._fh.flush()
+        try:
+            self._fh.write(data)
+            self._fh.flush()
+        except OSError as exc:
+            self._failed = True
+            raise SinkError(f"could not write a dead letter to {self.path}: {exc}") from exc
         self.count += 1
 
-    def close(self) -> None:
-        """Flush, fsync and close; idempotent."""
-        if not self._fh.closed:
+    def flush(self) -> None:
+        """Fsync the file; raise :class:`~streamk.sinks.SinkError` if it was deleted.
+
+        The engine calls it before each commit, so dead letters are durable first.
+        """
+        from ..sinks.base import SinkError
+
+        if self._fh.closed:
+            return
+        try:
             self._fh.flush()
             os.fsync(self._fh.fileno())
-            self._fh.close()
+            check_linked(self._fh, self.path, "dead-letter")
+        except SinkError:
+            self._failed = True
+            raise
+        except OSError as exc:
+            self._failed = True
+            raise SinkError(f"could not sync dead letters to {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Flush, fsync and close; idempotent. After a failure :meth:`write` or
+        :meth:`flush` already reported, only closes (the error is not raised twice)."""
+        if self._fh.closed:
+            return
+        if self._failed:
+            try:
+                self._fh.close()
+            except OSError:
+                pass  # the buffered bytes that failed before: already reported
+            return
+        try:
+            self.flush()
+        finally:
+            if not self._fh.closed:
+                try:
+                    self._fh.close()
+                except OSError:
+                    if not self._failed:
+                        raise
 
     def __enter__(self) -> DeadLetterFile:
         return self

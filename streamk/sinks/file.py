@@ -11,7 +11,8 @@ from typing import Any
 
 import msgpack
 
-from ..engine.deadletter import DeadLetter, DeadLetterFile
+from ..engine.deadletter import DeadLetter, DeadLetterFile, check_linked, open_append
+from ..errors import InvalidEvent
 from .base import Format, SinkError, WritesOneAsMany, check_format
 from .records import (
     Layout,
@@ -41,6 +42,12 @@ class FilePredictionSink(WritesOneAsMany):
         ``"record"``: one map per event; ``"block"``: one map per :meth:`write_many`
         call (see :mod:`streamk.sinks.records`). :func:`read_predictions` reads
         both. Default: "record".
+
+    Notes
+    -----
+    A partial record a cut-short write left at the end of an existing file is cut off
+    before appending (one WARNING; the resumed run writes its event again), and
+    :meth:`flush` raises :class:`SinkError` if the file was deleted meanwhile.
     """
 
     def __init__(
@@ -56,7 +63,8 @@ class FilePredictionSink(WritesOneAsMany):
         self.format = format
         self.layout = layout
         self.count = 0
-        self._fh = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        self._failed = False  # a flush failed: reported once, not again on close
+        self._fh = open_append(self.path, format, "prediction")
 
     def write_many(
         self,
@@ -90,22 +98,40 @@ class FilePredictionSink(WritesOneAsMany):
         self.count += len(predictions)
 
     def flush(self) -> None:
-        """Write buffered records and fsync the file."""
+        """Write buffered records and fsync the file.
+
+        Raises
+        ------
+        SinkError
+            The write or sync failed, or the file was deleted (its records are lost).
+        """
         if self._fh.closed:
             return
         try:
             self._fh.flush()
             os.fsync(self._fh.fileno())
+            check_linked(self._fh, self.path, "prediction")
+        except SinkError:
+            self._failed = True
+            raise
         except OSError as exc:
+            self._failed = True
             raise SinkError(f"could not write predictions to {self.path}: {exc}") from exc
 
     def close(self) -> None:
-        """Flush, fsync and close; idempotent."""
-        if not self._fh.closed:
-            try:
+        """Flush, fsync and close; idempotent. After a failure :meth:`flush` already
+        reported, only closes (the error is not raised twice)."""
+        if self._fh.closed:
+            return
+        try:
+            if not self._failed:
                 self.flush()
-            finally:
+        finally:
+            try:
                 self._fh.close()
+            except OSError:
+                if not self._failed:
+                    raise
 
 
 class FileDeadLetterSink:
@@ -130,23 +156,15 @@ class FileDeadLetterSink:
         return self.file.count
 
     def write(self, record: DeadLetter) -> None:
-        try:
-            self.file.write(record)
-        except (OSError, ValueError) as exc:
-            raise SinkError(f"could not write a dead letter to {self.path}: {exc}") from exc
+        """Append one record; :class:`SinkError` naming the file if that fails."""
+        self.file.write(record)
 
     def flush(self) -> None:
         """Fsync the file (each record is already flushed to the OS by ``write``)."""
-        fh = getattr(self.file, "_fh", None)
-        if fh is None or fh.closed:
-            return
-        try:
-            fh.flush()
-            os.fsync(fh.fileno())
-        except OSError as exc:
-            raise SinkError(f"could not sync dead letters to {self.path}: {exc}") from exc
+        self.file.flush()
 
     def close(self) -> None:
+        """Fsync and close; idempotent."""
         self.file.close()
 
 
@@ -157,16 +175,38 @@ def read_predictions(
 
     The format (``"jsonl"`` or ``"msgpack"``) is sniffed when not given; block maps are
     expanded into the records they hold, in order.
+
+    Raises
+    ------
+    InvalidEvent
+        On a corrupt or truncated record (a write cut short), naming the file and the
+        line or byte offset, as :func:`~streamk.engine.deadletter.read_dead_letters` does;
+        the records before it have been yielded.
     """
     path = Path(path)
     with open(path, "rb") as fh:
         data = fh.read()
     if format is None:
-        format = "jsonl" if data[:1] in (b"{", b"") else "msgpack"
+        format = "jsonl" if data[:1] in (b"{", b"", b"\n") else "msgpack"
     if format == "jsonl":
-        for line in data.splitlines():
+        for lineno, line in enumerate(data.splitlines(), 1):
             if line.strip():
-                yield from expand(json.loads(line))
+                try:
+                    obj = json.loads(line)
+                except ValueError as exc:
+                    raise InvalidEvent(f"{path}:{lineno}: not a prediction record: {exc}") from exc
+                yield from expand(obj)
         return
-    for obj in msgpack.Unpacker(io.BytesIO(data), raw=False, strict_map_key=False):
+    unpacker = msgpack.Unpacker(io.BytesIO(data), raw=False, strict_map_key=False)
+    position = 0
+    while True:
+        try:
+            obj = unpacker.unpack()
+        except msgpack.OutOfData:
+            break
+        except Exception as exc:
+            raise InvalidEvent(f"{path} @ byte {position}: corrupt record: {exc}") from exc
+        position = unpacker.tell()
         yield from expand(obj)
+    if position != len(data):
+        raise InvalidEvent(f"{path}: truncated prediction record at byte {position} of {len(data)}")
