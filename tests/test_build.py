@@ -27,6 +27,8 @@ from tests.test_deploy import ROOT, context_ignores, copies, dockerfile_stages, 
 SKIP_LINE = re.compile(
     r"^\s*streamk: streamk\._core not built \((.+)\); installing without it", re.M
 )
+#: every module's line: the README says one line per compiled module, seven of them
+ANY_SKIP_LINE = re.compile(r"^\s*streamk: (streamk\.[\w.]+) not built \(", re.M)
 CORE = re.compile(r"^streamk/_core\.[^/]+\.(so|pyd)$")
 STRINGS = re.compile(r"^streamk/kernels/_strings\.[^/]+\.(so|pyd)$")
 
@@ -120,9 +122,11 @@ def test_wheel_builds_when_the_compiler_is_missing_or_fails(build_ready, tmp_pat
     assert not [n for n in names if CORE.match(n) or STRINGS.match(n)]
     assert wheel.name == "streamk-0.1.0-py3-none-any.whl" and "Root-Is-Purelib: true" in meta
     assert {"streamk/__init__.py", "streamk/accel.py"} <= set(names)
-    assert not [n for n in names if n.endswith((".pyx", ".c", ".h")) or ".data/" in n]
+    assert not [n for n in names if n.endswith((".pyx", ".pxi", ".c", ".h")) or ".data/" in n]
     reasons = SKIP_LINE.findall(log)
     assert len(reasons) == 1 and expected in reasons[0], log[-3000:]
+    modules = ANY_SKIP_LINE.findall(log)
+    assert len(modules) == len(set(modules)) == 7, modules
 
 
 @pytest.mark.slow
