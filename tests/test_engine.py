@@ -126,10 +126,18 @@ def test_msgpack_log_with_blocks_and_a_truncated_tail(tmp_path):
         fh.write(encode_block(X[:200], y[:200]))
         for row, label in zip(X[200:], y[200:]):
             fh.write(msgpack.packb({"x": row.tolist(), "y": label}))
-        fh.write(msgpack.packb({"x": [1.0, 2.0, 3.0], "y": True})[:-3])  # a torn write
-    engine = Engine(ReplaySource(log), factory, config=EngineConfig(max_records=40))
+        last = msgpack.packb({"x": [1.0, 2.0, 3.0], "y": True})
+        fh.write(last[:-3])  # a torn write, or one still under way
+    store = SnapshotStore(tmp_path / "s")
+    engine = Engine(ReplaySource(log), factory, store=store, config=EngineConfig(max_records=40))
     result = engine.run()
-    assert result.learned == 300 and result.dead_lettered == 1
+    # the tail is left for the next replay (not dead-lettered: its offset would be used up)
+    assert result.learned == 300 and result.dead_lettered == 0
+    assert result.positions == {0: 101}  # a block of 200 rows, then 100 events
+    with open(log, "ab") as fh:
+        fh.write(last[-3:])  # the write completes
+    again = Engine(ReplaySource(log), factory, store=store, config=EngineConfig(max_records=40))
+    assert again.run().learned == 1 and again.model.n_learned == 301
     ref = factory()
     for row, label in zip(X, y):
         ref.learn_one(dict(enumerate(row.tolist())), label)
