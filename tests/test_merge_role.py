@@ -281,3 +281,101 @@ def test_a_refused_merge_names_the_workers_not_their_positions(tmp_path):
     assert "where worker 'w0' has kernel=" in done.stderr
     assert "model 1" not in done.stderr
     assert not (tmp_path / "snaps" / "merged").exists()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def _samples(text: str) -> dict[str, float]:
+    """``name value`` lines of a Prometheus exposition (comments skipped)."""
+    return {
+        line.split()[0]: float(line.split()[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+def test_the_merge_loop_serves_metrics_on_metrics_port(tmp_path):
+    """``--metrics-port`` was accepted and nothing listened (connection refused). The merger
+    serves /metrics (passes, published, seq, workers, excluded), /healthz and /ready, and
+    stops serving when it stops on SIGTERM."""
+    import signal
+    import socket
+    import time
+
+    write_log(tmp_path / LOG, datasets.Bananas().take(300))
+    replay(tmp_path, "w0", "snaps", "--max-events", "150")
+    replay(tmp_path, "w1")
+    (tmp_path / "snaps" / "w2").mkdir()  # no snapshot: excluded
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
+         "--merge-every", "1", "--metrics-port", str(port), "--json"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < deadline, "no second pass seen on /metrics"
+            try:
+                status, text = _get(port, "/metrics")
+            except OSError:  # not listening yet
+                time.sleep(0.2)
+                continue
+            got = _samples(text)
+            if got["streamk_merge_passes_total"] >= 2:
+                break
+            time.sleep(0.2)
+        assert status == 200
+        assert got["streamk_merge_published_total"] == 1  # the second pass: unchanged
+        assert got["streamk_merge_seq"] == 0
+        assert got["streamk_merge_workers"] == 2 and got["streamk_merge_excluded"] == 1
+        assert got["streamk_merge_failures_total"] == 0
+        assert got["streamk_merge_last_pass_seconds"] > 0
+        assert "streamk_events_learned" not in got  # the engine's, not a merger's
+        assert _get(port, "/healthz")[0] == 200 and _get(port, "/ready")[0] == 200
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err[-3000:]
+    assert json.loads(out)["published"] == 1
+    with socket.socket() as s:  # the endpoint went with the process
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_a_metrics_port_in_use_stops_the_merger_naming_the_key(tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic",
+             LOG, "--once", "--metrics-port", str(port)],
+            cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert f"metrics_port {port}" in done.stderr and len(done.stderr.strip().splitlines()) == 1

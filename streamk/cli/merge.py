@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from .output import SCHEMA_VERSION, format_summary, machine
@@ -31,20 +32,36 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """
     from ..engine.config import load_config
     from ..merge.role import Merger
+    from ..merge.serve import MERGE_METRICS, RoleMetrics, serve_metrics
     from .run import engine_overrides
 
     config = load_config(args.config, engine_overrides(args))
     quiet = args.quiet or args.json
+    metrics = RoleMetrics(own=MERGE_METRICS)
+    metrics.set("merge_seq", -1)
+    metrics.stall_seconds = max(120.0, 3 * config["merge_every"])  # a pass per merge_every
     merger = Merger(config)
 
     def show(done: Any) -> None:
+        metrics.beat()
+        metrics.inc("merge_passes_total")
+        metrics.inc("merge_published_total", float(done.published))
+        metrics.inc("merge_failures_total", float(done.skipped.startswith("failed")))
+        metrics.set("merge_seq", done.seq)
+        metrics.set("merge_last_pass_seconds", done.pass_seconds)
+        metrics.set("merge_workers", len(done.workers))
+        metrics.set("merge_excluded", len(done.excluded))
         if not quiet:
             print(done.line(merger.name), file=sys.stderr, flush=True)
 
     passes = []
     try:
+        serve_metrics(config, metrics, "streamk merge")
+        metrics.set_ready(True)
         if args.once:
+            t0 = time.monotonic()
             passes.append(merger.run_once())
+            passes[-1].pass_seconds = time.monotonic() - t0
             show(passes[-1])
         else:
             stop = threading.Event()
@@ -57,6 +74,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGINT, handler)
             merger.run(stop, lambda done: (passes.append(done), show(done)))
     finally:
+        metrics.set_ready(False)
+        metrics.close()
         merger.close()
     published = [p for p in passes if p.published]
     last = passes[-1] if passes else None

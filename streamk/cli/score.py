@@ -28,7 +28,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     consumer group (`score_group`) and never learns. Predictions are at-least-once.
     """
     from ..engine.config import load_config
-    from ..merge.serve import Scorer
+    from ..merge.serve import SCORE_METRICS, RoleMetrics, Scorer, serve_metrics
     from .run import engine_overrides
 
     config = load_config(args.config, engine_overrides(args))
@@ -43,7 +43,8 @@ def cmd_score(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    scorer = Scorer(config, on_progress=progress)
+    metrics = RoleMetrics(SCORE_METRICS)
+    scorer = Scorer(config, on_progress=progress, metrics=metrics)
 
     def handler(signum: int, frame: Any) -> None:
         print(f"streamk: {signal.Signals(signum).name}: stopping", file=sys.stderr)
@@ -51,7 +52,11 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-    result = scorer.run()
+    try:
+        serve_metrics(config, metrics, "streamk score")
+        result = scorer.run()
+    finally:
+        metrics.close()
     summary = {
         "schema_version": SCHEMA_VERSION,
         "records": result.records,

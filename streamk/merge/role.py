@@ -157,6 +157,7 @@ class MergePass:
     merge_seconds: float = 0.0
     coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
     excluded: list[dict[str, str]] = field(default_factory=list)
+    pass_seconds: float = 0.0
 
     def line(self, name: str) -> str:
         """The progress line of this pass."""
@@ -338,6 +339,7 @@ class Merger:
                     "merge pass failed (retrying in %g s): %s", self.config["merge_every"], exc
                 )
                 done = MergePass(False, None, skipped=f"failed: {exc}")
+            done.pass_seconds = time.monotonic() - t0
             if on_pass is not None:
                 on_pass(done)
             if done.published:

@@ -18,11 +18,117 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..engine.metrics import DEFINITIONS, Metrics
 from ..errors import ConfigError, InvalidEvent
 
-__all__ = ["ScoreResult", "Scorer", "StoreFollower"]
+__all__ = [
+    "MERGE_METRICS",
+    "RoleMetrics",
+    "SCORE_METRICS",
+    "ScoreResult",
+    "Scorer",
+    "StoreFollower",
+    "serve_metrics",
+]
 
 log = logging.getLogger("streamk.merge")
+
+
+#: the engine's metrics a scorer keeps (streamk.engine.metrics.DEFINITIONS)
+SCORE_METRICS = ("events_in", "events_scored", "events_dead_lettered", "model_seq")
+
+#: the merger's own metrics: name -> (type, help)
+MERGE_METRICS: dict[str, tuple[str, str]] = {
+    "merge_passes_total": ("counter", "Merge passes run (published, unchanged or failed)"),
+    "merge_published_total": ("counter", "Merged models published"),
+    "merge_failures_total": ("counter", "Merge passes that failed (retried next interval)"),
+    "merge_seq": ("gauge", "Seq of the newest published merged model (-1: none yet)"),
+    "merge_last_pass_seconds": ("gauge", "Duration of the last merge pass"),
+    "merge_workers": ("gauge", "Worker snapshots in the last pass"),
+    "merge_excluded": ("gauge", "Models of the file store left out of the last pass (unreadable)"),
+}
+
+
+class RoleMetrics(Metrics):
+    """The metrics endpoint of the merge and score roles: a subset of the engine's metrics
+    plus the role's own, served like the engine's (``/metrics``, ``/healthz``, ``/ready``).
+
+    Parameters
+    ----------
+    shown
+        Names from :data:`streamk.engine.metrics.DEFINITIONS` this role updates (the others
+        would read 0 and mislead).
+    own
+        The role's own metrics, ``name -> (type, help)``; each starts at 0.
+    """
+
+    def __init__(
+        self, shown: tuple[str, ...] = (), own: dict[str, tuple[str, str]] | None = None
+    ) -> None:
+        super().__init__()
+        self.shown = {name: DEFINITIONS[name] for name in shown}
+        self.own = dict(own or {})
+        self.own_values = {name: 0.0 for name in self.own}
+        self.own_lock = threading.Lock()
+
+    def inc(self, name: str, value: float = 1.0) -> None:
+        """Add ``value`` to a counter (the role's own or one of ``shown``)."""
+        if name in self.own:
+            with self.own_lock:
+                self.own_values[name] += value
+        else:
+            super().inc(name, value)
+
+    def set(self, name: str, value: float | None) -> None:
+        """Set a gauge (the role's own or one of ``shown``); ``None`` leaves it."""
+        if value is not None and name in self.own:
+            with self.own_lock:
+                self.own_values[name] = float(value)
+        else:
+            super().set(name, value)
+
+    def render(self) -> str:
+        """Prometheus text exposition format (version 0.0.4) of this role's metrics."""
+        prefix = self.prefix
+        values = self.snapshot()
+        with self.own_lock:
+            values.update(self.own_values)
+        lines: list[str] = []
+        for name, (kind, help_text) in {**self.shown, **self.own}.items():
+            lines += [
+                f"# HELP {prefix}{name} {help_text}",
+                f"# TYPE {prefix}{name} {kind}",
+                f"{prefix}{name} {values[name]:.17g}",
+            ]
+        reasons = values.get("dead_letter_reasons") or {}
+        if "events_dead_lettered" in self.shown:
+            full = prefix + "dead_letter_reasons_total"
+            lines += [f"# HELP {full} Dead-lettered records by reason code"]
+            lines += [f"# TYPE {full} counter"]
+            lines += [f'{full}{{reason="{k}"}} {v}' for k, v in sorted(reasons.items())]
+        return "\n".join(lines) + "\n"
+
+
+def serve_metrics(config: dict[str, Any], metrics: RoleMetrics, role: str) -> int | None:
+    """Serve ``metrics`` on ``metrics_host:metrics_port`` when the port is set; the bound port.
+
+    Raises
+    ------
+    ConfigError
+        If the port cannot be bound (in use, unknown host, no permission), naming the key.
+    """
+    if not config["metrics_port"]:
+        return None
+    try:
+        port = metrics.serve(config["metrics_port"], host=config["metrics_host"])
+    except OSError as exc:
+        raise ConfigError(
+            f"metrics_port {config['metrics_port']} on metrics_host {config['metrics_host']!r} "
+            f"cannot be served: {exc.strerror or exc}; choose a free port (or 0 for no "
+            "metrics) and an address of this machine"
+        ) from exc
+    log.info("%s: metrics on http://%s:%d/metrics", role, config["metrics_host"], port)
+    return port
 
 
 class StoreFollower:
@@ -90,6 +196,7 @@ class Scorer:
         predictions: Any = None,
         dead_letters: Any = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
+        metrics: RoleMetrics | None = None,
     ) -> None:
         from ..engine import runner
 
@@ -119,6 +226,7 @@ class Scorer:
         self.predictions = predictions if predictions is not None else _prediction_sink(config)
         self.dead_letters = dead_letters if dead_letters is not None else _dead_letters(config)
         self.on_progress = on_progress
+        self.metrics = metrics if metrics is not None else RoleMetrics(SCORE_METRICS)
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -136,6 +244,7 @@ class Scorer:
             record.offset,
             record.timestamp_ms,
         )
+        self.metrics.dead_letter(letter.code)
         if self.dead_letters is not None:
             self.dead_letters.write(letter)
         else:
@@ -149,14 +258,18 @@ class Scorer:
         from ..engine.scoring import score_run
 
         cfg, result, limits = self.config, ScoreResult(), DEFAULT_LIMITS
+        engine = self.metrics
         self.live.start()
         start = time.monotonic()
         try:
             while not self._stop.is_set() and not self.live.wait_for(0, timeout=0.5):
+                engine.beat()  # alive, waiting for the first merged model: not ready
                 if getattr(self.live, "error", None) is not None:
                     raise self.live.error
+            engine.set_ready(True)
             last_record = last_progress = time.monotonic()
             while not self._stop.is_set():
+                engine.beat()
                 budget = cfg["max_records"]
                 if cfg["max_events"]:
                     budget = min(budget, cfg["max_events"] - result.records)
@@ -170,7 +283,9 @@ class Scorer:
                     continue
                 last_record = now
                 result.records += len(batch)
+                self.metrics.inc("events_in", len(batch))
                 snap = self.live.snapshot  # one model for the whole batch
+                self.metrics.set("model_seq", snap.seq)
                 if not result.model_seqs or result.model_seqs[-1] != snap.seq:
                     result.model_seqs.append(snap.seq)
                 positions: dict[int, int] = {}
@@ -187,6 +302,7 @@ class Scorer:
                             partition=run.partition,
                         )
                     result.scored += len(predictions)
+                    self.metrics.inc("events_scored", len(predictions))
                 for record in batch:
                     positions[record.partition] = record.offset + 1
                 self.predictions.flush()
@@ -203,6 +319,7 @@ class Scorer:
                          "seq": snap.seq, "dead": result.dead_lettered}
                     )  # fmt: skip
         finally:
+            engine.set_ready(False)
             result.seconds = time.monotonic() - start
             self.live.stop()
             try:
