@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "StreamkError",
+    "SinkError",
     "InvalidInput",
     "OutsideConfiguration",
     "InvalidEvent",
@@ -60,6 +61,12 @@ class SnapshotError(StreamkError):
 
 class BrokerError(StreamkError):
     """The local Kafka-compatible broker could not be started, reached or stopped."""
+
+
+class SinkError(StreamkError):
+    """Outputs could not be delivered; the engine must not commit past them (re-exported by
+    :mod:`streamk.sinks`; here so that the dead-letter file, which the sinks import, can
+    raise it without an import cycle)."""
 
 
 class SolverError(StreamkError):

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO, Literal
 
 import msgpack
 
-from ..errors import ConfigError, InvalidEvent
+from ..errors import ConfigError, InvalidEvent, SinkError
 
 __all__ = ["DeadLetter", "DeadLetterFile", "read_dead_letters"]
 
@@ -169,7 +169,6 @@ def open_append(path: Path, format: Literal["jsonl", "msgpack"], what: str) -> B
         When the file cannot be opened, or its msgpack records are corrupt (not merely
         cut short), naming the file.
     """
-    from ..sinks.base import SinkError  # the sinks package imports this module
 
     try:
         fh = open(path, "ab")  # noqa: SIM115 - the caller closes it
@@ -206,8 +205,6 @@ def check_linked(fh: BinaryIO, path: Path, what: str) -> None:
     lost; the engine must stop before committing past them.
     """
     if os.fstat(fh.fileno()).st_nlink == 0:
-        from ..sinks.base import SinkError
-
         raise SinkError(f"{what} file {path} was deleted while being written")
 
 
@@ -237,7 +234,6 @@ class DeadLetterFile:
 
     def write(self, record: DeadLetter) -> None:
         """Append one record and flush it to the OS."""
-        from ..sinks.base import SinkError
 
         if self._fh.closed:
             raise SinkError(f"dead-letter file {self.path} is closed")
@@ -258,8 +254,6 @@ class DeadLetterFile:
 
         The engine calls it before each commit, so dead letters are durable first.
         """
-        from ..sinks.base import SinkError
-
         if self._fh.closed:
             return
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..engine.deadletter import DeadLetter
-from ..errors import ConfigError, StreamkError
+from ..errors import ConfigError, SinkError
 
 __all__ = [
     "SinkError",
@@ -17,10 +17,6 @@ __all__ = [
 ]
 
 Format = Literal["jsonl", "msgpack"]
-
-
-class SinkError(StreamkError):
-    """Outputs could not be delivered; the engine must not commit past them."""
 
 
 @runtime_checkable
