@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from http_probe import free_port
 
 from streamk.engine.config import load_config
 from streamk.engine.metrics import Metrics
@@ -101,14 +102,6 @@ def test_the_rolling_metric_gauge_has_no_value_before_a_labelled_event(tmp_path)
     assert done.metrics["rolling_metric"] == labelled._rolling.get() > 0  # MAE, not 0
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.kafka
 def test_a_worker_without_a_partition_stands_by_ready(kafka_broker, topic_name, tmp_path):
     """deploy/README.md: ``/ready`` is 200 once the model is restored and the group gave the
@@ -121,7 +114,7 @@ def test_a_worker_without_a_partition_stands_by_ready(kafka_broker, topic_name, 
     from test_engine_crash import make_events, produce
 
     produce(kafka_broker.bootstrap_servers, topic_name, make_events(200, seed=8))
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "streamk.cli"]

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from http_probe import free_port, http_get, metric_samples
 from river import datasets
 
 from streamk.snapshot import SnapshotStore
@@ -283,34 +284,6 @@ def test_a_refused_merge_names_the_workers_not_their_positions(tmp_path):
     assert not (tmp_path / "snaps" / "merged").exists()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-def _samples(text: str) -> dict[str, float]:
-    """``name value`` lines of a Prometheus exposition (comments skipped)."""
-    return {
-        line.split()[0]: float(line.split()[1])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
-
-
 def test_the_merge_loop_serves_metrics_on_metrics_port(tmp_path):
     """``--metrics-port`` was accepted and nothing listened (connection refused). The merger
     serves /metrics (passes, published, seq, workers, excluded), /healthz and /ready, and
@@ -323,7 +296,7 @@ def test_the_merge_loop_serves_metrics_on_metrics_port(tmp_path):
     replay(tmp_path, "w0", "snaps", "--max-events", "150")
     replay(tmp_path, "w1")
     (tmp_path / "snaps" / "w2").mkdir()  # no snapshot: excluded
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
          "--merge-every", "1", "--metrics-port", str(port), "--json"],
@@ -336,11 +309,11 @@ def test_the_merge_loop_serves_metrics_on_metrics_port(tmp_path):
             assert proc.poll() is None, proc.stderr.read()[-3000:]
             assert time.monotonic() < deadline, "no second pass seen on /metrics"
             try:
-                status, text = _get(port, "/metrics")
+                status, text = http_get(port, "/metrics")
             except OSError:  # not listening yet
                 time.sleep(0.2)
                 continue
-            got = _samples(text)
+            got = metric_samples(text)
             if got["streamk_merge_passes_total"] >= 2:
                 break
             time.sleep(0.2)
@@ -351,7 +324,7 @@ def test_the_merge_loop_serves_metrics_on_metrics_port(tmp_path):
         assert got["streamk_merge_failures_total"] == 0
         assert got["streamk_merge_last_pass_seconds"] > 0
         assert "streamk_events_learned" not in got  # the engine's, not a merger's
-        assert _get(port, "/healthz")[0] == 200 and _get(port, "/ready")[0] == 200
+        assert http_get(port, "/healthz")[0] == 200 and http_get(port, "/ready")[0] == 200
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:

@@ -13,11 +13,10 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+from http_probe import free_port, http_get, metric_samples
 from kafka import KafkaProducer
 
 from streamk import RBF, KernelPerceptron
@@ -30,29 +29,6 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 ROOT = str(Path(__file__).resolve().parents[1])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-def _samples(text: str) -> dict[str, float]:
-    """``name value`` lines of a Prometheus exposition (comments and labelled samples left)."""
-    return {
-        line.split()[0]: float(line.split()[1])
-        for line in text.splitlines()
-        if line and not line.startswith("#") and "{" not in line
-    }
-
-
 def test_the_scorer_serves_events_scored_and_dead_lettered(kafka_broker, topic_name, tmp_path):
     b = kafka_broker.bootstrap_servers
     requests, snapshots = f"{topic_name}-req", f"{topic_name}-snap"
@@ -60,7 +36,7 @@ def test_the_scorer_serves_events_scored_and_dead_lettered(kafka_broker, topic_n
     model = KernelPerceptron(kernel=RBF(0.5))
     for i in range(50):
         model.learn_one({"a": i / 50 - 0.5}, i % 2 == 0)
-    port = _free_port()
+    port = free_port()
     with SnapshotPublisher(b, snapshots) as pub:
         pub.publish("merged", dumps(model, {}, 3, role="merge", sources=[]))
         cmd = [
@@ -88,7 +64,7 @@ def test_the_scorer_serves_events_scored_and_dead_lettered(kafka_broker, topic_n
                 assert time.monotonic() < deadline, f"metrics never counted the events: {got}"
                 time.sleep(0.3)
                 try:
-                    got = _samples(_get(port, "/metrics")[1])
+                    got = metric_samples(http_get(port, "/metrics")[1])
                 except OSError:
                     continue
             assert got["streamk_events_in"] == 43
@@ -96,9 +72,9 @@ def test_the_scorer_serves_events_scored_and_dead_lettered(kafka_broker, topic_n
             assert got["streamk_events_dead_lettered"] == 3
             assert got["streamk_model_seq"] == 3
             assert "streamk_events_learned" not in got  # a scorer never learns
-            text = _get(port, "/metrics")[1]
+            text = http_get(port, "/metrics")[1]
             assert 'streamk_dead_letter_reasons_total{reason="' in text
-            assert _get(port, "/healthz")[0] == 200 and _get(port, "/ready")[0] == 200
+            assert http_get(port, "/healthz")[0] == 200 and http_get(port, "/ready")[0] == 200
             proc.send_signal(signal.SIGTERM)
             out, err = proc.communicate(timeout=60)
         finally:
