@@ -7,7 +7,6 @@ import json
 import signal
 import sys
 import threading
-import time
 from typing import Any
 
 from .output import SCHEMA_VERSION, format_summary, machine
@@ -59,9 +58,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         serve_metrics(config, metrics, "streamk merge")
         metrics.set_ready(True)
         if args.once:
-            t0 = time.monotonic()
             passes.append(merger.run_once())
-            passes[-1].pass_seconds = time.monotonic() - t0
             show(passes[-1])
         else:
             stop = threading.Event()

@@ -118,12 +118,18 @@ def _pooled_targets(stats: Sequence[Sequence[float]], w: np.ndarray) -> list[flo
     return [sum(n), mean, float(m2)]
 
 
-def union_state(models: Sequence[Any], weights: Sequence[float] | None, gamma: str) -> Union:
-    """The merged learner state: the weighted union of the workers' expansions."""
+def union_state(
+    models: Sequence[Any],
+    weights: Sequence[float] | None,
+    gamma: str,
+    names: Sequence[str] | None = None,
+) -> Union:
+    """The merged learner state: the weighted union of the workers' expansions (``names``:
+    the workers', for a refusal to name them)."""
     if not models:
         raise MergeError("merge_models needs at least one model")
     states = [m.state() for m in models]
-    check_compatible(models, states)
+    check_compatible(models, states, names)
     w = normalise_weights(models, weights)
     names = feature_union(states)
     width = len(names)

@@ -54,6 +54,7 @@ def _merge(
     compress: str,
     gamma: str,
     solve_options: Mapping[str, Any] | None,
+    names: Sequence[str] | None = None,
 ) -> MergeResult:
     t0 = time.perf_counter()
     models = list(models)
@@ -72,7 +73,7 @@ def _merge(
         )
     if compress != "auto" and compress not in METHODS:
         raise MergeError(f"compress must be 'auto' or one of {METHODS}, got {compress!r}")
-    u = union_state(models, weights, gamma)
+    u = union_state(models, weights, gamma, names)
     cls = type(models[0])
     state, method = u.state, "none"
     if target is not None and u.n_rows > target:
@@ -155,6 +156,7 @@ def merge_snapshots(
         options.pop("compress", "auto"),
         options.pop("gamma", "pool"),
         options.pop("solve_options", None),
+        [str(name) for name, _ in items],
     )
     if options:
         raise MergeError(f"unknown merge options {sorted(options)}")

@@ -208,8 +208,6 @@ class Merger:
         self.store = SnapshotStore(config["snapshot_dir"], keep=config["snapshot_keep"])
         self.publisher: Any = None
         self._scan = scan
-        #: models of the file store the last pass could not read (see :class:`MergePass`)
-        self.excluded: list[dict[str, str]] = []
         if config["snapshot_topic"]:
             from ..engine.runner import kafka_settings, topic_peers
             from ..snapshot.kafka import SnapshotPublisher
@@ -224,14 +222,15 @@ class Merger:
 
     # -- reading -----------------------------------------------------------------------
 
-    def _read(self) -> tuple[dict[str, Any], Any, int]:
-        """``({worker: Snapshot}, the newest published merge or None, newest local seq)``.
+    def _read(self) -> tuple[dict[str, Any], Any, int, list[dict[str, str]]]:
+        """``({worker: Snapshot}, the newest published merge or None, newest local seq,
+        the models of the file store left out)`` (see :class:`MergePass`).
 
         With a snapshot topic the topic is the record of what was published (a merge saved
         locally but not acknowledged by Kafka was not published); without one, the store.
         """
         found: dict[str, Any] = {}
-        self.excluded = []
+        excluded: list[dict[str, str]] = []
         # the seqs used locally, damaged or set-aside files too: never read, so a damaged
         # local copy of a merge cannot stop the merger (the topic holds what was published)
         local_top = self.store.next_seq(self.name) - 1
@@ -243,21 +242,25 @@ class Merger:
                 found[name], why = newest_readable(self.store, name)
                 if found[name] is None and name != self.name:
                     log.warning("model %r left out of this merge: %s", name, why)
-                    self.excluded.append({"name": name, "reason": why})
-        return worker_snapshots(found, self.topic, self.name), found.get(self.name), local_top
+                    excluded.append({"name": name, "reason": why})
+        workers = worker_snapshots(found, self.topic, self.name)
+        return workers, found.get(self.name), local_top, excluded
 
     # -- one pass ----------------------------------------------------------------------
 
     def run_once(self) -> MergePass:
         """Merge and publish if the workers' snapshots changed since the newest merge."""
-        from ..consolidation.wrapper import served_learner
+        t0 = time.monotonic()
+        done = self._pass()
+        done.pass_seconds = time.monotonic() - t0
+        return done
+
+    def _pass(self) -> MergePass:
         from ..snapshot import dumps
         from ..snapshot.kafka_scheme import build_model
-        from .align import check_compatible
         from .provenance import snapshot_sources
 
-        workers, previous, local_seq = self._read()
-        excluded = list(self.excluded)
+        workers, previous, local_seq, excluded = self._read()
         sources = snapshot_sources(workers)
         if not workers:
             return MergePass(
@@ -276,10 +279,6 @@ class Merger:
             if snap.model is None:
                 build_model(snap)
         check_mergeable(workers)
-        # merge_snapshots checks this too, by position: here the refusal names the workers
-        items = sorted(workers.items())
-        learners = [served_learner(snap.model) for _, snap in items]
-        check_compatible(learners, [m.state() for m in learners], [n for n, _ in items])
         compress = self.config["merge_compress"]
         result = merge_snapshots(workers, compress=compress)
         seq = max(-1 if previous is None else previous.seq, local_seq) + 1
@@ -339,7 +338,7 @@ class Merger:
                     "merge pass failed (retrying in %g s): %s", self.config["merge_every"], exc
                 )
                 done = MergePass(False, None, skipped=f"failed: {exc}")
-            done.pass_seconds = time.monotonic() - t0
+                done.pass_seconds = time.monotonic() - t0
             if on_pass is not None:
                 on_pass(done)
             if done.published:
