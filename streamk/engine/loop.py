@@ -322,66 +322,64 @@ class Engine:
         """A resume offset past the partition's end is never skipped silently."""
         beyond = getattr(self.source, "beyond_end", None)
         past = beyond(dict(offsets)) if beyond is not None else {}
-        if not past:
-            return
-        where = ", ".join(f"{p} at {offsets[p]}" for p in sorted(past))
-        if self.config.on_offset_beyond_end != "earliest":
-            raise StreamkError(
-                f"{self.source.name}: the resume offsets of partitions {where} are past the "
-                "partitions' ends: the topic was probably deleted and recreated (or the log "
-                f"truncated) since the snapshot of {self.config.model_name!r} was written. "
-                "Start a fresh model "
-                "(streamk snapshot reset, or a new model_name), or set "
-                "on_offset_beyond_end = earliest to learn these partitions from their start"
+        if past:
+            where = ", ".join(f"{p} at {offsets[p]}" for p in sorted(past))
+            self._never_skipped(
+                offsets,
+                f"the resume offsets of partitions {where} are past the partitions' ends",
+                {
+                    p: (f"resume offset {offsets[p]} is past its end", first, str(first))
+                    for p, first in past.items()
+                },
             )
-        for p, first in past.items():
-            log.warning(
-                "partition %d: resume offset %d is past its end (topic recreated, log "
-                "truncated?); "
-                "learning it from %d (on_offset_beyond_end = earliest)",
-                p,
-                offsets[p],
-                first,
-            )
-            offsets[p] = first
 
     def _check_marks(self, offsets: dict[int, int], sources: dict[int, str]) -> None:
         """A partition resuming after our snapshot whose record before the resume offset is
         not the one the snapshot learned last: the topic was deleted and recreated, and
         refilled up to that offset at least (past it, :meth:`_check_beyond_end` answers).
-        Never skipped silently: stop, or (``on_offset_beyond_end = earliest``) learn the
-        partition from its start."""
+        Never skipped silently either."""
         read = getattr(self.source, "records_before", None)
         asked = {
             p: t
             for p, t in offsets.items()
             if sources.get(p) == "snapshot" and p in self._marks and self._marks[p][0] == t - 1
         }
-        if read is None or not asked:
-            return
-        changed = recreated(self._marks, read(asked))
-        if not changed:
-            return
-        where = "; ".join(f"partition {p}: {why}" for p, why in sorted(changed.items()))
+        changed = recreated(self._marks, read(asked)) if read is not None and asked else {}
+        if changed:
+            where = "; ".join(f"partition {p}: {why}" for p, why in sorted(changed.items()))
+            self._never_skipped(
+                offsets,
+                f"the record before the resume offset is not the one the snapshot learned "
+                f"last ({where})",
+                # 0: below the log start, the client starts at the log start
+                {p: (why, 0, "its start") for p, why in changed.items()},
+            )
+
+    def _never_skipped(
+        self, offsets: dict[int, int], found: str, starts: dict[int, tuple[str, int, str]]
+    ) -> None:
+        """What a resume offset the snapshot cannot vouch for comes to (``found`` says why):
+        by default (``on_offset_beyond_end = fail``) a :class:`StreamkError` naming the
+        remedies; with ``earliest`` each partition of ``starts`` (partition -> what happened,
+        its first offset, how to say it) is learned from there, with a WARNING."""
         if self.config.on_offset_beyond_end != "earliest":
             raise StreamkError(
-                f"{self.source.name}: the record before the resume offset is not the one the "
-                f"snapshot of {self.config.model_name!r} learned last ({where}): the topic "
-                "was probably deleted and recreated (or the log rewritten) since. Start a "
-                "fresh model (streamk "
+                f"{self.source.name}: {found}: the stream was probably recreated since the "
+                f"snapshot of {self.config.model_name!r} was written (a topic deleted and "
+                "recreated, a log truncated, a log rewritten). Start a fresh model (streamk "
                 "snapshot reset, or a new model_name), or set on_offset_beyond_end = earliest "
                 "to learn these partitions from their start"
             )
-        for p in sorted(changed):
+        for p, (what, first, where) in sorted(starts.items()):
             log.warning(
-                "partition %d: %s (topic recreated, log rewritten?); learning it from its "
-                "start "
-                "(on_offset_beyond_end = earliest)",
+                "partition %d: %s (topic recreated, log truncated or rewritten?); learning it "
+                "from %s (on_offset_beyond_end = earliest)",
                 p,
-                changed[p],
+                what,
+                where,
             )
-            offsets[p] = 0  # below the log start, the client starts at the log start
-            self._marks.pop(p)
+            offsets[p] = first
+            self._marks.pop(p, None)
 
     def _group(self) -> str | None:
         """The consumer group this engine reads in (``None`` outside a group)."""
