@@ -26,7 +26,7 @@ import msgpack
 
 from ..errors import ConfigError, InvalidEvent, SinkError
 
-__all__ = ["DeadLetter", "DeadLetterFile", "read_dead_letters"]
+__all__ = ["DeadLetter", "DeadLetterFile", "read_dead_letters", "read_records"]
 
 log = logging.getLogger(__name__)
 
@@ -305,6 +305,32 @@ def read_dead_letters(
     InvalidEvent
         On a corrupt or truncated record, naming the line or byte offset.
     """
+    for where, obj in read_records(path, format, "dead-letter"):
+        try:
+            yield DeadLetter.from_dict(obj)
+        except (ValueError, TypeError) as exc:
+            raise InvalidEvent(f"{where}: not a dead-letter record: {exc}") from exc
+
+
+def read_records(
+    path: str | os.PathLike[str],
+    format: Literal["jsonl", "msgpack"] | None,
+    what: str,
+    strict_map_key: bool = True,
+) -> Iterator[tuple[str, Any]]:
+    """The decoded records of a file of ``what`` records (dead letters, predictions), each
+    with where it starts (``path:line`` or ``path @ byte N``) for an error about it.
+
+    JSON lines or msgpack maps one after another, sniffed when ``format`` is not given.
+    ``strict_map_key=False`` takes maps keyed by other than strings (a prediction's
+    probabilities by class).
+
+    Raises
+    ------
+    InvalidEvent
+        On a line that is not JSON, a corrupt msgpack record, or a torn last one (a write
+        cut short), naming the place; the records before it have been yielded.
+    """
     path = Path(path)
     with open(path, "rb") as fh:
         if format is None:
@@ -316,11 +342,14 @@ def read_dead_letters(
                 if not line.strip():
                     continue
                 try:
-                    yield DeadLetter.from_dict(json.loads(line))
-                except (ValueError, TypeError) as exc:
-                    raise InvalidEvent(f"{path}:{lineno}: not a dead-letter record: {exc}") from exc
+                    obj = json.loads(line)
+                except ValueError as exc:
+                    raise InvalidEvent(f"{path}:{lineno}: not a {what} record: {exc}") from exc
+                yield f"{path}:{lineno}", obj
             return
-        unpacker = msgpack.Unpacker(fh, raw=False, max_buffer_size=256 << 20)
+        unpacker = msgpack.Unpacker(
+            fh, raw=False, strict_map_key=strict_map_key, max_buffer_size=256 << 20
+        )
         position = 0
         while True:
             try:
@@ -329,12 +358,8 @@ def read_dead_letters(
                 break  # clean end, or a torn tail caught below
             except Exception as exc:
                 raise InvalidEvent(f"{path} @ byte {position}: corrupt record: {exc}") from exc
-            try:
-                record = DeadLetter.from_dict(obj)
-            except (ValueError, TypeError) as exc:
-                raise InvalidEvent(f"{path} @ byte {position}: {exc}") from exc
+            yield f"{path} @ byte {position}", obj
             position = unpacker.tell()
-            yield record
         size = path.stat().st_size
         if position != size:
-            raise InvalidEvent(f"{path}: truncated dead-letter record at byte {position} of {size}")
+            raise InvalidEvent(f"{path}: truncated {what} record at byte {position} of {size}")

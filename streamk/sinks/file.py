@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -11,8 +9,13 @@ from typing import Any
 
 import msgpack
 
-from ..engine.deadletter import DeadLetter, DeadLetterFile, check_linked, open_append
-from ..errors import InvalidEvent
+from ..engine.deadletter import (
+    DeadLetter,
+    DeadLetterFile,
+    check_linked,
+    open_append,
+    read_records,
+)
 from .base import Format, SinkError, WritesOneAsMany, check_format
 from .records import (
     Layout,
@@ -183,30 +186,5 @@ def read_predictions(
         line or byte offset, as :func:`~streamk.engine.deadletter.read_dead_letters` does;
         the records before it have been yielded.
     """
-    path = Path(path)
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if format is None:
-        format = "jsonl" if data[:1] in (b"{", b"", b"\n") else "msgpack"
-    if format == "jsonl":
-        for lineno, line in enumerate(data.splitlines(), 1):
-            if line.strip():
-                try:
-                    obj = json.loads(line)
-                except ValueError as exc:
-                    raise InvalidEvent(f"{path}:{lineno}: not a prediction record: {exc}") from exc
-                yield from expand(obj)
-        return
-    unpacker = msgpack.Unpacker(io.BytesIO(data), raw=False, strict_map_key=False)
-    position = 0
-    while True:
-        try:
-            obj = unpacker.unpack()
-        except msgpack.OutOfData:
-            break
-        except Exception as exc:
-            raise InvalidEvent(f"{path} @ byte {position}: corrupt record: {exc}") from exc
-        position = unpacker.tell()
+    for _, obj in read_records(path, format, "prediction", strict_map_key=False):
         yield from expand(obj)
-    if position != len(data):
-        raise InvalidEvent(f"{path}: truncated prediction record at byte {position} of {len(data)}")
