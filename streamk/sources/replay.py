@@ -113,7 +113,7 @@ class ReplaySource(Source):
         self._reader: Iterator[bytes] | None = None
         self._next = 0
         self._done = False
-        self._at: tuple[int, bytes | None] | None = None  # see _record_at
+        self._at: tuple[int, bytes | None, Iterator[bytes] | None] | None = None  # _record_at
 
     def _check_format(self) -> None:
         """Refuse a file that is not an event log, naming what it looks like and the fix.
@@ -191,9 +191,13 @@ class ReplaySource(Source):
     def seek(self, partition: int, offset: int) -> None:
         if partition != 0:
             raise ValueError(f"a replayed log has one partition (0), not {partition}")
+        self._done = False
+        at, self._at = self._at, None
+        if at is not None and at[2] is not None and at[0] == offset - 1:
+            self._reader, self._next = at[2], offset  # the checks' pass stopped right there
+            return
         self._reader = self._records()
         self._next = 0
-        self._done = False
         for _ in range(offset):
             if next(self._reader, None) is None:
                 break
@@ -243,15 +247,16 @@ class ReplaySource(Source):
         return {} if payload is None else {0: (None, payload)}
 
     def _record_at(self, offset: int) -> bytes | None:
-        """Record ``offset`` of the log (``None`` when it is shorter); one pass, kept for
-        the two checks of one assignment."""
+        """Record ``offset`` of the log (``None`` when it is shorter). One pass serves the
+        two checks of an assignment and the seek after them: the reader is kept where it
+        stopped, just after that record, which is where the resume offset points."""
         if self._at is None or self._at[0] != offset:
-            found = None
-            for i, payload in enumerate(self._records()):
+            reader, found = self._records(), None
+            for i, payload in enumerate(reader):
                 if i == offset:
                     found = payload
                     break
-            self._at = (offset, found)
+            self._at = (offset, found, reader if found is not None else None)
         return self._at[1]
 
     # -- reading --------------------------------------------------------------------------
