@@ -92,8 +92,13 @@ class _Stamps:
         self.msgs, self.none = msgs, ck.TIMESTAMP_NOT_AVAILABLE
 
     def __call__(self, i: int) -> int | None:
-        ts_type, ts = self.msgs[i].timestamp()
-        return None if ts_type == self.none else ts
+        return _timestamp(self.msgs[i], self.none)
+
+
+def _timestamp(msg: Any, none: int) -> int | None:
+    """A message's timestamp in ms; ``None`` when its type is ``none`` (not available)."""
+    ts_type, ts = msg.timestamp()
+    return None if ts_type == none else ts
 
 
 SETTING_NAMES = {
@@ -632,15 +637,14 @@ class ConfluentKafkaSource(Source):
         conf.pop("on_commit", None)
         probe = ck.Consumer(conf)
         first: dict[int, tuple[int, int | None, bytes]] = {}
-        stamp = _Stamps([], ck)
         try:
             probe.assign([ck.TopicPartition(self.topic, p, t - 1) for p, t in targets.items()])
             deadline = time.monotonic() + self.probe_timeout_s
             while len(first) < len(targets) and (left := deadline - time.monotonic()) > 0:
                 for m in probe.consume(100, timeout=min(left, 0.5)):
                     if m.error() is None and m.partition() not in first:
-                        stamp.msgs = [m]
-                        first[m.partition()] = (int(m.offset()), stamp(0), m.value() or b"")
+                        stamp = _timestamp(m, ck.TIMESTAMP_NOT_AVAILABLE)
+                        first[m.partition()] = (int(m.offset()), stamp, m.value() or b"")
         except ck.KafkaException as exc:
             raise BrokerError(f"the offset probe on {self.topic!r} failed: {exc}") from exc
         finally:
