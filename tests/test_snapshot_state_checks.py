@@ -198,3 +198,21 @@ def test_support_and_feature_states_alone_raise_snapshot_errors():
     with pytest.raises(SnapshotError, match="'features' names 'a' twice"):
         FeatureIndex.from_state(["a", "b", "a"])
     assert FeatureIndex.from_state(["a", ["t", 1]]).names == ["a", ("t", 1)]
+
+
+def test_an_object_support_state_alone_is_checked_as_a_vector_one():
+    """``ObjectSupportSet.from_state`` (strings, trees), called directly, skipped the
+    support checks the learner ran before it: they are the set's own now."""
+    from streamk import KernelPerceptron, Spectrum
+    from streamk.learners.objects import ObjectSupportSet
+
+    model = KernelPerceptron(kernel=Spectrum(2), budget=10)
+    for s, y in [("abab", True), ("zzzz", False), ("abzz", True), ("zzab", False)]:
+        model.learn_one(s, y)
+    sup = copy.deepcopy(model.state()["support"])
+    assert len(sup["ids"]) >= 2
+    with pytest.raises(SnapshotError, match="'support.ids' holds an id twice"):
+        ObjectSupportSet.from_state({**sup, "ids": [sup["ids"][0]] * len(sup["ids"])})
+    with pytest.raises(SnapshotError, match="'support.next_id'"):
+        ObjectSupportSet.from_state({**sup, "next_id": -1})
+    assert ObjectSupportSet.from_state(sup).n == len(sup["ids"])

@@ -27,7 +27,7 @@ from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
 from . import fastpass
 from .features import FeatureIndex, frame_records
 from .objects import ObjectSupportSet, validate_object
-from .support import ID_LIMIT, StateError, SupportSet, check_support_state
+from .support import ID_LIMIT, StateError, SupportSet
 
 __all__ = ["KernelLearner", "AUTO_WINDOW", "regamma_at", "as_list"]
 
@@ -813,8 +813,9 @@ class KernelLearner:
             model = cls(**cls._params_from_state(params))
         features = FeatureIndex.from_state(state["features"])
         sup = state["support"]
-        check_support_state(sup)
-        kind = ObjectSupportSet if sup.get("objects") else SupportSet
+        if not isinstance(sup, dict):
+            raise StateError(f"state 'support' must be a map, got {type(sup).__name__}")
+        kind = ObjectSupportSet if sup.get("objects") else SupportSet  # each checks its state
         with _state_key("support"):
             model._support = kind.from_state(sup)
         X = model._support.X if isinstance(model._support, SupportSet) else None

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 from ..kernels import Kernel, Normalized, kernel_from_spec
-from .support import cached_kernel_values, kernel_cache
+from .support import StateError, cached_kernel_values, check_support_state, kernel_cache
 
 __all__ = ["ObjectSupportSet", "PrimalMap", "validate_object"]
 
@@ -567,19 +567,20 @@ class ObjectSupportSet:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> ObjectSupportSet:
-        """Rebuild the set; every support object is validated again by the kernel."""
+        """Rebuild the set; the state is checked as a vector set's is
+        (:func:`~streamk.learners.support.check_support_state`), and every support object
+        is validated again by the kernel."""
+        coef, ids, next_id = check_support_state(state)
         kernel = kernel_from_spec(state["kernel"])
         items = [validate_object(kernel, obj) for obj in state["X"]]
-        coef = np.asarray(state["coef"], dtype=np.float64)
         n = len(items)
-        if coef.ndim != 2 or coef.shape[0] != n or len(state["ids"]) != n:
-            raise ValueError("support-set state has inconsistent shapes")
-        s = cls(kernel, coef.shape[1], bool(state["keep_gram"]), n, bool(state.get("primal", True)))
+        if coef.shape[0] != n:
+            raise StateError(f"state 'support' has {n} objects for {coef.shape[0]} ids")
+        s = cls(kernel, coef.shape[1], state["keep_gram"], n, bool(state.get("primal", True)))
         for obj, c in zip(items, coef):
             s.append(obj, c)
-        ids = np.asarray(state["ids"], dtype=np.int64)
         s._ids[:n] = ids
-        s.next_id = int(state["next_id"])
+        s.next_id = next_id
         kdiag, gram = cached_kernel_values(state.get("cache"), ids, s._G is not None)
         if kdiag is not None:
             s._kdiag[:n] = kdiag
