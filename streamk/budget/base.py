@@ -11,6 +11,7 @@ tracking keeps ``learn_many`` equal to ``learn_one`` whatever the policy does.
 from __future__ import annotations
 
 import copy
+import difflib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,7 +28,6 @@ __all__ = [
     "register_policy",
     "make_policy",
     "policy_from_spec",
-    "policy_names",
 ]
 
 
@@ -158,11 +158,6 @@ def register_policy(cls: type[BudgetPolicy]) -> type[BudgetPolicy]:
     return cls
 
 
-def policy_names() -> list[str]:
-    """The names :func:`policy_from_spec` knows, sorted (for messages that list them)."""
-    return sorted(_POLICIES)
-
-
 def make_policy(budget: int | BudgetPolicy | None) -> BudgetPolicy:
     """The policy a learner uses for its ``budget`` parameter (a private copy)."""
     if budget is None:
@@ -178,9 +173,19 @@ def make_policy(budget: int | BudgetPolicy | None) -> BudgetPolicy:
 
 
 def policy_from_spec(spec: dict[str, Any]) -> BudgetPolicy:
-    """Rebuild a policy (with its state) from :meth:`BudgetPolicy.to_spec` output."""
-    if not isinstance(spec, dict) or spec.get("name") not in _POLICIES:
-        raise ConfigError(f"unknown budget policy spec {spec!r:.200}; known: {sorted(_POLICIES)}")
+    """Rebuild a policy (with its state) from :meth:`BudgetPolicy.to_spec` output.
+
+    An unknown name (a typo in a configuration's ``policy``) is a :class:`ConfigError`
+    naming the closest known policy and all of them, not the spec dict.
+    """
+    name = spec.get("name") if isinstance(spec, dict) else None
+    if not isinstance(name, str) or name not in _POLICIES:
+        known = sorted(_POLICIES)
+        if not isinstance(name, str):
+            raise ConfigError(f"unknown budget policy spec {spec!r:.200}; known: {known}")
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown budget policy {name!r}{hint}; choose one of {', '.join(known)}")
     params = {k: v for k, v in spec.items() if k not in ("name", "state")}
     cls = _POLICIES[spec["name"]]
     policy = cls() if cls is Unbounded else cls(**params)

@@ -78,13 +78,9 @@ def _csv_rows(path: Path, target: str | None) -> tuple[list[str], _Rows]:
     return features, rows()
 
 
-def _number(path: Path, line: int, column: str, cell: str) -> float:
-    return csv_number(path, line, column, cell)
-
-
 def _csv_events(path: Path, features: list[str], rows: _Rows) -> Iterator[bytes]:
     for line, cells, y in rows:
-        x = {c: _number(path, line, c, v) for c, v in zip(features, cells) if v != ""}
+        x = {c: csv_number(path, line, c, v) for c, v in zip(features, cells) if v != ""}
         yield encode_event(x=x, y=parse_label(y))
 
 
@@ -99,7 +95,7 @@ def _csv_blocks(path: Path, features: list[str], rows: _Rows, block_size: int) -
                     f"{path}:{line}: column {c!r} is empty; block events need every feature "
                     "(drop --block-size to send sparse events)."
                 )
-            row.append(_number(path, line, c, v))
+            row.append(csv_number(path, line, c, v))
         X.append(row)
         ys.append(parse_label(y))
         if len(X) == block_size:

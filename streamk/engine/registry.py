@@ -110,7 +110,7 @@ def build_learner(
     if kernel:
         params["kernel"] = kernel_from_string(kernel)
     if budget:
-        params["budget"] = policy_from_spec({"name": _policy_name(policy), "budget": budget})
+        params["budget"] = policy_from_spec({"name": policy, "budget": budget})
     fixed = parse_ranks(ranks)
     if fixed is not None:
         if name != "ranker":
@@ -120,21 +120,6 @@ def build_learner(
             )
         params["ranks"] = fixed
     return cls(**params)
-
-
-def _policy_name(name: str) -> str:
-    """``name`` if it is a budget policy's, else a :class:`ConfigError` naming the valid ones
-    (and the closest, for a typo) rather than the internal spec dict."""
-    import difflib
-
-    from ..budget.base import policy_names
-
-    names = policy_names()
-    if name in names:
-        return name
-    close = difflib.get_close_matches(str(name), names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(f"unknown budget policy {name!r}{hint}; choose one of {', '.join(names)}")
 
 
 #: how ranks are written, for error messages and help texts
