@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -17,7 +16,14 @@ import numpy as np
 from ..engine.metrics import DEFINITIONS
 from ..errors import SnapshotError, StreamkError
 from ..snapshot import DEFAULT_LIMITS, Snapshot, SnapshotStore, loads, verify_bytes
-from ..snapshot.store import LATEST, SnapshotInfo, list_dir, list_set_aside, read_file
+from ..snapshot.store import (
+    LATEST,
+    SET_ASIDE,
+    SnapshotInfo,
+    list_dir,
+    list_set_aside,
+    read_file,
+)
 from .argtypes import positive_seconds
 
 __all__ = [
@@ -35,8 +41,6 @@ __all__ = [
 #: Version of the ``--json`` output layout of these commands.
 SCHEMA_VERSION = 1
 OK, CORRUPT, USAGE = 0, 1, 2
-#: A file the store set aside as damaged: ``<seq>.snapshot.corrupt[-k]``.
-_SET_ASIDE = re.compile(r"(\d{12,19})\.snapshot\.corrupt(?:-\d+)?")
 _ASIDE_MARK = "(damaged, set aside)"
 
 
@@ -52,7 +56,7 @@ def _collect(path: Path) -> list[tuple[str, SnapshotInfo]] | None:
     """
     if path.is_file():
         st = path.stat()
-        m = _SET_ASIDE.fullmatch(path.name)
+        m = SET_ASIDE.fullmatch(path.name)
         seq = int(path.stem) if path.stem.isdigit() else int(m.group(1)) if m else -1
         info = SnapshotInfo(seq, path, st.st_size, st.st_mtime, set_aside=m is not None)
         return [(path.parent.name, info)]

@@ -36,6 +36,7 @@ __all__ = [
     "SUFFIX",
     "CORRUPT_SUFFIX",
     "QUARANTINE",
+    "SET_ASIDE",
 ]
 
 log = logging.getLogger("streamk.snapshot")
@@ -48,7 +49,8 @@ CORRUPT_SUFFIX = ".corrupt"
 QUARANTINE = "quarantine"
 _FILE = re.compile(r"(\d{12,19})\.snapshot")
 _SEEN = re.compile(r"(\d{12,19})\.snapshot(?:\.corrupt(?:-\d+)?)?")
-_SET_ASIDE = re.compile(r"(\d{12,19})\.snapshot\.corrupt(?:-(\d+))?")
+#: A file the store set aside as damaged: ``<seq>.snapshot.corrupt[-k]`` (groups: seq, k).
+SET_ASIDE = re.compile(r"(\d{12,19})\.snapshot\.corrupt(?:-(\d+))?")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -549,7 +551,7 @@ def list_set_aside(model_dir: Path) -> list[SnapshotInfo]:
     """
     found = [
         (info.seq, int(m.group(2) or 0), dataclasses.replace(info, set_aside=True))
-        for m, info in _scan(model_dir, _SET_ASIDE)
+        for m, info in _scan(model_dir, SET_ASIDE)
     ]
     return [info for _, _, info in sorted(found, key=lambda item: item[:2])]
 
