@@ -31,12 +31,12 @@ def cmd_merge(args: argparse.Namespace) -> int:
     """
     from ..engine.config import load_config
     from ..merge.role import Merger
-    from ..merge.serve import MERGE_METRICS, RoleMetrics, serve_metrics
+    from ..merge.serve import MERGE_METRICS, role_metrics, serve_metrics
     from .run import engine_overrides
 
     config = load_config(args.config, engine_overrides(args))
     quiet = args.quiet or args.json
-    metrics = RoleMetrics(own=MERGE_METRICS)
+    metrics = role_metrics(own=MERGE_METRICS)
     metrics.set("merge_seq", -1)
     metrics.stall_seconds = max(120.0, 3 * config["merge_every"])  # a pass per merge_every
     merger = Merger(config)

@@ -28,7 +28,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     consumer group (`score_group`) and never learns. Predictions are at-least-once.
     """
     from ..engine.config import load_config
-    from ..merge.serve import SCORE_METRICS, RoleMetrics, Scorer, serve_metrics
+    from ..merge.serve import SCORE_METRICS, Scorer, role_metrics, serve_metrics
     from .run import engine_overrides
 
     config = load_config(args.config, engine_overrides(args))
@@ -43,7 +43,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    metrics = RoleMetrics(SCORE_METRICS)
+    metrics = role_metrics(SCORE_METRICS)
     scorer = Scorer(config, on_progress=progress, metrics=metrics)
 
     def handler(signum: int, frame: Any) -> None:

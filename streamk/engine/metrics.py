@@ -52,12 +52,25 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
 
 
 class Metrics:
-    """Thread-safe counters and gauges keyed by the names in :data:`DEFINITIONS`."""
+    """Thread-safe counters and gauges keyed by the names in ``definitions``.
 
-    def __init__(self, prefix: str = "streamk_") -> None:
+    Parameters
+    ----------
+    prefix
+        Put before every name in the exposition.
+    definitions
+        ``name -> (type, help)`` of the values kept and exported: the engine's
+        (:data:`DEFINITIONS`) by default; the merge and score roles export their own.
+    """
+
+    def __init__(
+        self, prefix: str = "streamk_", definitions: dict[str, tuple[str, str]] | None = None
+    ) -> None:
         self.prefix = prefix
-        self._values: dict[str, float] = {name: 0.0 for name in DEFINITIONS}
-        self._values["rolling_metric"] = math.nan  # no value before the first labelled event
+        self.definitions = DEFINITIONS if definitions is None else dict(definitions)
+        self._values: dict[str, float] = {name: 0.0 for name in self.definitions}
+        if "rolling_metric" in self._values:  # no value before the first labelled event
+            self._values["rolling_metric"] = math.nan
         self._reasons: dict[str, int] = {}
         self._adoptions: dict[str, int] = {}  # adopt_merged checkpoints by outcome
         self._lock = threading.Lock()
@@ -121,19 +134,20 @@ class Metrics:
         """Prometheus text exposition format (version 0.0.4)."""
         lines = []
         with self._lock:
-            for name, (kind, help_text) in DEFINITIONS.items():
+            for name, (kind, help_text) in self.definitions.items():
                 full = self.prefix + name
                 lines += [
                     f"# HELP {full} {help_text}",
                     f"# TYPE {full} {kind}",
                     f"{full} {self._values[name]:.17g}",
                 ]
-            lines += self._labelled(
-                "dead_letter_reasons_total",
-                "Dead-lettered records by reason code",
-                "reason",
-                self._reasons,
-            )
+            if "events_dead_lettered" in self._values:
+                lines += self._labelled(
+                    "dead_letter_reasons_total",
+                    "Dead-lettered records by reason code",
+                    "reason",
+                    self._reasons,
+                )
             if self._adoptions:
                 lines += self._labelled(
                     "adoptions_total",

@@ -23,11 +23,11 @@ from ..errors import ConfigError, InvalidEvent
 
 __all__ = [
     "MERGE_METRICS",
-    "RoleMetrics",
     "SCORE_METRICS",
     "ScoreResult",
     "Scorer",
     "StoreFollower",
+    "role_metrics",
     "serve_metrics",
 ]
 
@@ -49,67 +49,16 @@ MERGE_METRICS: dict[str, tuple[str, str]] = {
 }
 
 
-class RoleMetrics(Metrics):
-    """The metrics endpoint of the merge and score roles: a subset of the engine's metrics
-    plus the role's own, served like the engine's (``/metrics``, ``/healthz``, ``/ready``).
-
-    Parameters
-    ----------
-    shown
-        Names from :data:`streamk.engine.metrics.DEFINITIONS` this role updates (the others
-        would read 0 and mislead).
-    own
-        The role's own metrics, ``name -> (type, help)``; each starts at 0.
-    """
-
-    def __init__(
-        self, shown: tuple[str, ...] = (), own: dict[str, tuple[str, str]] | None = None
-    ) -> None:
-        super().__init__()
-        self.shown = {name: DEFINITIONS[name] for name in shown}
-        self.own = dict(own or {})
-        self.own_values = {name: 0.0 for name in self.own}
-        self.own_lock = threading.Lock()
-
-    def inc(self, name: str, value: float = 1.0) -> None:
-        """Add ``value`` to a counter (the role's own or one of ``shown``)."""
-        if name in self.own:
-            with self.own_lock:
-                self.own_values[name] += value
-        else:
-            super().inc(name, value)
-
-    def set(self, name: str, value: float | None) -> None:
-        """Set a gauge (the role's own or one of ``shown``); ``None`` leaves it."""
-        if value is not None and name in self.own:
-            with self.own_lock:
-                self.own_values[name] = float(value)
-        else:
-            super().set(name, value)
-
-    def render(self) -> str:
-        """Prometheus text exposition format (version 0.0.4) of this role's metrics."""
-        prefix = self.prefix
-        values = self.snapshot()
-        with self.own_lock:
-            values.update(self.own_values)
-        lines: list[str] = []
-        for name, (kind, help_text) in {**self.shown, **self.own}.items():
-            lines += [
-                f"# HELP {prefix}{name} {help_text}",
-                f"# TYPE {prefix}{name} {kind}",
-                f"{prefix}{name} {values[name]:.17g}",
-            ]
-        reasons = values.get("dead_letter_reasons") or {}
-        if "events_dead_lettered" in self.shown:
-            full = prefix + "dead_letter_reasons_total"
-            lines += [f"# HELP {full} Dead-lettered records by reason code"]
-            lines += [f"# TYPE {full} counter"]
-            lines += [f'{full}{{reason="{k}"}} {v}' for k, v in sorted(reasons.items())]
-        return "\n".join(lines) + "\n"
+def role_metrics(
+    shown: tuple[str, ...] = (), own: dict[str, tuple[str, str]] | None = None
+) -> Metrics:
+    """The metrics of the merge or score role, served like the engine's (``/metrics``,
+    ``/healthz``, ``/ready``): the engine's metrics in ``shown`` (those the role updates: the
+    others would read 0 and mislead) and the role's ``own``, ``name -> (type, help)``."""
+    return Metrics(definitions={**{name: DEFINITIONS[name] for name in shown}, **(own or {})})
 
 
-def serve_metrics(config: dict[str, Any], metrics: RoleMetrics, role: str) -> int | None:
+def serve_metrics(config: dict[str, Any], metrics: Metrics, role: str) -> int | None:
     """Serve ``metrics`` on ``metrics_host:metrics_port`` when the port is set; the bound port.
 
     Raises
@@ -196,7 +145,7 @@ class Scorer:
         predictions: Any = None,
         dead_letters: Any = None,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
-        metrics: RoleMetrics | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         from ..engine import runner
 
@@ -226,7 +175,7 @@ class Scorer:
         self.predictions = predictions if predictions is not None else _prediction_sink(config)
         self.dead_letters = dead_letters if dead_letters is not None else _dead_letters(config)
         self.on_progress = on_progress
-        self.metrics = metrics if metrics is not None else RoleMetrics(SCORE_METRICS)
+        self.metrics = metrics if metrics is not None else role_metrics(SCORE_METRICS)
         self._stop = threading.Event()
 
     def stop(self) -> None:
