@@ -32,18 +32,28 @@ def write_log(path: Path, rows) -> None:
             f.write(json.dumps({"x": x, "y": bool(y)}) + "\n")
 
 
-def streamk(cwd: Path, *args: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    done = subprocess.run(
-        [sys.executable, "-m", "streamk.cli", *args, "--json"],
+def run_cli(cwd: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    """The real ``streamk`` entry point in ``cwd``, whatever its exit code."""
+    return subprocess.run(
+        [sys.executable, "-m", "streamk.cli", *args],
         cwd=cwd,
-        env=env,
+        env={**os.environ, "PYTHONPATH": ROOT},
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeout,
     )
+
+
+def streamk(cwd: Path, *args: str) -> dict:
+    done = run_cli(cwd, *args, "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
+
+
+def merge_once(cwd: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``streamk merge --once`` over the shared store ``snaps``, whatever its exit code."""
+    args = ("merge", "--snapshot-dir", "snaps", "--topic", LOG, "--once", *extra)
+    return run_cli(cwd, *args, timeout=120)
 
 
 def replay(cwd: Path, name: str, store: str = "snaps", *extra: str) -> dict:
@@ -162,12 +172,7 @@ def test_workers_that_standardise_their_features_are_refused_with_the_fix(tmp_pa
     for name, scale in (("w0", "standard"), ("w1", "standard")):
         streamk(tmp_path, "replay", LOG, "--model-name", name, "--snapshot-dir", "snaps",
                 "--scale", scale, "--quiet")  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
-         "--once"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
+    done = merge_once(tmp_path)
     assert done.returncode == 2
     assert "standardise their features" in done.stderr and 'scale = "none"' in done.stderr
     assert not (tmp_path / "snaps" / "merged").exists()
@@ -233,12 +238,7 @@ def test_unreadable_workers_are_listed_as_excluded_and_their_files_left_untouche
         }
 
     before = files()
-    done = subprocess.run(
-        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
-         "--once", "--json"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
+    done = merge_once(tmp_path, "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     assert files() == before  # a reader: no other model's file renamed, moved or rewritten
     assert not list((tmp_path / "snaps" / "w1").glob("*.corrupt*"))
@@ -253,12 +253,7 @@ def test_unreadable_workers_are_listed_as_excluded_and_their_files_left_untouche
     assert "format version 99 is newer" in done.stderr  # the skipped file is said once
 
     # the text summary names them too
-    text = subprocess.run(
-        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
-         "--once"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
+    text = merge_once(tmp_path)
     assert text.returncode == 0, text.stderr[-3000:]
     line = next(ln for ln in text.stderr.splitlines() if ln.startswith("merge 'merged'"))
     assert "excluded w1 (" in line and "w2 (no snapshot files)" in line
@@ -271,12 +266,7 @@ def test_a_refused_merge_names_the_workers_not_their_positions(tmp_path):
     write_log(tmp_path / LOG, datasets.Bananas().take(300))
     replay(tmp_path, "w0", "snaps", "--max-events", "150")
     replay(tmp_path, "w1", "snaps", "--kernel", "rbf:0.25")  # the last --kernel wins
-    done = subprocess.run(
-        [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic", LOG,
-         "--once"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
+    done = merge_once(tmp_path)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "worker 'w1' has kernel=" in done.stderr
     assert "where worker 'w0' has kernel=" in done.stderr
@@ -344,11 +334,6 @@ def test_a_metrics_port_in_use_stops_the_merger_naming_the_key(tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run(
-            [sys.executable, "-m", "streamk.cli", "merge", "--snapshot-dir", "snaps", "--topic",
-             LOG, "--once", "--metrics-port", str(port)],
-            cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
-            timeout=120,
-        )  # fmt: skip
+        done = merge_once(tmp_path, "--metrics-port", str(port))
     assert done.returncode == 2, done.stderr[-3000:]
     assert f"metrics_port {port}" in done.stderr and len(done.stderr.strip().splitlines()) == 1
