@@ -13,6 +13,7 @@ partition's end).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -152,6 +153,21 @@ def test_group_worker_killed_at_random_points_and_restarted(kafka_broker, topic_
     assert learned == N
 
 
+def _merge_once(bootstrap, topic, snapshot_topic, group, store) -> dict:
+    """``streamk merge --once --json`` for the workers of ``{topic}-{group}``."""
+    args = ["merge", "--bootstrap-servers", bootstrap, "--topic", topic, "--once", "--json"]
+    args += ["--group", f"{topic}-{group}", "--snapshot-topic", snapshot_topic]
+    args += ["--snapshot-dir", str(store), "--merge-name", f"merged-{group}"]
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", *args], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    return {key: out[key] for key in ("excluded", "other_groups")} | {
+        "sources": out["last"]["workers"]
+    }
+
+
 def test_a_second_group_on_the_same_snapshot_topic_learns_the_whole_stream(
     kafka_broker, topic_name, tmp_path
 ):
@@ -176,6 +192,7 @@ def test_a_second_group_on_the_same_snapshot_topic_learns_the_whole_stream(
             budget=80,
             stop_when_idle=6.0,
             snapshot_topic=snapshot_topic,
+            scale="none",  # (a merge refuses standardised workers)
         )
         done = subprocess.run(
             [sys.executable, "-m", "streamk.cli", *args], capture_output=True, text=True
@@ -190,3 +207,25 @@ def test_a_second_group_on_the_same_snapshot_topic_learns_the_whole_stream(
     assert canary.offsets[topic_name] == {p: N // PARTS for p in range(PARTS)}
     again = worker(f"{topic_name}-prod", "prod", tmp_path / "prod")
     assert again.model.n_learned == N  # production's own position, not the canary's
+
+    # Each group's merger merges its own workers only: production's merged model had the
+    # canary's mixed in, at half weight, and production's workers adopted it.
+    for group, ours, theirs in (("prod", "prod", "canary"), ("canary", "canary", "prod")):
+        merged = _merge_once(bootstrap, topic_name, snapshot_topic, group, tmp_path / group)
+        assert [s["name"] for s in merged["sources"]] == [ours]
+        assert merged["other_groups"] == {theirs: f"{topic_name}-{theirs}"}
+        assert merged["excluded"] == []  # (an alert: a worker that could not be read)
+        published = SnapshotStore(tmp_path / group).latest(f"merged-{group}")
+        assert published.meta["group"] == f"{topic_name}-{group}"
+        assert published.model.n_learned == N  # one model's events, not two models' mixed
+
+    # A merger given a group no worker learned in says whose models it saw.
+    args = ["merge", "--bootstrap-servers", bootstrap, "--topic", topic_name, "--once"]
+    args += ["--snapshot-topic", snapshot_topic, "--snapshot-dir", str(tmp_path / "none")]
+    done = subprocess.run(
+        [sys.executable, "-m", "streamk.cli", *args], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(ln for ln in done.stderr.splitlines() if ln.startswith("merge 'merged'"))
+    assert "no worker snapshots yet" in line and "models of other consumer groups" in line
+    assert f"canary ('{topic_name}-canary')" in line and f"prod ('{topic_name}-prod')" in line

@@ -95,6 +95,7 @@ def test_three_workers_one_killed_and_a_merger_learn_each_event_once_and_merge_n
     env = {**os.environ, "PYTHONPATH": ROOT}
     common = [
         "--bootstrap-servers", b, "--topic", events, "--snapshot-topic", snapshots,
+        "--group", f"{topic_name}-g",  # the merger's too: it merges its group's workers
         *(a for k, v in LEARNER.items() for a in ("--" + k, str(v))),
         "--max-poll-interval-ms", "3000", "--session-timeout-ms", "3000",
         "--heartbeat-interval-ms", "500", "--poll-timeout", "0.2",
@@ -102,7 +103,7 @@ def test_three_workers_one_killed_and_a_merger_learn_each_event_once_and_merge_n
 
     def worker(name: str, killed: bool = False) -> subprocess.Popen:
         args = [
-            "run", *common, "--group", f"{topic_name}-g", "--model-name", name,
+            "run", *common, "--model-name", name,
             "--snapshot-dir", str(tmp_path / name), "--snapshot-every", "200",
             "--max-records", "100", "--stop-when-idle", "10", "--quiet",
         ]  # fmt: skip

@@ -84,6 +84,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
         "seq": None if last is None else last.seq,
         # models of the file store no snapshot of which could be read: not in the merge
         "excluded": [] if last is None else last.excluded,
+        # models of other consumer groups (a canary's): theirs to merge, not ours
+        "other_groups": {} if last is None else last.other_groups,
         "last": None if last is None else last.as_dict(),
         "machine": machine(),
     }

@@ -26,7 +26,14 @@ from typing import Any
 from ..errors import MergeError, StreamkError
 from .models import merge_snapshots
 
-__all__ = ["MergePass", "Merger", "is_merged", "newest_readable", "worker_snapshots"]
+__all__ = [
+    "MergePass",
+    "Merger",
+    "is_merged",
+    "newest_readable",
+    "other_groups",
+    "worker_snapshots",
+]
 
 log = logging.getLogger("streamk.merge")
 
@@ -56,6 +63,24 @@ def worker_snapshots(found: dict[str, Any], topic: str, merge_name: str) -> dict
         if int((snap.state or {}).get("n_learned", 1)) <= 0:
             continue
         out[name] = snap
+    return out
+
+
+def other_groups(found: dict[str, Any], group: str, merge_name: str) -> dict[str, str]:
+    """Take the workers of other consumer groups out of ``found``: ``{name: their group}``.
+
+    A second group on the same snapshot topic or store (a canary, a backfill) is not a
+    worker of this group's merge: its model would be mixed into the model this group's
+    workers adopt. Snapshots that name no group (older ones, a replay's) stay in, as
+    :func:`streamk.engine.recovery.peer_offsets` keeps them as peers.
+    """
+    out = {}
+    for name, snap in list(found.items()):
+        theirs = (getattr(snap, "meta", None) or {}).get("group")
+        if name == merge_name or theirs is None or theirs == group or is_merged(snap):
+            continue  # (another group's merge is no worker of anyone's: not listed)
+        del found[name]
+        out[name] = str(theirs)
     return out
 
 
@@ -142,7 +167,9 @@ def _identity(sources: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
 class MergePass:
     """What one pass did: published a merge (``seq``), or why not (``skipped``).
 
-    ``excluded`` lists the models of the file store left out because none of their
+    ``other_groups`` names the models other consumer groups learned (``{name: group}``),
+    not merged here (:func:`other_groups`). ``excluded`` lists the models of the file store
+    left out because none of their
     snapshots could be read (``{"name": ..., "reason": ...}``): the merge covers the rest.
     """
 
@@ -157,6 +184,7 @@ class MergePass:
     merge_seconds: float = 0.0
     coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
     excluded: list[dict[str, str]] = field(default_factory=list)
+    other_groups: dict[str, str] = field(default_factory=dict)
     pass_seconds: float = 0.0
 
     def line(self, name: str) -> str:
@@ -166,6 +194,10 @@ class MergePass:
         if self.excluded:
             left_out = "; excluded " + ", ".join(
                 f"{e['name']} ({e['reason']})" for e in self.excluded
+            )
+        if self.other_groups and not self.workers:  # a merger given the wrong group?
+            left_out += "; models of other consumer groups: " + ", ".join(
+                f"{n} ({g!r})" for n, g in sorted(self.other_groups.items())
             )
         if not self.published:
             return f"merge {name!r}: {self.skipped}; workers {who}{left_out}"
@@ -178,6 +210,19 @@ class MergePass:
     def as_dict(self) -> dict[str, Any]:
         """The pass as plain data (the ``last`` entry of ``streamk merge --json``)."""
         return dict(self.__dict__)
+
+
+@dataclass
+class _Read:
+    """What :meth:`Merger._read` found: ``{worker: Snapshot}``, the newest published merge
+    (or ``None``), the newest seq used locally, the models of the file store left out
+    (unreadable) and those of other consumer groups (see :class:`MergePass`)."""
+
+    workers: dict[str, Any]
+    previous: Any
+    local_seq: int
+    excluded: list[dict[str, str]]
+    other_groups: dict[str, str]
 
 
 class Merger:
@@ -222,9 +267,9 @@ class Merger:
 
     # -- reading -----------------------------------------------------------------------
 
-    def _read(self) -> tuple[dict[str, Any], Any, int, list[dict[str, str]]]:
-        """``({worker: Snapshot}, the newest published merge or None, newest local seq,
-        the models of the file store left out)`` (see :class:`MergePass`).
+    def _read(self) -> _Read:
+        """The workers' snapshots, the newest published merge and what was left out (see
+        :class:`_Read`).
 
         With a snapshot topic the topic is the record of what was published (a merge saved
         locally but not acknowledged by Kafka was not published); without one, the store.
@@ -243,8 +288,9 @@ class Merger:
                 if found[name] is None and name != self.name:
                     log.warning("model %r left out of this merge: %s", name, why)
                     excluded.append({"name": name, "reason": why})
+        others = other_groups(found, self.config["group"], self.name)
         workers = worker_snapshots(found, self.topic, self.name)
-        return workers, found.get(self.name), local_top, excluded
+        return _Read(workers, found.get(self.name), local_top, excluded, others)
 
     # -- one pass ----------------------------------------------------------------------
 
@@ -260,12 +306,12 @@ class Merger:
         from ..snapshot.kafka_scheme import build_model
         from .provenance import snapshot_sources
 
-        workers, previous, local_seq, excluded = self._read()
+        read = self._read()
+        workers, previous, excluded = read.workers, read.previous, read.excluded
         sources = snapshot_sources(workers)
+        left_out = {"excluded": excluded, "other_groups": read.other_groups}
         if not workers:
-            return MergePass(
-                False, None, sources, skipped="no worker snapshots yet", excluded=excluded
-            )
+            return MergePass(False, None, sources, skipped="no worker snapshots yet", **left_out)
         prev_sources = list((previous.meta or {}).get(SOURCES, [])) if previous else []
         if previous is not None and _identity(prev_sources) == _identity(sources):
             return MergePass(
@@ -273,7 +319,7 @@ class Merger:
                 previous.seq,
                 sources,
                 skipped=f"unchanged since seq {previous.seq}",
-                excluded=excluded,
+                **left_out,
             )
         for snap in workers.values():
             if snap.model is None:
@@ -281,7 +327,7 @@ class Merger:
         check_mergeable(workers)
         compress = self.config["merge_compress"]
         result = merge_snapshots(workers, compress=compress)
-        seq = max(-1 if previous is None else previous.seq, local_seq) + 1
+        seq = max(-1 if previous is None else previous.seq, read.local_seq) + 1
         n_learned = sum(int(s["n_learned"]) for s in result.sources)
         data = dumps(
             result.model,
@@ -299,6 +345,7 @@ class Merger:
             weights=[float(w) for w in result.weights],
             method=result.method,
             events_topic=self.topic,
+            group=self.config["group"],
         )
         self.store.save(data, self.name)
         if self.publisher is not None:
@@ -313,7 +360,7 @@ class Merger:
             method=result.method,
             merge_seconds=result.seconds,
             coverage=coverage(result.sources, self.topic),
-            excluded=excluded,
+            **left_out,
         )
 
     # -- the loop ----------------------------------------------------------------------
