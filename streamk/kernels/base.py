@@ -100,14 +100,23 @@ def _as_objects(A: Any) -> list[Any]:
 
 
 def _check_same_domain(name: str, kernels: tuple[Kernel, ...]) -> None:
-    """Refuse combining kernels on strings/trees with kernels on vectors (``Constant``
-    works with both)."""
+    """Refuse combining kernels no single input can satisfy: kernels on strings/trees with
+    kernels on vectors (``Constant`` works with both), and a string kernel with a tree
+    kernel (an event is a ``str`` or a tree, never both, so every event would be refused)."""
     objects = [k for k in kernels if k.takes_objects]
     vectors = [k for k in kernels if not k.takes_objects and not isinstance(k, Constant)]
     if objects and vectors:
         raise ConfigError(
             f"{name} cannot combine kernels on strings/trees {objects!r} with kernels on "
             f"vectors {vectors!r}"
+        )
+    strings = [k for k in objects if k.object_kind == "strings"]
+    trees = [k for k in objects if k.object_kind == "trees"]
+    if strings and trees:
+        raise ConfigError(
+            f"{name} cannot combine string kernels {strings!r} with tree kernels {trees!r}: "
+            "an event is either a str or a tree, so no input could be evaluated by both; "
+            "learn strings and trees in two models"
         )
 
 
@@ -118,6 +127,9 @@ class Kernel:
     #: True for kernels on strings or trees (see :mod:`streamk.kernels.strings`): ``gram`` then
     #: takes lists of objects instead of blocks of float rows.
     takes_objects: bool = False
+    #: What a kernel on objects takes: ``"strings"`` or ``"trees"`` (``None`` for vectors,
+    #: ``Constant``, and combinations of those); combinations report their parts'.
+    object_kind: str | None = None
 
     @property
     def max_abs(self) -> float | None:
@@ -402,6 +414,10 @@ class _Combinator(Kernel):
     def takes_objects(self) -> bool:
         return any(k.takes_objects for k in self.kernels)
 
+    @property
+    def object_kind(self) -> str | None:
+        return next((k.object_kind for k in self.kernels if k.object_kind), None)
+
     def _children(self):
         return self.kernels
 
@@ -468,6 +484,10 @@ class Scaled(Kernel):
     def takes_objects(self) -> bool:
         return self.kernel.takes_objects
 
+    @property
+    def object_kind(self) -> str | None:
+        return self.kernel.object_kind
+
     def resolve(self, scale):
         return Scaled(self.kernel.resolve(scale), self.c)
 
@@ -503,6 +523,10 @@ class Normalized(Kernel):
     @property
     def takes_objects(self) -> bool:
         return self.kernel.takes_objects
+
+    @property
+    def object_kind(self) -> str | None:
+        return self.kernel.object_kind
 
     def resolve(self, scale):
         return Normalized(self.kernel.resolve(scale))

@@ -118,6 +118,7 @@ class _StringKernel(Kernel):
     """Shared parts: object inputs, validation, spec."""
 
     takes_objects = True
+    object_kind = "strings"
 
     def check_object(self, s: Any) -> str:
         """``s`` validated as this kernel's input (see :func:`check_string`)."""

@@ -102,6 +102,7 @@ class _TreeKernel(Kernel):
     """Shared parts: object inputs, validation, spec."""
 
     takes_objects = True
+    object_kind = "trees"
     _param_names = ("labelled",)
 
     def __init__(self, labelled: bool = True):

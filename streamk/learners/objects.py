@@ -33,16 +33,26 @@ __all__ = ["ObjectSupportSet", "PrimalMap", "validate_object"]
 
 
 def validate_object(kernel: Kernel, obj: Any) -> Any:
-    """``obj`` checked (and normalised, e.g. UTF-8 bytes to ``str``) by the first kernel
-    on objects inside ``kernel``; raises :class:`~streamk.errors.InvalidInput`."""
+    """``obj`` checked (and normalised, e.g. UTF-8 bytes to ``str``) by every kernel on
+    objects inside ``kernel``; raises :class:`~streamk.errors.InvalidInput`.
+
+    Every part of a ``Sum`` or ``Product`` checks it, not only the first: a part's own
+    rule (``Mismatch``'s alphabet, say) would otherwise first run inside the support set,
+    after the event was half stored. Each check gets what the previous one returned.
+    """
     stack = [kernel]
+    checked = False
     while stack:
         k = stack.pop(0)
         check = getattr(k, "check_object", None)
         if check is not None:
-            return check(obj)
+            obj = check(obj)
+            checked = True
+            continue
         stack.extend(k._children())
-    raise InvalidInput(f"{kernel!r} does not take strings or trees")  # pragma: no cover
+    if not checked:  # pragma: no cover - learners build object sets for object kernels only
+        raise InvalidInput(f"{kernel!r} does not take strings or trees")
+    return obj
 
 
 def _trie_parts(kernel: Kernel) -> tuple[Any, bool] | None:
@@ -102,12 +112,25 @@ class PrimalMap:
         self.refs = np.concatenate([self.refs, np.zeros(cap, dtype=np.int64)])
         self.free.extend(range(2 * cap - 1, cap - 1, -1))
 
-    def add(self, obj: Any, coef: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    def leaves(self, obj: Any) -> tuple[list[str], np.ndarray]:
+        """The leaf keys and values of ``phi(obj)`` (normalised if the kernel is); raises
+        :class:`~streamk.errors.InvalidInput` for an input the kernel refuses, changing
+        nothing."""
+        return self._leaves(obj)
+
+    def add(
+        self,
+        obj: Any,
+        coef: np.ndarray,
+        count: int,
+        leaves: tuple[list[str], np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``W += coef phi(obj)``; ``count`` = +1 (joins), -1 (leaves) or 0 (coef change).
+        ``leaves``: :meth:`leaves` of ``obj`` if already computed.
 
         Returns the leaf rows and values of ``phi(obj)`` (as they were before a removal).
         """
-        keys, vals = self._leaves(obj)
+        keys, vals = self._leaves(obj) if leaves is None else leaves
         if not keys:
             return np.zeros(0, dtype=np.int64), vals
         if count >= 0:
@@ -459,13 +482,19 @@ class ObjectSupportSet:
 
     # -- changes --------------------------------------------------------------------------------
     def append(self, row: Any, coef: Any, k_row: np.ndarray | None = None) -> int:
+        """Add ``row`` with ``coef`` in a new slot; returns the slot.
+
+        Atomic: everything that can refuse ``row`` (its self-kernel value, its trie leaves,
+        its kernel row) is computed before the set changes, so an
+        :class:`~streamk.errors.InvalidInput` leaves the set as it was."""
         coef = np.asarray(coef, dtype=np.float64).ravel()
         slot = self.n
         if self._G is not None and k_row is None and slot:
             k_row = self.kernel_row(row)
+        ready = self._prepare(row)
         self._grow_rows(slot + 1)
         self._items.append(row)
-        self._put(slot, row, coef)
+        self._put(slot, row, coef, ready)
         self._ids[slot] = self.next_id
         self.next_id += 1
         if self._G is not None:
@@ -478,11 +507,24 @@ class ObjectSupportSet:
         self.version += 1
         return slot
 
-    def _put(self, slot: int, row: Any, coef: np.ndarray) -> None:
+    def _prepare(self, row: Any) -> tuple[float, tuple[list[str], np.ndarray] | None]:
+        """``k(row, row)`` and ``row``'s trie leaves (``None`` without a weight map): the
+        parts of storing ``row`` that can raise, done before anything changes."""
+        kdiag = self._kernel.diag_one(row)
+        return kdiag, None if self._primal is None else self._primal.leaves(row)
+
+    def _put(
+        self,
+        slot: int,
+        row: Any,
+        coef: np.ndarray,
+        ready: tuple[float, tuple[list[str], np.ndarray] | None],
+    ) -> None:
+        kdiag, leaves = ready
         self._coef[slot] = coef
-        self._kdiag[slot] = self._kernel.diag_one(row)
+        self._kdiag[slot] = kdiag
         if self._primal is not None:
-            self._leaves.put(slot, *self._primal.add(row, coef, +1))
+            self._leaves.put(slot, *self._primal.add(row, coef, +1, leaves))
 
     def _take_out(self, slot: int) -> None:
         if self._primal is not None:
@@ -510,10 +552,12 @@ class ObjectSupportSet:
         self.version += 1
 
     def replace(self, slot: int, row: Any, coef: Any, new_id: bool = False) -> None:
+        """Put ``row`` with ``coef`` in ``slot`` (atomic, as :meth:`append`)."""
         coef = np.asarray(coef, dtype=np.float64).ravel()
+        ready = self._prepare(row)
         self._take_out(slot)
         self._items[slot] = row
-        self._put(slot, row, coef)
+        self._put(slot, row, coef, ready)
         if new_id:
             self._ids[slot] = self.next_id
             self.next_id += 1
