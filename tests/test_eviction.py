@@ -27,6 +27,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 N, SLOW_AT, SLOW_S = 2400, 1220, 8.0
 SLOW = Path(__file__).parent / "helpers" / "slow_at_offset.py"
+SLOW_COMMIT = Path(__file__).parent / "helpers" / "slow_before_commit.py"
 
 
 @pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
@@ -67,6 +68,54 @@ def test_an_evicted_worker_learns_each_event_once(kafka_broker, topic_name, tmp_
     assert snap.offsets == {topic_name: {0: N}}
     assert snap.model.n_learned == N  # 2,650 before: the 250 learned twice
     assert snap.metrics["evictions_total"] == 1
+    ref = reference(events)
+    for x, _ in make_events(300, seed=99):
+        assert snap.model.predict_proba_one(x) == pytest.approx(ref.predict_proba_one(x), abs=1e-9)
+
+
+@pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
+def test_a_commit_refused_after_a_durable_snapshot_is_counted_and_loses_nothing(
+    kafka_broker, topic_name, tmp_path, transport
+):
+    """The worker stalls between its second snapshot and its commit (8 s against a 3 s poll
+    interval), so the group evicts it and the broker refuses the commit. The snapshot holds
+    the offsets: every event is learned once. The failure was counted in
+    ``streamk_snapshots_written`` as a completed checkpoint (snapshot + commit), so the
+    operations guide's alert for failing commits could never fire; it is now
+    ``streamk_commit_failures_total``."""
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    events = make_events(N, seed=22)
+    produce(kafka_broker.bootstrap_servers, topic_name, events)
+    store = tmp_path / "snapshots"
+    args = run_args(
+        kafka_broker.bootstrap_servers,
+        topic_name,
+        f"{topic_name}-group",
+        store,
+        model_name="model",
+        snapshot_every=500,
+        snapshot_seconds=0,
+        max_records=50,
+        learner="perceptron",
+        kernel="rbf:0.5",
+        budget=80,
+        scale="none",
+        stop_when_idle=8.0,
+        transport=transport,
+    )
+    args = [a for a in args if a != "--quiet"]
+    proc = subprocess.run(
+        [sys.executable, str(SLOW_COMMIT), "2", str(SLOW_S), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "offset commit failed after snapshot seq 2" in proc.stderr, proc.stderr[-3000:]
+    snap = SnapshotStore(store).latest("model")
+    assert snap.metrics["commit_failures_total"] >= 1
+    assert snap.model.n_learned == N  # the snapshot's offsets held: nothing learned twice
     ref = reference(events)
     for x, _ in make_events(300, seed=99):
         assert snap.model.predict_proba_one(x) == pytest.approx(ref.predict_proba_one(x), abs=1e-9)

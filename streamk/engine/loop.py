@@ -858,6 +858,7 @@ class Engine:
             # the newest durable snapshot: a refused commit (e.g. after a rebalance) loses
             # nothing.
             log.warning("offset commit failed after snapshot seq %d: %s", self.seq, exc)
+            self.metrics.inc("commit_failures_total")
         self._since_snapshot = 0
         self._last_snapshot = time.monotonic()
         self.metrics.inc("snapshots_written")

@@ -29,7 +29,11 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "events_scored": ("counter", "Unlabelled events scored and published"),
     "events_flagged": ("counter", "Events a novelty detector flagged as novel before learning"),
     "events_dead_lettered": ("counter", "Records rejected to the dead-letter destination"),
-    "snapshots_written": ("counter", "Snapshots written"),
+    "snapshots_written": ("counter", "Checkpoints whose snapshot is durable"),
+    "commit_failures_total": (
+        "counter",
+        "Offset commits that failed after a durable snapshot (the snapshot's offsets hold)",
+    ),
     "snapshot_seconds_total": ("counter", "Time spent writing snapshots and committing"),
     "consolidations": ("counter", "Consolidations adopted"),
     "consolidation_seconds_total": ("counter", "Time spent consolidating"),
