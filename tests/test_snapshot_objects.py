@@ -28,6 +28,7 @@ from streamk import (
     Spectrum,
 )
 from streamk.errors import SnapshotError
+from streamk.kernels.trees import freeze_tree
 from streamk.snapshot import Limits, dumps, loads, seal
 from streamk.snapshot.limits import CorruptSnapshot, SnapshotOverLimit
 
@@ -98,7 +99,7 @@ def test_tree_models_round_trip_with_equal_decisions(kernel):
 def test_a_tree_as_deep_as_the_kernel_allows_round_trips():
     # nested 64 levels deep the body would pass the codec's max_depth=64; flat, it does not nest
     model = trained(AllSubtree(), [chain(64), chain(3)], [False, True])
-    assert chain(64) in model.support_.X
+    assert freeze_tree(chain(64)) in model.support_.X  # the set keeps a frozen copy
     back = loads(dumps(model)).model
     assert back.support_.X == model.support_.X
 
@@ -232,7 +233,7 @@ def test_tighter_limits_are_enforced_on_both_sides():
     with pytest.raises(SnapshotOverLimit, match="max_text_len"):
         loads(dumps(model), limits)
     deep = trained(AllSubtree(), [chain(10), chain(2)], [False, True])
-    assert chain(10) in deep.support_.X
+    assert freeze_tree(chain(10)) in deep.support_.X
     with pytest.raises(SnapshotOverLimit, match="max_tree_depth"):
         loads(dumps(deep), Limits(max_tree_depth=9))
     assert loads(dumps(deep), Limits(max_tree_depth=10)).model.support_.X == deep.support_.X

@@ -3,7 +3,8 @@
 A tree is a nested list ``[label, child, child, ...]``; a leaf is ``[label]``. Labels are
 ``str`` or ``int``. Trees are validated (shape, label types, at most
 :data:`MAX_TREE_DEPTH` levels and :data:`MAX_TREE_NODES` nodes); a bad tree raises
-:class:`~streamk.errors.InvalidInput`.
+:class:`~streamk.errors.InvalidInput`. What a learner stores is :func:`freeze_tree`'s copy
+(nested tuples), never the caller's lists, which the caller may reuse.
 
 * :class:`CoRootedSubtree` counts the common co-rooted subtrees (Alg. 11.62): subtrees
   that keep the root and, for each node they include, all its children or none.
@@ -24,7 +25,14 @@ import numpy as np
 from ..errors import ConfigError, InvalidInput
 from .base import Kernel, _as_objects, check_utf8
 
-__all__ = ["MAX_TREE_DEPTH", "MAX_TREE_NODES", "CoRootedSubtree", "AllSubtree", "flatten_tree"]
+__all__ = [
+    "MAX_TREE_DEPTH",
+    "MAX_TREE_NODES",
+    "CoRootedSubtree",
+    "AllSubtree",
+    "flatten_tree",
+    "freeze_tree",
+]
 
 #: Deepest tree accepted (root at depth 1).
 MAX_TREE_DEPTH = 64
@@ -78,6 +86,23 @@ def flatten_tree(tree: Any) -> Flat:
     return Flat(labels, children)
 
 
+def freeze_tree(tree: Any) -> tuple:
+    """A validated, immutable copy of ``tree``: nested tuples ``(label, child, ...)`` with
+    plain ``str``/``int`` labels, built without recursion.
+
+    Why: a support set keeps its trees for as long as they are in it; holding the
+    caller's own lists, a caller that reuses or edits a list after ``learn_one`` (a
+    parser's output buffer) would silently change the model, and the snapshot with it.
+    """
+    flat = flatten_tree(tree)
+    nodes: list[tuple] = []
+    for label, kids in zip(flat.labels, flat.children):  # post-order: children first
+        if type(label) is not str and type(label) is not int:  # a subclass: its plain value
+            label = str.__str__(label) if isinstance(label, str) else int.__index__(label)
+        nodes.append((label, *(nodes[c] for c in kids)))
+    return nodes[-1]
+
+
 def _check_node(node: Any, depth: int) -> Any:
     if depth > MAX_TREE_DEPTH:
         raise InvalidInput(f"tree is deeper than {MAX_TREE_DEPTH} levels; prune it")
@@ -110,10 +135,9 @@ class _TreeKernel(Kernel):
             raise ConfigError(f"labelled must be True or False, got {labelled!r}")
         self.labelled = labelled
 
-    def check_object(self, tree: Any) -> Any:
-        """``tree`` unchanged once it passes :func:`flatten_tree`'s checks."""
-        flatten_tree(tree)
-        return tree
+    def check_object(self, tree: Any) -> tuple:
+        """``tree`` validated, as the frozen copy a support set keeps (:func:`freeze_tree`)."""
+        return freeze_tree(tree)
 
     def _pair(self, a: Flat, b: Flat) -> float:  # pragma: no cover - abstract
         raise NotImplementedError

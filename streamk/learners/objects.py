@@ -33,8 +33,9 @@ __all__ = ["ObjectSupportSet", "PrimalMap", "validate_object"]
 
 
 def validate_object(kernel: Kernel, obj: Any) -> Any:
-    """``obj`` checked (and normalised, e.g. UTF-8 bytes to ``str``) by every kernel on
-    objects inside ``kernel``; raises :class:`~streamk.errors.InvalidInput`.
+    """``obj`` checked (and normalised, e.g. UTF-8 bytes to ``str``, a tree to the frozen
+    nested tuples a support set may keep) by every kernel on objects inside ``kernel``;
+    raises :class:`~streamk.errors.InvalidInput`.
 
     Every part of a ``Sum`` or ``Product`` checks it, not only the first: a part's own
     rule (``Mismatch``'s alphabet, say) would otherwise first run inside the support set,
@@ -337,7 +338,8 @@ class ObjectSupportSet:
 
     @property
     def X(self) -> list[Any]:
-        """Support objects in slot order (the set's own list: do not modify)."""
+        """Support objects in slot order (the set's own list: do not modify). Trees are the
+        frozen copies :func:`validate_object` makes (nested tuples), not the caller's lists."""
         return self._items
 
     @property
@@ -595,7 +597,7 @@ class ObjectSupportSet:
 
     # -- plain data -----------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        """Plain data: kernel spec, the support objects (strings / nested lists), coefficients."""
+        """Plain data: kernel spec, the support objects (strings / nested tuples), coefficients."""
         return {
             "objects": True,
             "kernel": self._kernel.to_spec(),
