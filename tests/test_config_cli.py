@@ -153,7 +153,7 @@ def test_replay_with_consolidation_snapshots_the_wrapped_model_and_resumes(
 @pytest.mark.parametrize(
     "env,message",
     [
-        ({"STREAMK_BUDGET": "99999999999999999999999"}, "budget must be >= 0 and <= 1e"),
+        ({"STREAMK_BUDGET": "99999999999999999999999"}, "budget must be >= 0 and <= 10000000"),
         ({"STREAMK_POLL_TIMEOUT": "nan"}, "STREAMK_POLL_TIMEOUT: poll_timeout must be float"),
         ({"STREAMK_SNAPSHOT_SECONDS": "inf"}, "snapshot_seconds must be float"),
         ({"STREAMK_METRICS_PORT": "70000"}, "metrics_port must be >= 0 and <= 65535"),
@@ -162,6 +162,11 @@ def test_replay_with_consolidation_snapshots_the_wrapped_model_and_resumes(
         ({"STREAMK_SESSION_TIMEOUT_MS": "-5"}, "session_timeout_ms must be >= 1"),
         ({"STREAMK_ON_OFFSET_BEYOND_END": "skip"}, "on_offset_beyond_end must be fail or"),
         ({"STREAMK_MAX_RECORDS": "0"}, "max_records must be >= 1"),
+        # above the window a snapshot may hold: the first checkpoint failed, exit 2
+        (
+            {"STREAMK_CONSOLIDATE_WINDOW": "2000000"},
+            "consolidate_window must be >= 1 and <= 1048576",
+        ),
     ],
 )
 def test_every_key_is_range_checked_and_the_error_names_it(env, message):

@@ -146,7 +146,8 @@ class TrainingWindow:
         if size > limits.max_rows or width > limits.max_width:
             raise SnapshotError(
                 f"window of {size} rows x {width} features exceeds the load limits "
-                f"(max_rows={limits.max_rows}, max_width={limits.max_width})"
+                f"(max_rows={limits.max_rows}, max_width={limits.max_width}); use a smaller "
+                "consolidate_window"
             )
         need = limits.window_bytes(size, width)
         if need > limits.max_bytes:

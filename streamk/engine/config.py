@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..consolidation.limits import DEFAULT_WINDOW_LIMITS
 from ..consolidation.wrapper import NOVELTY_NOT_CONSOLIDATED
 from ..errors import ConfigError
 from .registry import LEARNERS, RANKS_HELP, parse_ranks
@@ -50,9 +51,16 @@ class Option:
             return f"{', '.join(head)} or {last}" if head else last
         if self.kind is bool:
             return "true or false"
-        low = "" if self.low is None else f">= {self.low:g}"
-        high = "" if self.high is None else f"<= {self.high:g}"
+        low = "" if self.low is None else f">= {_number(self.low)}"
+        high = "" if self.high is None else f"<= {_number(self.high)}"
         return " and ".join(x for x in (low, high) if x) or f"a {self.kind.__name__}"
+
+
+def _number(value: float) -> str:
+    """A bound as a reader checks it: ``1048576``, not ``1.04858e+06``; ``0.5`` as it is."""
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:g}"
 
 
 #: every key a config may set: default, type and meaning
@@ -126,7 +134,11 @@ DEFAULTS: dict[str, Option] = {
         high=_INT_MAX,
     ),
     "consolidate_window": Option(
-        1000, int, "recent labelled events the batch solver sees", low=1, high=10_000_000
+        1000,
+        int,
+        "recent labelled events the batch solver sees",
+        low=1,
+        high=DEFAULT_WINDOW_LIMITS.max_rows,  # (a snapshot may hold no larger window)
     ),
     "consolidate_guard": Option(
         500,
