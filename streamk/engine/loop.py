@@ -42,6 +42,7 @@ from river import base
 
 from ..consolidation.wrapper import served_learner
 from ..errors import BrokerError, ConfigError, InvalidEvent, StreamkError
+from ..snapshot.store import NO_SNAPSHOT_FILES
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
 from .metrics import Metrics, RollingScore
@@ -431,14 +432,13 @@ class Engine:
         for name in store.names():
             if name == own:
                 continue
-            try:
-                snap = store.latest(name, build=False)
-                if snap is not None or name not in found:
-                    newer = found.get(name)
-                    found[name] = snap if newer is None or snap.seq >= newer.seq else newer
-            except StreamkError as exc:  # none readable: it holds no durable events
-                log.warning("model %r of the same store has no readable snapshot: %s", name, exc)
-                found[name] = None
+            # read-only: a peer's damaged files are its own engine's to set aside
+            snap, why = store.newest_readable(name)
+            if snap is None and why != NO_SNAPSHOT_FILES:  # it holds no durable events
+                log.warning("model %r of the same store has no readable snapshot: %s", name, why)
+            if snap is not None or name not in found:
+                newer = found.get(name)
+                found[name] = snap if newer is None or snap.seq >= newer.seq else newer
         return peer_offsets(found, self.source.name, self._group())
 
     def _on_revoked(self, partitions: list[int]) -> None:

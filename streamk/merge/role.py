@@ -30,7 +30,6 @@ __all__ = [
     "MergePass",
     "Merger",
     "is_merged",
-    "newest_readable",
     "other_groups",
     "worker_snapshots",
 ]
@@ -82,51 +81,6 @@ def other_groups(found: dict[str, Any], group: str, merge_name: str) -> dict[str
         del found[name]
         out[name] = str(theirs)
     return out
-
-
-def newest_readable(store: Any, name: str) -> tuple[Any, str]:
-    """The newest snapshot of ``name`` this process can read (unbuilt), without changing files.
-
-    Unlike :meth:`~streamk.snapshot.SnapshotStore.latest`, a damaged file is not set aside:
-    the merger only reads other models' stores (a worker's own engine sets its damaged files
-    aside when it restarts). A file this reader cannot load (damaged, over the limits, or from
-    a newer format version) is skipped for the next older one, with one WARNING.
-
-    Parameters
-    ----------
-    store
-        The :class:`~streamk.snapshot.SnapshotStore` holding the model.
-    name
-        The model's name in the store.
-
-    Returns
-    -------
-    tuple
-        ``(Snapshot, "")``, or ``(None, why)`` when no file of the model can be read.
-    """
-    infos = store.list(name)
-    unreadable: list[str] = []
-    for info in reversed(infos):
-        if not info.regular:
-            unreadable.append(f"{info.path.name}: not a regular file")
-            continue
-        try:
-            snap = store.load(info.path, build=False)
-        except (StreamkError, OSError) as exc:  # FileNotFoundError: retention deleted it
-            unreadable.append(str(exc).removeprefix(f"{info.path}: ") + f" ({info.path.name})")
-            continue
-        if unreadable:
-            log.warning(
-                "model %r: merging its seq %d; %d newer snapshot(s) unreadable, newest: %s",
-                name,
-                snap.seq,
-                len(unreadable),
-                unreadable[0],
-            )
-        return snap, ""
-    if not infos:
-        return None, "no snapshot files"
-    return None, f"no readable snapshot ({len(infos)} file(s)); newest: {unreadable[0]}"
 
 
 def _stream_matcher(topic: str) -> Callable[[str], bool]:
@@ -284,7 +238,7 @@ class Merger:
         else:
             for name in self.store.names():
                 # read-only: another model's damaged files are its own engine's to set aside
-                found[name], why = newest_readable(self.store, name)
+                found[name], why = self.store.newest_readable(name)
                 if found[name] is None and name != self.name:
                     log.warning("model %r left out of this merge: %s", name, why)
                     excluded.append({"name": name, "reason": why})

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, SnapshotError
+from ..errors import ConfigError, SnapshotError, StreamkError
 from .format import Snapshot, dumps, loads, verify_bytes
 from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits, SnapshotOverLimit
 
@@ -37,9 +37,13 @@ __all__ = [
     "CORRUPT_SUFFIX",
     "QUARANTINE",
     "SET_ASIDE",
+    "NO_SNAPSHOT_FILES",
 ]
 
 log = logging.getLogger("streamk.snapshot")
+
+#: :meth:`SnapshotStore.newest_readable`'s reason for a model with no snapshot file at all
+NO_SNAPSHOT_FILES = "no snapshot files"
 
 LATEST = "LATEST"
 SUFFIX = ".snapshot"
@@ -402,6 +406,49 @@ class SnapshotStore:
                 f"--dir {self.directory} --model {name}"
             )
         return None
+
+    def newest_readable(self, name: str) -> tuple[Snapshot | None, str]:
+        """The newest snapshot of ``name`` this process can read (unbuilt); no file changed.
+
+        Unlike :meth:`latest`, a damaged file is not set aside: for a reader of other models'
+        snapshots (the merger, an engine reading its peers' positions), whose own engine sets
+        its damaged files aside when it restarts. A file this reader cannot load (damaged, over
+        the limits, or from a newer format version) is skipped for the next older one, with one
+        WARNING.
+
+        Parameters
+        ----------
+        name
+            The model's name in the store.
+
+        Returns
+        -------
+        tuple
+            ``(Snapshot, "")``, or ``(None, why)`` when no file of the model can be read.
+        """
+        infos = self.list(name)
+        unreadable: list[str] = []
+        for info in reversed(infos):
+            if not info.regular:
+                unreadable.append(f"{info.path.name}: not a regular file")
+                continue
+            try:
+                snap = self.load(info.path, build=False)
+            except (StreamkError, OSError) as exc:  # FileNotFoundError: retention deleted it
+                unreadable.append(str(exc).removeprefix(f"{info.path}: ") + f" ({info.path.name})")
+                continue
+            if unreadable:
+                log.warning(
+                    "model %r: reading its seq %d; %d newer snapshot(s) unreadable, newest: %s",
+                    name,
+                    snap.seq,
+                    len(unreadable),
+                    unreadable[0],
+                )
+            return snap, ""
+        if not infos:
+            return None, NO_SNAPSHOT_FILES
+        return None, f"no readable snapshot ({len(infos)} file(s)); newest: {unreadable[0]}"
 
     def _damaged(self, name: str) -> list[Path]:
         """Entries left in the model directory that are snapshots-to-be but unusable."""
