@@ -227,7 +227,12 @@ class LeafRows:
     """Each support string's leaves as a padded row of (leaf row, value) pairs, so
     ``K(s, S)`` is one gather over ``n x max_leaves`` entries: the query's values are
     scattered into a scratch vector over the map's leaf rows, then read back at every
-    support string's leaves. Padding points at a slot of the scratch that stays 0."""
+    support string's leaves. Padding points at a slot of the scratch that stays 0.
+
+    Each kernel value sums its row's own ``lens[i]`` products only, never the padding:
+    the padded width is history (a live set's is the widest row it ever held, a restored
+    one's the widest it holds), and a sum over the padded row groups its terms by that
+    width, so the two would differ in the last bit and drift apart as they learn on."""
 
     def __init__(self, capacity: int):
         self.ids = np.full((capacity, 8), -1, dtype=np.int64)
@@ -269,15 +274,28 @@ class LeafRows:
         self.ids[src], self.vals[src], self.lens[src] = -1, 0.0, 0
 
     def row(self, n: int, idx: np.ndarray, vals: np.ndarray, n_leaf_rows: int) -> np.ndarray:
+        """``K(s, S)`` from the query's leaf rows ``idx`` and values ``vals``: row ``i`` is
+        the sum of its own ``lens[i]`` products (see the class docstring), so it does not
+        depend on the padded width."""
         if self.scratch.shape[0] < n_leaf_rows + 1:  # the last entry is the padding's 0
             self.scratch = np.zeros(2 * n_leaf_rows + 1)
+        if not n or not self.width:
+            return np.zeros(n)
         q = self.scratch
         q[idx] = vals
-        w = self.width
-        k = np.einsum("ij,ij->i", q[self.ids[:n, :w]], self.vals[:n, :w])
+        products = q[self.ids[:n, : self.width]]
+        products *= self.vals[:n, : self.width]
         q[idx] = 0.0
         q[-1] = 0.0
-        return k
+        w = products.shape[1]
+        # segments [i w, i w + lens[i]) (row i's own products) between the gaps before
+        # each next row; an empty row's segment reads one padding product, which is 0
+        bounds = np.empty(2 * n, dtype=np.intp)
+        bounds[0::2] = np.arange(0, n * w, w)
+        bounds[1::2] = bounds[0::2] + self.lens[:n]
+        if bounds[-1] == n * w:  # a full last row: its segment runs to the end anyway
+            bounds = bounds[:-1]
+        return np.add.reduceat(products.ravel(), bounds)[0::2]
 
 
 class ObjectSupportSet:
