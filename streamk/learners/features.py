@@ -64,15 +64,19 @@ class FeatureIndex:
 
     # -- one event ----------------------------------------------------------------------------
     def row(self, x: Mapping[Hashable, Any], grow: bool) -> np.ndarray:
-        """Dense row for a feature dict.
+        """Dense row for a feature dict; anything else (a string, a tree) raises
+        :class:`~streamk.errors.InvalidInput`.
 
         With ``grow=True`` unseen features are added to the index. With ``grow=False`` the
         index is left as it is and unseen features are appended after the known columns:
         no stored row has them, so they read as 0 there, but they still count in the
         event's own norm (which an RBF kernel needs).
         """
+        try:
+            vals = list(x.values())
+        except (AttributeError, TypeError):  # a str, a tree, a number: not a feature dict
+            raise not_a_map(x) from None
         keys = tuple(x)
-        vals = list(x.values())
         last = self._last
         if (
             last is not None
@@ -369,6 +373,16 @@ def frame_records(frame: Any) -> list[dict]:
     """A DataFrame's rows as events, a NaN cell an absent feature (a frame cannot leave a
     key out)."""
     return [{k: v for k, v in r.items() if v == v} for r in frame.to_dict(orient="records")]
+
+
+def not_a_map(x: Any) -> InvalidInput:
+    """The error for an event that is not a dict of features (a string or tree given to a
+    model on vectors)."""
+    return InvalidInput(
+        f"this model's kernel takes a dict of numeric features, got {type(x).__name__} "
+        f"({x!r:.60}); for text or trees use a string or tree kernel (e.g. Spectrum, "
+        "AllSubtree)"
+    )
 
 
 def not_numbers(x: Mapping[Hashable, Any]) -> InvalidInput:
