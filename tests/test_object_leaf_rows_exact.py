@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
 
-from streamk import KernelNovelty, OnlineSVR, Projectron
-from streamk.kernels import Normalized, RestrictedGapWeighted
+from streamk import KernelNovelty, MarginPerceptron, OnlineSVR, Projectron
+from streamk.budget import compiled as compiled_policies
+from streamk.kernels import Linear, Normalized, RestrictedGapWeighted, Spectrum
 from streamk.learners.objects import LeafRows
 from streamk.snapshot import dumps, loads
+from streamk.sources.motifs import motif_stream
 
 
 def _rows(rng: np.random.Generator, n: int, n_leaves: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -99,3 +102,21 @@ def test_a_restored_novelty_detector_learns_on_identically():
         back.learn_one(x)
     assert np.array_equal(back.support_.coef, live.support_.coef)
     assert back.threshold_ == live.threshold_
+
+
+def test_a_kernel_row_is_contiguous_so_blas_rounds_it_as_a_vector_row(monkeypatch):
+    """A strided kernel row (every other entry of the per-row sums) went into the
+    Projectron's ``P @ k`` on its NumPy path, and BLAS rounds a strided vector
+    differently: the string learner then drifted from the same learner on the explicit
+    feature map (the oracle, whose kernel values are the same integers)."""
+    monkeypatch.setattr(compiled_policies, "projectron_insert", lambda *args: False)
+    strings = MarginPerceptron(kernel=Spectrum(2), budget=Projectron(20, eta=0.2), margin=1.0)
+    vectors = MarginPerceptron(kernel=Linear(), budget=Projectron(20, eta=0.2), margin=1.0)
+    for s, _ in motif_stream(120, seed=11):
+        x = dict(Counter(s[i : i + 2] for i in range(len(s) - 1)))
+        if strings.support_.n:
+            assert strings.support_.kernel_row(s).flags.c_contiguous
+        assert strings.predict_one(s) == vectors.predict_one(x)
+        strings.learn_one(s, "gat" in s)
+        vectors.learn_one(x, "gat" in s)
+    assert np.array_equal(strings.support_.coef, vectors.support_.coef)

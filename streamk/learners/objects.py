@@ -295,7 +295,8 @@ class LeafRows:
         bounds[1::2] = bounds[0::2] + self.lens[:n]
         if bounds[-1] == n * w:  # a full last row: its segment runs to the end anyway
             bounds = bounds[:-1]
-        return np.add.reduceat(products.ravel(), bounds)[0::2]
+        # (a contiguous row: BLAS may round a product with a strided vector differently)
+        return np.ascontiguousarray(np.add.reduceat(products.ravel(), bounds)[0::2])
 
 
 class ObjectSupportSet:
