@@ -64,6 +64,8 @@ __all__ = [
     "GapNumberWeightedSubsequences",
     "check_string",
     "subsequence_levels",
+    "subsequence_dp",
+    "gap_number_levels",
     "maps_gram",
 ]
 
@@ -130,6 +132,12 @@ class _StringKernel(Kernel):
 
 # -- gap-weighted subsequences ------------------------------------------------------------------
 
+#: A pair of strings both at most this long takes the dense closed form of the dynamic
+#: programme (a few BLAS calls a level); a longer one the O(p |s| |t|) recursion itself.
+DENSE_MAX = 128
+#: Cells of the ``(|s|, |t|)`` table a block of :func:`gap_number_levels` holds at once.
+_BLOCK_CELLS = 1 << 18
+
 
 @lru_cache(maxsize=256)
 def _decay_matrix(n: int, lam: float) -> np.ndarray:
@@ -142,9 +150,12 @@ def gap_weighted_levels(s: str, t: str, p: int, lam: float) -> np.ndarray:
     """``[kappa_1, ..., kappa_p](s, t)`` of the gap-weighted subsequences kernel.
 
     The corrected Code Fragment 11.3: ``DPS[i, j]`` is the suffix kernel
-    ``kappa^S_l(s(1:i), t(1:j))``; ``DP = L_n DPS L_m^T`` is the recursion
-    ``DP(i,j) = DPS(i,j) + lam DP(i-1,j) + lam DP(i,j-1) - lam^2 DP(i-1,j-1)`` solved in
-    closed form (two triangular products), so each level is two BLAS calls.
+    ``kappa^S_l(s(1:i), t(1:j))`` and
+    ``DP(i,j) = DPS(i,j) + lam DP(i-1,j) + lam DP(i,j-1) - lam^2 DP(i-1,j-1)``.
+    Strings longer than :data:`DENSE_MAX` characters run that recursion along the
+    table's anti-diagonals (:func:`subsequence_dp`: O(p |s| |t|) time, O(p |s|) memory);
+    shorter ones take its closed form ``DP = L_n DPS L_m^T`` (two triangular products a
+    level, O(p (|s|^2 |t| + |s| |t|^2)), fewer NumPy calls when that is small).
     """
     out = np.zeros(p)
     n, m = len(s), len(t)
@@ -152,6 +163,8 @@ def gap_weighted_levels(s: str, t: str, p: int, lam: float) -> np.ndarray:
         return out
     a = np.fromiter(map(ord, s), dtype=np.int64, count=n)
     b = np.fromiter(map(ord, t), dtype=np.int64, count=m)
+    if max(n, m) > DENSE_MAX:
+        return subsequence_dp(a, b, p, lam, lam, lam * lam)
     match = a[:, None] == b[None, :]
     lam2 = lam * lam
     dps = np.where(match, lam2, 0.0)
@@ -182,6 +195,10 @@ def subsequence_levels(M: np.ndarray, P: np.ndarray, Q: np.ndarray, p: int) -> n
     triangular) the weight of the stretch of ``s`` between two consecutive matched
     positions ``i' < i``; ``kappa_l = sum(DPS_l)``. The DP recursions of Code Fragment
     11.3 and Alg. 11.40-11.42 are this product solved one cell at a time.
+
+    Dense: O(p (|s|^2 |t| + |s| |t|^2)) time and O(|s|^2 + |t|^2) memory. The kernels use
+    it for strings of at most :data:`DENSE_MAX` characters and :func:`subsequence_dp` or
+    :func:`gap_number_levels` beyond.
     """
     out = np.zeros(p)
     if M.size == 0:
@@ -191,6 +208,114 @@ def subsequence_levels(M: np.ndarray, P: np.ndarray, Q: np.ndarray, p: int) -> n
     for level in range(1, min(p, *M.shape)):
         dps = M * (P @ dps @ Q.T)
         out[level] = dps.sum()
+    return out
+
+
+def subsequence_dp(
+    a: np.ndarray,
+    b: np.ndarray,
+    p: int,
+    ga: float | np.ndarray,
+    gb: float | np.ndarray,
+    wa: float | np.ndarray | None,
+    sim: np.ndarray | None = None,
+) -> np.ndarray:
+    """``[kappa_1, ..., kappa_p]`` of the Alg. 11.38/11.40/11.41 family by its dynamic
+    programme, in O(p |s| |t|) time and O(p |s|) memory.
+
+    The recursion of Code Fragment 11.3 (corrected) in its Alg. 11.40 form,
+
+        DP_l(i, j) = DPS_l(i, j) + ga[i] DP_l(i-1, j)
+                     + gb[j] (DP_l(i, j-1) - ga[i] DP_l(i-1, j-1)),
+        DPS_{l+1}(i, j) = M(i, j) DP_l(i-1, j-1),     DPS_1 = M,   kappa_l = sum DPS_l,
+
+    where a cell depends only on the two anti-diagonals ``i + j`` before its own: the
+    table is swept one anti-diagonal at a time, each a few whole-array operations (a
+    Python loop over the ``|s| + |t| - 1`` diagonals, NumPy along each), all levels
+    together, keeping three diagonals a level.
+
+    Parameters
+    ----------
+    a, b
+        Symbol codes of ``s`` and ``t`` (for ``sim``: rows and columns of it).
+    ga, gb
+        Gap weight of each position of ``s`` and ``t`` (a float: the same everywhere).
+    wa
+        Exact matching: ``M(i, j) = [a_i = b_j] wa[i]`` (a float: the same everywhere).
+    sim
+        Soft matching instead: ``M(i, j) = sim[a_i, b_j]`` (``wa`` is ignored).
+    """
+    n, m = len(a), len(b)
+    out = np.zeros(p)
+    if n == 0 or m == 0:
+        return out
+    levels = min(p, n, m)  # no subsequence is longer than either string
+    rb = np.ascontiguousarray(b[::-1])  # t reversed: along a diagonal, j falls as i rises
+    g_b = gb if np.ndim(gb) == 0 else np.ascontiguousarray(np.asarray(gb)[::-1])
+    # DP_1 .. DP_{levels-1} on diagonals d, d-1, d-2 (rotating); entry 0 is row -1 (zero)
+    table = np.zeros((max(levels - 1, 0), 3, n + 1))
+    for d in range(n + m - 1):
+        lo, hi = max(0, d - m + 1), min(d, n - 1) + 1  # rows i of diagonal d
+        r = m - 1 - d  # column j = d - i is entry r + i of the reversed t
+        if sim is not None:
+            M = sim[a[lo:hi], rb[r + lo : r + hi]]
+        else:
+            M = a[lo:hi] == rb[r + lo : r + hi]
+            M = M * (wa if np.ndim(wa) == 0 else wa[lo:hi])
+        gs = ga if np.ndim(ga) == 0 else ga[lo:hi]
+        gt = g_b if np.ndim(g_b) == 0 else g_b[r + lo : r + hi]
+        out[0] += M.sum()
+        dps = M
+        cur, up, diag = d % 3, (d - 1) % 3, (d - 2) % 3
+        for level in range(levels - 1):
+            D = table[level]
+            above, corner = D[up], D[diag]  # diagonal d-1 and d-2 of DP at this level
+            nxt = M * corner[lo:hi]  # DPS_{level+2}(i, j) = M(i, j) DP(i-1, j-1)
+            D[cur, lo + 1 : hi + 1] = (
+                dps + gs * above[lo:hi] + gt * (above[lo + 1 : hi + 1] - gs * corner[lo:hi])
+            )
+            out[level + 1] += nxt.sum()
+            dps = nxt
+    return out
+
+
+def gap_number_levels(s: str, t: str, p: int, lam: float) -> np.ndarray:
+    """``[kappa_1, ..., kappa_p]`` of the gap-number weighted kernel (Alg. 11.42), in
+    O(p |s| |t|) time and O(|t|) memory beyond a bounded block.
+
+    Its stretch weight is 1 between adjacent matched positions and ``lam`` across any
+    gap, so ``DPS_{l+1} = M * (P DPS_l Q^T)`` (see :func:`subsequence_levels`) with
+    ``(P X)(i) = X(i-1) + lam sum_{i' <= i-2} X(i')``: a shift plus a prefix sum along
+    each string. Rows of the ``(|s|, |t|)`` table go in blocks of at most
+    ``_BLOCK_CELLS`` cells: along ``t`` within the block (one ``cumsum``), along ``s``
+    with the prefix sum carried from block to block. Only sums of non-negative terms,
+    as in the closed form (the book's ``lam = 1`` table with its ``(lam - 1)``
+    corrections would subtract large, nearly equal sums).
+    """
+    n, m = len(s), len(t)
+    out = np.zeros(p)
+    if n == 0 or m == 0:
+        return out
+    a, b = _codes(s), _codes(t)
+    levels = min(p, n, m)
+    rows = max(1, min(n, _BLOCK_CELLS // m))
+    # per level: sum of the rows of Q-applied DPS up to the block's row - 2, and row - 1
+    carried = np.zeros((max(levels - 1, 0), 2, m))
+    for r0 in range(0, n, rows):
+        M = (a[r0 : r0 + rows, None] == b[None, :]).astype(np.float64)
+        X = M
+        out[0] += X.sum()
+        for level in range(levels - 1):
+            Z = np.zeros_like(X)  # X Q^T: the shift and prefix sum along t
+            Z[:, 1:] = X[:, :-1]
+            if m > 2:
+                Z[:, 2:] += lam * np.cumsum(X[:, :-2], axis=1)
+            # P Z: rows r0 - 2 and r0 - 1 of the prefix sum come from the block before
+            ext = np.concatenate([carried[level], Z], axis=0)
+            prefix = np.cumsum(ext[:-1], axis=0)  # prefix[k]: rows <= r0 - 2 + k
+            X = M * (ext[1:-1] + lam * prefix[:-1])
+            carried[level, 0], carried[level, 1] = prefix[-1], ext[-1]
+            out[level + 1] += X.sum()
     return out
 
 
@@ -253,8 +378,16 @@ class _Subsequences(_StringKernel):
     def _matrices(self, s: str, t: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def _levels(self, s: str, t: str) -> np.ndarray:
+        """``[kappa_1, ..., kappa_p](s, t)`` by :func:`subsequence_dp`."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
     def _pair(self, s: str, t: str) -> float:
-        return float(subsequence_levels(*self._matrices(s, t), self.p)[-1])
+        """``k(s, t)``: the dense closed form up to :data:`DENSE_MAX` characters, the
+        dynamic programme beyond (O(p |s| |t|) time and O(p |s|) memory)."""
+        if max(len(s), len(t)) <= DENSE_MAX:
+            return float(subsequence_levels(*self._matrices(s, t), self.p)[-1])
+        return float(self._levels(s, t)[-1])
 
     def __call__(self, a: Any, b: Any) -> float:
         return self._pair(self.check_object(a), self.check_object(b))
@@ -381,6 +514,10 @@ class CharacterWeightedSubsequences(_Subsequences):
         M = np.where(_codes(s)[:, None] == _codes(t)[None, :], (ms * ms)[:, None], 0.0)
         return M, _stretch_weights(gs), _stretch_weights(gt)
 
+    def _levels(self, s, t):
+        a, b = _codes(s), _codes(t)
+        return subsequence_dp(a, b, self.p, self._gaps(a), self._gaps(b), self._match(a))
+
     def _gaps(self, codes):
         return _per_code(codes, self.gap, self.default_gap)
 
@@ -463,6 +600,10 @@ class SoftMatchingSubsequences(_Subsequences):
         M = lam * lam * self._A[np.ix_(i, j)]
         return M, _stretch_weights(np.full(len(s), lam)), _stretch_weights(np.full(len(t), lam))
 
+    def _levels(self, s, t):
+        a, b = self._symbols(_codes(s)), self._symbols(_codes(t))
+        return subsequence_dp(a, b, self.p, self.lam, self.lam, None, self._sim)
+
     def _gaps(self, codes):
         return np.full(len(codes), self.lam)
 
@@ -493,7 +634,12 @@ class GapNumberWeightedSubsequences(_Subsequences):
         self.p = _check_int("p", p, 1, 64)
         self.lam = _check_lam(lam)
 
+    def _pair(self, s: str, t: str) -> float:
+        return float(gap_number_levels(s, t, self.p, self.lam)[-1])
+
     def _matrices(self, s: str, t: str):
+        """The closed form's matrices (:func:`subsequence_levels`; a reference: the
+        kernel computes :func:`gap_number_levels`)."""
         M = (_codes(s)[:, None] == _codes(t)[None, :]).astype(np.float64)
         return M, self._gaps(len(s)), self._gaps(len(t))
 
