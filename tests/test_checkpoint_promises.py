@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -89,40 +90,55 @@ def assert_learned_once(store: Path) -> None:
         assert got == pytest.approx(want, abs=1e-9)
 
 
-def test_a_checkpoint_with_no_record_since_the_last_one_does_nothing(tmp_path):
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory) -> Path:
+    """A directory with the log of the first 1,000 events and the store a replay of it left
+    (snapshots seq 1 and 2, at 500 and 1,000, both committed): made once, copied per test."""
+    where = tmp_path_factory.mktemp("learned")
+    log, store = write_log(where / "events.jsonl", FIRST), where / "snapshots"
+    first = replay(log, store, "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["snapshots"] == 2
+    assert json.loads((store / "model" / ".commits.json").read_text()) == {
+        SnapshotStore(store).latest("model").offsets.popitem()[0]: {"0": [500, FIRST]}
+    }
+    return where
+
+
+def copy_of(learned: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """This test's own copy of the log and the store: ``(log, store)``."""
+    shutil.copy2(learned / "events.jsonl", tmp_path / "events.jsonl")
+    shutil.copytree(learned / "snapshots", tmp_path / "snapshots")
+    return tmp_path / "events.jsonl", tmp_path / "snapshots"
+
+
+def test_a_checkpoint_with_no_record_since_the_last_one_does_nothing(learned, tmp_path):
     """docs/operations.md, "Under the hood: one checkpoint": "A checkpoint runs ... on
     shutdown (SIGTERM, SIGINT, end of a replay). It does nothing if no record arrived since
     the last one."
 
     The log replayed a second time has nothing new: its shutdown checkpoint must write no
     snapshot, move no ``LATEST`` and record no commit: every byte of the store stays."""
-    log, store = write_log(tmp_path / "events.jsonl", 1500), tmp_path / "snapshots"
-    first = replay(log, store, "--json")
-    assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["snapshots"] == 3
+    log, store = copy_of(learned, tmp_path)
     before = files(store)
     assert sorted(n for n in before if n.endswith(".snapshot")) == [
-        f"{seq:012d}.snapshot" for seq in (1, 2, 3)
+        f"{seq:012d}.snapshot" for seq in (1, 2)
     ]
     again = replay(log, store, "--json")
     assert again.returncode == 0, again.stderr
     summary = json.loads(again.stdout)
-    assert (summary["records"], summary["snapshots"], summary["seq"]) == (0, 0, 3)
+    assert (summary["records"], summary["snapshots"], summary["seq"]) == (0, 0, 2)
     assert files(store) == before  # no snapshot, no LATEST, no journal entry
 
 
-def _stopped_before_commit(tmp_path: Path, fault: list[str], helper: list[str] | None):
-    """A first run learns 1,000 events (seq 1 and 2); the log grows to 3,000 and the second
-    run meets ``fault`` at its first checkpoint. Returns the log, the store, the store's
-    files before the second run, and the second run."""
-    log, store = write_log(tmp_path / "events.jsonl", FIRST), tmp_path / "snapshots"
-    (tmp_path / "out1").mkdir()
-    first = replay(log, store, "--predictions-file", str(tmp_path / "out1" / "p.jsonl"))
-    assert first.returncode == 0, first.stderr
+def _stopped_before_commit(
+    learned: Path, tmp_path: Path, fault: list[str], helper: list[str] | None
+):
+    """The store of the first 1,000 events (seq 1 and 2); the log grows to 3,000 and the
+    next run meets ``fault`` at its first checkpoint. Returns the log, the store, the
+    store's files before that run, and the run."""
+    log, store = copy_of(learned, tmp_path)
     before = files(store)
-    assert json.loads(before[".commits.json"]) == {
-        SnapshotStore(store).latest("model").offsets.popitem()[0]: {"0": [500, FIRST]}
-    }
     write_log(log, N)  # the same log, grown: the next replay resumes at 1,000
     failed = replay(log, store, *fault, helper=helper)
     return log, store, before, failed
@@ -143,7 +159,9 @@ def _resumes_cleanly(tmp_path: Path, log: Path, store: Path) -> None:
     assert not list((store / "model").glob(".*.tmp"))
 
 
-def test_a_sink_that_cannot_flush_stops_the_checkpoint_before_snapshot_and_commit(tmp_path):
+def test_a_sink_that_cannot_flush_stops_the_checkpoint_before_snapshot_and_commit(
+    learned, tmp_path
+):
     """docs/operations.md, "Under the hood: one checkpoint", step 2: "Flush the sinks.
     Predictions and dead letters are flushed and acknowledged (Kafka `acks`) or fsynced
     (files). A failure raises and stops here: nothing is committed past an output that may
@@ -156,7 +174,7 @@ def test_a_sink_that_cannot_flush_stops_the_checkpoint_before_snapshot_and_commi
     full = tmp_path / "out2" / "p.jsonl"
     full.symlink_to("/dev/full")
     log, store, before, failed = _stopped_before_commit(
-        tmp_path, ["--predictions-file", str(full)], None
+        learned, tmp_path, ["--predictions-file", str(full)], None
     )
     assert failed.returncode == 2, failed.stderr
     assert files(store) == before  # no snapshot (seq 3), LATEST and the journal unchanged
@@ -167,7 +185,7 @@ def test_a_sink_that_cannot_flush_stops_the_checkpoint_before_snapshot_and_commi
 
 
 def test_a_full_snapshot_volume_exits_2_before_committing_and_the_next_start_is_clean(
-    tmp_path,
+    learned, tmp_path
 ):
     """docs/operations.md, "Common failure scenarios", disk full: "the previous snapshots;
     a temp file may be left, and is removed by the next save | the previous snapshot: the
@@ -179,7 +197,9 @@ def test_a_full_snapshot_volume_exits_2_before_committing_and_the_next_start_is_
     (tests/helpers/disk_full_at_snapshot.py): exit 2 naming the cause, the commit journal
     and every snapshot unchanged; the next start restores seq 2 and learns each event once.
     """
-    log, store, before, failed = _stopped_before_commit(tmp_path, [], [str(DISK_FULL), "1"])
+    log, store, before, failed = _stopped_before_commit(
+        learned, tmp_path, [], [str(DISK_FULL), "1"]
+    )
     assert failed.returncode == 2, failed.stderr
     assert files(store) == before  # the journal (.commits.json) above all: nothing committed
     assert "Traceback" not in failed.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,7 +62,28 @@ def reference(events: list[dict]) -> KernelPerceptron:
     return model
 
 
-def test_a_learner_class_this_install_lacks_stops_the_engine_with_nothing_set_aside(tmp_path):
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory) -> Path:
+    """A log of 1,000 labelled events and the store its replay left (seq 1 and 2), made
+    once; each test works on its own copy (:func:`copy_of`)."""
+    where = tmp_path_factory.mktemp("learned")
+    write_log(where / "events.jsonl", 1000)
+    first = replay(where / "events.jsonl", where / "snapshots")
+    assert first.returncode == 0, first.stderr
+    return where
+
+
+def copy_of(learned: Path, tmp_path: Path) -> tuple[Path, Path, list[dict]]:
+    """This test's copy of the log and the store, and the log's events."""
+    shutil.copy2(learned / "events.jsonl", tmp_path / "events.jsonl")
+    shutil.copytree(learned / "snapshots", tmp_path / "snapshots")
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    return tmp_path / "events.jsonl", tmp_path / "snapshots", events
+
+
+def test_a_learner_class_this_install_lacks_stops_the_engine_with_nothing_set_aside(
+    learned, tmp_path
+):
     """docs/operations.md, "Common failure scenarios": "**learner class missing or snapshot
     state refused** | valid snapshots | the engine refuses to start (`SnapshotError`):
     falling back would fail the same way, and starting empty would silently lose the
@@ -72,10 +94,7 @@ def test_a_learner_class_this_install_lacks_stops_the_engine_with_nothing_set_as
     newer streamk's learner looks like), sealed with a valid checksum. The replay must
     exit 2 naming the allow-list, fall back to the older valid snapshot not at all, start
     no empty model, and set no file aside: the store stays byte for byte."""
-    log, store = tmp_path / "events.jsonl", tmp_path / "snapshots"
-    write_log(log, 1000)
-    first = replay(log, store)
-    assert first.returncode == 0, first.stderr
+    log, store, _ = copy_of(learned, tmp_path)
     newest = store / "model" / f"{2:012d}.snapshot"
     body = msgpack.unpackb(msgpack.unpackb(newest.read_bytes())["body"])
     assert body["model"]["class"] == "KernelPerceptron"
@@ -91,23 +110,22 @@ def test_a_learner_class_this_install_lacks_stops_the_engine_with_nothing_set_as
     assert "starting a fresh model" not in stopped.stderr and "restored" not in stopped.stderr
 
 
-def test_reset_force_quarantines_valid_snapshots_keeps_the_store_id_and_starts_fresh(tmp_path):
+def test_reset_force_quarantines_valid_snapshots_keeps_the_store_id_and_starts_fresh(
+    learned, tmp_path
+):
     """docs/operations.md, "How to start over": "It moves the model's snapshot files and
     `LATEST` into `DIR/NAME/quarantine/<UTC time>/` (nothing is deleted; new seqs continue
     above them) and refuses a model that still has a valid snapshot unless `--force`. It
     keeps the model's `.store-id`, so the next start is a fresh model".
 
-    A store with three valid snapshots is reset with ``--force``: the three files and
+    A store with two valid snapshots is reset with ``--force``: the two files and
     ``LATEST`` move, unchanged, into one ``quarantine/<UTC time>/`` directory named for
     now; ``.store-id`` stays where it was; the next replay starts a fresh model, learns
-    the whole log once and writes seqs 4 and up."""
-    log, store = tmp_path / "events.jsonl", tmp_path / "snapshots"
-    events = write_log(log, 1500)
-    assert replay(log, store).returncode == 0
+    the whole log once and writes seqs 3 and up."""
+    log, store, events = copy_of(learned, tmp_path)
     model_dir = store / "model"
     moved = {n: b for n, b in files(model_dir).items() if n.endswith(".snapshot") or n == "LATEST"}
-    assert sorted(moved) == ["000000000001.snapshot", "000000000002.snapshot",
-                             "000000000003.snapshot", "LATEST"]  # fmt: skip
+    assert sorted(moved) == ["000000000001.snapshot", "000000000002.snapshot", "LATEST"]
     store_id = (model_dir / ".store-id").read_bytes()
     started = datetime.now(UTC).replace(microsecond=0)
     reset = streamk("snapshot", "reset", "--dir", str(store), "--model", "model", "--force")
@@ -124,7 +142,7 @@ def test_reset_force_quarantines_valid_snapshots_keeps_the_store_id_and_starts_f
     assert again.returncode == 0, again.stderr
     assert "starting a fresh model" in again.stderr
     summary = json.loads(again.stdout)
-    assert summary["learned"] == len(events) and summary["seq"] == 6  # seqs 4, 5, 6
+    assert summary["learned"] == len(events) and summary["seq"] == 4  # seqs 3 and 4
     snap = SnapshotStore(store).latest("model")
     assert snap.model.n_learned == len(events)
     ref = reference(events)
