@@ -29,6 +29,8 @@ from streamk.snapshot import SnapshotStore
 from streamk.sources.replay import ReplaySource
 
 N, EVERY, SNAP = 6000, 500, 1000  # events; consolidate_every; snapshot_every
+SLOW = Path(__file__).parent / "helpers" / "slow_at_offset.py"
+PAUSE_AT, PAUSE_S = 2000, 2.0  # one batch that takes 2 s: the engine falls behind, for sure
 
 
 def _scrape(port: int) -> dict[str, float] | None:
@@ -51,10 +53,13 @@ def test_a_running_engine_exports_what_happened(kafka_broker, topic_name, tmp_pa
     "`streamk_lag` | gauge | records behind the end of the assigned partitions, where known".
 
     A real ``streamk run`` drains a topic of 6,000 events (consolidating every 500,
-    snapshotting every 1,000) and idles; ``/metrics`` is read every 0.1 s. While it reads,
-    the lag is above 0; once drained it is 0, snapshots_written is the number of snapshot
-    files in its store, and support_size and consolidations are those of the same learner
-    fed the same events in-process."""
+    snapshotting every 1,000) and idles; ``/metrics`` is read every 0.1 s. Once, after the
+    batch holding offset 2,000, it takes 2 s (tests/helpers/slow_at_offset.py: a slow batch,
+    as a long consolidation would make one), so it is surely behind for a progress tick:
+    the lag read then is above 0 and at most the 4,000 events still to read; once drained
+    it is 0, snapshots_written is the number of snapshot files in its store, and
+    support_size and consolidations are those of the same learner fed the same events
+    in-process."""
     events = make_events(N, seed=4)
     produce(kafka_broker.bootstrap_servers, topic_name, events)
     store, port = tmp_path / "snapshots", free_port()
@@ -75,9 +80,10 @@ def test_a_running_engine_exports_what_happened(kafka_broker, topic_name, tmp_pa
         consolidate_every=EVERY,
         consolidate_mode="sync",
         metrics_port=port,
+        max_poll_interval_ms=10_000,  # the slow batch is no eviction
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamk.cli", *args],
+        [sys.executable, str(SLOW), str(PAUSE_AT), str(PAUSE_S), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -100,8 +106,10 @@ def test_a_running_engine_exports_what_happened(kafka_broker, topic_name, tmp_pa
         proc.terminate()
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err[-3000:]
-    reading = [s["lag"] for s in scrapes if 0 < s["events_in"] < N]
-    assert any(0 < lag <= N for lag in reading), reading  # records were waiting
+    assert sum(PAUSE_AT <= s["events_in"] < N for s in scrapes) >= 10  # the pause was seen
+    behind = [s["lag"] for s in scrapes if s["lag"] > 0]
+    assert all(lag <= N for lag in behind), behind
+    assert any(lag <= N - PAUSE_AT for lag in behind), behind  # the tick after the pause
     assert end["events_in"] == N and end["lag"] == 0  # drained: nothing behind the end
     written = sorted((store / "model").glob("*.snapshot"))
     assert len(written) == N // SNAP  # the SIGTERM checkpoint had nothing new to write
