@@ -26,6 +26,8 @@ from streamk import RBF, KernelPerceptron, RemoveOldest
 from streamk.sinks import read_predictions
 from streamk.snapshot import SnapshotStore
 
+pytestmark = pytest.mark.slow  # three to five CLI starts each
+
 DISK_FULL = Path(__file__).parent / "helpers" / "disk_full_at_snapshot.py"
 N, FIRST = 3000, 1000  # events in the log; events of the first run (the log then grows)
 MODEL = ["--learner", "perceptron", "--kernel", "rbf:0.5", "--budget", "80", "--scale", "none"]

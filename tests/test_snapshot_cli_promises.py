@@ -26,6 +26,8 @@ from streamk.snapshot import SnapshotStore, dumps
 from streamk.snapshot.format import seal
 from streamk.snapshot.kafka import SnapshotPublisher
 
+pytestmark = pytest.mark.slow  # CLI starts: a few seconds each
+
 MODEL = ["--learner", "perceptron", "--kernel", "rbf:0.5", "--budget", "80", "--scale", "none"]
 
 
