@@ -238,7 +238,7 @@ def test_a_worker_adopts_the_merged_model_on_the_broker_and_keeps_its_offsets_ex
     assert sum(s.model.n_learned for s in first.values()) == n1
     done = subprocess.run(
         [sys.executable, "-m", "streamk.cli", "merge", "--bootstrap-servers", b,
-         "--topic", events, "--snapshot-topic", snapshots, "--snapshot-dir",
+         "--topic", events, "--group", group, "--snapshot-topic", snapshots, "--snapshot-dir",
          str(tmp_path / "merger"), "--budget", "0", "--once", "--quiet"],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -428,7 +428,7 @@ class Engine:
             except StreamkError as exc:
                 log.warning("could not read other workers' snapshots from the topic: %s", exc)
         if store is None or not hasattr(store, "names"):
-            return peer_offsets(found, self.source.name, self._group())
+            return peer_offsets(found, self._our_offsets, self._group())
         for name in store.names():
             if name == own:
                 continue
@@ -439,7 +439,11 @@ class Engine:
             if snap is not None or name not in found:
                 newer = found.get(name)
                 found[name] = snap if newer is None or snap.seq >= newer.seq else newer
-        return peer_offsets(found, self.source.name, self._group())
+        return peer_offsets(found, self._our_offsets, self._group())
+
+    def _our_offsets(self, offsets: dict[str, dict[int, int]]) -> dict[int, int]:
+        """A peer's snapshot offsets of our stream (see :func:`_offsets_of`)."""
+        return _offsets_of(self.source, offsets, said=False)
 
     def _on_revoked(self, partitions: list[int]) -> None:
         log.info("partitions %s revoked: snapshot and commit first", partitions)
@@ -937,15 +941,19 @@ def _committed_pairs(committed: dict[int, Any]) -> dict[int, tuple[int, str | No
     }
 
 
-def _offsets_of(source: Source, stream: dict[str, dict[int, int]]) -> dict[int, int]:
+def _offsets_of(
+    source: Source, stream: dict[str, dict[int, int]], said: bool = True
+) -> dict[int, int]:
     """The snapshot's offsets for ``source``: under its name, else under a name it answers
-    to (a replayed log's legacy path spelling or an earlier fingerprint of the same file)."""
+    to (a replayed log's legacy path spelling or an earlier fingerprint of the same file);
+    ``said``: log at INFO that we resume from such a name (our own snapshot's)."""
     if source.name in stream:
         return stream[source.name]
     answers_to = getattr(source, "answers_to", None)
     for key, offsets in stream.items():
         if callable(answers_to) and answers_to(key):
-            log.info("resuming %s from the offsets recorded as %r", source.name, key)
+            if said:
+                log.info("resuming %s from the offsets recorded as %r", source.name, key)
             return offsets
     return {}
 

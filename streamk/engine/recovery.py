@@ -31,7 +31,7 @@ import json
 import os
 import secrets
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,9 +170,13 @@ def resume_offsets(
 
 
 def peer_offsets(
-    snapshots: Mapping[str, Any], stream: str, group: str | None = None
+    snapshots: Mapping[str, Any],
+    stream: Callable[[Mapping[str, Any]], Mapping[Any, Any]],
+    group: str | None = None,
 ) -> dict[str, dict[int, int]]:
-    """Model -> partition -> next offset, for ``stream``, from ``{model: Snapshot or None}``.
+    """Model -> partition -> next offset, from ``{model: Snapshot or None}``; ``stream``
+    picks a snapshot's offsets of our stream out of its ``offsets`` (under our stream's
+    name, or a name it answers to: a replayed log that grew since the peer's snapshot).
 
     A model with no readable snapshot stays in, with no offsets: it holds no durable
     events, so a commit it made is not taken as coverage. A model whose snapshot names
@@ -188,7 +192,7 @@ def peer_offsets(
         theirs = (snap.meta or {}).get("group")
         if group is not None and theirs is not None and theirs != group:
             continue
-        out[name] = {int(p): int(o) for p, o in snap.offsets.get(stream, {}).items()}
+        out[name] = {int(p): int(o) for p, o in stream(snap.offsets).items()}
     return out
 
 

@@ -335,8 +335,8 @@ def adopter(config: dict[str, Any], store: Any, factory: Callable[[], Any]) -> A
             return reader.latest(name, timeout, build=False)
     else:
 
-        def merged() -> Any:
-            return store.latest(name, build=False)
+        def merged() -> Any:  # read-only: the merger's damaged files are its own
+            return store.newest_readable(name)[0]
 
     return Adopter(config["model_name"], name, store, merged, config["merge_compress"])
 
