@@ -87,6 +87,27 @@ def test_a_snapshot_above_what_this_writer_saved_last_is_another_writers(store):
     assert store.latest("m").model.n == 4
 
 
+def test_a_model_directory_deleted_under_a_running_writer_is_said(store, caplog):
+    """``rm -rf`` of a model's directory while its engine runs: the next save made it
+    again without a word (session 24's limits audit), while docs/operations.md tells
+    operators that deleting it starts a fresh model, which holds only for a stopped
+    engine. The save goes on (the model in memory is whole) and says so once."""
+    import shutil
+
+    store.save(Counter(1), "m", seq=1)
+    shutil.rmtree(store.directory / "m")
+    with caplog.at_level(logging.WARNING, logger="streamk.snapshot"):
+        store.save(Counter(2), "m", seq=2, after=1)
+    said = [r.getMessage() for r in caplog.records if "was deleted while" in r.getMessage()]
+    assert len(said) == 1 and "starts a fresh model only while its engine is stopped" in said[0]
+    assert store.latest("m").model.n == 2
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="streamk.snapshot"):
+        store.save(Counter(3), "m", seq=3, after=2)  # the directory is there again
+        store.save(Counter(1), "fresh", seq=1, after=0)  # a first save: nothing to say
+    assert not [r for r in caplog.records if "was deleted while" in r.getMessage()]
+
+
 def test_corrupt_bytes_are_never_written(store):
     data = dumps(Counter(1))
     with pytest.raises(SnapshotError):

@@ -194,6 +194,16 @@ class SnapshotStore:
             stored: another engine writes the same model name to this directory.
         """
         model_dir = self._model_dir(name)
+        if after and not model_dir.is_dir():  # it wrote or restored a snapshot here before
+            log.warning(
+                "the directory of model %r (%s) was deleted while its engine ran (it last "
+                "wrote or restored seq %d): made again for this snapshot of the model in "
+                "memory. Deleting a model's directory starts a fresh model only while its "
+                "engine is stopped (docs/operations.md, How to start over)",
+                name,
+                model_dir,
+                after,
+            )
         model_dir.mkdir(parents=True, exist_ok=True)
         with self._lock(model_dir):
             if isinstance(data_or_model, bytes | bytearray | memoryview):
