@@ -252,7 +252,10 @@ def subsequence_dp(
     levels = min(p, n, m)  # no subsequence is longer than either string
     rb = np.ascontiguousarray(b[::-1])  # t reversed: along a diagonal, j falls as i rises
     g_b = gb if np.ndim(gb) == 0 else np.ascontiguousarray(np.asarray(gb)[::-1])
-    # DP_1 .. DP_{levels-1} on diagonals d, d-1, d-2 (rotating); entry 0 is row -1 (zero)
+    # DP_1 .. DP_{levels-1} on diagonals d, d-1, d-2 (rotating); entry 0 is row -1 (zero).
+    # A buffer keeps an older diagonal's entries outside the rows it is rewritten on; the
+    # reads never reach them: a diagonal's rows never start lower than the one before,
+    # and the rows read past a diagonal's end (column -1 of the table) were never written
     table = np.zeros((max(levels - 1, 0), 3, n + 1))
     for d in range(n + m - 1):
         lo, hi = max(0, d - m + 1), min(d, n - 1) + 1  # rows i of diagonal d
@@ -281,7 +284,7 @@ def subsequence_dp(
 
 def gap_number_levels(s: str, t: str, p: int, lam: float) -> np.ndarray:
     """``[kappa_1, ..., kappa_p]`` of the gap-number weighted kernel (Alg. 11.42), in
-    O(p |s| |t|) time and O(|t|) memory beyond a bounded block.
+    O(p |s| |t|) time and O(p |t|) memory beyond a bounded block.
 
     Its stretch weight is 1 between adjacent matched positions and ``lam`` across any
     gap, so ``DPS_{l+1} = M * (P DPS_l Q^T)`` (see :func:`subsequence_levels`) with
