@@ -22,6 +22,13 @@ from .features import check_finite, largest, not_numbers
 __all__ = ["FeatureStandardizer", "StandardBlock", "block_values"]
 
 
+#: The largest feature value the running statistics take (in size). A first value of 1e200
+#: was learned (mean 1e200, variance 0), and the next ordinary value's squared distance
+#: from it overflowed: every later event carrying the feature was refused. Up to 1e150 the
+#: squares stay finite (the on-line SVR bounds its targets alike).
+VALUE_LIMIT = 1e150
+
+
 class FeatureStandardizer:
     """Running mean and variance per feature; ``(x - mean) / std`` (0 where the variance is 0).
 
@@ -49,6 +56,9 @@ class FeatureStandardizer:
             for i, xi in x.items():
                 if xi is None:  # absent, as the learners read it: not learned, not passed on
                     continue
+                if not -VALUE_LIMIT <= xi <= VALUE_LIMIT:  # (NaN too)
+                    check_finite(x)  # (NaN or an infinity: named as the learners name it)
+                    raise _unlearnable(x, i)
                 n = counts.get(i, 0) + 1
                 old = means.get(i, 0.0)
                 mean = old + (xi - old) / n
@@ -97,6 +107,8 @@ class FeatureStandardizer:
         if core is None or not hasattr(core, "standardize_rows"):
             return None
         counts = np.array([self.counts.get(k, 0) for k in names], dtype=np.int64)
+        if learn and values.size and not np.nanmax(np.abs(values), initial=0.0) <= VALUE_LIMIT:
+            return None  # (a value beyond VALUE_LIMIT: see _unlearnable)
         means = np.array([self.means.get(k, 0.0) for k in names], dtype=np.float64)
         vars_ = np.array([self.vars.get(k, 0.0) for k in names], dtype=np.float64)
         said = np.empty_like(values)
@@ -148,10 +160,12 @@ class FeatureStandardizer:
 def _unlearnable(x: dict, name: Any) -> InvalidInput:
     """The error for a value the statistics cannot take: learned, it would make its
     feature's running mean or variance NaN or infinite, and every later value of the
-    feature NaN (every later event refused) or 0 (the feature lost)."""
+    feature NaN (every later event refused) or 0 (the feature lost); or a value beyond
+    :data:`VALUE_LIMIT`, after which the next ordinary value would."""
     return InvalidInput(
         f"feature {name!r} = {x[name]!r:.40} cannot be standardised: its running mean or "
-        "variance would not be finite (NaN, an infinity, or a value whose square overflows)"
+        "variance would not be finite (NaN, an infinity, or a value whose square overflows; "
+        f"values are refused beyond {VALUE_LIMIT:g} in size)"
     )
 
 
