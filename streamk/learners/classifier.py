@@ -37,9 +37,11 @@ class KernelClassifier(KernelLearner):
     def _add_label(self, y: Any) -> None:
         """Register ``y``; a new class remaps the coefficient columns (binary -> one-vs-rest)."""
         check_label(y)  # before the coder records anything: a bad label changes nothing
-        remap = self._labels.add(y)
-        if remap is not None:
-            self._support.remap_outputs(remap)
+        change = self._labels.register(y)
+        if isinstance(change, int):  # a new one-vs-rest class: one zero column, O(capacity C)
+            self._support.add_outputs(change)
+        elif change is not None:
+            self._support.remap_outputs(change)
 
     def decision_function_one(self, x: dict) -> np.ndarray:
         """Margins ``f(x)``: one value (binary) or one per class (one-vs-rest)."""

@@ -261,8 +261,16 @@ class SupportSet(SUPPORT_COUNTERS):
         self.width = max(self.width, width)
 
     def add_outputs(self, count: int = 1) -> None:
-        """Append ``count`` coefficient columns, all zero."""
-        self._coef = np.hstack([self._coef, np.zeros((self.capacity, count))])
+        """Append ``count`` coefficient columns, all zero: ``coef @ [I | 0]`` in one copy.
+
+        The kept columns are copied as ``coef + 0.0``, so a ``-0.0`` becomes ``+0.0`` as in
+        that product (a new class's snapshot has the same bytes either way), in O(capacity
+        C) where the product costs O(capacity C^2).
+        """
+        p = self._coef.shape[1]
+        coef = np.zeros((self.capacity, p + count))
+        np.add(self._coef, 0.0, out=coef[:, :p])
+        self._coef = coef
         self.version += 1
         for t in self._trackers:
             t.add_outputs(count)
