@@ -198,6 +198,21 @@ DEFAULTS: dict[str, Option] = {
     ),
     # loop
     "max_records": Option(500, int, "records per poll (micro-batch size)", low=1, high=1_000_000),
+    "max_feature_names": Option(
+        10_000,
+        int,
+        "most distinct feature names the model may meet (every support vector is as wide as "
+        "them); an event bringing more is a dead letter",
+        low=1,
+        high=10_000_000,
+    ),
+    "max_feature_name_chars": Option(
+        1000,
+        int,
+        "longest feature name (characters); a longer one is a dead letter",
+        low=1,
+        high=1 << 20,
+    ),
     "poll_timeout": Option(0.5, float, "seconds a poll waits for a record", low=0, high=3600),
     "max_events": Option(
         0, int, "stop after this many records (0: no limit)", low=0, high=_INT_MAX

@@ -42,6 +42,7 @@ from river import base
 
 from ..consolidation.wrapper import served_learner
 from ..errors import BrokerError, ConfigError, InvalidEvent, StreamkError
+from ..learners.features import NameLimits, limited_names
 from ..snapshot.store import NO_SNAPSHOT_FILES
 from ..sources.base import Record, Source
 from .deadletter import DeadLetter
@@ -102,6 +103,11 @@ class EngineConfig:
     publish_proba
         Publish each scored event's class probabilities (``predict_proba_many``) with its
         prediction. A second pass over the run's kernel rows: opt-in.
+    name_limits
+        Most distinct feature names the model may meet, and the longest name
+        (:class:`~streamk.learners.features.NameLimits`; ``None``: no limit): an event past
+        them is a dead letter, where it would widen every support vector until no snapshot
+        of the model could be written.
     freeze_heap
         While :meth:`Engine.run` loops, leave the objects that existed when it started
         (modules, the model, clients) out of Python's cyclic garbage collection
@@ -123,6 +129,8 @@ class EngineConfig:
     on_offset_beyond_end: str = "fail"
     freeze_heap: bool = True
     limits: Limits = DEFAULT_LIMITS
+    #: what the model's feature index may grow to (None: no limit; see NameLimits)
+    name_limits: NameLimits | None = None
     #: None: the generic schema, or text/tree when the model's kernel takes objects
     schema: Schema | None = None
 
@@ -500,7 +508,15 @@ class Engine:
 
     # -- the loop -------------------------------------------------------------------------
     def run(self) -> EngineResult:
-        """Process records until stopped, idle, exhausted or ``max_events``; then checkpoint."""
+        """Process records until stopped, idle, exhausted or ``max_events``; then checkpoint.
+
+        The model's feature names are held to ``name_limits`` meanwhile: an event that
+        would pass them is a dead letter (:func:`~streamk.learners.features.limited_names`).
+        """
+        with limited_names(self.config.name_limits):
+            return self._run()
+
+    def _run(self) -> EngineResult:
         if self.model is None:
             self.restore()
         self.source.on_rebalance(self._on_assigned, self._on_revoked)

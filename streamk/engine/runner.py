@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..learners.features import NameLimits
 from ..sources.base import Source
 from .loop import Engine, EngineConfig
 from .metrics import Metrics
@@ -274,6 +275,7 @@ def build_engine(
         max_events=config["max_events"] or None,
         publish_proba=config["predictions_proba"],
         on_offset_beyond_end=config["on_offset_beyond_end"],
+        name_limits=NameLimits(config["max_feature_names"], config["max_feature_name_chars"]),
     )
     if config["predictions_proba"] and not hasattr(factory(), "predict_proba_many"):
         raise ConfigError(

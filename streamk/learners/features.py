@@ -9,14 +9,54 @@ change any prediction.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
-from typing import Any
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import InvalidInput
+from ..errors import ConfigError, InvalidInput
 
-__all__ = ["FeatureIndex"]
+__all__ = ["FeatureIndex", "NameLimits", "limited_names"]
+
+
+@dataclass(frozen=True)
+class NameLimits:
+    """What a stream may make a feature index hold (see :func:`limited_names`).
+
+    Parameters
+    ----------
+    max_names
+        Most distinct feature names: every support vector is as wide as the index, so a
+        producer that puts a fresh key in each event (an id, a timestamp) would grow every
+        row without end, until no snapshot of the model could be written.
+    max_name_chars
+        Longest feature name (a text name, in characters).
+    """
+
+    max_names: int
+    max_name_chars: int
+
+    def __post_init__(self) -> None:
+        for name in ("max_names", "max_name_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"NameLimits.{name} must be a positive int, got {value!r}")
+
+
+@contextmanager
+def limited_names(limits: NameLimits | None) -> Iterator[None]:
+    """Within the block, every feature index refuses (``InvalidInput``, the index unchanged)
+    an event that would take it past ``limits``: the engine's ``max_feature_names`` and
+    ``max_feature_name_chars``, for every learner, wrapper and restored model it runs. The
+    Python API has no limit outside such a block."""
+    before = FeatureIndex.limits
+    FeatureIndex.limits = limits
+    try:
+        yield
+    finally:
+        FeatureIndex.limits = before
 
 
 class FeatureIndex:
@@ -33,6 +73,9 @@ class FeatureIndex:
     stream whose events carry the same keys in the same order costs one tuple comparison
     and one vectorised assignment per event.
     """
+
+    #: what growing may not exceed (``None``: no limit; set by :func:`limited_names`)
+    limits: ClassVar[NameLimits | None] = None
 
     def __init__(self, names: list[Hashable] | None = None):
         self.names: list[Hashable] = []
@@ -55,6 +98,28 @@ class FeatureIndex:
         """Column numbers of the cached key order (``None`` stands for ``0 .. n-1``)."""
         cols = self._cached_cols
         return np.arange(len(self._cached_keys or ())) if cols is None else cols
+
+    def _admit(self, names: Iterable[Hashable]) -> None:
+        """Refuse, before any is added, names that would take the index past
+        :attr:`limits` (the unknown ones among ``names`` are counted)."""
+        limits = FeatureIndex.limits
+        if limits is None:
+            return
+        new = [k for k in dict.fromkeys(names) if k not in self._col]
+        for k in new:
+            if isinstance(k, str) and len(k) > limits.max_name_chars:
+                raise InvalidInput(
+                    f"feature name {k[:40]!r}... has {len(k):,} characters, above "
+                    f"max_feature_name_chars={limits.max_name_chars:,}"
+                )
+        if new and len(self.names) + len(new) > limits.max_names:
+            raise InvalidInput(
+                f"{len(new)} new feature name(s) ({', '.join(repr(k)[:40] for k in new[:3])}"
+                f"{', ...' if len(new) > 3 else ''}) would make {len(self.names) + len(new):,} "
+                f"distinct names, above max_feature_names={limits.max_names:,}: every support "
+                "vector is as wide as the names ever met; a key that changes with every event "
+                "(an id, a timestamp) belongs outside x"
+            )
 
     def _add(self, name: Hashable) -> int:
         col = len(self.names)
@@ -96,6 +161,8 @@ class FeatureIndex:
             out.setflags(write=False)
             self._last = (keys, vals, out)
             return out
+        if grow and FeatureIndex.limits is not None:
+            self._admit(keys)
         cols_list = []
         extra = 0
         for k in keys:
@@ -203,6 +270,8 @@ class FeatureIndex:
     def _columns(self, names: list[Hashable], grow: bool) -> tuple[np.ndarray, int]:
         """Column numbers of ``names`` (unknown ones added with ``grow``, else numbered after
         the index) and how many are unknown."""
+        if grow and FeatureIndex.limits is not None:
+            self._admit(names)
         cols = []
         extra = 0
         for name in names:
