@@ -30,17 +30,14 @@ SLOW = Path(__file__).parent / "helpers" / "slow_at_offset.py"
 SLOW_COMMIT = Path(__file__).parent / "helpers" / "slow_before_commit.py"
 
 
-@pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
-def test_an_evicted_worker_learns_each_event_once(kafka_broker, topic_name, tmp_path, transport):
-    if transport == "confluent":
-        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
-    events = make_events(N, seed=21)
-    produce(kafka_broker.bootstrap_servers, topic_name, events)
-    store = tmp_path / "snapshots"
+def _worker(broker, topic, events, store, transport) -> list[str]:
+    """``events`` on ``topic``, and the ``streamk run`` arguments of the worker under test:
+    the plain perceptron (the oracle's), warnings shown (they are part of what is checked)."""
+    produce(broker.bootstrap_servers, topic, events)
     args = run_args(
-        kafka_broker.bootstrap_servers,
-        topic_name,
-        f"{topic_name}-group",
+        broker.bootstrap_servers,
+        topic,
+        f"{topic}-group",
         store,
         model_name="model",
         snapshot_every=500,
@@ -53,7 +50,16 @@ def test_an_evicted_worker_learns_each_event_once(kafka_broker, topic_name, tmp_
         stop_when_idle=8.0,
         transport=transport,
     )
-    args = [a for a in args if a != "--quiet"]  # the warnings are part of what is checked
+    return [a for a in args if a != "--quiet"]
+
+
+@pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
+def test_an_evicted_worker_learns_each_event_once(kafka_broker, topic_name, tmp_path, transport):
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    events = make_events(N, seed=21)
+    store = tmp_path / "snapshots"
+    args = _worker(kafka_broker, topic_name, events, store, transport)
     proc = subprocess.run(
         [sys.executable, str(SLOW), str(SLOW_AT), str(SLOW_S), *args],
         capture_output=True,
@@ -86,25 +92,8 @@ def test_a_commit_refused_after_a_durable_snapshot_is_counted_and_loses_nothing(
     if transport == "confluent":
         pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
     events = make_events(N, seed=22)
-    produce(kafka_broker.bootstrap_servers, topic_name, events)
     store = tmp_path / "snapshots"
-    args = run_args(
-        kafka_broker.bootstrap_servers,
-        topic_name,
-        f"{topic_name}-group",
-        store,
-        model_name="model",
-        snapshot_every=500,
-        snapshot_seconds=0,
-        max_records=50,
-        learner="perceptron",
-        kernel="rbf:0.5",
-        budget=80,
-        scale="none",
-        stop_when_idle=8.0,
-        transport=transport,
-    )
-    args = [a for a in args if a != "--quiet"]
+    args = _worker(kafka_broker, topic_name, events, store, transport)
     proc = subprocess.run(
         [sys.executable, str(SLOW_COMMIT), "2", str(SLOW_S), *args],
         capture_output=True,
