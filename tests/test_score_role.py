@@ -103,6 +103,10 @@ def test_scorer_publishes_every_event_and_hot_swaps_to_a_new_merge(
     assert proc.returncode == 0, err.decode()[-3000:]
     summary = json.loads(out)
     assert summary["model_seqs"] == [0, 1] and summary["dead_lettered"] == 0
+    # the rate while records flowed: the 6 s of stop_when_idle at the end are not in it
+    # (they were: 400 events over the whole run read as a slow scorer)
+    assert 0 < summary["busy_seconds"] <= summary["seconds"] - 6
+    assert summary["events_per_second"] > summary["scored"] / (summary["seconds"] - 6)
     got = read_predictions(preds)
     assert {p["id"] for p in got} == set(range(400))  # every event scored (at least once)
     for p in got:

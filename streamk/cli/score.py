@@ -65,6 +65,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         "model": config["merge_name"],
         "model_seqs": result.model_seqs,
         "seconds": result.seconds,
+        "busy_seconds": result.busy_seconds,
         "events_per_second": result.events_per_second,
         "positions": result.positions,
         "machine": machine(),

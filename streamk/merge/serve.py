@@ -115,10 +115,13 @@ class ScoreResult:
     seconds: float = 0.0
     model_seqs: list[int] = field(default_factory=list)  # every merged seq that scored
     positions: dict[int, int] = field(default_factory=dict)
+    busy_seconds: float = 0.0  # from the first record polled to the last one processed
 
     @property
     def events_per_second(self) -> float:
-        return self.scored / self.seconds if self.seconds > 0 else 0.0
+        """Events scored per second while records were flowing (the wait for the first
+        merged model, for records, and ``stop_when_idle`` excluded), as the engine's."""
+        return self.scored / self.busy_seconds if self.busy_seconds > 0 else 0.0
 
 
 class Scorer:
@@ -217,6 +220,7 @@ class Scorer:
                     raise self.live.error
             engine.set_ready(True)
             last_record = last_progress = time.monotonic()
+            first_record: float | None = None
             while not self._stop.is_set():
                 engine.beat()
                 budget = cfg["max_records"]
@@ -231,6 +235,8 @@ class Scorer:
                         break
                     continue
                 last_record = now
+                if first_record is None:
+                    first_record = now
                 result.records += len(batch)
                 self.metrics.inc("events_in", len(batch))
                 snap = self.live.snapshot  # one model for the whole batch
@@ -260,11 +266,11 @@ class Scorer:
                     flush()
                 self.source.commit(positions)  # after the predictions are durable
                 result.positions.update(positions)
+                result.busy_seconds = time.monotonic() - first_record
                 if self.on_progress is not None and now - last_progress >= 1.0:
                     last_progress = now
-                    elapsed = max(now - start, 1e-9)
                     self.on_progress(
-                        {"records": result.records, "rate": result.scored / elapsed,
+                        {"records": result.records, "rate": result.events_per_second,
                          "seq": snap.seq, "dead": result.dead_lettered}
                     )  # fmt: skip
         finally:
