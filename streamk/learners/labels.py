@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import InvalidInput
 
-__all__ = ["LabelCoder", "label_values"]
+__all__ = ["LabelCoder", "label_from_plain", "label_values"]
 
 _POSITIVE = (True,)  # True == 1 == 1.0
 _NEGATIVE = (False, -1)  # False == 0 == 0.0
@@ -51,6 +51,14 @@ def check_label(label: Any) -> None:
         raise InvalidInput(f"a class label must not be NaN, got {label!r}")
     if isinstance(label, float | np.floating) and not float(label).is_integer():
         raise InvalidInput(_REAL_LABEL.format(label=label))
+
+
+def label_from_plain(value: Any) -> Any:
+    """A class label as a snapshot gives it back: its lists (tuples written out, at any
+    depth) become tuples again. A label is hashable, so a list in a stored class can only
+    have been a tuple; left a list, it would make the restored model raise ``TypeError``
+    in ``predict_one`` and ``learn_one``."""
+    return tuple(label_from_plain(v) for v in value) if isinstance(value, list) else value
 
 
 #: Why a fractional label is refused: every distinct value would become a class (one more
@@ -372,7 +380,7 @@ class LabelCoder:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> LabelCoder:
         coder = cls()
-        coder.classes = list(state["classes"])
+        coder.classes = [label_from_plain(c) for c in state["classes"]]
         coder.signs = [int(s) for s in state["signs"]]
         coder._targets = {}
         coder._positive = {}
