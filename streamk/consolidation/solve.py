@@ -208,7 +208,10 @@ def solve_learner(
     keep_s, src, allrows = _merge_rows(Xs, Xw)
     ns = Xs.shape[0]
     Xtr = np.vstack([allrows[:ns][keep_s], allrows[ns:]])
-    ids = np.concatenate([ids_s[keep_s], np.where(src >= 0, ids_s[np.maximum(src, 0)], -1)])
+    dup = src >= 0  # window rows that repeat a support row (none when the support set is empty)
+    ids_w = np.full(src.shape[0], -1, dtype=ids_s.dtype)
+    ids_w[dup] = ids_s[src[dup]]  # (indexing only the duplicates: an empty ids_s stays unread)
+    ids = np.concatenate([ids_s[keep_s], ids_w])
     if Xtr.shape[0] == 0:
         return Outcome(None, skipped="empty")
     K = _gram(kern, Xtr)
@@ -218,12 +221,14 @@ def solve_learner(
     if name == "OnlineSVR":
         targets = learner._targets.align(S.ids)[:, 0]
         y = np.concatenate([targets[keep_s], np.asarray(yw, dtype=np.float64)])
-        b0 = np.concatenate(
-            [coef_s[keep_s, 0], np.where(src >= 0, coef_s[np.maximum(src, 0), 0], 0)]
-        )
+        b0_w = np.zeros(src.shape[0])
+        b0_w[dup] = coef_s[src[dup], 0]
+        b0 = np.concatenate([coef_s[keep_s, 0], b0_w])
         # the resolved values: "auto" epsilon/C and the "mean" offset follow the target
         learner_C, offset = learner.C_, learner.offset_
         box = learner_C if math.isfinite(learner_C) else C
+        if not box > 0:  # C="auto" before the targets spread: no coefficient can move
+            return Outcome(None, n_train=n, skipped="targets have no spread yet (C_ = 0)")
         extra_rows["sv_target"] = y
         has_box = math.isfinite(learner_C)
 
@@ -369,7 +374,8 @@ def adopt_state(
         "keep_gram": bool(old["keep_gram"]),
     }
     for key, values in (extra_rows or {}).items():
-        state[key] = np.asarray(values, dtype=np.float64)[order].reshape(len(order), -1).tolist()
+        rows = np.asarray(values, dtype=np.float64)[order]  # (an empty solution: no rows)
+        state[key] = (rows[:, None] if rows.ndim == 1 else rows.reshape(len(order), -1)).tolist()
     return state
 
 
