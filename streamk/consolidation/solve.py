@@ -103,6 +103,10 @@ def _gram(kernel: Kernel, X: np.ndarray) -> np.ndarray:
     return kernel.gram(X, X)
 
 
+#: The largest single-precision value: a warm start beyond it is not rounded.
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
 def _canonical_start(warm: np.ndarray) -> np.ndarray:
     """The warm start rounded to single precision (and back to double).
 
@@ -112,9 +116,14 @@ def _canonical_start(warm: np.ndarray) -> np.ndarray:
     in its solution: an adatron fed the same Phishing events with shuffled keys adopted
     coefficients 9e-4 apart. Rounded, both starts are the same unless a coefficient sits
     within an ulp of a single-precision boundary (about 2^-29 a coefficient), and a start
-    to seven digits warms the solver as well.
+    to seven digits warms the solver as well. Only what single precision can hold is
+    rounded: a coefficient beyond its range (3.4e38, an SVR on targets of 1e40 that the
+    learner accepts) is kept as it is, where the cast made it infinite and failed the solve.
     """
-    return warm.astype(np.float32).astype(np.float64)
+    start = warm.astype(np.float64, copy=True)
+    small = np.abs(start) <= _F32_MAX  # (NaN is not: left for the solver to refuse)
+    start[small] = start[small].astype(np.float32)
+    return start
 
 
 def _block(K: np.ndarray, rows: np.ndarray) -> np.ndarray:
