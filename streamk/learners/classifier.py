@@ -36,6 +36,8 @@ class KernelClassifier(KernelLearner):
 
     def _add_label(self, y: Any) -> None:
         """Register ``y``; a new class remaps the coefficient columns (binary -> one-vs-rest)."""
+        if self._labels.knows(y):  # checked when it became a class
+            return
         check_label(y)  # before the coder records anything: a bad label changes nothing
         change = self._labels.register(y)
         if isinstance(change, int):  # a new one-vs-rest class: one zero column, O(capacity C)

@@ -10,15 +10,24 @@ the positive class and ``-f`` for the negative one, a new class starts at zero).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, SnapshotError
+from ..snapshot.codec import decode_state, encode_state
+from ..snapshot.limits import DEFAULT_LIMITS
 
-__all__ = ["LabelCoder", "label_from_plain", "label_values"]
+__all__ = [
+    "LABEL_LIMITS",
+    "LabelCoder",
+    "check_snapshottable",
+    "label_from_plain",
+    "label_values",
+]
 
 _POSITIVE = (True,)  # True == 1 == 1.0
 _NEGATIVE = (False, -1)  # False == 0 == 0.0
@@ -37,8 +46,9 @@ def _known_sign(label: Hashable) -> int:
 
 def check_label(label: Any) -> None:
     """Refuse what cannot be a class label, before anything is learned: ``None``, an
-    unhashable value (a list, a dict) or NaN (never equal to itself, so every NaN would
-    become one more class: one more coefficient column each)."""
+    unhashable value (a list, a dict), NaN (never equal to itself, so every NaN would
+    become one more class: one more coefficient column each), a fractional number, or a
+    value a snapshot cannot hold (see :func:`check_snapshottable`)."""
     if label is None:
         raise InvalidInput("learn_one needs a label; got y=None")
     try:
@@ -51,6 +61,37 @@ def check_label(label: Any) -> None:
         raise InvalidInput(f"a class label must not be NaN, got {label!r}")
     if isinstance(label, float | np.floating) and not float(label).is_integer():
         raise InvalidInput(_REAL_LABEL.format(label=label))
+    check_snapshottable(label)
+
+
+#: The snapshot limits a label is checked against: the reader's, with half the nesting
+#: depth (a label sits inside the model's state: at depth 3 in a learner's, deeper in a
+#: wrapper's), so a label within them fits wherever the model's state puts it.
+LABEL_LIMITS = dataclasses.replace(DEFAULT_LIMITS, max_depth=DEFAULT_LIMITS.max_depth // 2)
+
+
+def check_snapshottable(label: Any) -> None:
+    """Refuse a label that a snapshot of the model could not write or read back equal.
+
+    A class is kept for good, so a label ``snapshot.dumps`` refuses (``2**70``, ``1+2j``,
+    a frozenset) would make every later snapshot of the model fail; one its reader refuses
+    (a string over ``max_str_len``) would make the snapshots unreadable. The label goes
+    through the snapshot layer's own encoder and decoder (``encode_state`` /
+    ``decode_state``), so this rule and the format cannot drift apart; what comes back
+    (tuples as lists, restored by :func:`label_from_plain`) must equal the label.
+    """
+    try:
+        back = decode_state(encode_state(label, limits=LABEL_LIMITS), limits=LABEL_LIMITS)
+    except SnapshotError as exc:
+        raise InvalidInput(
+            f"a class label must be something a snapshot can hold (a str, bool, 64-bit int, "
+            f"whole float, bytes, or a tuple of such), got {label!r:.100}: {exc}"
+        ) from None
+    if label_from_plain(back) != label:
+        raise InvalidInput(
+            f"a class label must come back equal from a snapshot, got {label!r:.100} "
+            f"(it would come back as {label_from_plain(back)!r:.100}: a NaN inside?)"
+        )
 
 
 def label_from_plain(value: Any) -> Any:
@@ -139,6 +180,7 @@ class LabelCoder:
         self._targets: dict[Hashable, np.ndarray] = {}  # label -> targets, until a class is added
         self._positive: dict[Hashable, list[bool]] = {}  # label -> targets > 0, likewise
         self._pair: tuple[Hashable, Hashable] | None = None  # (positive, negative) when binary
+        self._known: set[Hashable] = set()  # the classes, for an O(1) membership test
 
     @property
     def multiclass(self) -> bool:
@@ -161,6 +203,17 @@ class LabelCoder:
             return np.hstack([np.eye(c), np.zeros((c, change))])
         return change
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._known = set(self.classes)  # (a pickle from before the set was kept)
+
+    def knows(self, label: Any) -> bool:
+        """Whether ``label`` is a class already (``False`` for an unhashable value)."""
+        try:
+            return label in self._known
+        except TypeError:
+            return False
+
     def register(self, label: Hashable) -> np.ndarray | int | None:
         """Register ``label``; what the model's coefficient columns must do.
 
@@ -170,8 +223,9 @@ class LabelCoder:
         one-vs-rest: O(capacity C) where the product with ``[I | 0]`` cost O(capacity C^2),
         87-386 ms per new class at 2,000-3,500 classes).
         """
-        if label in self.classes:
+        if self.knows(label):
             return None
+        self._known.add(label)  # first: an unhashable label changes nothing
         self._targets = {}
         self._positive = {}
         if len(self.classes) < 2:
@@ -381,6 +435,7 @@ class LabelCoder:
     def from_state(cls, state: dict[str, Any]) -> LabelCoder:
         coder = cls()
         coder.classes = [label_from_plain(c) for c in state["classes"]]
+        coder._known = set(coder.classes)
         coder.signs = [int(s) for s in state["signs"]]
         coder._targets = {}
         coder._positive = {}
