@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -10,14 +11,31 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, SnapshotError
+from ..errors import ConfigError, SnapshotError, StreamkError
 from ..kernels import Kernel, kernel_from_spec
 from ..kernels.measures import select_kernel
 from .limits import DEFAULT_WINDOW_LIMITS, WindowLimits
 from .solve import Outcome, build, learner_budget, solve_learner
 from .window import TrainingWindow
 
-__all__ = ["Consolidator"]
+__all__ = ["Consolidator", "SOLVE_FAILURES"]
+
+log = logging.getLogger("streamk.consolidation")
+
+#: What a failed solve raises (the solvers' ``SolverError``, NumPy's ``LinAlgError`` and other
+#: ``ValueError``s, overflow, a Gram too large to allocate, a solution the learner's
+#: ``from_state`` refuses): the consolidator keeps the on-line model, logs one WARNING and
+#: counts the failure (``n_failed``) instead of raising it out of ``learn_one`` after the
+#: event was learned.
+SOLVE_FAILURES: tuple[type[BaseException], ...] = (
+    StreamkError,
+    ValueError,
+    ArithmeticError,
+    MemoryError,
+)
+#: The ``solver`` and ``compress`` values :func:`solve_learner` accepts.
+_SOLVERS = ("adatron", "svc")
+_COMPRESS = ("auto", "project", "resolve", "largest")
 
 #: The constructor arguments that are plain values (kernels and the detector are encoded apart).
 _PARAMS = (
@@ -27,9 +45,11 @@ _PARAMS = (
 #: Figures restored with the state (metrics only; they never change the model). Wall-clock
 #: ones (``last_duration``) stay out, so that replays write identical states.
 _FIGURES = (
-    "n_consolidations", "n_skipped", "last_objective", "last_status",
+    "n_consolidations", "n_skipped", "n_failed", "last_objective", "last_status",
     "support_before", "support_after", "last_n_train", "last_n_solution", "last_replayed",
 )  # fmt: skip
+#: Figures added after the first snapshots, with the value an older state stands for.
+_NEWER_FIGURES = {"n_failed": 0}
 
 
 def _replace(live: Any, new: Any) -> None:
@@ -71,9 +91,9 @@ class Consolidator:
         ... or when the learner's support set reaches its budget (deterministic): the on-line
         learner's next mistake would evict a support vector of the adopted solution. Needs
         ``fill < 1``; the room ``(1 - fill) budget`` then sets the pace. After a solve that
-        is skipped (the window lacks a class or a rank), the learner stays full, so this
-        trigger then waits until a tenth of the window is new instead of solving again at
-        every event.
+        is skipped (the window lacks a class or a rank) or fails, the learner stays full, so
+        this trigger then waits until a tenth of the window is new instead of solving again
+        at every event.
     candidate_kernels
         If given, the kernel with the smallest FSM on the training rows (classifiers) is used
         for the solve and adopted by the learner.
@@ -82,6 +102,11 @@ class Consolidator:
     ----------
     n_consolidations, n_skipped, last_duration, last_objective, last_status,
     support_before, support_after, last_n_train, last_n_solution, last_replayed, last_kernel.
+    n_failed
+        Solves that raised one of :data:`SOLVE_FAILURES` (a solver that failed, a Gram with
+        non-finite entries or too large to allocate, a solution the learner refused): the
+        on-line model was kept and one WARNING logged on ``streamk.consolidation`` per
+        failed attempt.
     """
 
     def __init__(
@@ -123,6 +148,12 @@ class Consolidator:
             raise ConfigError(f"mode must be 'sync' or 'background', got {mode!r}")
         if drift_input not in ("x", "error"):
             raise ConfigError(f"drift_input must be 'x' or 'error', got {drift_input!r}")
+        if solver not in _SOLVERS:  # (checked here: a failed solve is logged, not raised)
+            raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
+        if compress not in _COMPRESS:
+            raise ConfigError(
+                f"compress must be 'auto', 'project', 'resolve' or 'largest', got {compress!r}"
+            )
         self.every, self.seconds, self.on_drift = every, seconds, on_drift
         self.mode, self.C, self.solver, self.compress = mode, C, solver, compress
         self.tol, self.max_epochs, self.drift_input = tol, max_epochs, drift_input
@@ -135,6 +166,7 @@ class Consolidator:
         self._t_last = time.monotonic()
         self.n_consolidations = 0
         self.n_skipped = 0
+        self.n_failed = 0
         self.last_duration = 0.0
         self.seconds_total = 0.0
         self.last_objective = float("nan")
@@ -151,6 +183,7 @@ class Consolidator:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._result: tuple[Any, Outcome, float] | None = None
+        self._failure: tuple[BaseException, float] | None = None
         self._error: BaseException | None = None
         self._buffer: list[tuple[Any, Any]] = []
 
@@ -158,7 +191,7 @@ class Consolidator:
         """Pickle without the worker: an in-flight job is dropped (the live model already
         learned the buffered events, so only that consolidation is lost)."""
         state = self.__dict__.copy()
-        for k in ("_lock", "_thread", "_result", "_error", "_buffer"):
+        for k in ("_lock", "_thread", "_result", "_failure", "_error", "_buffer"):
             state.pop(k)
         return state
 
@@ -245,6 +278,8 @@ class Consolidator:
                 raise SnapshotError("consolidator seconds_since_last must be >= 0")
             new._t_last = time.monotonic() - min(float(elapsed), 1e9)
         figures = state.get("figures")
+        if isinstance(figures, dict):  # (a figure added later: absent from older states)
+            figures = {**_NEWER_FIGURES, **figures}
         if not isinstance(figures, dict) or set(figures) != set(_FIGURES):
             raise SnapshotError(f"consolidator figures must be exactly {list(_FIGURES)}")
         for name, value in figures.items():
@@ -291,7 +326,11 @@ class Consolidator:
         self._t_last = time.monotonic()
         if self.mode == "sync":
             t0 = time.perf_counter()
-            new, outcome = self._solve(learner, *self.window.data())
+            try:
+                new, outcome = self._solve(learner, *self.window.data())
+            except SOLVE_FAILURES as exc:
+                self._failed(exc, time.perf_counter() - t0)
+                return False
             return self._adopt(learner, new, outcome, time.perf_counter() - t0)
         adopted = self.join(learner)  # one job at a time: keeps the result equal to sync
         job = (copy.deepcopy(learner), *self.window.data())  # the window as of the trigger
@@ -328,6 +367,10 @@ class Consolidator:
         t0 = time.perf_counter()
         try:
             new, outcome = self._solve(snapshot, Xw, yw)
+        except SOLVE_FAILURES as exc:  # logged and counted in the caller's thread
+            with self._lock:
+                self._failure = (exc, time.perf_counter() - t0)
+            return
         except BaseException as exc:  # re-raised in the caller's thread
             with self._lock:
                 self._error = exc
@@ -340,11 +383,17 @@ class Consolidator:
         if self._thread is None:
             return False
         with self._lock:
-            result, error = self._result, self._error
-            self._result = self._error = None
+            result, failure, error = self._result, self._failure, self._error
+            self._result = self._failure = self._error = None
         if error is not None:
             self._thread = None
             raise error
+        if failure is not None:  # the live model learned the buffered events already
+            self._thread.join()
+            self._thread = None
+            self._buffer = []
+            self._failed(*failure)
+            return False
         if result is None:
             return False
         self._thread.join()
@@ -363,6 +412,21 @@ class Consolidator:
             return False
         self._thread.join()
         return self._collect(learner)
+
+    def _failed(self, exc: BaseException, seconds: float) -> None:
+        """A solve that raised: keep the on-line model, count it, log it once."""
+        self.last_duration = seconds
+        self.seconds_total += seconds
+        self.n_failed += 1
+        self._full_rest = max(1, self.window_size // 10)  # as after a skip: not every event
+        log.warning(
+            "consolidation failed after %d events and was not adopted: %s: %s; the on-line "
+            "model is kept and keeps learning (%d failed consolidations so far)",
+            self.n_seen,
+            type(exc).__name__,
+            exc,
+            self.n_failed,
+        )
 
     def _adopt(self, learner: Any, new: Any, outcome: Outcome, seconds: float) -> bool:
         self.last_duration = seconds
@@ -388,6 +452,7 @@ class Consolidator:
         return {
             "consolidations": self.n_consolidations,
             "consolidations_skipped": self.n_skipped,
+            "consolidations_failed": self.n_failed,
             "consolidation_last_seconds": self.last_duration,
             "consolidation_seconds_total": self.seconds_total,
             "consolidation_last_objective": self.last_objective,

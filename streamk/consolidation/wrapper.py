@@ -259,6 +259,7 @@ class _Consolidated(base.Wrapper):
 _FIGURES = {
     "n_consolidations",
     "n_skipped",
+    "n_failed",
     "last_duration",
     "seconds_total",
     "last_objective",
