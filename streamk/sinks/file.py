@@ -66,7 +66,7 @@ class FilePredictionSink(WritesOneAsMany):
         self.format = format
         self.layout = layout
         self.count = 0
-        self._failed = False  # a flush failed: reported once, not again on close
+        self._failure: SinkError | None = None  # a write or flush failed: not again on close
         self._fh = open_append(self.path, format, "prediction")
 
     def write_many(
@@ -83,8 +83,7 @@ class FilePredictionSink(WritesOneAsMany):
 
         ``ids``, ``offsets`` and ``probas`` (optional) run alongside ``predictions``.
         """
-        if self._fh.closed:
-            raise SinkError(f"prediction file {self.path} is closed")
+        self._check_open()
         columns = (predictions, ids, offsets)
         fields = {"model_seq": model_seq, "partition": partition, "probas": probas}
         if self.layout == "block":
@@ -97,7 +96,10 @@ class FilePredictionSink(WritesOneAsMany):
             data = "".join(json_records(*columns, **fields)).encode()
         else:
             data = b"".join(pack_records(*columns, **fields))
-        self._fh.write(data)  # buffered; flush() makes it durable
+        try:
+            self._fh.write(data)  # buffered (a block larger than the buffer goes straight
+        except OSError as exc:  # through); flush() makes it durable
+            raise self._fail(exc) from exc
         self.count += len(predictions)
 
     def flush(self) -> None:
@@ -106,35 +108,54 @@ class FilePredictionSink(WritesOneAsMany):
         Raises
         ------
         SinkError
-            The write or sync failed, or the file was deleted (its records are lost).
+            The write or sync failed, now or before, or the file was deleted (its records
+            are lost).
         """
         if self._fh.closed:
             return
+        self._check_open()
         try:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             check_linked(self._fh, self.path, "prediction")
-        except SinkError:
-            self._failed = True
+        except SinkError as exc:
+            self._failure = exc
             raise
         except OSError as exc:
-            self._failed = True
-            raise SinkError(f"could not write predictions to {self.path}: {exc}") from exc
+            raise self._fail(exc) from exc
 
     def close(self) -> None:
-        """Flush, fsync and close; idempotent. After a failure :meth:`flush` already
-        reported, only closes (the error is not raised twice)."""
+        """Flush, fsync and close; idempotent.
+
+        After a failure already raised (by :meth:`write_many` or :meth:`flush`) it only
+        closes: the records still buffered went with that failure, and closing does not
+        try to write them again nor raise the error a second time.
+        """
         if self._fh.closed:
             return
         try:
-            if not self._failed:
+            if self._failure is None:
                 self.flush()
         finally:
             try:
-                self._fh.close()
-            except OSError:
-                if not self._failed:
-                    raise
+                self._fh.close()  # after a failure, its own flush of the buffer fails again
+            except OSError as exc:
+                if self._failure is None:
+                    raise self._fail(exc) from exc
+
+    def _check_open(self) -> None:
+        """Refuse to write to a closed or failed file, the failure raised again: after a
+        failed write the file may end in part of a record, and records written after it
+        would follow a gap."""
+        if self._fh.closed:
+            raise SinkError(f"prediction file {self.path} is closed")
+        if self._failure is not None:
+            raise SinkError(str(self._failure))
+
+    def _fail(self, exc: OSError) -> SinkError:
+        """Mark the sink failed (``close`` then only closes) and say which file failed."""
+        self._failure = SinkError(f"could not write predictions to {self.path}: {exc}")
+        return self._failure
 
 
 class FileDeadLetterSink:
