@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextvars
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from river import base
 
+from ..budget import Projectron
 from ..errors import ConfigError, InvalidInput, SnapshotError
 from ..kernels import Kernel
 from ..learners.novelty import KernelNovelty
@@ -16,11 +19,27 @@ from .limits import DEFAULT_WINDOW_LIMITS
 
 __all__ = ["Consolidated", "ConsolidatedClassifier", "ConsolidatedRegressor", "served_learner"]
 
+log = logging.getLogger("streamk.consolidation")
+
 #: Why a novelty detector is not consolidated (``Consolidated`` and the engine's config).
 NOVELTY_NOT_CONSOLIDATED = (
     "the novelty detector (KernelNovelty) is not consolidated: it keeps every stored event "
     "with weight 1 and has no batch problem to re-solve"
 )
+#: Why a learner with a Projectron budget is not consolidated (``Consolidated`` and the engine).
+PROJECTRON_NOT_CONSOLIDATED = (
+    "a learner whose budget is a Projectron is not consolidated: the batch solution hands it "
+    "up to fill x budget support vectors, often more than the kernel's feature space has "
+    "dimensions (2 for a linear kernel on 2 features), and the Projectron's inverse Gram of "
+    "such a near-singular set blows the coefficients up (to 1e17, then inf on Bananas), "
+    "which also makes snapshots that cannot be loaded. Consolidate a learner with a removal "
+    "budget instead (an int, RemoveOldest, RemoveSmallest: the solve keeps its solution "
+    "within the budget itself), or keep the Projectron without consolidation "
+    "(consolidate_every = 0)"
+)
+#: Set while :meth:`_Consolidated.from_state` rebuilds a wrapper: a snapshot written before
+#: Projectron budgets were refused still loads, so that its learner can be taken out.
+_RESTORING: contextvars.ContextVar[bool] = contextvars.ContextVar("restoring", default=False)
 
 
 class _Consolidated(base.Wrapper):
@@ -59,6 +78,15 @@ class _Consolidated(base.Wrapper):
             raise ConfigError(f"Consolidated wraps a streamk kernel learner, got {model!r}")
         if isinstance(model, KernelNovelty):  # (learn_one(x): a classifier's wrapper broke)
             raise ConfigError(NOVELTY_NOT_CONSOLIDATED)
+        if isinstance(getattr(model, "budget", None), Projectron):
+            if not _RESTORING.get():
+                raise ConfigError(PROJECTRON_NOT_CONSOLIDATED)
+            log.warning(
+                "restored a consolidated learner with a Projectron budget, written before "
+                "they were refused; take its learner out (served_model, or the engine with "
+                "consolidate_every = 0): %s",
+                PROJECTRON_NOT_CONSOLIDATED,
+            )
         if getattr(model, "_objects", False):  # (the window's feature row broke on a str)
             raise ConfigError(
                 f"Consolidated re-solves learners on vectors (its window holds feature rows); "
@@ -211,6 +239,7 @@ class _Consolidated(base.Wrapper):
         guard = state.get("guard")  # (absent: written before guards)
         guard = None if guard is None else Guard.from_state(guard, learner_cls)
         c = consolidator
+        restoring = _RESTORING.set(True)
         try:
             new = cls(
                 learner,
@@ -233,6 +262,8 @@ class _Consolidated(base.Wrapper):
             )
         except ConfigError as exc:
             raise SnapshotError(f"{cls.__name__} state rejected: {exc}") from None
+        finally:
+            _RESTORING.reset(restoring)
         new.consolidator_ = consolidator
         new.guard_ = guard
         return new

@@ -107,6 +107,7 @@ def dumps(
         raise SnapshotError(f"{class_name}.state() failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(state, dict):
         raise SnapshotError(f"{class_name}.state() returned a {type(state).__name__}, not a dict")
+    _check_support_sets(state, class_name)
     return _seal_body(
         {
             "model": {
@@ -122,6 +123,46 @@ def dumps(
         },
         limits,
     )
+
+
+def _check_support_sets(state: dict[str, Any], class_name: str) -> None:
+    """Refuse to write a state whose support sets the loader would refuse.
+
+    Every ``support`` map with coefficients in the state (the learner's; a wrapper's inner
+    learner's; a consolidation guard's shadow's) goes through the loader's own checks,
+    :func:`~streamk.learners.support.check_support_state` (finite coefficients, ids,
+    ``next_id``) and :func:`~streamk.learners.support.cached_kernel_values` (finite cached
+    ``k(x, x)`` and Gram), so writer and reader cannot disagree. Without it a learner whose
+    coefficients had overflowed (a Projectron under consolidation reached inf) was written
+    snapshot after snapshot, and every one of them failed to load. Cost: one pass over the
+    state's maps and one ``isfinite`` over each support set's arrays, O(state size).
+    """
+    from ..learners.support import cached_kernel_values, check_support_state
+
+    pending: list[tuple[str, Any]] = [("", state)]
+    while pending:
+        path, node = pending.pop()
+        if isinstance(node, list):
+            pending.extend((f"{path}[{i}]", v) for i, v in enumerate(node) if _is_container(v))
+            continue
+        for key, value in node.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key == "support" and isinstance(value, dict) and "coef" in value:
+                try:
+                    _coef, ids, _next = check_support_state(value, where)
+                    cached_kernel_values(value.get("cache"), ids, value.get("keep_gram") is True)
+                except SnapshotError as exc:
+                    raise SnapshotError(
+                        f"{class_name} was not written: its state at {where!r} would not load "
+                        f"({exc}); the previous snapshots are kept"
+                    ) from exc
+            elif _is_container(value):
+                pending.append((where, value))
+
+
+def _is_container(value: Any) -> bool:
+    """Maps and lists are walked; arrays and scalars are leaves (not iterated)."""
+    return isinstance(value, dict | list)
 
 
 def _seal_body(body: dict[str, Any], limits: Limits) -> bytes:
