@@ -11,9 +11,15 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidInput
+from ..snapshot.limits import DEFAULT_LIMITS
 from . import eventpass
 from .base import KernelLearner, row_index
 from .labels import LabelCoder, check_label, check_labels
+
+#: The most classes a classifier takes: a snapshot reader refuses a model with more
+#: coefficient columns (``max_outputs``), so the next class is refused, not written.
+MAX_CLASSES = DEFAULT_LIMITS.max_outputs
 
 __all__ = ["KernelClassifier"]
 
@@ -39,6 +45,11 @@ class KernelClassifier(KernelLearner):
         if self._labels.knows(y):  # checked when it became a class
             return
         check_label(y)  # before the coder records anything: a bad label changes nothing
+        if len(self._labels.classes) >= MAX_CLASSES:
+            raise InvalidInput(
+                f"label {y!r:.60} would be class {len(self._labels.classes) + 1:,}, above the "
+                f"{MAX_CLASSES:,} a snapshot can hold (one coefficient column each)"
+            )
         change = self._labels.register(y)
         if isinstance(change, int):  # a new one-vs-rest class: one zero column, O(capacity C)
             self._support.add_outputs(change)
