@@ -103,3 +103,22 @@ def test_a_bad_solver_or_compress_is_refused_at_construction():
         Consolidated(_make(), solver="smo")
     with pytest.raises(ConfigError, match="compress"):
         Consolidated(_make(), compress="zip")
+
+
+def test_the_engine_exports_the_failures_as_a_metric(caplog):
+    """``streamk_consolidation_failures_total`` (docs/operations.md, "Metrics to watch"):
+    the engine learned through the failed solves and counted none of them. Its count is
+    the WARNINGs' (every solve here overflows: the ``every`` ones and the full set's)."""
+    from streamk.engine import Engine, EngineConfig
+    from streamk.sources.iterable import IterableSource
+
+    engine = Engine(
+        IterableSource(lambda: iter(EVENTS), name="big"),
+        lambda: Consolidated(_make(), every=100, window_size=100, guard=0),
+        config=EngineConfig(max_records=50, snapshot_every=None, snapshot_seconds=None),
+    )
+    caplog.set_level(logging.WARNING, logger="streamk.consolidation")
+    result = engine.run()
+    assert result.learned == len(EVENTS)
+    failed = engine.metrics.snapshot()["consolidation_failures_total"]
+    assert failed == len(_failures(caplog)) >= len(EVENTS) // 100

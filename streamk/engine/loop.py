@@ -619,6 +619,7 @@ class Engine:
             self.metrics.set("consolidations", values.get("consolidations"))
             seconds = values.get("consolidation_seconds_total")
             self.metrics.set("consolidation_seconds_total", seconds)
+            self.metrics.set("consolidation_failures_total", values.get("consolidations_failed"))
             self.metrics.set(
                 "consolidation_serving_online", values.get("consolidation_serving_online", 0.0)
             )

@@ -37,6 +37,10 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "snapshot_seconds_total": ("counter", "Time spent writing snapshots and committing"),
     "consolidations": ("counter", "Consolidations adopted"),
     "consolidation_seconds_total": ("counter", "Time spent consolidating"),
+    "consolidation_failures_total": (
+        "counter",
+        "Consolidations whose solve failed (the on-line model kept learning; a WARNING says why)",
+    ),
     "consolidation_serving_online": (
         "gauge",
         "1 while the guard's unconsolidated copy serves (it erred less recently), else 0",
