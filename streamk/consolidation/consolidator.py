@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ import numpy as np
 from ..errors import ConfigError, SnapshotError, StreamkError
 from ..kernels import Kernel, kernel_from_spec
 from ..kernels.measures import select_kernel
+from ..solvers import convergence_notes
 from .limits import DEFAULT_WINDOW_LIMITS, WindowLimits
 from .solve import Outcome, build, learner_budget, solve_learner
 from .window import TrainingWindow
@@ -148,6 +150,10 @@ class Consolidator:
             raise ConfigError(f"mode must be 'sync' or 'background', got {mode!r}")
         if drift_input not in ("x", "error"):
             raise ConfigError(f"drift_input must be 'x' or 'error', got {drift_input!r}")
+        if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 < tol < math.inf:
+            raise ConfigError(f"tol must be a finite number > 0, got {tol!r}")
+        if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
+            raise ConfigError(f"max_epochs must be a positive int, got {max_epochs!r}")
         if solver not in _SOLVERS:  # (checked here: a failed solve is logged, not raised)
             raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
         if compress not in _COMPRESS:
@@ -347,21 +353,42 @@ class Consolidator:
             X = np.zeros((Xw.shape[0], width))
             X[:, : Xw.shape[1]] = Xw
             kernel = select_kernel(X, np.asarray([str(v) for v in yw]), self.candidate_kernels)
-        outcome = solve_learner(
-            learner,
-            Xw,
-            yw,
-            C=self.C,
-            solver=self.solver,
-            compress=self.compress,
-            tol=self.tol,
-            max_epochs=self.max_epochs,
-            kernel=kernel,
-            fill=self.fill,
-            nu=self.nu,
-        )
+        with convergence_notes() as notes:  # (per thread: safe in the background worker)
+            outcome = solve_learner(
+                learner,
+                Xw,
+                yw,
+                C=self.C,
+                solver=self.solver,
+                compress=self.compress,
+                tol=self.tol,
+                max_epochs=self.max_epochs,
+                kernel=kernel,
+                fill=self.fill,
+                nu=self.nu,
+            )
+        if notes:
+            self._not_converged(notes)
         new = None if outcome.state is None else build(learner, outcome.state)
         return new, outcome
+
+    def _not_converged(self, notes: list[str]) -> None:
+        """One WARNING for a solve that stopped at its limit, with what a user can change."""
+        knobs = (
+            "raise max_epochs or loosen tol" if "max_epochs" in " ".join(notes) else "loosen tol"
+        )
+        log.warning(
+            "a consolidation's batch solver stopped before converging (%s). The adopted "
+            "solution is feasible but not optimal and may predict worse than the on-line "
+            "learner it replaces; with a guard (Consolidated's guard, the engine's "
+            "consolidate_guard) the on-line learner serves while it errs less. To solve "
+            "further, %s: Consolidated(..., tol=%g, max_epochs=%d) or the Consolidator's "
+            "parameters of the same names (the engine's config has no such keys)",
+            "; ".join(dict.fromkeys(notes)),
+            knobs,
+            self.tol,
+            self.max_epochs,
+        )
 
     def _work(self, snapshot: Any, Xw: np.ndarray, yw: list[Any]) -> None:
         t0 = time.perf_counter()

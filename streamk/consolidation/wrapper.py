@@ -49,7 +49,9 @@ class _Consolidated(base.Wrapper):
     ``guard``: with ``guard=N`` a copy of the learner that is never consolidated learns every
     event beside it, and whichever of the two lost less over the last ``N`` labelled events
     serves the predictions (:mod:`~streamk.consolidation.guard`; twice the learning work and
-    the snapshot). Default 500; ``0``: the consolidated learner always serves.
+    the snapshot). Default 500; ``0``: the consolidated learner always serves. ``tol`` and
+    ``max_epochs`` bound the batch solve (:class:`Consolidator`); a solve that stops at
+    ``max_epochs`` before ``tol`` logs one WARNING on ``streamk.consolidation``.
     Consolidation figures are exposed as attributes (``n_consolidations``, ``last_duration``, ...)
     and by :meth:`metrics`; ``serving`` names the lineage that serves.
     """
@@ -73,6 +75,8 @@ class _Consolidated(base.Wrapper):
         when_full: bool = True,
         nu: float = 0.3,
         guard: int = 500,
+        tol: float = 1e-3,
+        max_epochs: int = 1000,
     ):
         if not hasattr(model, "support_") or not hasattr(model, "state"):
             raise ConfigError(f"Consolidated wraps a streamk kernel learner, got {model!r}")
@@ -109,6 +113,8 @@ class _Consolidated(base.Wrapper):
         self.when_full = when_full
         self.nu = nu
         self.guard = guard
+        self.tol = tol
+        self.max_epochs = max_epochs
         self.guard_ = Guard(model, guard) if check_size(guard) else None
         self.consolidator_ = Consolidator(
             every=every,
@@ -126,6 +132,8 @@ class _Consolidated(base.Wrapper):
             fill=fill,
             when_full=when_full,
             nu=nu,
+            tol=tol,
+            max_epochs=max_epochs,
         )
 
     @property
@@ -259,6 +267,8 @@ class _Consolidated(base.Wrapper):
                 when_full=c.when_full,
                 nu=c.nu,
                 guard=0 if guard is None else guard.size,
+                tol=c.tol,
+                max_epochs=c.max_epochs,
             )
         except ConfigError as exc:
             raise SnapshotError(f"{cls.__name__} state rejected: {exc}") from None

@@ -10,7 +10,7 @@ most one equality per sign group (:func:`svc`, :func:`nu_svc`, :func:`svr`, :fun
 
 from __future__ import annotations
 
-from ._common import SolverResult, project_box_equality
+from ._common import SolverResult, convergence_notes, project_box_equality
 from .coordinate import adatron_dual, svr_dual_no_bias
 from .ranking import rank
 from .ridge import RidgeWindow, ridge
@@ -20,6 +20,7 @@ from .svr import nu_svr, svr
 __all__ = [
     "SolverResult",
     "project_box_equality",
+    "convergence_notes",
     "svc",
     "nu_svc",
     "svr",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +13,29 @@ import numpy as np
 
 from ..errors import ConvergenceWarning, SolverError
 
-__all__ = ["SolverResult", "project_box_equality"]
+__all__ = ["SolverResult", "project_box_equality", "convergence_notes"]
+
+#: Where :func:`warn_max_iter` puts its message instead of warning (per thread and context).
+_NOTES: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "streamk_convergence_notes", default=None
+)
+
+
+@contextlib.contextmanager
+def convergence_notes() -> Iterator[list[str]]:
+    """Collect the solvers' not-converged messages in a list instead of warning.
+
+    For a caller that reports them its own way (consolidation logs one line per solve with
+    the settings its users can change). A context variable, not ``warnings.catch_warnings``:
+    that swaps the process-wide filters, which a background consolidation's worker thread
+    would do under the feet of the thread learning events.
+    """
+    notes: list[str] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
 
 
 @dataclass
@@ -124,13 +149,23 @@ def check_alpha0(alpha0: Any, n: int) -> np.ndarray | None:
     return a
 
 
-def warn_max_iter(name: str, n_iter: int, hint: str = "") -> None:
+def warn_max_iter(
+    name: str, n_iter: int, hint: str = "", *, limit: str = "max_iter", unit: str = ""
+) -> None:
     """Issue the ConvergenceWarning shared by all solvers (``hint``: a sentence on why this
-    problem may never converge, appended)."""
+    problem may never converge, appended; ``limit``: the solver's parameter that bounds
+    the work; ``unit``: what ``n_iter`` counts when it is not that parameter's value).
+    Inside :func:`convergence_notes` the message (without the advice) is collected instead."""
+    at = f"its {limit} bound ({n_iter} {unit})" if unit else f"{limit}={n_iter}"
+    stop = f"{name} stopped at {at}"
+    why = f"; {hint}" if hint else ""
+    notes = _NOTES.get()
+    if notes is not None:  # the collector gives its own advice
+        notes.append(f"{stop} before reaching tol{why}")
+        return
     warnings.warn(
-        f"{name} stopped at max_iter={n_iter} before reaching tol; "
-        "raise max_iter or loosen tol (the result is feasible but not optimal)"
-        + (f"; {hint}" if hint else ""),
+        f"{stop} before reaching tol; raise {limit} or loosen tol "
+        f"(the result is feasible but not optimal){why}",
         ConvergenceWarning,
         stacklevel=3,
     )

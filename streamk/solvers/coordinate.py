@@ -121,7 +121,7 @@ def adatron_dual(
         gap = float(_adatron_violation(alpha, g, cbox).max())
         status = 0 if gap < tol else 1
     if status == 1:
-        warn_max_iter("adatron_dual", max_epochs, _unbounded_hint(cbox, ridge))
+        warn_max_iter("adatron_dual", max_epochs, _unbounded_hint(cbox, ridge), limit="max_epochs")
     obj = float(0.5 * alpha @ (y * f) + 0.5 * ridge * alpha @ alpha - alpha.sum())
     return SolverResult(alpha, 0.0, epochs, obj, status, gap, {"steps": steps})
 
@@ -177,7 +177,10 @@ def _adatron_compiled(
     g = -G[:n]  # 1 - y f - ridge alpha
     gap = float(_adatron_violation(alpha, g, cbox).max(initial=0.0))
     if status == 1:
-        warn_max_iter("adatron_dual", n_iter, _unbounded_hint(cbox, ridge))
+        warn_max_iter(
+            "adatron_dual", n_iter, _unbounded_hint(cbox, ridge), limit="max_epochs",
+            unit="coordinate steps",
+        )  # fmt: skip
     obj = float(0.5 * alpha @ (G[:n] + 1.0) - alpha.sum())
     return SolverResult(alpha, 0.0, n_iter, obj, int(status), gap, {"steps": n_iter})
 
@@ -247,6 +250,6 @@ def svr_dual_no_bias(
         gap = float(violation().max())
         status = 0 if gap < tol else 1
     if status == 1:
-        warn_max_iter("svr_dual_no_bias", max_epochs)
+        warn_max_iter("svr_dual_no_bias", max_epochs, limit="max_epochs")
     obj = float(0.5 * beta @ f - y @ beta + eps * np.abs(beta).sum())
     return SolverResult(beta, 0.0, epochs, obj, status, gap, {"steps": steps})
