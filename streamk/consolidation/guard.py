@@ -11,7 +11,10 @@ learns every event too, both predict each event before learning it, and the one 
 smaller loss over the last ``size`` labelled events (errors; absolute errors for a regressor)
 serves the predictions; a tie keeps the one serving. The cost is a second learner: twice the
 learning work and twice the model in snapshots. Everything it decides from is in its state,
-so a restored or replayed model serves the same lineage at the same events.
+so a restored or replayed model serves the same lineage at the same events in ``"sync"``
+mode. In ``"background"`` mode the solution is adopted when the worker finishes, or earlier
+at a snapshot (which joins it), so after a restart the events in between were predicted by
+the other lineage and the loss differences, hence the lineage served, can differ.
 """
 
 from __future__ import annotations
