@@ -17,7 +17,7 @@ from ..kernels import Kernel, kernel_from_spec
 from ..kernels.measures import select_kernel
 from ..solvers import convergence_notes
 from .limits import DEFAULT_WINDOW_LIMITS, WindowLimits
-from .solve import Outcome, build, learner_budget, solve_learner
+from .solve import Outcome, build, check_solve_options, learner_budget, solve_learner
 from .window import TrainingWindow
 
 __all__ = ["Consolidator", "SOLVE_FAILURES"]
@@ -35,9 +35,6 @@ SOLVE_FAILURES: tuple[type[BaseException], ...] = (
     ArithmeticError,
     MemoryError,
 )
-#: The ``solver`` and ``compress`` values :func:`solve_learner` accepts.
-_SOLVERS = ("adatron", "svc")
-_COMPRESS = ("auto", "project", "resolve", "largest")
 
 #: The constructor arguments that are plain values (kernels and the detector are encoded apart).
 _PARAMS = (
@@ -154,12 +151,7 @@ class Consolidator:
             raise ConfigError(f"tol must be a finite number > 0, got {tol!r}")
         if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
             raise ConfigError(f"max_epochs must be a positive int, got {max_epochs!r}")
-        if solver not in _SOLVERS:  # (checked here: a failed solve is logged, not raised)
-            raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
-        if compress not in _COMPRESS:
-            raise ConfigError(
-                f"compress must be 'auto', 'project', 'resolve' or 'largest', got {compress!r}"
-            )
+        check_solve_options(solver, compress)  # (here: a failed solve is logged, not raised)
         self.every, self.seconds, self.on_drift = every, seconds, on_drift
         self.mode, self.C, self.solver, self.compress = mode, C, solver, compress
         self.tol, self.max_epochs, self.drift_input = tol, max_epochs, drift_input

@@ -18,7 +18,16 @@ from ..kernels import RBF, Kernel, Laplacian, Linear, Polynomial
 from ..learners.support import SupportSet
 from ..solvers import adatron_dual, rank, svc, svr_dual_no_bias
 
-__all__ = ["Outcome", "solve_learner", "learner_budget", "compress_project", "adopt_state"]
+__all__ = [
+    "COMPRESSIONS",
+    "SOLVERS",
+    "Outcome",
+    "adopt_state",
+    "check_solve_options",
+    "compress_project",
+    "learner_budget",
+    "solve_learner",
+]
 
 
 @dataclass
@@ -161,6 +170,23 @@ def _classifier_problem(learner, Xw, yw, src, keep_s, coef_s) -> tuple[np.ndarra
     return T, A0
 
 
+#: The ``solver`` and ``compress`` values :func:`solve_learner` takes.
+SOLVERS = ("adatron", "svc")
+COMPRESSIONS = ("auto", "project", "resolve", "largest")
+
+
+def check_solve_options(solver: Any, compress: Any) -> None:
+    """Refuse a ``solver`` or ``compress`` :func:`solve_learner` does not know (a
+    :class:`~streamk.consolidation.Consolidator` checks them at construction, where a solve
+    would only fail later, logged)."""
+    if solver not in SOLVERS:
+        raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
+    if compress not in COMPRESSIONS:
+        raise ConfigError(
+            f"compress must be 'auto', 'project', 'resolve' or 'largest', got {compress!r}"
+        )
+
+
 def solve_learner(
     learner: Any,
     Xw: np.ndarray,
@@ -210,6 +236,7 @@ def solve_learner(
     budget 200, every 500) ``fill=1`` fell to 0.60 prequential accuracy, below the plain
     learner's 0.84, and ``fill=0.5`` rose to 0.87 (evicting SVs unbalances an SVM).
     """
+    check_solve_options(solver, compress)
     name = type(learner).__name__
     S = learner.support_
     kern = kernel if kernel is not None else S.kernel
@@ -287,8 +314,6 @@ def solve_learner(
             extra_rows["sv_class"] = _class_index(learner, T)
         else:
             box, norm, has_box = C, 1, False
-        if solver not in ("svc", "adatron"):
-            raise ConfigError(f"solver must be 'adatron' or 'svc', got {solver!r}")
 
         def solve_rows(use: np.ndarray, warm: np.ndarray) -> np.ndarray:
             coef = np.zeros_like(T)
@@ -327,12 +352,8 @@ def solve_learner(
             use = np.zeros(n, bool)
             use[kept] = True
             coef_k = solve_rows(use, coef)[kept]
-        elif how == "largest":
+        else:  # "largest" (the values are checked before the solve)
             coef_k = coef[kept]
-        else:
-            raise ConfigError(
-                f"compress must be 'auto', 'project', 'resolve' or 'largest', got {compress!r}"
-            )
         out.extra["compress"] = how
         nz, coef_nz = kept, coef_k
     else:
