@@ -84,7 +84,10 @@ class PrimalMap:
         self.scale = 1.0
         self.dirty = False  # W is stale (coefficients changed in place): rebuild before use
 
-    def _leaves(self, obj: Any) -> tuple[list[str], np.ndarray]:
+    def leaves(self, obj: Any) -> tuple[list[str], np.ndarray]:
+        """The leaf keys and values of ``phi(obj)`` (normalised if the kernel is); raises
+        :class:`~streamk.errors.InvalidInput` for an input the kernel refuses, changing
+        nothing."""
         fmap = self.kernel.feature_map(obj)
         vals = np.fromiter(fmap.values(), dtype=np.float64, count=len(fmap))
         if self.normalised and len(vals):
@@ -113,12 +116,6 @@ class PrimalMap:
         self.refs = np.concatenate([self.refs, np.zeros(cap, dtype=np.int64)])
         self.free.extend(range(2 * cap - 1, cap - 1, -1))
 
-    def leaves(self, obj: Any) -> tuple[list[str], np.ndarray]:
-        """The leaf keys and values of ``phi(obj)`` (normalised if the kernel is); raises
-        :class:`~streamk.errors.InvalidInput` for an input the kernel refuses, changing
-        nothing."""
-        return self._leaves(obj)
-
     def add(
         self,
         obj: Any,
@@ -131,7 +128,7 @@ class PrimalMap:
 
         Returns the leaf rows and values of ``phi(obj)`` (as they were before a removal).
         """
-        keys, vals = self._leaves(obj) if leaves is None else leaves
+        keys, vals = self.leaves(obj) if leaves is None else leaves
         if not keys:
             return np.zeros(0, dtype=np.int64), vals
         if count >= 0:
@@ -175,7 +172,7 @@ class PrimalMap:
 
     def decision(self, obj: Any) -> np.ndarray:
         """``f(obj) = <phi(obj), W>`` (normalised: ``phi(obj) / ||phi(obj)||``)."""
-        idx, v = self._held(*self._leaves(obj))
+        idx, v = self._held(*self.leaves(obj))
         if not len(idx):
             return np.zeros(self.W.shape[1])
         return self.scale * (v @ self.W[idx])
@@ -216,7 +213,7 @@ class PrimalMap:
 
     def query(self, obj: Any) -> tuple[np.ndarray, np.ndarray]:
         """Leaf rows and values of ``phi(obj)`` restricted to leaves the map holds."""
-        return self._held(*self._leaves(obj))
+        return self._held(*self.leaves(obj))
 
     @property
     def n_leaves(self) -> int:
