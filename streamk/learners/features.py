@@ -99,12 +99,9 @@ class FeatureIndex:
         cols = self._cached_cols
         return np.arange(len(self._cached_keys or ())) if cols is None else cols
 
-    def _admit(self, names: Iterable[Hashable]) -> None:
-        """Refuse, before any is added, names that would take the index past
-        :attr:`limits` (the unknown ones among ``names`` are counted)."""
-        limits = FeatureIndex.limits
-        if limits is None:
-            return
+    def _admit(self, names: Iterable[Hashable], limits: NameLimits) -> None:
+        """Refuse, before any is added, names that would take the index past ``limits``
+        (the unknown ones among ``names`` are counted)."""
         new = [k for k in dict.fromkeys(names) if k not in self._col]
         for k in new:
             if isinstance(k, str) and len(k) > limits.max_name_chars:
@@ -161,8 +158,9 @@ class FeatureIndex:
             out.setflags(write=False)
             self._last = (keys, vals, out)
             return out
-        if grow and FeatureIndex.limits is not None:
-            self._admit(keys)
+        limits = FeatureIndex.limits
+        if grow and limits is not None:
+            self._admit(keys, limits)
         cols_list = []
         extra = 0
         for k in keys:
@@ -270,8 +268,9 @@ class FeatureIndex:
     def _columns(self, names: list[Hashable], grow: bool) -> tuple[np.ndarray, int]:
         """Column numbers of ``names`` (unknown ones added with ``grow``, else numbered after
         the index) and how many are unknown."""
-        if grow and FeatureIndex.limits is not None:
-            self._admit(names)
+        limits = FeatureIndex.limits
+        if grow and limits is not None:
+            self._admit(names, limits)
         cols = []
         extra = 0
         for name in names:
