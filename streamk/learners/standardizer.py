@@ -25,7 +25,7 @@ __all__ = ["FeatureStandardizer", "StandardBlock", "block_values"]
 #: The largest feature value the running statistics take (in size). A first value of 1e200
 #: was learned (mean 1e200, variance 0), and the next ordinary value's squared distance
 #: from it overflowed: every later event carrying the feature was refused. Up to 1e150 the
-#: squares stay finite (the on-line SVR bounds its targets alike).
+#: squares stay finite (the on-line SVR's targets are held to it too: ``TARGET_LIMIT``).
 VALUE_LIMIT = 1e150
 
 

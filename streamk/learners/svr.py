@@ -17,6 +17,7 @@ from ..solvers.coordinate import svr_dual_no_bias
 from . import eventpass, fastpass
 from ._slotdata import SlotData
 from .base import AUTO_WINDOW, KernelLearner, row_index
+from .standardizer import VALUE_LIMIT
 
 __all__ = ["OnlineSVR"]
 
@@ -533,8 +534,9 @@ class OnlineSVR(KernelLearner, base.MiniBatchRegressor):
 
 #: The largest target size taken: the running mean and variance of the targets (the offset
 #: ``"mean"``, ``epsilon`` and ``C`` ``"auto"``) stay finite below it; one target whose
-#: square overflowed made them infinite, and every later prediction with them.
-TARGET_LIMIT = 1e150
+#: square overflowed made them infinite, and every later prediction with them. The
+#: standardiser's bound on feature values, for the same running statistics.
+TARGET_LIMIT = VALUE_LIMIT
 
 
 def _target(y: Any) -> float:
