@@ -42,6 +42,7 @@ __all__ = [
     "Resume",
     "resume_offsets",
     "peer_offsets",
+    "other_group",
     "writer_id",
     "CommitJournal",
     "Mark",
@@ -189,11 +190,18 @@ def peer_offsets(
         if snap is None:
             out[name] = {}
             continue
-        theirs = (snap.meta or {}).get("group")
-        if group is not None and theirs is not None and theirs != group:
+        if group is not None and other_group(snap, group) is not None:
             continue
         out[name] = {int(p): int(o) for p, o in stream(snap.offsets).items()}
     return out
+
+
+def other_group(snap: Any, group: str) -> str | None:
+    """The consumer group ``snap`` names (its ``meta["group"]``) when it is not ``group``;
+    ``None`` for ours, or for a snapshot that names none (older ones, a replay's: those
+    count as ours, a peer of the engine and a worker of the merger)."""
+    theirs = (getattr(snap, "meta", None) or {}).get("group")
+    return None if theirs is None or theirs == group else str(theirs)
 
 
 def writer_id(model_dir: Path) -> str:

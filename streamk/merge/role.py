@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.recovery import other_group
 from ..errors import MergeError, StreamkError
 from .models import merge_snapshots
 
@@ -75,11 +76,11 @@ def other_groups(found: dict[str, Any], group: str, merge_name: str) -> dict[str
     """
     out = {}
     for name, snap in list(found.items()):
-        theirs = (getattr(snap, "meta", None) or {}).get("group")
-        if name == merge_name or theirs is None or theirs == group or is_merged(snap):
+        theirs = other_group(snap, group)
+        if name == merge_name or theirs is None or is_merged(snap):
             continue  # (another group's merge is no worker of anyone's: not listed)
         del found[name]
-        out[name] = str(theirs)
+        out[name] = theirs
     return out
 
 
