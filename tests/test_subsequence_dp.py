@@ -37,23 +37,16 @@ from streamk.kernels import (
 from streamk.kernels import strings as S
 from tests.test_string_kernels import phi_gap
 from tests.test_string_variants import (
+    close,
+    dot,
+    lams,
     phi_character_weighted,
     phi_gap_number,
     phi_soft,
     random_psd,
+    short,
+    weights,
 )
-
-short = st.text(alphabet="abc", max_size=7)
-lams = st.floats(0.05, 1.0)
-weights = st.dictionaries(st.sampled_from("abc"), st.floats(0.05, 1.0), max_size=3)
-
-
-def dot(a: dict, b: dict) -> float:
-    return math.fsum(v * b.get(u, 0.0) for u, v in a.items())
-
-
-def close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
 @contextlib.contextmanager
