@@ -3,8 +3,9 @@
 One pass reads the newest durable snapshot of every worker (from the snapshot topic, or the
 file store when there is no topic), merges them with :func:`~streamk.merge.merge_snapshots`
 and publishes the result under its own name (``merge_name``, default ``"merged"``) with the
-next seq. The merged snapshot carries **no stream offsets**: every model on the snapshot topic
-or in a store counts as a worker of the group (design §7, ``streamk/engine/recovery.py``), and
+next seq. The merged snapshot carries **no stream offsets**: every model of the group (or
+naming none) on the snapshot topic or in a store counts as a worker of the group (design §7,
+``streamk/engine/recovery.py``), and
 offsets on it would read as a worker's coverage of the events topic. Which worker snapshots
 went in (name, seq, offsets, checksum, n_learned) is its metadata (``sources``) instead.
 
