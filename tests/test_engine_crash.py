@@ -41,20 +41,27 @@ def produce(bootstrap: str, topic: str, events, partitions: int = 1) -> None:
     producer.close()
 
 
+#: ``streamk run`` settings of the learner :func:`reference` is (the plain perceptron, no
+#: standardising): the oracle of every test that runs it
+REFERENCE_ARGS = {
+    "model_name": "model",
+    "learner": "perceptron",
+    "kernel": "rbf:0.5",
+    "budget": 80,
+    "scale": "none",
+}
+
+
 def engine_cmd(bootstrap, topic, group, snapshot_dir, idle=4.0):
     return [sys.executable, "-m", "streamk.cli"] + run_args(
         bootstrap,
         topic,
         group,
         snapshot_dir,
-        model_name="model",
         snapshot_every=150,
         max_records=50,
-        learner="perceptron",
-        kernel="rbf:0.5",
-        budget=80,
-        scale="none",  # the oracle below is the plain perceptron
         stop_when_idle=idle,
+        **REFERENCE_ARGS,
     )
 
 

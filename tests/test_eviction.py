@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from streamk_run import run_args
-from test_engine_crash import make_events, produce, reference
+from test_engine_crash import REFERENCE_ARGS, make_events, produce, reference
 
 from streamk.snapshot import SnapshotStore
 
@@ -39,16 +39,12 @@ def _worker(broker, topic, events, store, transport) -> list[str]:
         topic,
         f"{topic}-group",
         store,
-        model_name="model",
         snapshot_every=500,
         snapshot_seconds=0,
         max_records=50,
-        learner="perceptron",
-        kernel="rbf:0.5",
-        budget=80,
-        scale="none",  # the oracle is the plain perceptron
         stop_when_idle=8.0,
         transport=transport,
+        **REFERENCE_ARGS,
     )
     return [a for a in args if a != "--quiet"]
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 from kafka import KafkaProducer
 from streamk_run import run_args
-from test_engine_crash import make_events, produce, reference
+from test_engine_crash import REFERENCE_ARGS, make_events, produce, reference
 
 from streamk.engine.events import encode_event
 from streamk.snapshot import SnapshotStore
@@ -30,16 +30,11 @@ def run(bootstrap: str, topic: str, store, **settings) -> subprocess.CompletedPr
         topic,
         f"{topic}-group",
         store,
-        model_name="model",
         snapshot_every=500,
         snapshot_seconds=0,
         max_records=100,
-        learner="perceptron",
-        kernel="rbf:0.5",
-        budget=80,
-        scale="none",
         stop_when_idle=2,
-        **settings,
+        **{**REFERENCE_ARGS, **settings},
     )
     args = [a for a in args if a != "--quiet"]  # the WARNING lines are part of the check
     cmd = [sys.executable, "-m", "streamk.cli", *args]

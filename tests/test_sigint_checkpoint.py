@@ -15,7 +15,7 @@ import pytest
 from http_probe import free_port, http_get, metric_samples
 from kafka import KafkaConsumer, TopicPartition
 from streamk_run import run_args
-from test_engine_crash import make_events, produce, reference
+from test_engine_crash import REFERENCE_ARGS, make_events, produce, reference
 
 from streamk.snapshot import SnapshotStore
 
@@ -41,15 +41,11 @@ def test_sigint_finishes_the_batch_snapshots_and_commits(kafka_broker, topic_nam
         topic_name,
         group,
         store,
-        model_name="model",
         snapshot_every=0,
         snapshot_seconds=0,
         max_records=100,
-        learner="perceptron",
-        kernel="rbf:0.5",
-        budget=80,
-        scale="none",
         metrics_port=port,
+        **REFERENCE_ARGS,
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamk.cli", *args],
