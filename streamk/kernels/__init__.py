@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .base import (
     RBF,
+    VALUE_RANGE,
     Constant,
     Cosine,
     Kernel,
@@ -26,6 +27,7 @@ from .base import (
     Product,
     Scaled,
     Sum,
+    sqnorm_window,
 )
 from .scale import ScaleEstimator
 from .specs import kernel_from_spec, kernel_from_string
@@ -52,6 +54,8 @@ __all__ = [
     "Scaled",
     "Normalized",
     "Cosine",
+    "VALUE_RANGE",
+    "sqnorm_window",
     "ScaleEstimator",
     "kernel_from_spec",
     "kernel_from_string",

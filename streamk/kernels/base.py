@@ -14,6 +14,7 @@ with its number, is what a snapshot records.
 from __future__ import annotations
 
 import math
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,9 +38,16 @@ __all__ = [
     "Scaled",
     "Normalized",
     "Cosine",
+    "VALUE_RANGE",
+    "sqnorm_window",
 ]
 
 AUTO = "auto"
+#: the sizes of ``k(x, x)`` the learners compute with: past ``1e150`` a kernel row times the
+#: coefficients, summed over the support set, can overflow (and a stored ``k(x, x)`` of
+#: infinity can never be written to a snapshot); below ``1e-150`` (but not 0) a step divided
+#: by ``k(x, x)`` (the adatron's, the SVR's) can overflow
+VALUE_RANGE = (1e-150, 1e150)
 
 
 def _as_2d(A: Any) -> np.ndarray:
@@ -134,6 +142,12 @@ class Kernel:
     @property
     def max_abs(self) -> float | None:
         """An upper bound on ``|k(a, b)|`` when one holds for all inputs, else ``None``."""
+        return None
+
+    def size_at(self, sq: float) -> float | None:
+        """``k(x, x)`` as a function of ``sq = ||x||²`` (for :func:`sqnorm_window`): the size
+        of the values computing the kernel on ``x`` involves; ``None`` where it is not a
+        function of the norm alone (strings, trees, a user's kernel)."""
         return None
 
     def diag_one(self, row: np.ndarray) -> float:
@@ -233,6 +247,9 @@ class Linear(Kernel):
         A = _as_2d(A)
         return np.einsum("ij,ij->i", A, A)
 
+    def size_at(self, sq):
+        return sq
+
 
 class Polynomial(Kernel):
     """``k(a, b) = (scale * <a, b> + offset) ** degree`` (Shawe-Taylor & Cristianini, Def. 9.1)."""
@@ -255,6 +272,12 @@ class Polynomial(Kernel):
     def diag(self, A):
         A = _as_2d(A)
         return (self.scale * np.einsum("ij,ij->i", A, A) + self.offset) ** self.degree
+
+    def size_at(self, sq):
+        try:
+            return (self.scale * sq + self.offset) ** self.degree
+        except OverflowError:
+            return math.inf
 
 
 class _Stationary(Kernel):
@@ -307,6 +330,9 @@ class _Stationary(Kernel):
         return np.ones(_as_2d(A).shape[0])
 
     def diag_one(self, row):
+        return 1.0
+
+    def size_at(self, sq):
         return 1.0
 
     @property
@@ -393,6 +419,9 @@ class Constant(Kernel):
     def diag(self, A):
         return np.full(len(A) if isinstance(A, list) else _as_2d(A).shape[0], self.c)
 
+    def size_at(self, sq):
+        return self.c
+
     @property
     def max_abs(self):
         return self.c
@@ -443,6 +472,10 @@ class Sum(_Combinator):
     def diag(self, A):
         return np.sum([k.diag(A) for k in self.kernels], axis=0)
 
+    def size_at(self, sq):
+        sizes = [k.size_at(sq) for k in self.kernels]
+        return None if None in sizes else math.fsum(sizes)
+
     @property
     def max_abs(self):
         bounds = [k.max_abs for k in self.kernels]
@@ -460,6 +493,14 @@ class Product(_Combinator):
 
     def diag(self, A):
         return np.prod([k.diag(A) for k in self.kernels], axis=0)
+
+    def size_at(self, sq):
+        sizes = [k.size_at(sq) for k in self.kernels]
+        if None in sizes:
+            return None
+        if math.inf in sizes:  # so that 0 * inf reads as too large, not NaN
+            return math.inf
+        return math.prod(sizes)
 
     @property
     def max_abs(self):
@@ -496,6 +537,10 @@ class Scaled(Kernel):
 
     def diag(self, A):
         return self.c * self.kernel.diag(A)
+
+    def size_at(self, sq):
+        inner = self.kernel.size_at(sq)
+        return None if inner is None else self.c * inner
 
     @property
     def max_abs(self):
@@ -543,6 +588,9 @@ class Normalized(Kernel):
     def diag(self, A):
         return (self.kernel.diag(A) > 0).astype(np.float64)
 
+    def size_at(self, sq):  # its own k(x, x) is 1; dividing by the inner one is the risk
+        return self.kernel.size_at(sq)
+
     @property
     def max_abs(self):
         return 1.0  # Cauchy-Schwarz
@@ -552,6 +600,45 @@ class Normalized(Kernel):
 
     def __repr__(self):
         return f"Normalized({self.kernel!r})"
+
+
+def sqnorm_window(kernel: Kernel) -> tuple[float, float]:
+    """``(lo, hi)``: the squared norms ``||x||²`` of the rows whose ``k(x, x)`` lies in
+    :data:`VALUE_RANGE` (``lo <= ||x||² <= hi``; ``x = 0`` is always taken).
+
+    A learner refuses a row outside it instead of storing a vector whose kernel values
+    overflow (a model no snapshot could then hold, and an engine that stops at every
+    checkpoint). Found by bisection on :meth:`Kernel.size_at`, which is non-decreasing in
+    ``||x||²`` for every shipped kernel; ``(0, inf)`` for kernels whose ``k(x, x)`` is bounded
+    (RBF, Laplacian) or not a function of the norm (strings, trees).
+    """
+    size = kernel.size_at
+    low, high = VALUE_RANGE
+    biggest = sys.float_info.max  # a Python float: its overflow raises, NumPy's warns
+    if size(0.0) is None:
+        return 0.0, math.inf
+    lo = 0.0 if size(0.0) >= low else _first_exponent(lambda s: size(s) >= low)
+    hi = math.inf if size(biggest) <= high else _last_exponent(lambda s: size(s) <= high)
+    return lo, hi
+
+
+def _first_exponent(holds: Any) -> float:
+    """The least ``2**t`` (``t`` from -1074 to 1023, to 1e-9 in ``t``) where the monotone
+    ``holds`` becomes true."""
+    a, b = -1074.0, 1023.0
+    while b - a > 1e-9:
+        t = (a + b) / 2
+        a, b = (a, t) if holds(2.0**t) else (t, b)
+    return 2.0**b
+
+
+def _last_exponent(holds: Any) -> float:
+    """The greatest ``2**t`` where the monotone ``holds`` is still true."""
+    a, b = -1074.0, 1023.0
+    while b - a > 1e-9:
+        t = (a + b) / 2
+        a, b = (t, b) if holds(2.0**t) else (a, t)
+    return 2.0**a
 
 
 def Cosine() -> Kernel:

@@ -374,6 +374,7 @@ cdef class EventPass:
     cdef bint bound
     cdef SupportCounters support
     cdef object X_obj, coef_obj, labels, classes, features, names, scale
+    cdef double sq_lo, sq_hi  # the features' sq_window: a row outside it is refused
     cdef object policy, rng_obj, index, b_obj
     cdef bint warming  # gamma="auto" is still being estimated: each learned row refines it
     cdef object sc_mean_obj, sc_m2_obj  # the estimate's arrays the views below are of
@@ -819,6 +820,7 @@ cdef class EventPass:
         self.version = support.version
         self.features = model._features
         self.names = self.features.names
+        self.sq_lo, self.sq_hi = self.features.sq_window
         self._reserve(len(self.names), X_obj.shape[0], p)
         self.bound = True
         return True
@@ -827,7 +829,8 @@ cdef class EventPass:
     cdef Py_ssize_t _row(self, dict x) except -2:
         """The event's values in column order into ``self.row``; its width, or -1 when its
         keys are not exactly the features in column order, a value is not a finite
-        float/int/``numpy.float64`` or their squared norm overflows (the NumPy path then
+        float/int/``numpy.float64`` or their squared norm overflows or is outside the
+        features' ``sq_window`` (the NumPy path then
         grows the index, or raises the right error). ``numpy.float64`` is what a dict built
         from a NumPy row holds."""
         cdef Py_ssize_t pos = 0, i = 0, d
@@ -859,7 +862,9 @@ cdef class EventPass:
             self.row[i] = v
             sq = sq + v * v
             i += 1
-        if not isfinite(sq):  # a squared norm that overflows (the NumPy path refuses it)
+        # a squared norm that overflows or puts k(x, x) out of the kernel's range (the
+        # NumPy path refuses it, saying why)
+        if not isfinite(sq) or sq > self.sq_hi or (sq < self.sq_lo and sq != 0.0):
             return -1
         return d
 

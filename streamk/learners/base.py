@@ -23,7 +23,7 @@ import numpy as np
 from .. import accel
 from ..budget import BudgetPolicy, Merge, Unbounded, make_policy, policy_from_spec
 from ..errors import ConfigError, InvalidInput
-from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec
+from ..kernels import RBF, Kernel, ScaleEstimator, kernel_from_spec, sqnorm_window
 from . import fastpass
 from .features import FeatureIndex, frame_records
 from .objects import ObjectSupportSet, validate_object
@@ -192,6 +192,7 @@ class KernelLearner:
         kernel = self._resolve_kernel_param()
         self._policy = make_policy(self.budget)
         self._features = FeatureIndex()
+        self._features.sq_window = sqnorm_window(kernel)
         self._scale = None if kernel.is_resolved else ScaleEstimator()
         self._auto_kernel = kernel
         keep_gram = self._keep_gram or self._policy.needs_gram
@@ -825,6 +826,7 @@ class KernelLearner:
                 f"(state 'support.X') hold values in {X.shape[1]} columns: every column "
                 "with a value needs its name"
             )
+        features.sq_window = model._features.sq_window
         model._features = features
         with _state_key("scale"):
             model._scale = (

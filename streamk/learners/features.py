@@ -17,8 +17,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ConfigError, InvalidInput
+from ..kernels import VALUE_RANGE
 
 __all__ = ["FeatureIndex", "NameLimits", "limited_names"]
+
+#: no bound on a row's squared norm but its being finite
+FULL_WINDOW = (0.0, math.inf)
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,9 @@ class FeatureIndex:
         # (columns, their names, their numbers, whether those are 0 .. n-1) of the last
         # DataFrame whose names were all known
         self._frame_cols: tuple[Any, list[Hashable], np.ndarray, bool] | None = None
+        #: the squared norms a row may have (0 always may): the learner's kernel's
+        #: :func:`~streamk.kernels.base.sqnorm_window`, whose rows outside it are refused
+        self.sq_window: tuple[float, float] = FULL_WINDOW
         for name in names or []:
             self._add(name)
 
@@ -147,7 +154,7 @@ class FeatureIndex:
             and len(last[2]) == len(self.names)
         ):
             return last[2]  # the same event again (test-then-train): same row, read-only
-        values = _values(x, vals)
+        values = _values(x, vals, self.sq_window)
         if keys == self._cached_keys:
             cols = self._cached_cols
             if cols is None and len(values) == len(self.names):
@@ -195,6 +202,8 @@ class FeatureIndex:
                 raise InvalidInput(f"expected a 2-D array of rows, got shape {X.shape}")
             names: list[Hashable] = list(range(X.shape[1]))
             values = _finite_block(X)
+            if self.sq_window != FULL_WINDOW:
+                _rows_in_window(np.einsum("ij,ij->i", values, values), self.sq_window)
         elif hasattr(X, "columns") and hasattr(X, "to_numpy"):
             return self._frame_rows(X, grow)
         else:
@@ -227,6 +236,9 @@ class FeatureIndex:
             sq = np.einsum("ij,ij->i", values, values)  # or an overflowing norm shows here
         if not np.isfinite(sq).all():  # NaN means absent; the rest is refused
             values = _finite_block(np.where(np.isnan(values), 0.0, values))
+            sq = np.einsum("ij,ij->i", values, values)
+        if self.sq_window != FULL_WINDOW:
+            _rows_in_window(sq, self.sq_window)
         columns = X.columns
         cached = self._frame_cols
         if cached is not None and cached[0] is columns:  # an Index is immutable
@@ -355,8 +367,11 @@ def _name(n: Any) -> Any:
     return tuple(_name(v) for v in n) if isinstance(n, list) else n
 
 
-def _values(x: Mapping[Hashable, Any], vals: list[Any]) -> np.ndarray:
-    """``vals`` (the values of ``x``, in order) as float64, checked to be finite."""
+def _values(
+    x: Mapping[Hashable, Any], vals: list[Any], window: tuple[float, float] = FULL_WINDOW
+) -> np.ndarray:
+    """``vals`` (the values of ``x``, in order) as float64, checked to be finite and their
+    squared norm to lie in ``window`` (or be 0)."""
     try:
         values = np.fromiter(vals, dtype=np.float64, count=len(vals))
     except (TypeError, ValueError):
@@ -365,13 +380,20 @@ def _values(x: Mapping[Hashable, Any], vals: list[Any]) -> np.ndarray:
         raise too_large(x) from None
     # One dot: NaN/inf propagate (overflow re-checks). The method, not ``@``: a third of the
     # cost on a short row, and only finiteness is read.
-    if not math.isfinite(values.dot(values)):
+    sq = values.dot(values)
+    if not math.isfinite(sq):
         # None means "absent" (read as 0); NaN and infinities are errors.
         check_finite(x)
         values = np.array([0.0 if v is None else float(v) for v in vals])
         with np.errstate(over="ignore"):
-            if not math.isfinite(values.dot(values)):
+            sq = values.dot(values)
+            if not math.isfinite(sq):
                 raise too_large(x)
+    if sq > window[1] or 0.0 < sq < window[0]:
+        big = largest(x)
+        raise out_of_window(
+            f"the event's squared norm is {sq:.3g} (largest: {big!r} = {x[big]!r:.40})", window
+        )
     return values
 
 
@@ -402,6 +424,29 @@ def _norms_finite(values: np.ndarray) -> np.ndarray:
                 f"|value| {float(np.abs(values[row]).max()):.3g}); the kernels need it finite"
             )
     return values
+
+
+def _rows_in_window(sq: np.ndarray, window: tuple[float, float]) -> None:
+    """Refuse a block with a row whose squared norm ``sq`` is outside ``window`` (and not 0),
+    naming the first."""
+    lo, hi = window
+    bad = (sq > hi) | ((sq > 0.0) & (sq < lo))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise out_of_window(f"row {row}'s squared norm is {float(sq[row]):.3g}", window)
+
+
+def out_of_window(what: str, window: tuple[float, float]) -> InvalidInput:
+    """The error for a row whose squared norm puts ``k(x, x)`` outside the range the
+    learners compute in (:func:`~streamk.kernels.base.sqnorm_window`)."""
+    lo, hi = window
+    return InvalidInput(
+        f"feature values out of this kernel's range: {what}, and the kernel needs it within "
+        f"[{lo:.3g}, {hi:.3g}] (or 0), where k(x, x) lies within [{VALUE_RANGE[0]:g}, "
+        f"{VALUE_RANGE[1]:g}]; beyond, "
+        "kernel values overflow (a model no snapshot could hold). Rescale the features "
+        '(scale = "standard" in the engine, river\'s preprocessing.StandardScaler in code)'
+    )
 
 
 def too_large(x: Mapping[Hashable, Any]) -> InvalidInput:
