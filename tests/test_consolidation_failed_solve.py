@@ -1,10 +1,12 @@
 """A consolidation whose solve fails keeps the on-line model, logs one WARNING and counts it.
 
-A ``KernelPerceptron(Polynomial(3))`` accepts features of 1e60 (their squared norm is
-finite) but the window's Gram overflows, and the solve raises ``SolverError: K has
-non-finite entries``. That came out of ``learn_one`` after the event was learned; the
-engine took it for the event's refusal and logged and counted nothing. Oracle: the plain
-learner fed the same events (a failed solve must leave the model exactly as it learned).
+Found with a ``KernelPerceptron(Polynomial(3))`` fed features of 1e60, whose window's Gram
+overflowed (``SolverError: K has non-finite entries``): that came out of ``learn_one``
+after the event was learned, and the engine took it for the event's refusal and logged and
+counted nothing. Such rows are now refused by the learner (``tests/test_kernel_value_range.py``),
+so here every solve fails on the Gram bound instead (``MAX_GRAM_BYTES`` set to one row's:
+a ``SolverError`` raised by the solve, as the overflow was). Oracle: the plain learner fed
+the same events (a failed solve must leave the model exactly as it learned).
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ import numpy as np
 import pytest
 from river import datasets
 
-from streamk.consolidation import Consolidated, Consolidator
+from streamk.consolidation import Consolidated, Consolidator, limits
 from streamk.kernels import Polynomial
 from streamk.learners import KernelPerceptron
 
-EVENTS = [
-    ({k: v * 1e60 for k, v in x.items()}, y) for x, y in itertools.islice(datasets.Bananas(), 400)
-]
+EVENTS = list(itertools.islice(datasets.Bananas(), 400))
+
+
+@pytest.fixture(autouse=True)
+def _every_solve_fails(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_GRAM_BYTES", 8)
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +69,7 @@ def test_a_failed_solve_keeps_the_online_model_logs_and_counts(mode, caplog):
     assert [model.predict_one(x) for x, _ in EVENTS] == [plain.predict_one(x) for x, _ in EVENTS]
     records = _failures(caplog)
     assert len(records) == model.n_failed  # one WARNING per failed attempt, not per event
-    assert "SolverError" in records[0].getMessage() and "non-finite" in records[0].getMessage()
+    assert "SolverError" in records[0].getMessage() and "Gram" in records[0].getMessage()
     assert model.metrics()["consolidations_failed"] == model.n_failed
 
 
@@ -86,8 +91,6 @@ def test_the_failure_count_is_kept_in_the_state_and_older_states_load_with_zero(
     for x, y in EVENTS[:250]:
         model.learn_one(x, y)
     assert model.n_failed > 0
-    # (the consolidator alone: a Polynomial(3) learner at 1e60 holds an infinite k(x, x),
-    # which the learner's own from_state refuses)
     state = model.consolidator_.state()
     assert Consolidator.from_state(state).n_failed == model.n_failed
     older = copy.deepcopy(state)
@@ -108,7 +111,7 @@ def test_a_bad_solver_or_compress_is_refused_at_construction():
 def test_the_engine_exports_the_failures_as_a_metric(caplog):
     """``streamk_consolidation_failures_total`` (docs/operations.md, "Metrics to watch"):
     the engine learned through the failed solves and counted none of them. Its count is
-    the WARNINGs' (every solve here overflows: the ``every`` ones and the full set's)."""
+    the WARNINGs' (every solve here fails: the ``every`` ones and the full set's)."""
     from streamk.engine import Engine, EngineConfig
     from streamk.sources.iterable import IterableSource
 
