@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..errors import ConfigError, SolverError
 
-__all__ = ["WindowLimits", "DEFAULT_WINDOW_LIMITS"]
+__all__ = ["WindowLimits", "DEFAULT_WINDOW_LIMITS", "MAX_GRAM_BYTES", "check_gram_rows"]
 
 MiB = 1 << 20
+#: the most bytes a consolidation's dense Gram (its training rows squared, 8 bytes each) may
+#: take: 16,384 rows. A solve on 29,000 rows (6.7 GB) ended in a segfault inside the BLAS,
+#: which a restored window would repeat at every restart; one past this bound is not tried.
+MAX_GRAM_BYTES = 2048 * MiB
 
 
 @dataclass(frozen=True)
@@ -47,3 +51,17 @@ class WindowLimits:
 
 
 DEFAULT_WINDOW_LIMITS = WindowLimits()
+
+
+def check_gram_rows(rows: int, limit: int | None = None) -> None:
+    """Refuse a solve on ``rows`` training rows whose Gram would take more than ``limit``
+    bytes (default :data:`MAX_GRAM_BYTES`) with a :class:`~streamk.errors.SolverError`: the
+    consolidator keeps the on-line model, logs it and counts a failed consolidation."""
+    limit = MAX_GRAM_BYTES if limit is None else limit
+    need = 8 * rows * rows
+    if need > limit:
+        raise SolverError(
+            f"its Gram of {rows:,} training rows would take {need / MiB:,.0f} MiB, above the "
+            f"{limit // MiB:,} MiB a consolidation may allocate; lower consolidate_window "
+            "(the rows are the window plus the support set)"
+        )

@@ -17,6 +17,7 @@ from ..errors import ConfigError
 from ..kernels import RBF, Kernel, Laplacian, Linear, Polynomial
 from ..learners.support import SupportSet
 from ..solvers import adatron_dual, rank, svc, svr_dual_no_bias
+from .limits import check_gram_rows
 
 __all__ = [
     "COMPRESSIONS",
@@ -250,6 +251,7 @@ def solve_learner(
     ids = np.concatenate([ids_s[keep_s], ids_w])
     if Xtr.shape[0] == 0:
         return Outcome(None, skipped="empty")
+    check_gram_rows(Xtr.shape[0])
     K = _gram(kern, Xtr)
     out = Outcome(None, n_train=Xtr.shape[0], kernel=kern)
     extra_rows: dict[str, np.ndarray] = {}

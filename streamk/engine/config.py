@@ -136,7 +136,8 @@ DEFAULTS: dict[str, Option] = {
     "consolidate_window": Option(
         1000,
         int,
-        "recent labelled events the batch solver sees",
+        "recent labelled events the batch solver sees (with budget, at most 16384 rows: "
+        "the Gram's 2 GiB; times max_feature_names x 8 bytes, at most 512 MiB)",
         low=1,
         high=DEFAULT_WINDOW_LIMITS.max_rows,  # (a snapshot may hold no larger window)
     ),

@@ -140,6 +140,33 @@ def consolidated(config: dict[str, Any]) -> Callable[[Any], Any]:
     return wrap
 
 
+def check_consolidation_sizes(config: dict[str, Any]) -> None:
+    """Refuse at start-up a consolidation whose window could outgrow what a snapshot may
+    hold, or whose solve would allocate a Gram past :data:`MAX_GRAM_BYTES`: either was found
+    only later (exit 2 at a checkpoint, the solve refused at every trigger), and the first
+    again after every restart."""
+    from ..consolidation.limits import DEFAULT_WINDOW_LIMITS, MAX_GRAM_BYTES, MiB
+
+    window, names = config["consolidate_window"], config["max_feature_names"]
+    need = DEFAULT_WINDOW_LIMITS.window_bytes(window, names)
+    if need > DEFAULT_WINDOW_LIMITS.max_bytes:
+        raise ConfigError(
+            f"consolidate_window = {window} rows of up to max_feature_names = {names} "
+            f"features would take {need / MiB:,.0f} MiB, above the "
+            f"{DEFAULT_WINDOW_LIMITS.max_bytes // MiB} MiB a snapshot's window may hold: "
+            "lower consolidate_window or max_feature_names"
+        )
+    if config["budget"]:  # unbounded: each solve checks its own rows
+        rows = window + config["budget"]
+        if 8 * rows * rows > MAX_GRAM_BYTES:
+            raise ConfigError(
+                f"consolidate_window + budget = {rows} training rows: each consolidation's "
+                f"Gram would take {8 * rows * rows / MiB:,.0f} MiB, above the "
+                f"{MAX_GRAM_BYTES // MiB} MiB it may allocate (16,384 rows); lower "
+                "consolidate_window or budget"
+            )
+
+
 def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
     """Security settings passed through to every Kafka client (kafka-python names)."""
     out: dict[str, Any] = {"security_protocol": config["security_protocol"]}
@@ -228,6 +255,8 @@ def build_engine(
     from ..snapshot import SnapshotStore
 
     factory = model_factory(config)
+    if config["consolidate_every"]:
+        check_consolidation_sizes(config)
     source = source if source is not None else kafka_source(config)
     store = SnapshotStore(writable_directory(config, "snapshot_dir"), keep=config["snapshot_keep"])
     publisher = predictions = dead_letters = None
