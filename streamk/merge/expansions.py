@@ -20,11 +20,11 @@ from .align import (
     check_compatible,
     column_map,
     feature_union,
-    label_remap,
     label_union,
     merged_kernel,
     place_columns,
     pool_scales,
+    remap_coef,
 )
 
 __all__ = ["Union", "normalise_weights", "coef_scales", "union_state"]
@@ -152,7 +152,7 @@ def union_state(
         X = np.asarray(sup["X"], dtype=np.float64)
         C = np.asarray(sup["coef"], dtype=np.float64)
         if union is not None:
-            C = C @ label_remap(coders[i], union)
+            C = remap_coef(C, coders[i], union)
         X_parts.append(place_columns(X, cols[i], width) if X.size else np.zeros((0, width)))
         C_parts.append(C * factors[i])
         ids_parts.append(np.asarray(sup["ids"], dtype=np.int64))
@@ -222,7 +222,8 @@ def _sum_duplicates(X: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _remap_class_index(vals: np.ndarray, classes: list[Any], union: list[Any]) -> np.ndarray:
-    out = np.full_like(vals, np.nan)
-    for j, c in enumerate(classes):
-        out[vals == j] = float(union.index(c))
-    return out
+    """A worker's class indices (``sv_class``) as the union's; NaN where none."""
+    where = {c: j for j, c in enumerate(union)}
+    table = np.array([float(where[c]) for c in classes] + [np.nan])
+    idx = np.where((vals >= 0) & (vals < len(classes)) & (vals == np.floor(vals)), vals, -1)
+    return table[np.nan_to_num(idx, nan=-1).astype(np.intp)]
