@@ -10,6 +10,7 @@ NumPy array end to end; per-event maps become a DataFrame.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -118,12 +119,42 @@ def decode_record(record: Record, limits: Limits, schema: Schema | None) -> Any:
                 payload = decode_json_record(payload)
             except ValueError as exc:
                 raise invalid("undecodable", f"not valid JSON: {exc}") from None
-        value = decode(payload, limits, schema)
+        try:
+            value = decode(payload, limits, schema)
+        except InvalidEvent as exc:
+            text = exc.code == "undecodable" and _as_text(payload)
+            if text:  # JSON-looking text that is no event map: say so, not "msgpack"
+                raise invalid("undecodable", _json_reason(text)) from None
+            raise
     if not isinstance(value, Block) and isinstance(value.x, str) and not _objects(schema):
         raise invalid(
             "text_unsupported", "text features need a string kernel; this learner takes numbers"
         )
     return value
+
+
+def _as_text(payload: bytes) -> str | None:
+    """``payload`` as text if it reads as a line of UTF-8 text (what a JSON record is),
+    else ``None`` (a msgpack payload that is not one)."""
+    try:
+        text = bytes(payload).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if text.strip() and text.isprintable() else None
+
+
+def _json_reason(text: str) -> str:
+    """Why a text record is not an event: its JSON error, or the JSON value it holds."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"neither msgpack nor JSON: {exc.msg} at column {exc.colno}"
+    except RecursionError:
+        return "neither msgpack nor JSON: nested too deeply"
+    kind = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}.get(
+        type(value), "null"
+    )
+    return f'a JSON {kind}, not an event map ({{"x": ..., "y": ...}})'
 
 
 def _objects(schema: Schema | None) -> bool:
