@@ -1798,6 +1798,15 @@ def oldest_slot(const int64_t[::1] ids):
     return sk_oldest(&ids[0], ids.shape[0])
 
 
+def smallest_slot(const double[:, ::1] coef, const double[::1] kdiag, const int64_t[::1] ids):
+    """``RemoveSmallest``'s slot among the rows (``_smallest_slot``: the least ``||coef_s||
+    sqrt(k(x_s, x_s))``, ties within 1e-12 relative to the oldest id), for tests."""
+    cdef Py_ssize_t n = ids.shape[0]
+    if n == 0 or coef.shape[0] != n or kdiag.shape[0] != n or coef.shape[1] == 0:
+        raise ValueError("smallest_slot: one row of coef, kdiag and ids per slot, n >= 1")
+    return _smallest_slot(coef, kdiag, ids, n)
+
+
 def dots(const double[:, ::1] X, Py_ssize_t n, const double[::1] row):
     """``X[s, :w] . row`` for ``s < n`` (``w = len(row) <= X.shape[1]``): the compiled
     kernel rows' dot products (``sk_dots``), for tests."""

@@ -408,3 +408,79 @@ def test_the_oldest_slot_is_the_first_smallest_id(n):
         if trial % 2:  # ties, at random places: the first of the smallest
             ids = rng.integers(0, max(n // 3, 1), size=n).astype(np.int64)
         assert accel.core.oldest_slot(ids) == int(np.argmin(ids))
+
+
+def plain_smallest_slot(coef: np.ndarray, kdiag: np.ndarray, ids: np.ndarray) -> int:
+    """``RemoveSmallest``'s slot as the compiled scalar loop decides it, written plainly: the
+    least squared cost ``(0 + sum c²) k(x, x)`` (NaN never the least), the rows within
+    3e-12 of it in squares and 1e-12 in roots, the oldest of them; none: the oldest."""
+    costs = []
+    for row, k in zip(coef.tolist(), kdiag.tolist()):
+        t = 0.0
+        for c in row:
+            t = t + c * c
+        costs.append(t * k)
+    lo = math.inf
+    for t in costs:
+        if t < lo:
+            lo = t
+    near, root = lo * (1.0 + 3e-12), math.sqrt(lo) * (1.0 + 1e-12) if lo >= 0 else math.nan
+    slot = -1
+    for s, t in enumerate(costs):
+        if t <= near and (t == lo or math.sqrt(t) <= root) and (slot < 0 or ids[s] < ids[slot]):
+            slot = s
+    return int(np.argmin(ids)) if slot < 0 else slot
+
+
+@needs_core
+@pytest.mark.parametrize("p", [1, 3])
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 15, 16, 17, 31, 64, 203, 1000])
+def test_the_smallest_slot_is_the_plain_rules(n, p):
+    """``_smallest_slot`` (``RemoveSmallest``'s slot in every compiled pass; one column: eight
+    rows at a time) is the plain rule's, and NumPy's ``removal_cost``/``oldest_among`` where
+    the costs are finite: equal costs (a perceptron's), the least one's near ties 5e-13 and
+    3e-12 above it in any lane, zeros, NaN, infinite and huge costs, a negative diagonal."""
+    from streamk.budget.base import oldest_among
+    from streamk.budget.removal import removal_cost
+
+    rng = np.random.default_rng(1000 * p + n)
+    for trial in range(60):
+        coef = rng.standard_normal((n, p))
+        kdiag = rng.uniform(0.5, 2.0, n) if trial % 3 else np.ones(n)
+        ids = rng.permutation(n).astype(np.int64) + int(rng.integers(0, 10**6))
+        kind = trial % 10
+        if kind == 1:  # every cost equal: the oldest
+            coef = np.sign(coef)
+            kdiag = np.ones(n)
+        elif kind in (2, 3):  # the least and rows just above it: 5e-13 ties, 3e-12 does not
+            cost = np.full(n, 2.0)
+            lo_at = rng.integers(n)
+            cost[lo_at] = 1.0
+            near = rng.choice(n, size=min(n, 3), replace=False)
+            cost[near] = np.where(near == lo_at, 1.0, 1.0 + (5e-13 if kind == 2 else 3e-12))
+            coef = np.zeros((n, p))
+            coef[:, 0] = np.sqrt(cost)
+            kdiag = np.ones(n)
+        elif kind == 4:  # zeros
+            coef[rng.random(n) < 0.3] = 0.0
+        elif kind == 5:  # NaN costs: never the least
+            coef[rng.random(n) < 0.3, 0] = np.nan
+        elif kind == 6:  # every cost NaN: the oldest
+            coef[:, 0] = np.nan
+        elif kind == 7:  # infinite and huge costs
+            coef *= 10.0 ** rng.integers(100, 200, size=(n, 1))
+            coef[rng.random(n) < 0.2, 0] = np.inf
+        elif kind == 8:  # a negative diagonal
+            kdiag[rng.random(n) < 0.5] *= -1.0
+        coef = np.ascontiguousarray(coef)
+        got = accel.core.smallest_slot(coef, kdiag, ids)
+        assert got == plain_smallest_slot(coef, kdiag, ids), (trial, kind)
+        if kind not in (5, 6, 7, 8):
+
+            class Set:  # what the NumPy policy reads of a support set
+                pass
+
+            S = Set()
+            S.coef, S.kdiag, S.ids = coef, kdiag, ids
+            cost = removal_cost(S)
+            assert got == oldest_among(S, cost <= cost.min() * (1.0 + 1e-12)), (trial, kind)
