@@ -10,6 +10,7 @@ kernels × binary / multiclass for the adatron's grid, and over its constants (n
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import subprocess
@@ -230,21 +231,39 @@ def test_strings_and_switched_off_core_take_the_numpy_loop():
     assert dualpass.COUNTS["compiled"] == 0 and model.n_support > 0
 
 
-@pytest.mark.parametrize("policy", ["projectron", "merge", "random"])
+@pytest.mark.parametrize("policy", ["unbounded", "projectron", "merge", "random"])
 @pytest.mark.parametrize("classes", [2, 3])
 def test_slot_cache_changes_nothing(policy, classes):
-    """Each slot's class and the age order are reused while the set's rows stay put; a model
-    that aligns them afresh at every event ends identical (the Projectron's projections add
-    no vector, so they must leave no class behind for the next id)."""
+    """Each slot's class and the age order are reused while the set's rows stay put, and
+    extended where the event only appended its vector (``_appended_slot``: an unbounded or
+    filling set); after every event they are what aligning the classes afresh and sorting
+    the ids give, and a model that aligns them afresh at every event ends identical (the
+    Projectron's projections add no vector, so they must leave no class behind for the next
+    id). With one resweep an event: ``resweeps=0`` reads neither."""
     X, y = _stream(N, classes, seed=3)
     rows = X.to_dict(orient="records")
-    models = [KernelAdatron(RBF(gamma=0.5), budget=POLICIES[policy][0]()) for _ in range(2)]
+    models = [
+        KernelAdatron(RBF(gamma=0.5), C=1.0, resweeps=1, budget=POLICIES[policy][0]())
+        for _ in range(2)
+    ]
     cached, fresh = models
+    appended, slots, extend = [], cached._slots, cached._appended_slot
+
+    def checked():  # what each resweep takes, against a copy of the classes aligned afresh
+        cls, by_age = slots()
+        ids = cached._support.ids
+        np.testing.assert_array_equal(cls, copy.deepcopy(cached._cls).align(ids)[:, 0])
+        np.testing.assert_array_equal(by_age, np.argsort(ids, kind="stable"))
+        return cls, by_age
+
+    cached._slots = checked
+    cached._appended_slot = lambda *a: appended.append(extend(*a)) or appended[-1]
     for x, label in zip(rows, y):
         cached.learn_one(x, label)
         fresh._slots_cache = None
         fresh.learn_one(x, label)
     assert cached.n_updates > cached.n_support  # vectors left or were projected away
+    assert sum(a is not None for a in appended) > (30 if policy == "unbounded" else 0)
     np.testing.assert_array_equal(cached.support_.ids, fresh.support_.ids)
     np.testing.assert_array_equal(cached.support_.coef, fresh.support_.coef)
     assert cached.state()["sv_class"] == fresh.state()["sv_class"]

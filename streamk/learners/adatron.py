@@ -134,8 +134,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._cls = SlotData(1)  # class index of each support vector
         self.n_updates = 0
         self._event = eventpass.event_pass(rule="adatron")  # resweeps=0: one compiled call
-        # (support set, its rows_version, class per slot, slots oldest first): see _slots
-        self._slots_cache: tuple[Any, int, np.ndarray, np.ndarray] | None = None
+        # (support set, its rows_version, class per slot, slots oldest first, its ids then)
+        self._slots_cache: tuple[Any, int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def _unit_test_params(cls):
@@ -293,11 +293,38 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         """
         S = self._support
         cached = self._slots_cache
-        if cached is not None and cached[0] is S and cached[1] == S.rows_version:
-            return cached[2], cached[3]
+        if cached is not None and cached[0] is S:
+            if cached[1] == S.rows_version:
+                return cached[2], cached[3]
+            appended = self._appended_slot(*cached[2:])
+            if appended is not None:
+                return appended
         cls = np.ascontiguousarray(self._cls.align(S.ids)[:, 0])
         by_age = np.argsort(S.ids, kind="stable")
-        self._slots_cache = (S, S.rows_version, cls, by_age)
+        self._slots_cache = (S, S.rows_version, cls, by_age, S.ids.copy())
+        return cls, by_age
+
+    def _appended_slot(
+        self, cls: np.ndarray, by_age: np.ndarray, ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`_slots` after the set only appended the vector this event inserted (an
+        unbounded or not yet full set, the resweep removing none): the cached arrays with its
+        slot last (its id is the newest) and its class from the entry :meth:`_update` has
+        just recorded; ``None`` for any other change.
+
+        Aligning the classes afresh by id (a dozen array calls) and sorting the ids cost
+        10-15 µs an event at a few hundred vectors; this takes four array calls, about half
+        of that (a resweeping adatron on Synth50, no budget: 3-5% faster an event).
+        """
+        S = self._support
+        m, pending = ids.shape[0], self._cls.pending
+        if S.n != m + 1 or not pending or pending[-1][0] != S._ids[m]:
+            return None
+        if not (S._ids[:m] == ids).all():
+            return None
+        cls = np.concatenate((cls, (float(pending[-1][1]),)))
+        by_age = np.concatenate((by_age, (m,)))
+        self._slots_cache = (S, S.rows_version, cls, by_age, S.ids.copy())
         return cls, by_age
 
     def _sweep_plan(
