@@ -26,7 +26,8 @@ against the set before it (``n_before × d`` stored feature values, read once). 
 are priced at the fastest read bandwidth this machine shows on a contiguous block of
 doubles of those sizes (:func:`benchmarks.projectron_floor._bandwidths`: a vectorised
 sum, blocks in cache, so the floor errs low); writes of the new Gram row and the ``O(n)``
-vectors are left out (they err low too).
+vectors are left out (they err low too), and so is a policy's own work (under the
+Projectron, add ``benchmarks.projectron_floor``'s read of ``P``).
 
 A fresh ``KernelAdatron(resweeps=1)`` learns the grid's events one at a time under each of
 the grid's budget policies; the support's size at each pass and before each event gives

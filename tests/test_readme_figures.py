@@ -190,6 +190,28 @@ def test_the_user_guides_projectron_floor_matches_its_benchmark():
     assert claim["lo"] == f"{min(capped):.2f}" and claim["hi"] == f"{max(capped):.2f}"
 
 
+def test_the_user_guides_resweep_floor_matches_its_benchmark():
+    """docs/user-guide.md's bound on the resweeping adatron: how many of
+    ``benchmarks.resweep_floor``'s cells no implementation could bring to river's linear
+    model's speed, the range of all cells' best ratios, and how far above its floor the
+    current implementation runs outside the Projectron (two decimals; the multiple as a whole
+    number)."""
+    claim = _user_guide_claim(
+        r"in (?P<cells>\d+) of its (?P<all>\d+) cells no implementation could reach river's "
+        r"linear `Perceptron` \(at best (?P<lo>\d+\.\d\d)–(?P<hi>\d+\.\d\d)× its speed over "
+        r"all of them\), and, outside the Projectron \(whose own read of P it leaves out\), the "
+        r"current one runs at (?P<flo>\d+)–(?P<fhi>\d+)× the floor "
+        r"\(`python -m benchmarks\.resweep_floor`\)",
+        "resweep floor",
+    )
+    doc = _benchmark("resweep_floor")
+    best = [r["best_ratio"] for r in doc["rows"]]
+    over = [r["current_over_floor"] for r in doc["rows"] if r["policy"] != "Projectron"]
+    assert int(claim["all"]) == len(best) and int(claim["cells"]) == sum(b < 1.0 for b in best)
+    assert claim["lo"] == f"{min(best):.2f}" and claim["hi"] == f"{max(best):.2f}"
+    assert claim["flo"] == f"{min(over):.0f}" and claim["fhi"] == f"{max(over):.0f}"
+
+
 def test_the_user_guides_grid_timing_is_the_benchmarks():
     """docs/user-guide.md says how ``benchmarks.online_throughput`` times a repeat (fresh
     models until a CPU budget is spent): the budget is ``online_grid.MIN_CPU``, and the
