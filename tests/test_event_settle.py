@@ -97,3 +97,32 @@ def test_buffers_replaced_by_growth_are_the_ones_written(learner):
     else:
         pytest.fail("no event joined the set")
     np.testing.assert_array_equal(S.X[n, :3], [x[k] for k in sorted(x)])
+
+
+@pytest.mark.parametrize("learner", sorted(LEARNERS))
+def test_recording_allocates_nothing_the_garbage_collector_tracks(learner):
+    """``_record`` keeps the ids and the values in two lists, not a list of pairs: a pair
+    is a tuple the collector tracks, and one an update set off its collections (a full one
+    costs ~0.1 s in a process holding a few hundred thousand objects, landing on some
+    event). Unbounded, nothing is folded, so every pair would still be alive."""
+    import gc
+
+    make, attr, events_of = LEARNERS[learner]
+    model = make(None)
+    events = events_of(700, 3, 5)
+    for x, y in events[:300]:  # gamma="auto"'s warm-up and the binding
+        model.learn_one(x, y)
+    before_n, before = model.n_updates, getattr(model, attr)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        start = gc.get_count()[0]
+        for x, y in events[300:]:
+            assert model._event.learn(model, x, y)
+        grown = gc.get_count()[0] - start
+    finally:
+        if was:
+            gc.enable()
+    assert getattr(model, attr) is before and model.n_updates - before_n > 100
+    assert len(before.pending) == len(before.pending_values) > 100  # none folded
+    assert grown < 20, grown

@@ -245,7 +245,8 @@ cdef int _record(slots, SupportCounters support, int64_t id_, double value) exce
     ``learn_one`` did after each event, the append without a Python call and the settle's
     test only where something was recorded (nothing else grows ``SlotData.pending``)."""
     cdef list pending = slots.pending
-    pending.append((id_, value))
+    pending.append(id_)  # (an int and a float: no tuple for the garbage collector to count)
+    (<list>slots.pending_values).append(value)
     if PyList_GET_SIZE(pending) > support.n + SETTLE_SLACK:
         slots.settle(support)
     return 0

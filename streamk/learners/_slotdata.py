@@ -43,8 +43,12 @@ class SlotData:
     def __init__(self, width: int = 1) -> None:
         self._ids = np.zeros(0, dtype=np.int64)
         self._values = np.zeros((0, width))
-        #: ``(id, value)`` recorded by :meth:`add` and not yet folded into the arrays
-        self.pending: list[tuple[int, np.ndarray | float]] = []
+        #: ids recorded by :meth:`add` and not yet folded into the arrays, and their values
+        #: (two lists, not a list of pairs: a pair is a tuple the garbage collector tracks,
+        #: one an update of the compiled ``learn_one``, and their count set off collections;
+        #: a full one costs ~0.1 s with a few hundred thousand objects alive)
+        self.pending: list[int] = []
+        self.pending_values: list[np.ndarray | float] = []
 
     @property
     def ids(self) -> np.ndarray:
@@ -62,13 +66,14 @@ class SlotData:
         """Record ``value`` for the row with insertion id ``id_``: amortised O(1) (a list
         append, folded into the arrays by the next reader), since the compiled
         ``learn_one`` records one value per update."""
-        self.pending.append((id_, value))
+        self.pending.append(id_)
+        self.pending_values.append(value)
 
     def fold(self) -> None:
         """Move the entries :meth:`add` recorded into the arrays, in insertion order."""
         if self.pending:
-            ids, values = zip(*self.pending)
-            self.pending = []
+            ids, values = self.pending, self.pending_values
+            self.pending, self.pending_values = [], []
             self._append(np.array(ids, dtype=np.int64), values)
 
     def settle(self, support: Any, slack: int = SETTLE_SLACK) -> None:

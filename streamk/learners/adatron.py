@@ -318,11 +318,11 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         """
         S = self._support
         m, pending = ids.shape[0], self._cls.pending
-        if S.n != m + 1 or not pending or pending[-1][0] != S._ids[m]:
+        if S.n != m + 1 or not pending or pending[-1] != S._ids[m]:
             return None
         if not (S._ids[:m] == ids).all():
             return None
-        cls = np.concatenate((cls, (float(pending[-1][1]),)))
+        cls = np.concatenate((cls, (float(self._cls.pending_values[-1]),)))
         by_age = np.concatenate((by_age, (m,)))
         self._slots_cache = (S, S.rows_version, cls, by_age, S.ids.copy())
         return cls, by_age
