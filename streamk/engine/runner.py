@@ -145,6 +145,8 @@ def check_consolidation_sizes(config: dict[str, Any]) -> None:
     hold, or whose solve would allocate a Gram past :data:`MAX_GRAM_BYTES`: either was found
     only later (exit 2 at a checkpoint, the solve refused at every trigger), and the first
     again after every restart."""
+    from math import isqrt
+
     from ..consolidation.limits import DEFAULT_WINDOW_LIMITS, MAX_GRAM_BYTES, MiB
 
     window, names = config["consolidate_window"], config["max_feature_names"]
@@ -162,7 +164,8 @@ def check_consolidation_sizes(config: dict[str, Any]) -> None:
             raise ConfigError(
                 f"consolidate_window + budget = {rows} training rows: each consolidation's "
                 f"Gram would take {8 * rows * rows / MiB:,.0f} MiB, above the "
-                f"{MAX_GRAM_BYTES // MiB} MiB it may allocate (16,384 rows); lower "
+                f"{MAX_GRAM_BYTES // MiB} MiB it may allocate ({isqrt(MAX_GRAM_BYTES // 8):,} "
+                "rows); lower "
                 "consolidate_window or budget"
             )
 
