@@ -41,6 +41,7 @@ cdef extern from "../_fastexp.h" nogil:
                  const double *row, Py_ssize_t w)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
+    double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
 
 import numpy as np
 
@@ -57,15 +58,24 @@ cdef inline bint _margin_rule(const double *k, const double *C, Py_ssize_t n, Py
     prediction into ``code`` (the sign, sgn(0) = +1, or the best column), and the update
     ``nc``: ``t`` in the columns whose sign is wrong or where ``t f < margin``, else 0.
     Returns whether any column updates (what :func:`projectron_run` and :func:`merge_run`
-    share)."""
+    share).
+
+    ``f`` is summed as the per-event core sums it (``_combine`` in streamk/_kcol.pxi: one
+    column on ``sk_coef_dot``'s four lanes, several left to right), so a block and
+    ``learn_one`` decide alike to the bit, and a column's sum is held in a register: summed
+    into ``f`` in memory, each addition waited on the store of the one before (about eight
+    cycles a vector, most of the rule's time on a set of 200)."""
     cdef Py_ssize_t s, c, best_c = 0
-    cdef double best
+    cdef double best, acc
     cdef bint wrong, any_wrong = False
-    for c in range(p):
-        f[c] = 0.0
-    for s in range(n):
-        for c in range(p):
-            f[c] += k[s] * C[s * p + c]
+    if p == 1:
+        f[0] = sk_coef_dot(k, C, n)
+    else:
+        for c in range(p):  # column by column: each column's additions in _combine's order
+            acc = 0.0
+            for s in range(n):
+                acc = acc + k[s] * C[s * p + c]
+            f[c] = acc
     if p == 1:
         code[0] = 1 if f[0] >= 0.0 else 0
     else:
