@@ -15,6 +15,8 @@ cdef extern from "_dense.h" nogil:
     double sk_pjl_project(const double *P, Py_ssize_t ldp, const double *k, double *d,
                           double *u, Py_ssize_t n, double kxx)
     double sk_pj_error(const double *k, const double *d, Py_ssize_t m, double kxx)
+    Py_ssize_t sk_pjl_pick(const double *P, Py_ssize_t ldp, const double *coef, Py_ssize_t p,
+                           double *col, double *row, Py_ssize_t n)
     void sk_pjl_grow(double *P, Py_ssize_t ldp, const double *d, double *g, Py_ssize_t n,
                      double delta)
     void sk_pjl_shrink_grow(double *P, Py_ssize_t ldp, Py_ssize_t n, Py_ssize_t i,
@@ -37,25 +39,12 @@ cdef Py_ssize_t _pick(const double *P, Py_ssize_t ldp, const double *coef, Py_ss
                       double *k, double *col, double *row, Py_ssize_t n,
                       double *pii_out) noexcept nogil:
     """The choice of ``Projectron._remove_one``: ``i = argmin ||coef_i||² / P_ii``, with
-    ``col = P[:, i]``, ``row = P[i, :] / P_ii`` (from the lower triangle) and ``pii_out = P_ii``
-    (what the downdate
-    and the coefficient projection need; ``P`` itself is left for :func:`_shrink_grow`),
-    and ``k``'s last entry moved into ``i`` (as ``without_slot`` does). Returns ``i``."""
-    cdef Py_ssize_t i = 0, a, c
-    cdef double best = INFINITY, cost, pii
-    for a in range(n):
-        cost = 0.0
-        for c in range(p):
-            cost += coef[a * p + c] * coef[a * p + c]
-        cost = cost / P[a * ldp + a]
-        if cost < best:
-            best = cost
-            i = a
-    pii = P[i * ldp + i]
-    pii_out[0] = pii
-    for a in range(n):  # P[:, i] from the lower triangle; P[i, :] is the same vector
-        col[a] = P[a * ldp + i] if a >= i else P[i * ldp + a]
-        row[a] = col[a] / pii
+    ``col = P[:, i]``, ``row = P[i, :] / P_ii`` (from the lower triangle; ``sk_pjl_pick``)
+    and ``pii_out = P_ii`` (what the downdate and the coefficient projection need; ``P``
+    itself is left for :func:`_shrink_grow`), and ``k``'s last entry moved into ``i`` (as
+    ``without_slot`` does). Returns ``i``."""
+    cdef Py_ssize_t i = sk_pjl_pick(P, ldp, coef, p, col, row, n)
+    pii_out[0] = P[i * ldp + i]
     k[i] = k[n - 1]
     return i
 
@@ -73,9 +62,9 @@ cdef Py_ssize_t _remove_one(const double *P, Py_ssize_t ldp, double *X, Py_ssize
     i = _pick(P, ldp, coef, p, k, col, row, n, &pii)
     pii_out[0] = pii
     for a in range(n):  # coef -= outer(P[:, i] / P_ii, coef_i), row i unchanged
-        if a != i:
+        if a != i:  # (row[a] is _pick's col[a] / P_ii: the same division, made once)
             for c in range(p):
-                coef[a * p + c] += -(col[a] / pii) * coef[i * p + c]
+                coef[a * p + c] += -row[a] * coef[i * p + c]
     if i != last:  # SupportSet.remove
         for a in range(ldx):
             X[i * ldx + a] = X[last * ldx + a]
