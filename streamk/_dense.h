@@ -461,6 +461,22 @@ SK_DENSE_CLONES static double sk_pjl_project_pending(double *P, Py_ssize_t ldp, 
     return sk_pjl_project_body(P, ldp, k, d, u, n, kxx, pend, m);
 }
 
+/* The arguments of row i of the Projectron's Gram matrix from its dots (m = i + 1 entries):
+ * g[j] = max(0, (-2 d[j] + sq_i) + sq[j]) (NaN to 0), _policies._gram_rows's order, element
+ * by element (the same bits in every clone; fp-contract off: no FMA), for sk_scaled_exp. */
+SK_DENSE_CLONES static void sk_gram_args(double *g, const double *d, const double *sq,
+                                         double sq_i, Py_ssize_t m)
+{
+    Py_ssize_t j;
+    double t;
+    for (j = 0; j < m; j++) {
+        t = -2.0 * d[j];
+        t = t + sq_i;
+        t = t + sq[j];
+        g[j] = t > 0.0 ? t : 0.0;
+    }
+}
+
 /* The removal's choice (Projectron._remove_one): i = argmin_a ||coef_a||^2 / P_aa (the first
  * of equal costs; coef row-major, p columns), with col = P[:, i] read from the lower triangle
  * and row = col / P_ii; returns i. The costs and row come from loops of their own over

@@ -135,7 +135,9 @@ def test_the_warm_up_reuses_dots_and_keeps_the_model_bits(monkeypatch):
     kept = learn(OnlineSVR(kernel=RBF("auto"), budget=Projectron(60)))
     assert sum(reused) > 100, reused  # later rebuilds found most rows kept
     monkeypatch.setattr(
-        compiled, "support_gram_kept", lambda s, kept: (compiled.support_gram(s), None)
+        compiled,
+        "support_gram_kept",
+        lambda s, kept, lower=False: (compiled.support_gram(s), None),
     )
     fresh = learn(OnlineSVR(kernel=RBF("auto"), budget=Projectron(60)))
     for a, b in ((kept.support_, fresh.support_),):
@@ -143,6 +145,52 @@ def test_the_warm_up_reuses_dots_and_keeps_the_model_bits(monkeypatch):
         np.testing.assert_array_equal(a.X, b.X)
         np.testing.assert_array_equal(a.coef, b.coef)
     np.testing.assert_array_equal(kept._policy.inverse_gram, fresh._policy.inverse_gram)
+
+
+def test_a_lower_gram_is_the_lower_triangle_of_the_full_one():
+    """``mirror=False`` (what the Projectron's rebuild asks for: its inverse reads the lower
+    triangle only) writes the lower triangle, with the full matrix's bits, and nothing
+    above it; kept rows in their slots (dots copied whole) and new rows alike."""
+    rng = np.random.default_rng(5)
+    support = SupportSet(RBF(gamma=0.1))
+    for row in rng.normal(size=(KEEP_FROM + 3, 6)):
+        support.append(row, np.ones(1))
+    kD = compiled.support_gram_kept(support, None)[1].kept[2].copy()
+    m = support.n
+    for row in rng.normal(size=(5, 6)):  # new rows after the kept ones
+        support.append(row, np.ones(1))
+    n, w = support.n, support._X.shape[1]
+    out = (np.empty(n, dtype=np.int64), np.empty((n, w)), np.empty((n, n)))
+    G = np.full((n, n), np.nan)
+    found = compiled.policies.rbf_gram_kept(
+        support._X, support._sq, support._ids, n, float(support.kernel.gamma),
+        support.ids[:m].copy(), support._X[:m].copy(), kD, m, *out, G, False,
+    )  # fmt: skip
+    assert found == m
+    low = np.tril_indices(n)
+    np.testing.assert_array_equal(G[low], _scratch(support)[low])
+    assert np.isnan(G[np.triu_indices(n, 1)]).all()
+
+
+def test_a_rebuild_the_compiled_inverse_refuses_reads_the_whole_gram():
+    """A set too close to singular for the compiled inverse (a row twice) falls back to
+    LAPACK, which reads the whole Gram matrix: the kept path's lower triangle is mirrored
+    first, so ``P`` is LAPACK's inverse (or pseudo-inverse) of the full Gram matrix."""
+    rng = np.random.default_rng(6)
+    rows = rng.normal(size=(KEEP_FROM + 8, 4))
+    rows[-1] = rows[5]
+    support = SupportSet(RBF(gamma=0.4))
+    for row in rows:
+        support.append(row, np.ones(1))
+    policy = Projectron(KEEP_FROM + 20)
+    policy.prepare(support, support.n + 1)
+    assert policy._gram_kept is not None and not policy._lower  # (the kept path, LAPACK)
+    G = _scratch(support)
+    try:
+        want = np.linalg.inv(G)
+    except np.linalg.LinAlgError:
+        want = np.linalg.pinv(G, hermitian=True)
+    np.testing.assert_array_equal(policy.inverse_gram, want)
 
 
 def test_the_cache_never_travels_with_the_policy():

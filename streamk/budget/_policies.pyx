@@ -41,6 +41,10 @@ cdef extern from "../_fastexp.h" nogil:
                  const double *row, Py_ssize_t w)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
+
+
+cdef extern from "../_dense.h" nogil:
+    void sk_gram_args(double *g, const double *d, const double *sq, double sq_i, Py_ssize_t m)
     double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
 
 import numpy as np
@@ -115,23 +119,22 @@ cdef inline double _append(const double *q, Py_ssize_t w, double *X, Py_ssize_t 
 
 
 cdef void _gram_rows(double *G, const double *D, Py_ssize_t ldd, const double[::1] sq,
-                     Py_ssize_t n, double gamma) noexcept nogil:
+                     Py_ssize_t n, double gamma, bint mirror=True) noexcept nogil:
     """``G`` (``n x n``, contiguous) from the dots ``D`` (leading dimension ``ldd``, lower
     triangle read; ``D`` may be ``G``): ``exp(-gamma max(0, (-2 D_ij + sq_i) + sq_j))`` for
-    ``j <= i`` row by row, in the operation order of :func:`streamk.accel.rbf_from_dots`,
-    then mirrored. The part :func:`rbf_gram` and :func:`rbf_gram_kept` share (the same
-    bits)."""
+    ``j <= i`` row by row, in the operation order of :func:`streamk.accel.rbf_from_dots`
+    (``sk_gram_args``, vectorised: element by element, the same bits), then mirrored unless
+    ``mirror`` is false (the Projectron's inverse reads the lower triangle only, and the
+    mirror's column writes cost a cache line per entry). The part :func:`rbf_gram` and
+    :func:`rbf_gram_kept` share (the same bits)."""
     cdef Py_ssize_t i, j
-    cdef double t
     for i in range(n):
-        for j in range(i + 1):
-            t = -2.0 * D[i * ldd + j]
-            t = t + sq[i]
-            t = t + sq[j]
-            G[i * n + j] = t if t > 0.0 else 0.0
+        sk_gram_args(&G[i * n], &D[i * ldd], &sq[0], sq[i], i + 1)
         sk_scaled_exp(&G[i * n], i + 1, -gamma)
-        for j in range(i):
-            G[j * n + i] = G[i * n + j]
+    if mirror:
+        for i in range(n):
+            for j in range(i):
+                G[j * n + i] = G[i * n + j]
 
 
 def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
@@ -198,6 +201,7 @@ def rbf_gram_kept(
     double[:, ::1] out_X,
     double[:, ::1] out_D,
     double[:, ::1] out_G,
+    bint mirror=True,
 ):
     """:func:`rbf_gram` (the same bits) from the dots a former call kept.
 
@@ -208,8 +212,9 @@ def rbf_gram_kept(
     ``sk_dots``); the other pairs are ``sk_dots``'s. So a new ``gamma`` costs the exps and
     the dots of new rows only. ``out_ids``, ``out_X`` and ``out_D`` (room for ``n`` rows, not
     the kept buffers) receive what to keep for the next call, ``out_G`` (``n x n``) the Gram
-    matrix. Returns how many rows were found kept."""
-    cdef Py_ssize_t w = X.shape[1], i, j, a, b, mask = 1, found = 0
+    matrix (its lower triangle alone unless ``mirror``). Returns how many rows were found
+    kept."""
+    cdef Py_ssize_t w = X.shape[1], i, j, a, b, mask = 1, found = 0, same = 0
     if n < 0 or n > X.shape[0] or sq.shape[0] < n or ids.shape[0] < n:
         raise ValueError("X, sq and ids must hold n rows")
     if m < 0 or m > kept_ids.shape[0] or m > kept_X.shape[0] or m > kept_D.shape[0]:
@@ -238,6 +243,8 @@ def rbf_gram_kept(
         else:
             for i in range(n):
                 hit[i] = -1
+        while same < n and hit[same] == same:  # the leading slots kept where they were
+            same += 1
         for i in range(n):
             out_ids[i] = ids[i]
             memcpy(&out_X[i, 0], &X[i, 0], w * sizeof(double))
@@ -246,6 +253,9 @@ def rbf_gram_kept(
                 continue
             found += 1
             a = hit[i]
+            if i < same:  # it and every row before it kept in place: the kept row's dots
+                memcpy(&D[i, 0], &kept_D[i, 0], (i + 1) * sizeof(double))
+                continue
             for j in range(i + 1):
                 b = hit[j]
                 if b < 0:
@@ -254,7 +264,7 @@ def rbf_gram_kept(
                     D[i, j] = kept_D[a, b]
                 else:
                     D[i, j] = kept_D[b, a]
-        _gram_rows(&G[0, 0], &D[0, 0], D.shape[1], sq, n, gamma)
+        _gram_rows(&G[0, 0], &D[0, 0], D.shape[1], sq, n, gamma, mirror)
     return found
 
 

@@ -236,12 +236,13 @@ def _kept_buffers(
 
 
 def support_gram_kept(
-    support: SupportSet, kept: GramKept | None
+    support: SupportSet, kept: GramKept | None, lower: bool = False
 ) -> tuple[np.ndarray, GramKept] | None:
     """:func:`support_gram` (the same bits) reusing the dots of the rows the last call kept
     (``kept``, or ``None``): a new ``gamma`` then costs the exps and the new rows' dots, not
     ``n² d / 2`` multiply-adds (the warm-up's kernel changes rebuild the Projectron's ``P``
-    every ten events). Returns ``(G, kept)``, or ``None`` where :func:`support_gram` is."""
+    every ten events). Returns ``(G, kept)``, or ``None`` where :func:`support_gram` is.
+    ``lower``: only ``G``'s lower triangle is written (what :func:`inverse_gram` reads)."""
     if not _gram_applies(support):
         return None
     n, gamma = support.n, float(support.kernel.gamma)
@@ -254,7 +255,7 @@ def support_gram_kept(
         old, m = _kept_buffers(None, 0, width), 0
     out = _kept_buffers(kept.spare, n, width)
     G = kept.gram_out(n)
-    policies.rbf_gram_kept(X, support._sq, support._ids, n, gamma, *old, m, *out, G)
+    policies.rbf_gram_kept(X, support._sq, support._ids, n, gamma, *old, m, *out, G, not lower)
     kept.kept, kept.spare, kept.m = out, old, n
     return G, kept
 

@@ -172,9 +172,9 @@ class Projectron(BudgetPolicy):
         """``P`` inverted afresh for ``support``, with room for ``rows`` vectors (the room
         :meth:`_grow` would make next, in one allocation instead of two)."""
         n = support.n
-        G = self._gram(support)
+        G, lower = self._gram(support), True
         if G is None:
-            G = support.kernel_block(support.X) if n else np.zeros((0, 0))
+            G, lower = (support.kernel_block(support.X) if n else np.zeros((0, 0))), False
         cap = max(n, 1)
         if self._P.shape[0] < max(cap, rows):  # else the buffer serves: P[:n, :n] is written
             if rows > cap:  # whole below, and no step reads beyond n unwritten
@@ -186,6 +186,9 @@ class Projectron(BudgetPolicy):
         # compiled (no BLAS threads), the lower triangle only: :meth:`_mirror` mirrors it
         self._lower = compiled.inverse_gram(G, self._P, MIN_REL_DELTA, work, lower=True)
         if not self._lower:
+            if lower:  # (the compiled Gram matrix came as its lower triangle: mirrored)
+                upper = np.triu_indices(n, 1)
+                G[upper] = G.T[upper]
             try:
                 P = np.linalg.inv(G)
             except np.linalg.LinAlgError:
@@ -198,11 +201,12 @@ class Projectron(BudgetPolicy):
         kept (a kernel change during ``gamma="auto"``'s warm-up then costs exps, not dots);
         ``None`` where :func:`compiled.support_gram` is. A set below :data:`KEEP_FROM` rows
         is computed afresh (fewer dots than the kept path's set-up costs), and so is one
-        above :data:`KEEP_UP_TO` (its memory kept for nothing: no rebuild follows soon)."""
+        above :data:`KEEP_UP_TO` (its memory kept for nothing: no rebuild follows soon).
+        Only the lower triangle is sure to be current (all the compiled inverse reads)."""
         if not KEEP_FROM <= support.n <= KEEP_UP_TO:
             self._gram_kept = None
             return compiled.support_gram(support)
-        got = compiled.support_gram_kept(support, self._gram_kept)
+        got = compiled.support_gram_kept(support, self._gram_kept, lower=True)
         if got is None:
             self._gram_kept = None
             return None
