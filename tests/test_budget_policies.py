@@ -291,6 +291,27 @@ def test_projectron_rebuilds_when_the_set_changes_behind_its_back():
     np.testing.assert_allclose(p.inverse_gram, np.linalg.inv(G), atol=1e-8)
 
 
+def test_projectron_p_buffer_never_has_a_power_of_two_stride():
+    """``P``'s side is whole cache lines (8 doubles) and never a multiple of 64 doubles (rows
+    512 bytes apart alias in the cache: the pass over ``P`` ran up to twice as slow), with
+    room for every row asked; growing through such sizes keeps ``P`` the inverse Gram
+    matrix."""
+    kern = RBF(gamma=0.05)
+    p = Projectron(None, eta=0.0)
+    s = SupportSet(kern)
+    rng = np.random.default_rng(5)
+    sides = set()
+    for _ in range(140):
+        insert(p, s, rng.normal(size=3) * 4, 1.0)
+        side = p._P.shape[0]
+        sides.add(side)
+        assert p._P.shape == (side, side) and side >= len(s)
+        assert side % 8 == 0 and side % 64 != 0, side
+    assert len(sides) > 2 and len(s) > 128  # (grown past 64 and 128 rows)
+    G = kern.gram(s.X, s.X)
+    np.testing.assert_allclose(p.inverse_gram @ G, np.eye(len(s)), atol=1e-6)
+
+
 @pytest.mark.parametrize("bad", [-0.1, "x", float("nan")])
 def test_projectron_eta_validated(bad):
     with pytest.raises(ConfigError):
