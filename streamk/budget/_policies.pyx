@@ -41,11 +41,11 @@ cdef extern from "../_fastexp.h" nogil:
                  const double *row, Py_ssize_t w)
     void sk_rbf_from_dots(double *out, const double *dot, const double *sq, double row_sq,
                           Py_ssize_t n, double gamma)
+    double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
 
 
 cdef extern from "../_dense.h" nogil:
     void sk_gram_args(double *g, const double *d, const double *sq, double sq_i, Py_ssize_t m)
-    double sk_coef_dot(const double *k, const double *c, Py_ssize_t n)
 
 import numpy as np
 
