@@ -6,6 +6,8 @@ import json
 import os
 import platform
 import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,16 @@ def write_between(path: Path, start: str, end: str, text: str) -> None:
     (the tables a benchmark writes into the docs)."""
     head, rest = path.read_text().split(start, 1)
     path.write_text(f"{head}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
+
+
+def learn_one_seconds(make: Callable[[], Any], data: list, repeats: int = 3) -> float:
+    """CPU seconds per event of a fresh ``make()`` learning ``data`` (pairs) one
+    ``learn_one`` at a time: the median over ``repeats``."""
+    runs = []
+    for _ in range(repeats):
+        model = make()
+        start = time.process_time()
+        for x, y in data:
+            model.learn_one(x, y)
+        runs.append((time.process_time() - start) / len(data))
+    return statistics.median(runs)

@@ -32,7 +32,7 @@ import numpy as np
 from river import linear_model
 
 from benchmarks import online_grid as grid
-from benchmarks.common import machine_info
+from benchmarks.common import learn_one_seconds, machine_info
 from streamk import Projectron
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -89,14 +89,7 @@ def _update_sizes(model: Any, data: list, unsupervised: bool) -> list[int]:
 def _river_seconds(task: str, data: list, repeats: int = 3) -> float:
     """river's linear model's ``learn_one`` seconds per event (median of ``repeats``)."""
     make = linear_model.Perceptron if task == "clf" else linear_model.LinearRegression
-    runs = []
-    for _ in range(repeats):
-        model = make()
-        start = time.process_time()
-        for x, y in data:
-            model.learn_one(x, y)
-        runs.append((time.process_time() - start) / len(data))
-    return statistics.median(runs)
+    return learn_one_seconds(make, data, repeats)
 
 
 def _grid_ratios() -> dict[tuple, tuple[float, float]]:

@@ -46,12 +46,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks import online_grid as grid
-from benchmarks.common import machine_info
+from benchmarks.common import learn_one_seconds, machine_info
 from benchmarks.projectron_floor import _bandwidths, _river_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -88,18 +87,6 @@ def floor_bytes(passes: list[int], before: list[int], width: int) -> float:
     """Bytes a pass-through must read at least: ``n (n + 1) / 2`` Gram entries a pass, the
     event's kernel row (``n_before × width`` features), 8 bytes each."""
     return 8.0 * (sum(n * (n + 1) / 2 for n in passes) + width * sum(before))
-
-
-def _current_seconds(make: Any, data: list, repeats: int = REPEATS) -> float:
-    """The current implementation's ``learn_one`` CPU seconds per event (median)."""
-    runs = []
-    for _ in range(repeats):
-        model = make()
-        start = time.process_time()
-        for x, y in data:
-            model.learn_one(x, y)
-        runs.append((time.process_time() - start) / len(data))
-    return statistics.median(runs)
 
 
 def _grid_rows() -> dict[tuple, dict[str, Any]]:
@@ -140,7 +127,7 @@ def main() -> int:
 
             passes, before = _sizes(make(), data)
             floor = floor_bytes(passes, before, width) / fastest / len(data)
-            now = _current_seconds(make, data)
+            now = learn_one_seconds(make, data, REPEATS)
             row = measured.get((sname, pname, budget), {})
             many, one = row.get("many_vs_river"), row.get("one_vs_river")
             out = {
