@@ -32,7 +32,7 @@ import numpy as np
 from river import linear_model
 
 from benchmarks import online_grid as grid
-from benchmarks.common import learn_one_seconds, machine_info
+from benchmarks.common import learn_one_seconds, result_document, write_results
 from streamk import Projectron
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -154,17 +154,14 @@ def main() -> int:
                     f"{1e6 * floor:>11.2f} {1e6 * river_s:>11.2f} {ratio:>10.2f} {shown:>14}",
                     flush=True,
                 )
-    out = {
-        "benchmark": "projectron floor",
-        "command": "python -m benchmarks.projectron_floor",
-        "read_bandwidth_bytes_per_s": {str(n): bw for n, bw in bandwidth.items()},
-        "machine": machine_info(),
-        "load_average_1_5_15": {"before": load_before, "after": os.getloadavg()},
-        "rows": rows,
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "projectron_floor.json").write_text(json.dumps(out, indent=2))
-    print(f"\nwrote {RESULTS / 'projectron_floor.json'}")
+    doc = result_document(
+        "projectron_floor",
+        False,
+        load_before,
+        rows,
+        read_bandwidth_bytes_per_s={str(n): bw for n, bw in bandwidth.items()},
+    )
+    write_results(RESULTS, "projectron_floor", False, doc)
     return 0
 
 

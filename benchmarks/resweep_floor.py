@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import online_grid as grid
-from benchmarks.common import learn_one_seconds, machine_info
+from benchmarks.common import learn_one_seconds, result_document, write_results
 from benchmarks.projectron_floor import _bandwidths, _river_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -155,18 +155,15 @@ def main() -> int:
                 f"{1e6 * now:>9.1f} {out['current_over_floor']:>9.1f} {shown:>14}",
                 flush=True,
             )
-    out_doc = {
-        "benchmark": "resweep floor",
-        "command": "python -m benchmarks.resweep_floor",
-        "learner": "KernelAdatron(resweeps=1), RBF(gamma='auto')",
-        "read_bandwidth_bytes_per_s": {str(n): bw for n, bw in bandwidth.items()},
-        "machine": machine_info(),
-        "load_average_1_5_15": {"before": load_before, "after": os.getloadavg()},
-        "rows": rows,
-    }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "resweep_floor.json").write_text(json.dumps(out_doc, indent=2))
-    print(f"\nwrote {RESULTS / 'resweep_floor.json'}")
+    doc = result_document(
+        "resweep_floor",
+        False,
+        load_before,
+        rows,
+        learner="KernelAdatron(resweeps=1), RBF(gamma='auto')",
+        read_bandwidth_bytes_per_s={str(n): bw for n, bw in bandwidth.items()},
+    )
+    write_results(RESULTS, "resweep_floor", False, doc)
     return 0
 
 
