@@ -165,10 +165,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         event = self._event  # resweeps=0: the whole event in one call (see eventpass)
         if event is not None and not self.resweeps and event.learn(self, x, y):
             return  # it settles self._cls where it records a class
-        if not self._labels.knows(y):
-            check_labels([y])  # a bad label changes nothing
-        row = self._learn_row(x)  # a bad x is refused before its label becomes a class
-        self._add_label(y)
+        row = self._labelled_row(x, y)
         k_row = self._kernel_row(row)
         self._update(row, k_row @ self._support.coef, k_row, y)
         self._cls.settle(self._support)  # bounded: evicted rows' classes are dropped

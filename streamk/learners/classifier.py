@@ -44,12 +44,32 @@ class KernelClassifier(KernelLearner):
         """Register ``y``; a new class remaps the coefficient columns (binary -> one-vs-rest)."""
         if self._labels.knows(y):  # checked when it became a class
             return
-        check_label(y)  # before the coder records anything: a bad label changes nothing
+        self._check_new_class(y)  # before the coder records anything: a bad label changes nothing
+        self._register(y)
+
+    def _labelled_row(self, x: dict, y: Any) -> np.ndarray:
+        """The row of a labelled event, its label a class: a new label is checked before the
+        row is built and becomes a class after it, so a bad label or a bad ``x`` (which
+        :meth:`_learn_row` refuses) changes nothing, not even the classes."""
+        new = not self._labels.knows(y)
+        if new:
+            self._check_new_class(y)
+        row = self._learn_row(x)
+        if new:
+            self._register(y)
+        return row
+
+    def _check_new_class(self, y: Any) -> None:
+        """Refuse ``y`` as a new class: not a label (:func:`check_label`) or one too many."""
+        check_label(y)
         if len(self._labels.classes) >= MAX_CLASSES:
             raise InvalidInput(
                 f"label {y!r:.60} would be class {len(self._labels.classes) + 1:,}, above the "
                 f"{MAX_CLASSES:,} a snapshot can hold (one coefficient column each)"
             )
+
+    def _register(self, y: Any) -> None:
+        """Make the checked ``y`` a class, changing the coefficient columns as it says."""
         change = self._labels.register(y)
         if isinstance(change, int):  # a new one-vs-rest class: one zero column, O(capacity C)
             self._support.add_outputs(change)

@@ -108,10 +108,7 @@ class KernelPerceptron(KernelClassifier, base.MiniBatchClassifier):
         event = self._event  # one compiled call when it applies (see eventpass)
         if event is not None and event.learn(self, x, y):
             return
-        if not self._labels.knows(y):
-            check_labels([y])  # a bad label changes nothing
-        row = self._learn_row(x)  # a bad x is refused before its label becomes a class
-        self._add_label(y)
+        row = self._labelled_row(x, y)
         k_row, f = self._margins(row)  # what predict_one(x) just computed, if it did
         self._update(row, f, k_row, y)
 
