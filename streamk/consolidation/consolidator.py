@@ -407,22 +407,19 @@ class Consolidator:
         if error is not None:
             self._thread = None
             raise error
-        if failure is not None:  # the live model learned the buffered events already
-            self._thread.join()
-            self._thread = None
-            self._buffer = []
-            self._failed(*failure)
-            return False
-        if result is None:
+        if result is None and failure is None:
             return False
         self._thread.join()
         self._thread = None
+        buffered, self._buffer = self._buffer, []
+        if failure is not None:  # the live model learned the buffered events already
+            self._failed(*failure)
+            return False
         new, outcome, seconds = result
         if new is not None:
-            for x, y in self._buffer:
+            for x, y in buffered:
                 new.learn_one(x, y)
-        self.last_replayed = len(self._buffer)
-        self._buffer = []
+        self.last_replayed = len(buffered)
         return self._adopt(learner, new, outcome, seconds)
 
     def join(self, learner: Any) -> bool:
@@ -434,10 +431,9 @@ class Consolidator:
 
     def _failed(self, exc: BaseException, seconds: float) -> None:
         """A solve that raised: keep the on-line model, count it, log it once."""
-        self.last_duration = seconds
-        self.seconds_total += seconds
+        self._spent(seconds)
         self.n_failed += 1
-        self._full_rest = max(1, self.window_size // 10)  # as after a skip: not every event
+        self._rest()  # as after a skip: not at every event
         log.warning(
             "consolidation failed after %d events and was not adopted: %s: %s; the on-line "
             "model is kept and keeps learning (%d failed consolidations so far)",
@@ -447,13 +443,22 @@ class Consolidator:
             self.n_failed,
         )
 
-    def _adopt(self, learner: Any, new: Any, outcome: Outcome, seconds: float) -> bool:
+    def _spent(self, seconds: float) -> None:
+        """Count a solve's time, adopted, skipped or failed."""
         self.last_duration = seconds
-        self.seconds_total += seconds  # skipped solves cost time too
+        self.seconds_total += seconds
+
+    def _rest(self) -> None:
+        """After a solve that changed nothing (skipped or failed) the learner stays full:
+        ``when_full`` waits until a tenth of the window is new."""
+        self._full_rest = max(1, self.window_size // 10)
+
+    def _adopt(self, learner: Any, new: Any, outcome: Outcome, seconds: float) -> bool:
+        self._spent(seconds)  # skipped solves cost time too
         self.last_n_train = outcome.n_train
         if new is None:
             self.n_skipped += 1
-            self._full_rest = max(1, self.window_size // 10)
+            self._rest()
             return False
         self._full_rest = 0
         self.support_before = learner.n_support
