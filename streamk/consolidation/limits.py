@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError, SolverError
 
-__all__ = ["WindowLimits", "DEFAULT_WINDOW_LIMITS", "MAX_GRAM_BYTES", "check_gram_rows"]
+__all__ = [
+    "WindowLimits",
+    "DEFAULT_WINDOW_LIMITS",
+    "MAX_GRAM_BYTES",
+    "gram_bytes",
+    "check_gram_rows",
+]
 
 MiB = 1 << 20
 #: the most bytes a consolidation's dense Gram (its training rows squared, 8 bytes each) may
@@ -53,12 +59,17 @@ class WindowLimits:
 DEFAULT_WINDOW_LIMITS = WindowLimits()
 
 
+def gram_bytes(rows: int) -> int:
+    """Bytes of the dense float64 Gram a solve on ``rows`` training rows allocates."""
+    return 8 * rows * rows
+
+
 def check_gram_rows(rows: int, limit: int | None = None) -> None:
     """Refuse a solve on ``rows`` training rows whose Gram would take more than ``limit``
     bytes (default :data:`MAX_GRAM_BYTES`) with a :class:`~streamk.errors.SolverError`: the
     consolidator keeps the on-line model, logs it and counts a failed consolidation."""
     limit = MAX_GRAM_BYTES if limit is None else limit
-    need = 8 * rows * rows
+    need = gram_bytes(rows)
     if need > limit:
         raise SolverError(
             f"its Gram of {rows:,} training rows would take {need / MiB:,.0f} MiB, above the "

@@ -147,7 +147,7 @@ def check_consolidation_sizes(config: dict[str, Any]) -> None:
     again after every restart."""
     from math import isqrt
 
-    from ..consolidation.limits import DEFAULT_WINDOW_LIMITS, MAX_GRAM_BYTES, MiB
+    from ..consolidation.limits import DEFAULT_WINDOW_LIMITS, MAX_GRAM_BYTES, MiB, gram_bytes
 
     window, names = config["consolidate_window"], config["max_feature_names"]
     need = DEFAULT_WINDOW_LIMITS.window_bytes(window, names)
@@ -158,16 +158,14 @@ def check_consolidation_sizes(config: dict[str, Any]) -> None:
             f"{DEFAULT_WINDOW_LIMITS.max_bytes // MiB} MiB a snapshot's window may hold: "
             "lower consolidate_window or max_feature_names"
         )
-    if config["budget"]:  # unbounded: each solve checks its own rows
-        rows = window + config["budget"]
-        if 8 * rows * rows > MAX_GRAM_BYTES:
-            raise ConfigError(
-                f"consolidate_window + budget = {rows} training rows: each consolidation's "
-                f"Gram would take {8 * rows * rows / MiB:,.0f} MiB, above the "
-                f"{MAX_GRAM_BYTES // MiB} MiB it may allocate ({isqrt(MAX_GRAM_BYTES // 8):,} "
-                "rows); lower "
-                "consolidate_window or budget"
-            )
+    rows = window + config["budget"]
+    if config["budget"] and gram_bytes(rows) > MAX_GRAM_BYTES:  # (unbounded: each solve's own)
+        raise ConfigError(
+            f"consolidate_window + budget = {rows} training rows: each consolidation's Gram "
+            f"would take {gram_bytes(rows) / MiB:,.0f} MiB, above the {MAX_GRAM_BYTES // MiB} "
+            f"MiB it may allocate ({isqrt(MAX_GRAM_BYTES // 8):,} rows); lower "
+            "consolidate_window or budget"
+        )
 
 
 def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
