@@ -617,28 +617,22 @@ def sqnorm_window(kernel: Kernel) -> tuple[float, float]:
     biggest = sys.float_info.max  # a Python float: its overflow raises, NumPy's warns
     if size(0.0) is None:
         return 0.0, math.inf
-    lo = 0.0 if size(0.0) >= low else _first_exponent(lambda s: size(s) >= low)
-    hi = math.inf if size(biggest) <= high else _last_exponent(lambda s: size(s) <= high)
+    lo = 0.0 if size(0.0) >= low else _edge(lambda s: size(s) >= low, true_above=True)
+    hi = math.inf if size(biggest) <= high else _edge(lambda s: size(s) <= high, true_above=False)
     return lo, hi
 
 
-def _first_exponent(holds: Any) -> float:
-    """The least ``2**t`` (``t`` from -1074 to 1023, to 1e-9 in ``t``) where the monotone
-    ``holds`` becomes true."""
+def _edge(holds: Any, true_above: bool) -> float:
+    """The ``2**t`` (``t`` from -1074 to 1023, to 1e-9 in ``t``) where the monotone ``holds``
+    turns: the least where it holds if it holds above the edge, else the greatest."""
     a, b = -1074.0, 1023.0
     while b - a > 1e-9:
         t = (a + b) / 2
-        a, b = (a, t) if holds(2.0**t) else (t, b)
-    return 2.0**b
-
-
-def _last_exponent(holds: Any) -> float:
-    """The greatest ``2**t`` where the monotone ``holds`` is still true."""
-    a, b = -1074.0, 1023.0
-    while b - a > 1e-9:
-        t = (a + b) / 2
-        a, b = (t, b) if holds(2.0**t) else (a, t)
-    return 2.0**a
+        if holds(2.0**t) == true_above:
+            b = t
+        else:
+            a = t
+    return 2.0 ** (b if true_above else a)
 
 
 def Cosine() -> Kernel:
