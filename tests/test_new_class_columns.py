@@ -175,7 +175,7 @@ def test_a_new_class_in_one_vs_rest_multiplies_by_no_large_matrix(monkeypatch):
 
 
 def test_label_coder_add_gives_the_old_matrices():
-    """``add`` (a merge composes its matrices) still returns what it did: the sign flip,
+    """``add`` (the dense oracle's matrices) still returns what it did: the sign flip,
     the binary -> one-vs-rest row, then ``[I | 0]``; ``register`` gives the same changes."""
     coder = LabelCoder()
     assert coder.add("u") is None

@@ -193,9 +193,10 @@ class LabelCoder:
     def add(self, label: Hashable) -> np.ndarray | None:
         """Register ``label``; return the column remap matrix the model must apply, if any.
 
-        The matrix form of :meth:`register`, for callers that compose the changes (a merge
-        maps a worker's columns onto the union's): a new class in one-vs-rest is
-        ``[I | 0]``, C x (C + 1). A learner applies :meth:`register`'s answer instead.
+        The matrix form of :meth:`register`: a new class in one-vs-rest is ``[I | 0]``,
+        C x (C + 1), O(C^2) to build, so neither a learner nor the merge
+        (:func:`~streamk.merge.align.remap_coef`) uses it any more; the tests compose it as
+        the dense oracle of both.
         """
         change = self.register(label)
         if isinstance(change, int):
