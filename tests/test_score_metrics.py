@@ -7,6 +7,7 @@ over HTTP from the running process.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -82,5 +83,7 @@ def test_the_scorer_serves_events_scored_and_dead_lettered(kafka_broker, topic_n
                 proc.kill()
                 proc.wait()
     assert proc.returncode == 0, err.decode()[-3000:]
+    assert json.loads(out)["dead_letter_reasons"] == {"undecodable": 3}
+    assert err.decode().count("dead letter at") == 3  # no destination: each of the first five
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0

@@ -130,13 +130,18 @@ def plain(value: Any) -> Any:
     raise TypeError(f"summary value {value!r} has no JSON form")
 
 
+#: Summary keys whose maps hold counts (thousands separators), not positions.
+COUNT_MAPS = frozenset({"dead_letter_reasons"})
+
+
 def format_value(key: str, value: Any) -> str:
     """One summary value as a person reads it.
 
     Counts get thousands separators (``12,345``), rates and durations fixed decimals
     (``10,146.7``, ``0.29``), metrics four decimals (``0.9490``), a missing value ``-``,
-    and a partition → offset map ``0:5302 1:4990`` (offsets are positions, not counts:
-    no separators). Never ``None`` or a Python ``repr``.
+    a partition → offset map ``0:5302 1:4990`` (offsets are positions, not counts:
+    no separators) and a map of counts (:data:`COUNT_MAPS`) ``rejected_by_model:2,000``.
+    Never ``None`` or a Python ``repr``.
     """
     value = plain(value)
     if value is None:
@@ -151,6 +156,8 @@ def format_value(key: str, value: Any) -> str:
         if not value:
             return "-"
         items = sorted(value.items(), key=lambda kv: (len(kv[0]), kv[0]))  # 2 before 10
+        if key in COUNT_MAPS:
+            return " ".join(f"{k}:{format_value(key, v)}" for k, v in items)
         return " ".join(
             f"{k}:{v if isinstance(v, int) else format_value(key, v)}" for k, v in items
         )

@@ -63,6 +63,7 @@ def run_engine(config: dict[str, Any], source: Any, args: argparse.Namespace) ->
         "learned": result.learned,
         "scored": result.scored,
         "dead_lettered": result.dead_lettered,
+        "dead_letter_reasons": result.metrics.get("dead_letter_reasons", {}),
         "snapshots": result.snapshots,
         "seq": result.seq,
         "seconds": result.seconds,

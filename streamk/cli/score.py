@@ -62,6 +62,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         "records": result.records,
         "scored": result.scored,
         "dead_lettered": result.dead_lettered,
+        "dead_letter_reasons": metrics.snapshot().get("dead_letter_reasons", {}),
         "model": config["merge_name"],
         "model_seqs": result.model_seqs,
         "seconds": result.seconds,

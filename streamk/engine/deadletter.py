@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -26,7 +26,7 @@ import msgpack
 
 from ..errors import ConfigError, InvalidEvent, SinkError
 
-__all__ = ["DeadLetter", "DeadLetterFile", "read_dead_letters", "read_records"]
+__all__ = ["DeadLetter", "DeadLetterFile", "DeadLetterLog", "read_dead_letters", "read_records"]
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +293,84 @@ class DeadLetterFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class DeadLetterLog:
+    """Where dead letters go when no destination is set: the log, without flooding it.
+
+    With neither ``dead_letter_dir`` nor ``dead_letter_topic``, a rejected record's bytes are
+    not kept, only its position (the source still holds it) and reason. A WARNING per
+    record would flood the log at the rate of a bad producer (every event of a regression
+    stream fed to a classifier, say) and slow the engine down, so the first ``in_full``
+    letters of each reason code are logged in full, the first of all saying how to keep
+    the records; after that, letters are counted and one WARNING sums them up by reason
+    at most every ``every`` seconds, and at :meth:`close`. The metrics count every letter
+    whatever is logged.
+
+    Parameters
+    ----------
+    in_full
+        Letters of each reason code logged one by one.
+    every
+        Least seconds between two summaries.
+    clock
+        Monotonic seconds (a parameter for tests).
+    """
+
+    def __init__(
+        self, in_full: int = 5, every: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ):
+        self.in_full = in_full
+        self.every = every
+        self.count = 0
+        self._clock = clock
+        self._logged: dict[str, int] = {}  # per code, letters logged one by one
+        self._held: dict[str, int] = {}  # per code, letters counted since the last summary
+        self._last_summary = clock()
+
+    def write(self, record: DeadLetter) -> None:
+        """Log the letter in full, or count it for the next summary."""
+        self.count += 1
+        code = record.code or "unknown"
+        if self._logged.get(code, 0) < self.in_full:
+            if not self._logged:
+                log.warning(
+                    "dead letters are logged, not kept: set dead_letter_dir or "
+                    "dead_letter_topic to keep their records (the first %d of each reason "
+                    "in full, then a count every %g s)",
+                    self.in_full,
+                    self.every,
+                )
+            self._logged[code] = self._logged.get(code, 0) + 1
+            log.warning(
+                "dead letter at %s[%s]@%s: %s",
+                record.source,
+                record.partition,
+                record.offset,
+                record.reason,
+            )
+            return
+        self._held[code] = self._held.get(code, 0) + 1
+        if self._clock() - self._last_summary >= self.every:
+            self._summarise()
+
+    def flush(self) -> None:
+        """At a checkpoint: the summary, if one is due."""
+        if self._held and self._clock() - self._last_summary >= self.every:
+            self._summarise()
+
+    def close(self) -> None:
+        """The summary of the letters not yet reported."""
+        if self._held:
+            self._summarise()
+
+    def _summarise(self) -> None:
+        n = sum(self._held.values())
+        by_code = ", ".join(f"{code} {k:,}" for code, k in sorted(self._held.items()))
+        letters = "dead letter" if n == 1 else "dead letters"
+        log.warning("%s more %s, not logged one by one: %s", f"{n:,}", letters, by_code)
+        self._held.clear()
+        self._last_summary = self._clock()
 
 
 def read_dead_letters(

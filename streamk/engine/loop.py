@@ -45,7 +45,7 @@ from ..errors import BrokerError, ConfigError, InvalidEvent, StreamkError
 from ..learners.features import NameLimits, limited_names
 from ..snapshot.store import NO_SNAPSHOT_FILES
 from ..sources.base import Record, Source
-from .deadletter import DeadLetter
+from .deadletter import DeadLetter, DeadLetterLog
 from .metrics import Metrics, RollingScore
 from .recovery import (
     CommitJournal,
@@ -212,7 +212,8 @@ class Engine:
         self.store = store
         self.publisher = publisher
         self.predictions = predictions
-        self.dead_letters = dead_letters
+        # no destination: the log, rate-limited (their position and reason, not their bytes)
+        self.dead_letters = dead_letters if dead_letters is not None else DeadLetterLog()
         self.config = config or EngineConfig()
         self.metrics = metrics_registry or Metrics()
         self.on_progress = on_progress
@@ -669,16 +670,7 @@ class Engine:
             payload, exc, self.source.name, record.partition, record.offset, record.timestamp_ms
         )
         self.metrics.dead_letter(letter.code)
-        if self.dead_letters is not None:
-            self.dead_letters.write(letter)
-        else:
-            log.warning(
-                "dead letter at %s[%s]@%s: %s",
-                self.source.name,
-                record.partition,
-                record.offset,
-                letter.reason,
-            )
+        self.dead_letters.write(letter)
 
     def _advance(self, record: Record) -> None:
         self.positions[record.partition] = record.offset + 1

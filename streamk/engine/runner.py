@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..learners.features import NameLimits
 from ..sources.base import Source
+from .deadletter import DeadLetterFile, DeadLetterLog
 from .loop import Engine, EngineConfig
 from .metrics import Metrics
 
@@ -229,6 +230,28 @@ def prediction_sink(config: dict[str, Any]) -> Any:
     )
 
 
+def dead_letter_sink(config: dict[str, Any]) -> Any:
+    """Where rejected records go: ``dead_letter_topic``, the ``dead-letters.jsonl`` of
+    ``dead_letter_dir``, or (neither set) the log, rate-limited
+    (:class:`~streamk.engine.deadletter.DeadLetterLog`: their positions and reasons, not
+    their bytes)."""
+    if config["dead_letter_topic"] and config["dead_letter_dir"]:
+        raise ConfigError("give dead_letter_topic or dead_letter_dir, not both")
+    if config["dead_letter_topic"]:
+        from ..sinks import KafkaDeadLetterSink
+
+        return KafkaDeadLetterSink(
+            config["bootstrap_servers"],
+            config["dead_letter_topic"],
+            producer_config=kafka_settings(config),
+        )
+    if config["dead_letter_dir"]:
+        directory = Path(config["dead_letter_dir"])
+        directory.mkdir(parents=True, exist_ok=True)
+        return DeadLetterFile(directory / "dead-letters.jsonl")
+    return DeadLetterLog()
+
+
 def writable_directory(config: dict[str, Any], key: str) -> Path:
     """``config[key]`` as a directory this process can write, created if missing, or a
     :class:`ConfigError` naming the key: found at start-up, not at the first snapshot
@@ -260,7 +283,7 @@ def build_engine(
         check_consolidation_sizes(config)
     source = source if source is not None else kafka_source(config)
     store = SnapshotStore(writable_directory(config, "snapshot_dir"), keep=config["snapshot_keep"])
-    publisher = predictions = dead_letters = None
+    publisher = predictions = None
     bootstrap, security = config["bootstrap_servers"], kafka_settings(config)
     if config["snapshot_topic"]:
         from ..snapshot.kafka import SnapshotPublisher
@@ -281,20 +304,7 @@ def build_engine(
             "msgpack" if path.suffix == ".msgpack" else "jsonl",
             layout=config["predictions_layout"],
         )
-    if config["dead_letter_topic"] and config["dead_letter_dir"]:
-        raise ConfigError("give dead_letter_topic or dead_letter_dir, not both")
-    if config["dead_letter_topic"]:
-        from ..sinks import KafkaDeadLetterSink
-
-        dead_letters = KafkaDeadLetterSink(
-            bootstrap, config["dead_letter_topic"], producer_config=security
-        )
-    elif config["dead_letter_dir"]:
-        from .deadletter import DeadLetterFile
-
-        directory = Path(config["dead_letter_dir"])
-        directory.mkdir(parents=True, exist_ok=True)
-        dead_letters = DeadLetterFile(directory / "dead-letters.jsonl")
+    dead_letters = dead_letter_sink(config)
     engine_config = EngineConfig(
         model_name=config["model_name"],
         max_records=config["max_records"],

@@ -176,7 +176,9 @@ class Scorer:
             live = HotSwapModel(follower, config["merge_name"])
         self.live = live
         self.predictions = predictions if predictions is not None else _prediction_sink(config)
-        self.dead_letters = dead_letters if dead_letters is not None else _dead_letters(config)
+        if dead_letters is None:
+            dead_letters = runner.dead_letter_sink(config)
+        self.dead_letters = dead_letters
         self.on_progress = on_progress
         self.metrics = metrics if metrics is not None else role_metrics(SCORE_METRICS)
         self._stop = threading.Event()
@@ -197,11 +199,7 @@ class Scorer:
             record.timestamp_ms,
         )
         self.metrics.dead_letter(letter.code)
-        if self.dead_letters is not None:
-            self.dead_letters.write(letter)
-        else:
-            log.warning("dead letter at %s[%s]@%s: %s", letter.source, letter.partition,
-                        letter.offset, letter.reason)  # fmt: skip
+        self.dead_letters.write(letter)
 
     def run(self) -> ScoreResult:
         """Score until stopped, idle for ``stop_when_idle`` s or ``max_events`` records."""
@@ -261,9 +259,7 @@ class Scorer:
                 for record in batch:
                     positions[record.partition] = record.offset + 1
                 self.predictions.flush()
-                flush = getattr(self.dead_letters, "flush", None)
-                if flush is not None:
-                    flush()
+                self.dead_letters.flush()
                 self.source.commit(positions)  # after the predictions are durable
                 result.positions.update(positions)
                 result.busy_seconds = time.monotonic() - first_record
@@ -279,8 +275,7 @@ class Scorer:
             self.live.stop()
             try:
                 self.predictions.close()
-                if self.dead_letters is not None:
-                    self.dead_letters.close()
+                self.dead_letters.close()
             finally:
                 self.source.close()
         return result
@@ -299,22 +294,3 @@ def _prediction_sink(config: dict[str, Any]) -> Any:
         "msgpack" if path.suffix == ".msgpack" else "jsonl",
         layout=config["predictions_layout"],
     )
-
-
-def _dead_letters(config: dict[str, Any]) -> Any:
-    if config["dead_letter_topic"]:
-        from ..engine.runner import kafka_settings
-        from ..sinks import KafkaDeadLetterSink
-
-        return KafkaDeadLetterSink(
-            config["bootstrap_servers"],
-            config["dead_letter_topic"],
-            producer_config=kafka_settings(config),
-        )
-    if config["dead_letter_dir"]:
-        from ..engine.deadletter import DeadLetterFile
-
-        directory = Path(config["dead_letter_dir"])
-        directory.mkdir(parents=True, exist_ok=True)
-        return DeadLetterFile(directory / "dead-letters.jsonl")
-    return None
