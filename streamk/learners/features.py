@@ -248,6 +248,7 @@ class FeatureIndex:
             if cached is not None and cached[1] == names:  # names compare as dict keys do
                 cols, extra, in_order = cached[2], 0, cached[3]
             else:
+                check_unique_columns(columns)  # (the cached names were)
                 cols, extra = self._columns(names, grow)
                 in_order = bool((cols == np.arange(cols.shape[0])).all())
             self._frame_cols = (columns, names, cols, in_order) if extra == 0 else None
@@ -482,9 +483,21 @@ def check_finite(x: Mapping[Hashable, Any]) -> None:
         raise InvalidInput(f"feature values must be finite, got {bad!r:.200}")
 
 
+def check_unique_columns(columns: Any) -> None:
+    """Refuse a DataFrame whose column names repeat: one feature in two columns, of which
+    any reading (a row's dict, a name's column number) would keep one and drop the other
+    in silence."""
+    if not columns.is_unique:
+        repeated = columns[columns.duplicated()].unique().tolist()
+        raise InvalidInput(
+            f"X has repeated column names {repeated!r:.200}: each feature must be one column"
+        )
+
+
 def frame_records(frame: Any) -> list[dict]:
     """A DataFrame's rows as events, a NaN cell an absent feature (a frame cannot leave a
     key out)."""
+    check_unique_columns(frame.columns)
     return [{k: v for k, v in r.items() if v == v} for r in frame.to_dict(orient="records")]
 
 
