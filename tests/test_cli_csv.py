@@ -139,6 +139,18 @@ def test_a_file_without_a_header_row_is_refused(tmp_path):
         assert "the first row looks like data" in line and "a CSV needs a header row" in line
 
 
+def test_a_header_naming_a_column_twice_is_refused(tmp_path):
+    # csv rows became dicts by name: the second 'x1' cell replaced the first in silence
+    rows = [[*x.values(), 2 * next(iter(x.values())), y] for x, y in datasets.Bananas().take(50)]
+    path = _write(tmp_path / "twice.csv", ["x1", "x2", "x1", "label"], rows)
+    for run in (
+        streamk("learn", path, "--quiet"),
+        streamk("produce", path, "--topic", "t", "--bootstrap-servers", NO_BROKER),
+    ):
+        line = _error_line(run)
+        assert "the header names 'x1' more than once" in line
+
+
 def test_numbers_in_the_header_beside_names_are_column_names(tmp_path):
     path = _write(tmp_path / "years.csv", ["2019", "2020", "label"], [[1, 2, "a"], [2, 1, "b"]])
     assert streamk("learn", path, "--quiet").returncode == 0

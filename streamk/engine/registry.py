@@ -273,9 +273,10 @@ def csv_header(path: str | os.PathLike[str], target: str | None = None) -> tuple
     """The header row of a CSV file and the target's index in it, checked.
 
     The file must have a header row (not a row of numbers: the first data row would
-    silently become the column names), the target column, and at least one feature column
-    besides it (one column per row is what a file with another delimiter looks like).
-    Raises :class:`ConfigError` saying which, and what streamk reads (:data:`CSV_FORM`).
+    silently become the column names) naming each column once, the target column, and at
+    least one feature column besides it (one column per row is what a file with another
+    delimiter looks like). Raises :class:`ConfigError` saying which, and what streamk reads
+    (:data:`CSV_FORM`).
     """
     import csv
 
@@ -297,6 +298,12 @@ def csv_header(path: str | os.PathLike[str], target: str | None = None) -> tuple
         raise ConfigError(
             f"{path}: one column ({header[0][:80]!r}), so no feature besides the target{hint}; "
             f"{CSV_FORM}: convert the file to commas"
+        )
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:  # a row's dict would keep one of the cells and drop the other
+        raise ConfigError(
+            f"{path}: the header names {', '.join(map(repr, repeated))} more than once; give "
+            "every column its own name"
         )
     target = target or header[-1]
     if target not in header:
