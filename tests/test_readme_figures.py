@@ -175,17 +175,19 @@ def test_the_merge_tables_adatron_is_the_one_the_benchmark_measured():
 
 
 def test_the_user_guides_projectron_floor_matches_its_benchmark():
-    """docs/user-guide.md's bound on the Projectron for learners that update on most events:
-    how many of ``benchmarks.projectron_floor``'s cells no implementation could bring to
-    river's linear model's speed, and the range of their best ratios (two decimals)."""
+    """docs/user-guide.md's bound on the Projectron: how many of
+    ``benchmarks.projectron_floor``'s cells no implementation could bring to the speed issue
+    #16 asks (river's linear model's; 4 times it for the kernel perceptron), and the range of
+    their best ratios (two decimals)."""
     claim = _user_guide_claim(
-        r"in (?P<cells>\d+) of its (?P<all>\d+) cells no implementation could reach river's "
-        r"linear model: at best (?P<lo>\d\.\d\d)–(?P<hi>\d\.\d\d)× its speed "
+        r"in (?P<cells>\d+) of its (?P<all>\d+) cells no implementation could reach the speed "
+        r"asked \(river's linear model's; 4× it for the kernel perceptron\): at best "
+        r"(?P<lo>\d\.\d\d)–(?P<hi>\d\.\d\d)× river's "
         r"\(`python -m benchmarks\.projectron_floor`\)",
         "Projectron floor",
     )
     doc = _benchmark("projectron_floor")
-    capped = [r["best_ratio"] for r in doc["rows"] if r["best_ratio"] < 1.0]
+    capped = [r["best_ratio"] for r in doc["rows"] if r["best_ratio"] < r.get("target", 1.0)]
     assert int(claim["all"]) == len(doc["rows"]) and int(claim["cells"]) == len(capped)
     assert claim["lo"] == f"{min(capped):.2f}" and claim["hi"] == f"{max(capped):.2f}"
 
