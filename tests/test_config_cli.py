@@ -153,7 +153,7 @@ def test_replay_with_consolidation_snapshots_the_wrapped_model_and_resumes(
 @pytest.mark.parametrize(
     "env,message",
     [
-        ({"STREAMK_BUDGET": "99999999999999999999999"}, "budget must be >= 0 and <= 10000000"),
+        ({"STREAMK_BUDGET": "99999999999999999999999"}, "budget must be >= 0 and <= 1048576"),
         ({"STREAMK_POLL_TIMEOUT": "nan"}, "STREAMK_POLL_TIMEOUT: poll_timeout must be float"),
         ({"STREAMK_SNAPSHOT_SECONDS": "inf"}, "snapshot_seconds must be float"),
         ({"STREAMK_METRICS_PORT": "70000"}, "metrics_port must be >= 0 and <= 65535"),

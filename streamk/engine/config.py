@@ -22,6 +22,7 @@ from typing import Any
 from ..consolidation.limits import DEFAULT_WINDOW_LIMITS
 from ..consolidation.wrapper import NOVELTY_NOT_CONSOLIDATED
 from ..errors import ConfigError
+from ..snapshot.limits import DEFAULT_LIMITS
 from .registry import LEARNERS, RANKS_HELP, parse_ranks
 
 __all__ = ["Option", "DEFAULTS", "load_config", "render_table", "default_model_name"]
@@ -115,7 +116,15 @@ DEFAULTS: dict[str, Option] = {
         "each optionally +bias; on text or trees: [norm-]spectrum:p, mismatch:k:m[:alphabet], "
         "gap:p[:lam], rgap:p:m[:lam], subtree, corooted",
     ),
-    "budget": Option(500, int, "maximum support vectors (0: unbounded)", low=0, high=10_000_000),
+    "budget": Option(
+        500,
+        int,
+        "maximum support vectors (0: unbounded); at most what a snapshot may hold: "
+        f"{DEFAULT_LIMITS.max_support:,} vectors, and budget x max_feature_names x 8 bytes "
+        f"at most {DEFAULT_LIMITS.max_bytes >> 20} MiB",
+        low=0,
+        high=DEFAULT_LIMITS.max_support,
+    ),
     "policy": Option("RemoveOldest", str, "budget policy class name"),
     "scale": Option(
         "auto",

@@ -169,6 +169,41 @@ def check_consolidation_sizes(config: dict[str, Any]) -> None:
         )
 
 
+def check_support_sizes(config: dict[str, Any]) -> None:
+    """Refuse at start-up a budget whose full support set no snapshot could hold (the
+    configuration itself caps it at ``max_support``), and warn where there is no budget.
+    Either was found only at the checkpoint after the set outgrew the snapshot's limits
+    (exit 2), and again after every restart, which re-learns the same events to the same
+    size."""
+    from ..consolidation.limits import MiB
+    from ..kernels.specs import kernel_from_string
+    from ..snapshot.limits import DEFAULT_LIMITS
+
+    budget, names = config["budget"], config["max_feature_names"]
+    most, max_bytes = DEFAULT_LIMITS.max_support, DEFAULT_LIMITS.max_bytes  # (budget <= most)
+    if getattr(kernel_from_string(config["kernel"]), "takes_objects", False):
+        return  # strings and trees: their sizes are bounded per support vector, not by names
+    rows = max_bytes // (8 * names)  # the support rows alone, each max_feature_names wide
+    if budget > rows:
+        raise ConfigError(
+            f"budget = {budget:,} support vectors of up to max_feature_names = {names:,} "
+            f"features would take {8 * budget * names / MiB:,.0f} MiB, above the "
+            f"{max_bytes // MiB} MiB a snapshot may hold: lower budget, or max_feature_names "
+            "to the features your events carry"
+        )
+    if not budget and config["policy"] != "Projectron":  # (the Projectron bounds itself)
+        log.warning(
+            "budget = 0: the support set has no bound; the engine stops at the first "
+            "checkpoint after it outgrows what a snapshot may hold (%s vectors, and %s MiB: "
+            "%s vectors of max_feature_names = %s features); give a budget for an endless "
+            "stream",
+            f"{most:,}",
+            max_bytes // MiB,
+            f"{min(rows, most):,}",
+            f"{names:,}",
+        )
+
+
 def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
     """Security settings passed through to every Kafka client (kafka-python names)."""
     out: dict[str, Any] = {"security_protocol": config["security_protocol"]}
@@ -279,6 +314,7 @@ def build_engine(
     from ..snapshot import SnapshotStore
 
     factory = model_factory(config)
+    check_support_sizes(config)
     if config["consolidate_every"]:
         check_consolidation_sizes(config)
     source = source if source is not None else kafka_source(config)

@@ -98,7 +98,9 @@ def dumps(
     ------
     SnapshotError
         If the class is not registered, ``state()`` fails or is not plain data,
-        an argument is malformed, or the result would exceed `limits`.
+        an argument is malformed, or the result would exceed `limits` (its bytes, or the
+        counts and implied allocation :func:`loads` checks: more than ``max_support``
+        support vectors, say).
     """
     class_name = class_name_of(model)
     try:
@@ -108,6 +110,13 @@ def dumps(
     if not isinstance(state, dict):
         raise SnapshotError(f"{class_name}.state() returned a {type(state).__name__}, not a dict")
     _check_support_sets(state, class_name)
+    try:  # the counts and implied bytes the reader checks (check_implied), checked here
+        check_implied(state, limits)
+    except CorruptSnapshot as exc:
+        raise SnapshotError(
+            f"{class_name}: readers would refuse this snapshot ({exc}); shrink the budget, "
+            "or raise the limit on the writer and on every reader"
+        ) from None
     return _seal_body(
         {
             "model": {
