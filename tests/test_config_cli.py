@@ -31,7 +31,8 @@ def test_precedence_defaults_file_env_flags(tmp_path):
 @pytest.mark.parametrize(
     "text,message",
     [
-        ('tpoic = "x"', "unknown keys"),
+        ('tpoic = "x"', r"unknown keys \['tpoic'\] \('tpoic': did you mean 'topic'\?\)"),
+        ("zzzzz = 1", r"unknown keys \['zzzzz'\]; known keys"),
         ('budget = "many"', "budget must be int"),
         ("budget = -1", ">= 0"),
         ("max_records = 0", "max_records"),

@@ -9,6 +9,7 @@ the key, the value and what was expected. ``streamk run --help`` and
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import os
@@ -342,7 +343,12 @@ def load_config(
         flat = _flatten(data)
         unknown = sorted(set(flat) - set(DEFAULTS))
         if unknown:
-            raise ConfigError(f"{path}: unknown keys {unknown}; known keys: {sorted(DEFAULTS)}")
+            close = {k: difflib.get_close_matches(k, DEFAULTS, n=1) for k in unknown}
+            hints = [f"{k!r}: did you mean {c[0]!r}?" for k, c in close.items() if c]
+            hint = f" ({'; '.join(hints)})" if hints else ""
+            raise ConfigError(
+                f"{path}: unknown keys {unknown}{hint}; known keys: {sorted(DEFAULTS)}"
+            )
         for key, value in flat.items():
             config[key] = _coerce(key, value, str(path))
     env = os.environ if environ is None else environ
@@ -375,8 +381,6 @@ def _warn_unknown_env(env: Any) -> None:
     A misspelt one (``STREAMK_BUDJET``) would otherwise be ignored in silence and the
     default used; the warning names the closest known variable.
     """
-    import difflib
-
     known = ["STREAMK_" + key.upper() for key in DEFAULTS] + list(OTHER_ENV)
     for name in sorted(env):
         if not name.startswith("STREAMK_") or name in known or name in _warned_env:
