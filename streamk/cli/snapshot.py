@@ -15,7 +15,8 @@ import numpy as np
 
 from ..engine.metrics import DEFINITIONS
 from ..errors import SnapshotError, StreamkError
-from ..snapshot import DEFAULT_LIMITS, Snapshot, SnapshotStore, loads, verify_bytes
+from ..snapshot import DEFAULT_LIMITS, Snapshot, SnapshotStore, loads
+from ..snapshot.limits import is_intact
 from ..snapshot.store import (
     LATEST,
     SET_ASIDE,
@@ -385,13 +386,16 @@ def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
         return _usage(f"{path_or_dir}: no snapshot files found")
     results = []
     for model, info in found:
+        intact = False  # not loadable here, but not damaged: a newer format, over the limits
         if not info.regular:  # never opened: a FIFO would block the reader
             ok, reason = False, "not a regular file (skipped unopened)"
         else:
             try:  # exactly loads' validation, the learner built (as the engine would)
-                ok, reason = verify_bytes(read_file(info.path, DEFAULT_LIMITS), DEFAULT_LIMITS)
+                loads(read_file(info.path, DEFAULT_LIMITS), DEFAULT_LIMITS, build=True)
+                ok, reason = True, "ok"
             except (OSError, SnapshotError) as exc:
                 ok, reason = False, str(exc)
+                intact = isinstance(exc, SnapshotError) and is_intact(exc)
             reason = reason.removeprefix(f"{info.path}: ")
         if info.set_aside:
             reason = (
@@ -405,6 +409,7 @@ def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
                 "model": model,
                 "path": str(info.path),
                 "ok": ok,
+                "intact": ok or intact,
                 "reason": reason,
                 "set_aside": info.set_aside,
             }
@@ -422,6 +427,7 @@ def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
                     "model": model_dir.name,
                     "path": str(model_dir / LATEST),
                     "ok": False,
+                    "intact": False,
                     "reason": reason,
                     "set_aside": False,
                 }
@@ -443,13 +449,23 @@ def cmd_verify(path_or_dir: str, json_out: bool = False) -> int:
     else:
         for r in results:
             note = r["reason"] if not r["ok"] or r["set_aside"] else ""
-            print(f"{'OK     ' if r['ok'] else 'CORRUPT'} {r['path']}" + (note and f": {note}"))
+            label = "OK     " if r["ok"] else "INTACT " if r["intact"] else "CORRUPT"
+            print(f"{label} {r['path']}" + (note and f": {note}"))
         aside = sum(1 for r in bad if r["set_aside"])
+        kept = sum(1 for r in bad if r["intact"])
         print(
-            f"{len(results) - len(bad)} ok, {len(bad)} corrupt"
+            f"{len(results) - len(bad)} ok, {len(bad) - kept} corrupt"
             + (f" ({aside} of them set aside by the store as *.corrupt)" if aside else "")
+            + (f", {kept} intact but not loadable by this streamk" if kept else "")
         )
         for model_dir in stuck:
+            if any(r["intact"] and Path(r["path"]).parent == model_dir for r in bad):
+                print(
+                    f"model {model_dir.name!r} has no snapshot this streamk can load, but "
+                    "intact ones (INTACT above): upgrade streamk, or raise the limits it "
+                    "names; do not reset it (its model and offsets would be lost)"
+                )
+                continue
             print(
                 f"model {model_dir.name!r} has no valid snapshot; restore a copy, or start it "
                 f"fresh with: streamk snapshot reset --dir {model_dir.parent} "

@@ -241,8 +241,9 @@ def verify_bytes(
 ) -> tuple[bool, str]:
     """Run exactly the validation of :func:`loads`, rebuilding the learner: ``(ok, reason)``.
 
-    ``streamk snapshot verify`` uses this, so it accepts a file exactly when
-    ``loads`` (and so the engine) would.
+    It accepts a file exactly when ``loads`` (and so the engine) would, as ``streamk
+    snapshot verify`` does (which also tells damage from an intact file this reader cannot
+    load: :func:`~streamk.snapshot.limits.is_intact`).
     """
     try:
         loads(data, limits, build=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError, SnapshotError
 
-__all__ = ["Limits", "DEFAULT_LIMITS", "CorruptSnapshot", "SnapshotOverLimit"]
+__all__ = ["Limits", "DEFAULT_LIMITS", "CorruptSnapshot", "SnapshotOverLimit", "is_intact"]
 
 MiB = 1 << 20
 
@@ -30,6 +30,14 @@ class SnapshotOverLimit(CorruptSnapshot):
     **not** set it aside as damaged, since it may be a trusted model larger than
     the limits: it stops with this error, naming the limit to raise.
     """
+
+
+def is_intact(exc: SnapshotError) -> bool:
+    """Whether a snapshot that failed to load with ``exc`` is intact, not damaged: over this
+    reader's limits, from a newer format version, of a class this process does not allow.
+    Such a file is never set aside as damaged, and ``streamk snapshot verify`` says so: a
+    newer streamk (or larger limits) loads it, and resetting it would lose the model."""
+    return not isinstance(exc, CorruptSnapshot) or isinstance(exc, SnapshotOverLimit)
 
 
 @dataclass(frozen=True)

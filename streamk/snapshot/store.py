@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError, SnapshotError, StreamkError
 from .format import Snapshot, dumps, loads, verify_bytes
-from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits, SnapshotOverLimit
+from .limits import DEFAULT_LIMITS, CorruptSnapshot, Limits, SnapshotOverLimit, is_intact
 
 __all__ = [
     "SnapshotStore",
@@ -499,12 +499,10 @@ class SnapshotStore:
             loads(read_file(path, self.limits), self.limits, build=False)
         except FileNotFoundError as exc:
             return f"vanished: {exc}"
-        except SnapshotOverLimit:
-            return None  # well-formed, over this reader's limits: not damage
-        except (OSError, CorruptSnapshot) as exc:
+        except OSError as exc:
             return str(exc)
-        except SnapshotError:
-            return None  # intact, e.g. a newer format or another class: not damage
+        except SnapshotError as exc:  # over the limits, a newer format: intact, not damage
+            return None if is_intact(exc) else str(exc)
         return None
 
     def _quarantine(self, path: Path, reason: str, then: str) -> bool:
