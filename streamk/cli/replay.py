@@ -17,11 +17,14 @@ REPLAY_EXAMPLES = """examples:
   streamk replay events.msgpack --learner perceptron --budget 200 --json
   # the learning curve as a picture (curve.png) and as numbers (curve.json)
   streamk replay events.jsonl --plot curve.png
+  # a compressed log (gzip, bzip2 or xz), read as a stream
+  streamk replay events.jsonl.gz
 """
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Run the engine over a recorded event log (.jsonl or msgpack), with snapshots."""
+    """Run the engine over a recorded event log (.jsonl or msgpack, either possibly .gz,
+    .bz2 or .xz), with snapshots."""
     from ..engine.config import load_config
     from ..sources.replay import ReplaySource
 

@@ -6,6 +6,12 @@ Two formats, by file extension:
 * anything else (``.msgpack``, ``.mpk``, ``.log``): msgpack event maps written one after
   another (what appending ``streamk.engine.events.encode_event(...)`` to a file gives).
 
+Either may be compressed, named with the compressor's extension after the format's:
+``events.jsonl.gz``, ``events.msgpack.xz`` (gzip ``.gz``, bzip2 ``.bz2``, xz ``.xz``; read
+as a stream, never decompressed to disk). A compressed log cannot be followed, and one cut
+short (a copy interrupted) is read up to the cut, with a WARNING, like a log whose last
+record is incomplete.
+
 A file that is neither is refused when the source is made, before anything is learned: a
 ``.csv`` (learn it with ``streamk learn``, or ``streamk produce`` it to a topic), and a
 msgpack log whose first byte does not open a map (every event and block is one), such as
@@ -34,15 +40,19 @@ still answers to the names of its shorter self, and snapshots written before thi
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import hashlib
 import io
 import json
 import logging
+import lzma
 import os
 import time
-from collections.abc import Iterable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgpack
 
@@ -52,10 +62,29 @@ from .base import Record, Source
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReplaySource", "write_log", "decode_json_record"]
+__all__ = ["ReplaySource", "write_log", "decode_json_record", "log_suffix"]
 
 _JSON_SUFFIXES = (".jsonl", ".ndjson")
 _CSV_SUFFIXES = (".csv", ".tsv")
+#: compressed logs: extension -> the stdlib opener that reads them as a stream
+_COMPRESSED: dict[str, Callable[..., BinaryIO]] = {
+    ".gz": gzip.open,
+    ".bz2": bz2.open,
+    ".xz": lzma.open,
+}
+#: what a compressed stream cut short (or not of its kind) raises while it is read
+_STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error)
+
+
+def log_suffix(path: str | os.PathLike[str]) -> str:
+    """A log's format extension, lower case, past a compression extension
+    (``events.jsonl.gz`` -> ``.jsonl``): what decides how its records are framed."""
+    path = Path(path)
+    if path.suffix.lower() in _COMPRESSED:
+        path = path.with_suffix("")
+    return path.suffix.lower()
+
+
 #: Bytes at the head of a msgpack log looked at to tell it from text.
 _SNIFF_BYTES = 4096
 _FORMATS = (
@@ -107,7 +136,13 @@ class ReplaySource(Source):
         self._fingerprint: tuple[int, str] = (-1, "")
         self.follow = follow
         self.max_line_bytes = max_line_bytes
-        self.json = self.path.suffix.lower() in _JSON_SUFFIXES
+        self.json = log_suffix(self.path) in _JSON_SUFFIXES
+        self._opener = _COMPRESSED.get(self.path.suffix.lower(), open)
+        if follow and self._opener is not open:
+            raise InvalidInput(
+                f"{self.path} is compressed: a compressed log cannot be followed (its end is "
+                "written last); replay it whole, or follow the uncompressed log"
+            )
         self._check_format()
         self._assigned = False
         self._reader: Iterator[bytes] | None = None
@@ -126,20 +161,30 @@ class ReplaySource(Source):
             may be written later.
         """
         path = self.path
-        if path.suffix.lower() in _CSV_SUFFIXES:
+        if log_suffix(path) in _CSV_SUFFIXES:
             raise InvalidInput(
                 f"{path} is a CSV file, not an event log; {_FORMATS}. To learn from a CSV, "
                 f"run `streamk learn {path}`, or send it to a topic with "
                 f"`streamk produce {path} --topic TOPIC` and run the engine on that topic "
                 "(`streamk run --topic TOPIC`)."
             )
-        if self.json:
-            return
-        with open(path, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-        if not head or head[0] in _MAP_HEADS:
+        try:
+            with self._open() as fh:
+                head = fh.read(_SNIFF_BYTES)
+        except _STREAM_ERRORS as exc:  # (a plain file's read errors are not format errors)
+            if self._opener is open:
+                raise
+            raise InvalidInput(
+                f"{path} cannot be decompressed as its extension says "
+                f"({path.suffix.lower()}): {exc}"
+            ) from None
+        if self.json or not head or head[0] in _MAP_HEADS:
             return
         raise InvalidInput(f"{path} is not an event log: {_FORMATS}; {_looks_like(head)}")
+
+    def _open(self) -> BinaryIO:
+        """The log's bytes as a stream: decompressed for a compressed log."""
+        return self._opener(self.path, "rb")
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -264,8 +309,8 @@ class ReplaySource(Source):
         if self.json:
             yield from self._lines()
             return
-        with open(self.path, "rb") as fh:
-            data = fh.read()
+        with self._open() as fh:
+            data = self._read_all(fh)
         start = base = 0
         unpacker = _unpacker(data, base)
         while start < len(data):
@@ -286,12 +331,31 @@ class ReplaySource(Source):
             yield data[start:end]
             start = end
 
+    def _read_all(self, fh: BinaryIO) -> bytes:
+        """The whole (decompressed) log; of a compressed one cut short, what precedes the
+        cut, with a WARNING (its last record, incomplete, is then left as any is)."""
+        if self._opener is open:
+            return fh.read()
+        chunks = []
+        try:  # (read1: what one decompressed block gives, so a cut loses one block at most)
+            while chunk := fh.read1(1 << 16):  # type: ignore[attr-defined]
+                chunks.append(chunk)
+        except _STREAM_ERRORS as exc:
+            _cut_short(self.path, exc)
+        return b"".join(chunks)
+
     def _lines(self) -> Iterator[bytes]:
         """Non-blank lines, stripped, each read with at most ``max_line_bytes + 1`` bytes."""
         limit = self.max_line_bytes
-        with open(self.path, "rb") as fh:
+        with self._open() as fh:
             while True:
-                line = fh.readline(limit + 1)
+                try:
+                    line = fh.readline(limit + 1)
+                except _STREAM_ERRORS as exc:
+                    if self._opener is open:
+                        raise
+                    _cut_short(self.path, exc)
+                    return
                 if not line:
                     return
                 if not line.endswith(b"\n"):
@@ -309,6 +373,17 @@ class ReplaySource(Source):
                 line = line.strip()
                 if line:
                     yield line
+
+
+def _cut_short(path: Path, exc: BaseException) -> None:
+    """Say that a compressed log ends before its stream does (a copy cut short): what was
+    read is replayed, the rest cannot be."""
+    log.warning(
+        "%s: the compressed stream is cut short (%s): the records read before the cut are "
+        "replayed, the rest cannot be read; copy the log again",
+        path,
+        exc,
+    )
 
 
 def _parses(line: bytes) -> bool:
