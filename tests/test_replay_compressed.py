@@ -18,9 +18,11 @@ import sys
 
 import pytest
 
+from streamk import KernelPerceptron
 from streamk.cli.produce import iter_messages
 from streamk.engine.events import encode_event
-from streamk.errors import ConfigError, InvalidInput
+from streamk.errors import InvalidInput
+from streamk.learners.scaling import StandardScaledClassifier
 from streamk.sources.replay import ReplaySource
 
 N = 1200
@@ -38,6 +40,16 @@ def _plain(tmp_path, fmt: str):
     else:
         path.write_bytes(b"".join(encode_event(e["x"], y=e["y"]) for e in _events()))
     return path
+
+
+#: summary keys that differ between two runs of the same data (timing, the machine, the file)
+VARYING = {"events_per_second", "seconds", "machine", "dataset"}
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "streamk.cli", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def _replay(log, store, *args):
@@ -107,8 +119,41 @@ def test_produce_sends_a_compressed_logs_events_as_the_plain_ones(tmp_path, fmt)
     assert list(iter_messages(packed)) == list(iter_messages(plain))
 
 
-def test_produce_refuses_a_compressed_csv(tmp_path):
-    path = tmp_path / "data.csv.gz"
-    path.write_bytes(gzip.compress(b"a,b,y\n1,2,x\n"))
-    with pytest.raises(ConfigError, match="compressed CSV"):
-        list(iter_messages(path))
+def test_a_compressed_csv_reads_as_the_plain_one(tmp_path):
+    rows = "".join(f"{i % 5},{i % 3 * 0.5},{'yes' if i % 4 else 'no'}\n" for i in range(300))
+    plain = tmp_path / "data.csv"
+    plain.write_text("a,b,label\n" + rows)
+    packed = tmp_path / "data.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert list(iter_messages(packed)) == list(iter_messages(plain))
+    learned = [
+        json.loads(_cli("learn", str(path), "--json", "--quiet").stdout) for path in (plain, packed)
+    ]
+    assert learned[0]["n_events"] == 300
+    assert {k: v for k, v in learned[0].items() if k not in VARYING} == {
+        k: v for k, v in learned[1].items() if k not in VARYING
+    }
+
+
+def test_learn_reads_an_event_log_as_the_engine_does(tmp_path):
+    events = _events()
+    for fmt in ("jsonl", "msgpack"):
+        log = _plain(tmp_path, fmt)
+        out = json.loads(_cli("learn", str(log), "--json", "--quiet").stdout)
+        assert (out["n_events"], out["learner"], out["scale"]) == (N, "perceptron", "standard")
+        # the oracle: learn's learner and protocol in this process, on the events as written
+        model = StandardScaledClassifier(KernelPerceptron())
+        said = []  # river's prequential rule: a model that says nothing (None) is not scored
+        for e in events:
+            x = dict(enumerate(e["x"]))
+            said.append((model.predict_one(x), e["y"]))
+            model.learn_one(x, e["y"])
+        scored = [p == y for p, y in said if p is not None]
+        assert out["metric"] == pytest.approx(sum(scored) / len(scored), abs=1e-12)
+
+
+def test_learn_refuses_a_log_with_a_record_the_engine_would_dead_letter(tmp_path):
+    log = tmp_path / "events.jsonl"
+    log.write_text('{"x": [1, 2], "y": true}\n{"x": [1, "two"], "y": false}\n')
+    done = _cli("learn", str(log), "--quiet")
+    assert done.returncode == 2 and "record 1:" in done.stderr, done.stderr

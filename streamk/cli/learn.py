@@ -1,4 +1,5 @@
-"""``streamk learn``: prequential evaluation of a learner on a data set or CSV file.
+"""``streamk learn``: prequential evaluation of a learner on a data set, CSV file or
+event log.
 
 The task comes from the data: river's task tag for a named data set, the target column's
 values for a CSV file (:func:`streamk.engine.registry.csv_task`; a row with an empty target
@@ -60,7 +61,7 @@ def add_learn_parser(sub: Any) -> argparse.ArgumentParser:
 
     learn = sub.add_parser(
         "learn",
-        help="prequential evaluation of a learner on a data set or CSV file",
+        help="prequential evaluation of a learner on a data set, CSV file or event log",
         description=inspect.cleandoc(cmd_learn.__doc__ or ""),
         epilog=LEARN_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -163,7 +164,10 @@ def cmd_learn(args: argparse.Namespace) -> int:
         choose_learner,
         csv_task,
         dataset_task,
+        is_event_log,
         iter_csv,
+        iter_log,
+        labels_task,
         load_dataset,
     )
     from ..errors import ConfigError
@@ -184,8 +188,17 @@ def cmd_learn(args: argparse.Namespace) -> int:
                 f"--n sets the length of a synthetic stream, not of a file ({args.dataset}); "
                 "use --limit to stop after fewer events"
             )
-        task = csv_task(args.dataset, args.target)
-        stream = _labelled(iter_csv(args.dataset, args.target), unlabelled)
+        if is_event_log(args.dataset):  # read as the engine reads it
+            if args.target is not None:
+                raise ConfigError(
+                    f"--target names a CSV column; an event log's label is each event's y "
+                    f"({args.dataset})"
+                )
+            task = labels_task(iter_log(args.dataset))
+            stream = _labelled(iter_log(args.dataset), unlabelled)
+        else:
+            task = csv_task(args.dataset, args.target)
+            stream = _labelled(iter_csv(args.dataset, args.target), unlabelled)
     else:
         task = dataset_task(args.dataset)
         stream = load_dataset(args.dataset, n=args.n)

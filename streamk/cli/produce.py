@@ -51,7 +51,7 @@ _FORMATS = ("csv", "jsonl", "msgpack")
 
 def _format_of(path: Path, format: str | None) -> str:
     """The input's format: given, else from its extension past a compression extension
-    (``events.jsonl.gz`` is JSON lines, read as a replay reads it)."""
+    (``events.jsonl.gz`` is JSON lines, ``data.csv.gz`` a CSV file, read decompressed)."""
     from ..sources.replay import log_suffix
 
     if format is None:
@@ -59,8 +59,6 @@ def _format_of(path: Path, format: str | None) -> str:
         format = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "msgpack")
     if format not in _FORMATS:
         raise ConfigError(f"input format must be one of {list(_FORMATS)}, not {format!r}.")
-    if format == "csv" and log_suffix(path) != path.suffix.lower():
-        raise ConfigError(f"{path} is a compressed CSV file; decompress it first.")
     return format
 
 

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ..errors import ConfigError
+from ..sources.replay import STREAM_ERRORS
 
 __all__ = [
     "LEARNERS",
@@ -236,16 +237,22 @@ def dataset_task(name: str) -> str:
 
 
 def csv_task(path: str, target: str | None = None, peek: int = 1000) -> str:
-    """The task a CSV file's target asks for, from its first ``peek`` non-empty values.
+    """The task a CSV file's target asks for, from its first ``peek`` non-empty values
+    (:func:`labels_task`). Empty target cells (unlabelled rows) do not count: one gap in a
+    column of numbers must not make it a column of class names."""
+    return labels_task(iter_csv(path, target), peek)
+
+
+def labels_task(pairs: Any, peek: int = 1000) -> str:
+    """The task the labels of ``(x, y)`` pairs ask for, from the first ``peek`` labels.
 
     Text or a boolean means classification; a non-integral number regression; if every
     value is an integer, more than 20 distinct values means regression (counts, amounts),
-    otherwise classification (class codes). Empty target cells (unlabelled rows) do not
-    count: one gap in a column of numbers must not make it a column of class names.
+    otherwise classification (class codes). Pairs without a label (``y`` None) do not count.
     """
     import itertools
 
-    labelled = (y for _, y in iter_csv(path, target) if y is not None)
+    labelled = (y for _, y in pairs if y is not None)
     values = list(itertools.islice(labelled, peek))
     if any(isinstance(v, str | bool) for v in values):
         return CLASSIFICATION
@@ -280,8 +287,16 @@ def csv_header(path: str | os.PathLike[str], target: str | None = None) -> tuple
     """
     import csv
 
-    with open(path, newline="", encoding="utf-8") as fh:
-        header = next(csv.reader(fh), None)
+    with _csv_file(path) as fh:
+        try:
+            header = next(csv.reader(fh), None)
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{path}: not UTF-8 text (byte {exc.start}); {CSV_FORM}, as text (a "
+                "compressed file is read when named so: .csv.gz, .csv.bz2, .csv.xz)"
+            ) from None
+        except STREAM_ERRORS as exc:
+            raise ConfigError(f"{path}: cannot be read as its name says: {exc}") from None
     if not header or not any(cell.strip() for cell in header):
         raise ConfigError(f"{path}: no header row; {CSV_FORM}")
     cells = [c.strip() for c in header]
@@ -322,10 +337,10 @@ def csv_rows(path: str | os.PathLike[str], width: int):
 
     from ..errors import InvalidInput
 
-    with open(path, newline="", encoding="utf-8") as fh:
+    with _csv_file(path) as fh:
         reader = csv.reader(fh)
         next(reader, None)
-        for row in reader:
+        for row in _rows_read(path, reader):
             if not row:
                 continue
             if len(row) != width:
@@ -337,6 +352,31 @@ def csv_rows(path: str | os.PathLike[str], width: int):
             yield reader.line_num, row
 
 
+def _csv_file(path: str | os.PathLike[str]) -> Any:
+    """A CSV file opened as text, decompressed as its name says (``.csv.gz``...)."""
+    from ..sources.replay import open_file
+
+    return open_file(path, "rt", newline="", encoding="utf-8")
+
+
+def _rows_read(path: str | os.PathLike[str], reader: Any):
+    """``reader``'s rows; text that is not UTF-8, or a compressed file cut short, raises
+    :class:`InvalidInput` naming the line (what was read before it was learned)."""
+    from ..errors import InvalidInput
+
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            line = reader.line_num + 1
+            raise InvalidInput(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+        except STREAM_ERRORS as exc:
+            raise InvalidInput(f"{path}: cut short after line {reader.line_num}: {exc}") from None
+        yield row
+
+
 def csv_number(path: str | os.PathLike[str], line: int, column: str, cell: str) -> float:
     """A feature cell as a float; :class:`InvalidInput` naming where, if it is not one."""
     from ..errors import InvalidInput
@@ -345,6 +385,39 @@ def csv_number(path: str | os.PathLike[str], line: int, column: str, cell: str) 
         return float(cell)
     except ValueError:
         raise InvalidInput(f"{path}:{line}: column {column!r} is {cell!r}, not a number.") from None
+
+
+def is_event_log(path: str | os.PathLike[str]) -> bool:
+    """Whether a file is named as an event log (``.jsonl``, ``.ndjson``, ``.msgpack``,
+    ``.mpk``, each possibly compressed), which ``streamk learn`` reads as the engine does,
+    rather than as a CSV file."""
+    from ..sources.replay import log_suffix
+
+    return log_suffix(path) in (".jsonl", ".ndjson", ".msgpack", ".mpk")
+
+
+def iter_log(path: str | os.PathLike[str]):
+    """``(x, y)`` for every event of an event log, as the engine decodes it (a block's
+    rows one by one; ``x`` a list becomes features ``0..d-1``, as a NumPy row's are).
+
+    A record the engine would dead-letter raises :class:`InvalidInput` naming its offset
+    and the reason: an evaluation over the rest would not be the log's.
+    """
+    from ..errors import InvalidEvent, InvalidInput
+    from ..sources.replay import ReplaySource
+    from .runs import decode_record
+    from .schema import DEFAULT_LIMITS, Block
+
+    source = ReplaySource(path)
+    while not source.exhausted():
+        for record in source.poll(10_000, 0.0):
+            try:
+                value = decode_record(record, DEFAULT_LIMITS, None)
+            except InvalidEvent as exc:
+                raise InvalidInput(f"{path}: record {record.offset}: {exc.reason}") from None
+            for event in value.rows() if isinstance(value, Block) else (value,):
+                x = event.x
+                yield (dict(enumerate(x)) if isinstance(x, list) else x), event.y
 
 
 def iter_csv(path: str, target: str | None = None):

@@ -62,7 +62,15 @@ from .base import Record, Source
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ReplaySource", "write_log", "decode_json_record", "log_suffix"]
+__all__ = [
+    "ReplaySource",
+    "write_log",
+    "decode_json_record",
+    "log_suffix",
+    "open_file",
+    "is_compressed",
+    "STREAM_ERRORS",
+]
 
 _JSON_SUFFIXES = (".jsonl", ".ndjson")
 _CSV_SUFFIXES = (".csv", ".tsv")
@@ -73,7 +81,19 @@ _COMPRESSED: dict[str, Callable[..., BinaryIO]] = {
     ".xz": lzma.open,
 }
 #: what a compressed stream cut short (or not of its kind) raises while it is read
-_STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error)
+STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error)
+
+
+def open_file(path: str | os.PathLike[str], mode: str = "rb", **text: Any) -> Any:
+    """``path`` opened for reading, through the decompressor its extension names (``.gz``,
+    ``.bz2``, ``.xz``), else as it is; ``mode`` ``"rb"`` or ``"rt"`` (``text``: ``open``'s
+    ``encoding``, ``newline``, ``errors``)."""
+    return _COMPRESSED.get(Path(path).suffix.lower(), open)(path, mode, **text)
+
+
+def is_compressed(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is named as a compressed file (``.gz``, ``.bz2``, ``.xz``)."""
+    return Path(path).suffix.lower() in _COMPRESSED
 
 
 def log_suffix(path: str | os.PathLike[str]) -> str:
@@ -137,8 +157,8 @@ class ReplaySource(Source):
         self.follow = follow
         self.max_line_bytes = max_line_bytes
         self.json = log_suffix(self.path) in _JSON_SUFFIXES
-        self._opener = _COMPRESSED.get(self.path.suffix.lower(), open)
-        if follow and self._opener is not open:
+        self.compressed = is_compressed(self.path)
+        if follow and self.compressed:
             raise InvalidInput(
                 f"{self.path} is compressed: a compressed log cannot be followed (its end is "
                 "written last); replay it whole, or follow the uncompressed log"
@@ -171,8 +191,8 @@ class ReplaySource(Source):
         try:
             with self._open() as fh:
                 head = fh.read(_SNIFF_BYTES)
-        except _STREAM_ERRORS as exc:  # (a plain file's read errors are not format errors)
-            if self._opener is open:
+        except STREAM_ERRORS as exc:  # (a plain file's read errors are not format errors)
+            if not self.compressed:
                 raise
             raise InvalidInput(
                 f"{path} cannot be decompressed as its extension says "
@@ -184,7 +204,7 @@ class ReplaySource(Source):
 
     def _open(self) -> BinaryIO:
         """The log's bytes as a stream: decompressed for a compressed log."""
-        return self._opener(self.path, "rb")
+        return open_file(self.path)
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -334,13 +354,13 @@ class ReplaySource(Source):
     def _read_all(self, fh: BinaryIO) -> bytes:
         """The whole (decompressed) log; of a compressed one cut short, what precedes the
         cut, with a WARNING (its last record, incomplete, is then left as any is)."""
-        if self._opener is open:
+        if not self.compressed:
             return fh.read()
         chunks = []
         try:  # (read1: what one decompressed block gives, so a cut loses one block at most)
             while chunk := fh.read1(1 << 16):  # type: ignore[attr-defined]
                 chunks.append(chunk)
-        except _STREAM_ERRORS as exc:
+        except STREAM_ERRORS as exc:
             _cut_short(self.path, exc)
         return b"".join(chunks)
 
@@ -351,8 +371,8 @@ class ReplaySource(Source):
             while True:
                 try:
                     line = fh.readline(limit + 1)
-                except _STREAM_ERRORS as exc:
-                    if self._opener is open:
+                except STREAM_ERRORS as exc:
+                    if not self.compressed:
                         raise
                     _cut_short(self.path, exc)
                     return
