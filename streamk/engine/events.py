@@ -261,6 +261,12 @@ def _check_x_kind(x: Any, limits: Limits, schema: Schema) -> Any:
 
 def _unpack_failure(exc: Exception, n: int, limits: Limits) -> NoReturn:
     """Turn a msgpack error into a precise reason."""
+    if n == 0:  # (only an error path pays for the check)
+        _fail(
+            "undecodable",
+            "an empty payload (a null value: a Kafka tombstone, or an empty message) holds no "
+            "event",
+        )
     match = _LIMIT_RE.search(str(exc))
     if match is None:
         detail = str(exc) or type(exc).__name__
