@@ -63,7 +63,8 @@ def _kafka() -> Any:
         import kafka
     except ImportError as exc:  # pragma: no cover - kafka-python is a runtime dependency
         raise SnapshotError(
-            'the Kafka snapshot transport needs kafka-python: pip install "kafka-python[crc32c,lz4,snappy,zstd]"'
+            "the Kafka snapshot transport needs kafka-python: "
+            'pip install "kafka-python[crc32c,lz4,snappy,zstd]"'
         ) from exc
     return kafka
 
