@@ -101,6 +101,13 @@ DEFAULTS: dict[str, Option] = {
     "sasl_username": Option("", str, "SASL user name"),
     "sasl_password": Option("", str, "SASL password (prefer STREAMK_SASL_PASSWORD)"),
     "ssl_cafile": Option("", str, "CA certificate file for SSL"),
+    "ssl_certfile": Option(
+        "", str, "client certificate file (PEM) for SSL with client authentication (mTLS)"
+    ),
+    "ssl_keyfile": Option("", str, "the client certificate's private key file (PEM)"),
+    "ssl_password": Option(
+        "", str, "password of ssl_keyfile, if it has one (prefer STREAMK_SSL_PASSWORD)"
+    ),
     # learner
     "learner": Option(
         "perceptron",

@@ -204,10 +204,25 @@ def check_support_sizes(config: dict[str, Any]) -> None:
         )
 
 
+#: settings naming files a Kafka client reads when it connects
+SSL_FILES = ("ssl_cafile", "ssl_certfile", "ssl_keyfile")
+
+
 def kafka_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """Security settings passed through to every Kafka client (kafka-python names)."""
+    """Security settings passed through to every Kafka client (kafka-python names).
+
+    A file setting (:data:`SSL_FILES`) that names no readable file is a
+    :class:`ConfigError` naming the key, here, before any client tries to connect with it
+    (where it fails as an SSL error, or a retried connection)."""
     out: dict[str, Any] = {"security_protocol": config["security_protocol"]}
-    for key in ("sasl_mechanism", "ssl_cafile"):
+    for key in SSL_FILES:
+        path = config[key]
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise ConfigError(
+                f"{key} = {path!r} is not a file streamk can read; give the PEM file's path "
+                f"(--{key.replace('_', '-')}, STREAMK_{key.upper()})"
+            )
+    for key in ("sasl_mechanism", *SSL_FILES, "ssl_password"):
         if config[key]:
             out[key] = config[key]
     if config["sasl_username"]:

@@ -110,6 +110,7 @@ SETTING_NAMES = {
     "ssl_cafile": "ssl.ca.location",
     "ssl_certfile": "ssl.certificate.location",
     "ssl_keyfile": "ssl.key.location",
+    "ssl_password": "ssl.key.password",
     "max_poll_interval_ms": "max.poll.interval.ms",
     "session_timeout_ms": "session.timeout.ms",
     "heartbeat_interval_ms": "heartbeat.interval.ms",
