@@ -25,8 +25,10 @@ pytestmark = [pytest.mark.kafka]
 N = 400
 
 
-@pytest.mark.parametrize("transport", ["kafka-python", "confluent"])
-@pytest.mark.parametrize("codec", ["lz4", "zstd", "snappy", "gzip"])
+@pytest.mark.parametrize(
+    "codec, transport",
+    [*((c, "kafka-python") for c in ("lz4", "zstd", "snappy", "gzip")), ("lz4", "confluent")],
+)  # (librdkafka has every codec built in: one of them shows the transport reads them)
 def test_a_compressed_topic_is_learned_whole(kafka_broker, topic_name, tmp_path, codec, transport):
     if transport == "confluent":
         pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")

@@ -65,8 +65,9 @@ def _replay(log, store, *args):
 SAME = ("records", "learned", "dead_lettered", "positions", "support", "rolling_metric")
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "msgpack"])
-@pytest.mark.parametrize("ext", sorted(CODECS))
+@pytest.mark.parametrize(
+    "fmt, ext", [("jsonl", ".gz"), ("jsonl", ".bz2"), ("jsonl", ".xz"), ("msgpack", ".gz")]
+)  # (every codec, and the other framing once: the two are independent)
 def test_a_compressed_log_replays_as_the_plain_one(tmp_path, fmt, ext):
     plain = _plain(tmp_path, fmt)
     packed = tmp_path / f"events.{fmt}{ext}"
