@@ -108,6 +108,7 @@ extensions = [
             "streamk/budget/_vec.pxi",
             "streamk/budget/_smallest.pxi",
             "streamk/budget/_forgetron.pxi",
+            "streamk/learners/_adatron_pass.pxi",
         ],
         extra_compile_args=["-O3", "-fno-trapping-math"],
         optional=True,
@@ -115,6 +116,7 @@ extensions = [
     Extension(  # the resweeps of the adatron and the SVR (streamk/learners/dualpass.py)
         "streamk.learners._dual",
         ["streamk/learners/_dual.pyx"],
+        depends=["streamk/learners/_adatron_pass.pxi"],
         extra_compile_args=["-O3", "-ffp-contract=off"],
         optional=True,
     ),

@@ -8,7 +8,9 @@ through the support set oldest first; each step reads one decision value, moves 
 coefficient and, when it moved, adds one Gram-matrix row times the change to every decision
 value. On the NumPy path that is a Python loop with a NumPy call per step. Here the loop is
 C, with the same operations in the same order on the same doubles (no fused multiply-add:
-the build passes ``-ffp-contract=off``), so both paths give the same coefficients.
+the build passes ``-ffp-contract=off``), so both paths give the same coefficients. The
+adatron's pass is ``_adatron_pass.pxi``, the one piece of code the per-event core's resweeps
+(``_event.pyx``) run too.
 
 The caller computes the decision values ``F = G @ coef`` at the start of each pass with
 NumPy (the very call the NumPy path makes), writes nothing else, and does the support set's
@@ -16,27 +18,11 @@ bookkeeping afterwards (:func:`streamk.learners.dualpass.coef_changed`): these f
 write the coefficients in place and, when asked, add every change to ``D`` as well.
 """
 
-from libc.math cimport copysign, fabs, isnan
+from libc.math cimport copysign, fabs
 
 ctypedef Py_ssize_t intp
 
-cdef extern from *:
-    """
-    /* y += x * a, element by element (no fused multiply-add: -ffp-contract=off), as
-       NumPy's ``y += x * a`` computes it; restrict lets the compiler vectorise, and on
-       GCC/x86-64 an AVX2 clone runs where the CPU has it (the same IEEE operations, four
-       at a time), as in _fastexp.h. */
-    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-    #define SK_DUAL_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-    #else
-    #define SK_DUAL_CLONES
-    #endif
-    SK_DUAL_CLONES static void sk_axpy(double *restrict y, const double *restrict x,
-                                       double a, Py_ssize_t n) {
-        for (Py_ssize_t j = 0; j < n; j++) y[j] += x[j] * a;
-    }
-    """
-    void sk_axpy(double *y, const double *x, double a, Py_ssize_t n) nogil
+include "_adatron_pass.pxi"  # the pass itself (shared with _event.pyx's resweeps)
 
 
 def adatron_pass(
@@ -66,10 +52,8 @@ def adatron_pass(
     column gets ``coef += (a_new - a) t`` and ``f += G[i] (a_new - a) t``.
     """
     cdef Py_ssize_t n = FT.shape[1], k = FT.shape[0], m = by_age.shape[0]
-    cdef Py_ssize_t p, i, c, moved = 0, label
-    cdef double a, a_new, t, e, denom, d
-    cdef bint any_moved, track = DT is not None, binary = signs is not None
-    cdef double delta[64]
+    cdef Py_ssize_t p, i, moved = 0, label
+    cdef bint track = DT is not None, binary = signs is not None
     if k > 64:
         raise ValueError("adatron_pass handles at most 64 outputs")
     if G.shape[0] < n or G.shape[1] < n or coef.shape[0] < n or coef.shape[1] != k:
@@ -89,43 +73,9 @@ def adatron_pass(
             if label < 0 or label >= (signs.shape[0] if binary else k):
                 raise IndexError("adatron_pass: class index out of range")
     with nogil:
-        for p in range(m):
-            i = by_age[p]
-            if isnan(cls[i]):
-                continue
-            denom = kdiag[i] + mu
-            e = 1.0 / denom if denom > 0.0 else 0.0
-            if not e > 0.0:
-                continue
-            label = <Py_ssize_t>cls[i]
-            any_moved = False
-            for c in range(k):
-                if binary:
-                    t = signs[label]
-                else:
-                    t = 1.0 if c == label else -1.0
-                a = coef[i, c] * t
-                # the 2-norm shift acts on alpha = a >= 0, not on the signed coefficient
-                a_new = a + e * (1.0 - t * FT[c, i] - mu * a)
-                if 0.0 > a_new:  # Python's max(x, 0.0), NaN included
-                    a_new = 0.0
-                if upper < a_new:  # min(., upper)
-                    a_new = upper
-                d = (a_new - a) * t
-                delta[c] = d
-                if d != 0.0:
-                    any_moved = True
-            if not any_moved:
-                continue
-            moved += 1
-            for c in range(k):
-                d = delta[c]
-                if d == 0.0:  # adds +-0 on the NumPy path: no value changes
-                    continue
-                coef[i, c] += d
-                if track:
-                    DT[c, i] += d
-                sk_axpy(&FT[c, 0], &G[i, 0], d, n)
+        moved = _adatron_pass(&G[0, 0], G.shape[1], &coef[0, 0], k, &FT[0, 0], n, &cls[0],
+                              &signs[0] if binary else NULL, &kdiag[0], &by_age[0], n, mu,
+                              upper, &DT[0, 0] if track else NULL, n)
     return moved
 
 
