@@ -67,19 +67,21 @@ def _sizes(model: Any, data: list) -> tuple[list[int], list[int]]:
     taken against)."""
     passes: list[int] = []
     before: list[int] = []
-    resweep = model._resweep
+    resweep, event = model._resweep, model._event
 
     def counted(n_passes: int) -> None:
         passes.extend([model._support.n] * n_passes)
         resweep(n_passes)
 
     model._resweep = counted  # the instance's: the learner's code is unchanged
+    model._event = None  # (the per-event core resweeps inside its call: the same sizes)
     try:
         for x, y in data:
             before.append(model._support.n)
             model.learn_one(x, y)
     finally:
         del model._resweep
+        model._event = event
     return passes, before
 
 

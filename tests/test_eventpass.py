@@ -938,19 +938,25 @@ def test_adatron_agrees_with_numpy_for_every_policy_and_kernel(norm, kernel, pol
         assert fast.support_.n == 40 and fast.support_.next_id > 120  # turned over
 
 
-def test_adatron_with_resweeps_or_a_new_class_declines():
-    model = KernelAdatron(kernel=RBF(0.4), budget=20, resweeps=1)
+def test_adatron_resweeping_under_the_projectron_or_a_new_class_declines():
+    """The resweeping adatron's core declines, nothing changed, under the Projectron (its
+    projections would have to follow the kept Gram matrix) and for a new class; under
+    remove-oldest it takes the event, with or without resweeps."""
+    model = KernelAdatron(kernel=RBF(0.4), budget=Projectron(20), resweeps=1)
     events = stream(100, 3, 30)
     for x, y in events:
         model.learn_one(x, y)
     before = pickle.dumps(model.state())
     assert not model._event.learn(model, *events[0])
-    single = KernelAdatron(kernel=RBF(0.4), budget=20, resweeps=0)
-    for x, y in events:
-        single.learn_one(x, y)
-    assert single._event.learn(single, *events[0])
-    assert not single._event.learn(single, events[0][0], "new class")
     assert pickle.dumps(model.state()) == before
+    for resweeps in (0, 1):
+        single = KernelAdatron(kernel=RBF(0.4), budget=20, resweeps=resweeps)
+        for x, y in events:
+            single.learn_one(x, y)
+        assert single._event.learn(single, *events[0])
+        before = pickle.dumps(single.state())
+        assert not single._event.learn(single, events[0][0], "new class")
+        assert pickle.dumps(single.state()) == before
 
 
 # -- the Projectron -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False
-"""The per-event path of the kernel perceptrons, the ranker, the on-line SVR and the novelty
-detector in one compiled call (optional).
+"""The per-event path of the kernel perceptrons, the ranker, the kernel adatron, the on-line
+SVR and the novelty detector in one compiled call (optional).
 
 ``learn_one`` / ``predict_one`` of :class:`~streamk.learners.perceptron.KernelPerceptron`,
 :class:`~streamk.learners.budgeted.MarginPerceptron`,
@@ -15,7 +15,8 @@ does all of it in one call, for the cases that dominate a stream once warmed up:
   :class:`~streamk.kernels.Scaled`), or a sum, product, scaling or normalisation of them
   and of constants (a program, ``_kprog.pxi``), with its parameters resolved; no budget,
   remove-oldest, remove-random, remove-smallest, the Forgetron, the Projectron or (a
-  plain RBF kernel) Merge; no Gram matrix kept, no block being tracked;
+  plain RBF kernel) Merge; no Gram matrix kept (but the resweeping adatron's, under every
+  one of them but the Projectron: see below), no block being tracked;
 * an event whose keys are exactly the learner's features in column order, with float or
   int values that are finite;
 * a label already known (learn) — a new class or rank changes the learner's columns or
@@ -31,6 +32,16 @@ steps of ``streamk/budget/_projectron.pxi``; Merge's search and merge are
 ``streamk/budget/_merge.pxi``, the code of ``_policies.merge_apply``) and computes the kernel
 row with the loops of
 :mod:`streamk._core` (``_fastexp.h``).
+
+The kernel adatron with ``resweeps >= 1`` (``_resweep``) keeps its Gram matrix through its
+inserts as ``SupportSet`` and the policies do (append; the swap-remove of remove-random,
+remove-smallest and the Forgetron; remove-oldest's ``replace`` with its own kernel entry
+computed from the row; Merge's merged row by ``_merge_at``), keeps each slot's class and
+the slots' age order as ``KernelAdatron._slots`` gives them, runs the passes by
+``_adatron_pass.pxi`` (the pass ``_dual.pyx`` runs) from ``F = G @ coef`` computed here,
+and removes the vectors the passes emptied as ``dualpass.dead_slots`` and
+``SupportSet.remove`` do. Computed here, ``F`` is NumPy's product to rounding: the model
+is the NumPy path's to rounding (``tests/test_event_resweeps.py``).
 
 The perceptrons and the ranker under a plain RBF kernel and no budget, remove-oldest,
 remove-random or the Forgetron decide an event from float32 hints once it has at least 8
@@ -54,7 +65,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport INFINITY, copysign, fabs, isfinite, log, pow, sqrt
 from libc.stdint cimport INT64_MAX, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcmp, memcpy, memmove, memset
 from numpy import empty, float64
 
 cdef extern from "Python.h":
@@ -132,7 +143,7 @@ DEF R_PERCEPTRON = 0  # the kernel and margin perceptrons
 DEF R_RANKER = 1
 DEF R_SVR = 2  # OnlineSVR, resweeps=0
 DEF R_NOVELTY = 3  # KernelNovelty
-DEF R_ADATRON = 4  # KernelAdatron, resweeps=0
+DEF R_ADATRON = 4  # KernelAdatron (its resweeps too: _resweep)
 # what predict leaves for a learn of the same row (EventPass._keep_pre)
 DEF PRE_ROW = 1  # the float64 margins and kernel row (_margins)
 DEF PRE_HINTS = 2  # the float32 hints and their bound (_hint)
@@ -238,6 +249,7 @@ include "../budget/_smallest.pxi"
 include "../budget/_projectron.pxi"
 include "../budget/_merge.pxi"  # Merge's search and merge (as streamk/budget/_policies.pyx)
 include "../budget/_forgetron.pxi"
+include "_adatron_pass.pxi"  # the adatron's pass (as streamk/learners/_dual.pyx runs it)
 
 
 cdef int _record(slots, SupportCounters support, int64_t id_, double value) except -1:
@@ -327,8 +339,9 @@ cdef class EventPass:
         ``"novelty"``: :class:`~streamk.learners.KernelNovelty`'s insert with weight 1 (the
         centre's statistics ``_r``/``_cc`` kept current through growth, removals, the
         Projectron's projections and Merge's merges).
-        ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step with
-        ``resweeps=0`` (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column).
+        ``"adatron"``: :class:`~streamk.learners.KernelAdatron`'s first step
+        (``alpha = clip((1 - t f) / (k(x, x) + mu), 0, upper)`` per column), then its
+        ``resweeps`` passes, if any (:meth:`_resweep`).
         ``None``: the perceptrons' or the ranker's rule.
 
     Attributes
@@ -347,6 +360,8 @@ cdef class EventPass:
         ``learn`` calls that took the float64 kernel row, or the float32 hints, that
         ``predict`` had just computed for the same row, the set unchanged since
         (test-then-train; see ``_keep_pre``): counts for tests.
+    resweep_events
+        Events whose adatron resweeps ran here (:meth:`_resweep`): a count for tests.
     """
 
     cdef readonly object margin
@@ -355,6 +370,20 @@ cdef class EventPass:
     cdef int rcode
     cdef bint valued  # the SVR or novelty: no labels
     cdef double a_mu, a_upper  # the adatron's diagonal shift and box
+    # the adatron's resweeps (a_passes > 0, see _resweep): the kept Gram matrix, each slot's
+    # class index (NaN: unknown), the slots oldest first (as a stable sort of the ids), kept
+    # through every change this path makes; the decision values (transposed) of a pass
+    cdef Py_ssize_t a_passes
+    cdef object G_obj
+    cdef double[:, ::1] G
+    cdef double *a_cls
+    cdef Py_ssize_t *a_age
+    cdef double *a_FT
+    cdef Py_ssize_t a_cap, a_cap_f
+    cdef double a_signs[2]
+    cdef bint a_binary
+    cdef double a_new_cls  # the class index of the vector _insert is inserting
+    cdef readonly Py_ssize_t resweep_events
     # the SVR's rule as OnlineSVR._rule gives it (-1: auto, NaN offset: the running mean)
     cdef double s_eps, s_C, s_off
     cdef bint s_off_mean
@@ -524,6 +553,9 @@ cdef class EventPass:
         self.h_cap_S = self.h_cap_w = self.h_cap_ld = self.h_cap_p = 0
         self.h_valid = False
         self.k_gap_d = -1
+        self.a_cls = self.a_FT = NULL
+        self.a_age = NULL
+        self.a_cap = self.a_cap_f = self.a_passes = 0
 
     def __dealloc__(self):
         free(self.row)
@@ -543,6 +575,9 @@ cdef class EventPass:
         free(self.h_q)
         free(self.h_k)
         free(self.h_col)
+        free(self.a_cls)
+        free(self.a_age)
+        free(self.a_FT)
 
     def __reduce__(self):
         # the binding is a cache of the learner it serves: a copy starts unbound
@@ -567,6 +602,9 @@ cdef class EventPass:
         self.kdiag = None
         self.ids = None
         self.b = None
+        self.G_obj = None
+        self.G = None
+        self.a_passes = 0
 
     cdef bint _reserve(self, Py_ssize_t d, Py_ssize_t n, Py_ssize_t p) except False:
         cdef void *mem
@@ -772,17 +810,60 @@ cdef class EventPass:
 
     cdef bint _bind_rule(self, model) except -1:
         """The SVR's ``epsilon``/``C``/``offset`` as :meth:`OnlineSVR._rule` encodes them,
-        the adatron's ``mu`` and box (read at binding: they follow from constructor
-        parameters); False for an SVR or adatron that resweeps."""
+        the adatron's ``mu``, box and passes (read at binding: they follow from constructor
+        parameters); False for an SVR that resweeps."""
         if self.rcode == R_SVR:
             if model.resweeps:
                 return False
             self.s_eps, self.s_C, self.s_off = model._rule()
             self.s_off_mean = self.s_off != self.s_off
         elif self.rcode == R_ADATRON:
-            if model.resweeps:
-                return False
+            self.a_passes = int(model.resweeps)
             self.a_mu, self.a_upper = float(model._mu), float(model._upper)
+        return True
+
+    cdef bint _bind_gram(self, model, support, Py_ssize_t p) except -1:
+        """The adatron's resweeps (``_bind_rule`` set ``a_passes``): the kept Gram matrix,
+        each slot's class index as ``KernelAdatron._slots`` aligns it and the slots oldest
+        first; False where the compiled resweep does not apply (no Gram matrix, more than
+        64 columns, the Projectron, a class index out of range)."""
+        import numpy as np
+
+        cdef Py_ssize_t c
+        G_obj = support._G
+        rows = support._X.shape[0]
+        if G_obj is None or G_obj.dtype.char != "d" or not G_obj.flags.c_contiguous:
+            return False
+        if G_obj.shape[0] < rows or G_obj.shape[1] < rows:
+            return False
+        if p > 64 or self.pcode == P_PROJECTRON:
+            return False
+        ids = support.ids
+        cls = np.ascontiguousarray(model._cls.align(ids)[:, 0], dtype=np.float64)
+        order = np.argsort(ids, kind="stable")
+        known = cls[~np.isnan(cls)]
+        if known.size and (known.min() < 0 or known.max() >= max(self.n_classes, 1)):
+            return False
+        self.a_binary = self.n_classes <= 2
+        if self.a_binary:
+            signs = model._labels.signs
+            if p != 1 or len(signs) > 2 or len(signs) < self.n_classes:
+                return False
+            self.a_signs[0] = self.a_signs[1] = 0.0
+            for c in range(len(signs)):
+                self.a_signs[c] = float(signs[c])
+        if rows > self.a_cap:
+            self.a_cls = <double *>_grown(self.a_cls, rows * sizeof(double))
+            self.a_age = <Py_ssize_t *>_grown(self.a_age, rows * sizeof(Py_ssize_t))
+            self.a_cap = rows
+        if rows * p > self.a_cap_f:
+            self.a_FT = <double *>_grown(self.a_FT, rows * p * sizeof(double))
+            self.a_cap_f = rows * p
+        for c in range(support.n):
+            self.a_cls[c] = cls[c]
+            self.a_age[c] = order[c]
+        self.G_obj = G_obj
+        self.G = G_obj
         return True
 
     cdef bint _bind(self, model, support) except -1:
@@ -795,8 +876,8 @@ cdef class EventPass:
             return False
         if support._trackers:
             return False
-        if support._G is not None:  # no pass writes a kept Gram matrix
-            return False
+        if support._G is not None and not (self.rcode == R_ADATRON and model.resweeps):
+            return False  # no pass but the adatron's resweeps writes a kept Gram matrix
         if not self._bind_kernel(support.kernel) or not self._bind_policy(model._policy, support):
             self._unbind()
             return False
@@ -810,6 +891,9 @@ cdef class EventPass:
                 self._unbind()
                 return False
         elif not self._bind_labels(model, p) or not self._bind_rule(model):
+            self._unbind()
+            return False
+        if self.a_passes and not self._bind_gram(model, support, p):
             self._unbind()
             return False
         self.X = X_obj
@@ -1654,6 +1738,10 @@ cdef class EventPass:
                 if self.swap_r:
                     self._novelty_swap(slot, n, True, self._kdiag(row_sq), phi)
                 gone, last = slot, n - 1
+                if self.a_passes:  # the Gram's swap-remove; the row is without_slot's
+                    self._gram_move(slot, n)
+                    self._age_remove(slot, n)
+                    self.k[slot] = self.k[n - 1]
                 self._remove(slot, n)
                 n -= 1
                 slot = n
@@ -1668,6 +1756,11 @@ cdef class EventPass:
         next_id = support.next_id
         self.ids[slot] = next_id
         support.next_id = next_id + 1
+        if self.a_passes:
+            if slot == n:
+                self._gram_append(n)
+            else:
+                self._gram_replace(slot, n, d, row_sq)
         if slot == n:
             n += 1
         support.n = n  # <= the buffers' rows, the kernel row's room
@@ -1690,6 +1783,122 @@ cdef class EventPass:
             self._mirror_put(slot, d)
             self.h_version = self.version
         return True
+
+    # -- the adatron's resweeps ------------------------------------------------------------------
+    cdef void _gram_append(self, Py_ssize_t slot) noexcept:
+        """``SupportSet.append``'s Gram row and column for the vector just written into
+        ``slot`` (the set's ``slot`` vectors before it; ``self.k`` its kernel row against
+        them), its class and its place, the newest, in the age order."""
+        cdef Py_ssize_t j
+        for j in range(slot):
+            self.G[slot, j] = self.k[j]
+            self.G[j, slot] = self.k[j]
+        self.G[slot, slot] = self.kdiag[slot]
+        self.a_cls[slot] = self.a_new_cls
+        self.a_age[slot] = slot
+
+    cdef void _gram_replace(self, Py_ssize_t slot, Py_ssize_t n, Py_ssize_t d,
+                            double row_sq) noexcept:
+        """``SupportSet.replace(slot, row, new_id=True)``'s Gram row and column (the
+        remove-oldest policy's insert, which passes no kernel row: the row against the set
+        with itself in ``slot``, so its own entry is the kernel computed from the row and
+        its stored norm, not ``k(x, x)``); the slot leaves the front of the age order (it
+        was the oldest) for its end."""
+        cdef Py_ssize_t j, wx = self.X.shape[1]
+        cdef double own = 0.0
+        self._column(&self.X[slot, 0], wx, 1, &self.sq[slot], self.row, d, row_sq, &own)
+        for j in range(n):
+            if j != slot:
+                self.G[slot, j] = self.k[j]
+        self.G[slot, slot] = own
+        for j in range(n):
+            self.G[j, slot] = self.G[slot, j]
+        self.a_cls[slot] = self.a_new_cls
+        j = 0
+        while j < n - 1 and self.a_age[j] != slot:
+            j += 1
+        memmove(&self.a_age[j], &self.a_age[j + 1], (n - 1 - j) * sizeof(Py_ssize_t))
+        self.a_age[n - 1] = slot
+
+    cdef void _gram_move(self, Py_ssize_t slot, Py_ssize_t n) noexcept nogil:
+        """``SupportSet._move_gram``: the Gram row and column of the last of ``n`` vectors
+        into ``slot`` (as ``remove(slot)`` moves the last row there)."""
+        cdef Py_ssize_t j, last = n - 1
+        if slot == last:
+            return
+        for j in range(n):
+            self.G[slot, j] = self.G[last, j]
+        self.G[slot, slot] = self.G[last, last]
+        for j in range(n):
+            self.G[j, slot] = self.G[slot, j]
+
+    cdef void _age_remove(self, Py_ssize_t slot, Py_ssize_t n) noexcept nogil:
+        """Slot ``slot`` of ``n`` leaves, the last one moving into it (``remove(slot)``):
+        its class and age entry go, the last one's are renamed ``slot``."""
+        cdef Py_ssize_t j = 0, last = n - 1
+        while j < n and self.a_age[j] != slot:
+            j += 1
+        if j < n:
+            memmove(&self.a_age[j], &self.a_age[j + 1], (n - 1 - j) * sizeof(Py_ssize_t))
+        if slot != last:
+            for j in range(n - 1):
+                if self.a_age[j] == last:
+                    self.a_age[j] = slot
+                    break
+            self.a_cls[slot] = self.a_cls[last]
+
+    cdef int _resweep(self) except -1:
+        """``KernelAdatron._resweep`` after the event: ``a_passes`` passes over the set,
+        each from ``F = G @ coef`` computed here (``_combine``'s sums: NumPy's product to
+        rounding, so the coefficients agree with the NumPy path's to rounding, not to the
+        bit), the pass itself ``_adatron_pass``; then the vectors of a known class whose
+        coefficients all returned to 0 leave, highest slot first (``dualpass.dead_slots``,
+        ``SupportSet.remove``), with their Gram rows, classes and age entries."""
+        cdef SupportCounters support = self.support
+        cdef Py_ssize_t n = support.n, p = self.coef.shape[1], ldg = self.G.shape[1]
+        cdef Py_ssize_t q, i, c, moved = 0, dead = 0
+        cdef double *G
+        cdef double *coef
+        cdef bint zero
+        if n == 0:
+            return 0
+        G = &self.G[0, 0]
+        coef = &self.coef[0, 0]
+        with nogil:
+            for q in range(self.a_passes):
+                for i in range(n):  # F = G @ coef, one column of FT per output
+                    if p == 1:
+                        self.a_FT[i] = sk_coef_dot(G + i * ldg, coef, n)
+                    else:
+                        _combine(G + i * ldg, coef, n, p, self.fr)
+                        for c in range(p):
+                            self.a_FT[c * n + i] = self.fr[c]
+                moved += _adatron_pass(G, ldg, coef, p, self.a_FT, n, self.a_cls,
+                                       &self.a_signs[0] if self.a_binary else NULL,
+                                       &self.kdiag[0], self.a_age, n, self.a_mu, self.a_upper,
+                                       NULL, 0)
+        i = n - 1
+        while i >= 0:  # descending: a swap-remove moves none still to remove
+            if not isnan(self.a_cls[i]):
+                zero = True
+                for c in range(p):
+                    if coef[i * p + c] != 0.0:
+                        zero = False
+                        break
+                if zero:
+                    self._gram_move(i, n)
+                    self._age_remove(i, n)
+                    self._remove(i, n)
+                    n -= 1
+                    dead += 1
+            i -= 1
+        self.resweep_events += 1
+        if moved or dead:
+            support.n = n
+            support.rows_version += dead
+            self.version = support.version + 1
+            support.version = self.version
+        return 0
 
     # -- Merge ------------------------------------------------------------------------------------
     cdef bint _bind_merge(self, policy, support) except -1:
@@ -1740,6 +1949,8 @@ cdef class EventPass:
         next_id = support.next_id
         self.ids[n] = next_id
         support.next_id = next_id + 1
+        if self.a_passes:
+            self._gram_append(n)
         n += 1
         if full:  # the row's dots with the others, where _margins kept them (m is the row
             # in about half the merges of a learner that updates on most events)
@@ -1754,8 +1965,15 @@ cdef class EventPass:
                       wx, self.sq[m], self.kr)
                 _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0],
                       &self.X[partner, 0], wx, self.sq[partner], &self.m_buf[0])
-            sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0], &self.kdiag[0],
-                            &self.ids[0], NULL, 0, n, self.gamma, m, partner, h)
+            if self.a_passes:  # z keeps m's id, so its class; the partner leaves
+                sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0],
+                                &self.kdiag[0], &self.ids[0], &self.G[0, 0], self.G.shape[1],
+                                n, self.gamma, m, partner, h)
+                self._age_remove(partner, n)
+            else:
+                sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0],
+                                &self.kdiag[0], &self.ids[0], NULL, 0, n, self.gamma, m,
+                                partner, h)
             if self.la_check and m < self.la_n:  # m's row changed under its id: the
                 self.la_ids[m] = -1  # look-ahead's dot for it is stale (ids are >= 0)
             n -= 1
@@ -1869,11 +2087,13 @@ cdef class EventPass:
             self.k_gap_d = d if hinted else -1  # (what the Forgetron's shrink must fill in)
             self.k_gap_sq = row_sq
             new_id = self.support.next_id
+            if self.rcode == R_ADATRON:
+                self.a_new_cls = float(self.classes.index(y))
             self._insert(d, row_sq)
             self.k_gap_d = -1
             if self.rcode == R_ADATRON:  # the class index of the new vector (its _cls)
                 if self.support.next_id != new_id:  # not when a Projectron projected it
-                    _record(model._cls, self.support, new_id, float(self.classes.index(y)))
+                    _record(model._cls, self.support, new_id, self.a_new_cls)
                 self._count(model, C_UPDATES)
             elif self.ranker:
                 if pr < k:
@@ -1885,6 +2105,8 @@ cdef class EventPass:
                 self._count(model, C_MISTAKES)
             else:
                 self._count(model, C_MISTAKES)
+        if self.a_passes:
+            self._resweep()
         self._count(model, C_LEARNED)
         if pred is not None:
             pred.append(said)
@@ -2053,7 +2275,7 @@ cdef class EventPass:
                 said = self._said_of(model, R, P, i, d)
                 if said is NOT_HANDLED:
                     return i
-            elif self.rcode == R_ADATRON:
+            elif self.rcode == R_ADATRON and not self.a_passes:  # (resweeps move slots)
                 self._lookahead(R, i, d, True)
             if not self._learn_label(model, d, targets[i], code, False, own, 0):
                 return i

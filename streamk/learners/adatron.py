@@ -34,7 +34,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     cyclic algorithm on a fixed set until the coefficients stop changing. A step costs
     O(n_support · d) kernel work plus O(resweeps · n_support²) for the resweeps: per pass
     one product ``G @ coef`` and one Gram-matrix row per coefficient that moved, in
-    compiled code where it is built (:mod:`streamk.learners.dualpass`), else a Python loop.
+    compiled code where it is built (inside the per-event core's call, or
+    :mod:`streamk.learners.dualpass`), else a Python loop.
 
     Parameters
     ----------
@@ -75,16 +76,22 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     window for the exact one). Labels and multiclass work as in
     :class:`~streamk.learners.perceptron.KernelPerceptron`: one-vs-rest columns over one
     shared support set, each column its own adatron. ``learn_many`` replays the rows in
-    order as ``learn_one`` would, so it gives the same model. The resweeps run in compiled
-    code where it is built (:mod:`streamk.learners.dualpass`), the NumPy loop otherwise.
-    With ``resweeps=0``, ``learn_one`` and ``predict_one`` take the whole event in one
-    compiled call (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial
-    and linear kernels under no budget, remove-oldest, remove-random, the Forgetron or the
-    Projectron (and Merge with the RBF kernel), and ``learn_many`` loops the same core
-    over its rows in C (``EventPass.learn_rows``); on rows of 4 features or more, from
-    256 support vectors on (1,024 on a machine without AVX-512), it takes four rows' dot
-    products against the set in one pass over it (the same bits as one row
-    at a time; not under the Projectron, nor under a full Forgetron without AVX-512).
+    order as ``learn_one`` would, so it gives the same model. ``learn_one`` and
+    ``predict_one`` take the whole event in one compiled call
+    (:mod:`streamk.learners.eventpass`) for the RBF, Laplacian, polynomial and linear
+    kernels and their sums, products, scalings and normalisations, under no budget,
+    remove-oldest, remove-random, remove-smallest, the Forgetron or the Projectron (and
+    Merge with the RBF kernel); ``learn_many`` and ``learn_predict_many`` loop the same
+    core over their rows in C (``EventPass.learn_rows``). With ``resweeps >= 1`` that call
+    also keeps the Gram matrix, runs the passes and removes the vectors they emptied
+    (every policy above but the Projectron, which takes the NumPy path with the passes in
+    :mod:`streamk.learners.dualpass`); it computes each pass's ``G @ coef`` itself, so its
+    coefficients are the NumPy path's to rounding (``tests/test_event_resweeps.py``: the
+    same predictions and support ids, coefficients within 1e-9 relative). With
+    ``resweeps=0``, on rows of 4 features or more, from 256 support vectors on (1,024 on a
+    machine without AVX-512), ``learn_rows`` takes four rows' dot products against the set
+    in one pass over it (the same bits as one row at a time; not under the Projectron, nor
+    under a full Forgetron without AVX-512).
 
     Examples
     --------
@@ -133,7 +140,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._labels = LabelCoder()
         self._cls = SlotData(1)  # class index of each support vector
         self.n_updates = 0
-        self._event = eventpass.event_pass(rule="adatron")  # resweeps=0: one compiled call
+        self._event = eventpass.event_pass(rule="adatron")  # one compiled call an event
         # (support set, its rows_version, class per slot, slots oldest first, its ids then)
         self._slots_cache: tuple[Any, int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
@@ -162,8 +169,8 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
 
     # -- on-line learning -------------------------------------------------------------------------
     def learn_one(self, x: dict, y: Any) -> None:
-        event = self._event  # resweeps=0: the whole event in one call (see eventpass)
-        if event is not None and not self.resweeps and event.learn(self, x, y):
+        event = self._event  # the whole event in one call (see eventpass)
+        if event is not None and event.learn(self, x, y):
             return  # it settles self._cls where it records a class
         row = self._labelled_row(x, y)
         k_row = self._kernel_row(row)
@@ -171,7 +178,9 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         self._cls.settle(self._support)  # bounded: evicted rows' classes are dropped
 
     def learn_many(self, X: Any, y: Any) -> None:
-        """Learn the rows in order, each exactly as :meth:`learn_one` would.
+        """Learn the rows in order, each exactly as :meth:`learn_one` would: through the
+        compiled per-event core in C where it applies (``EventPass.learn_rows``), the rows
+        it declines on the NumPy path in place.
 
         No tracked kernel block: every resweep moves coefficients all over the set, and a
         block's decision values would cost O(block · n_support) per event to keep current,
@@ -184,7 +193,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         check_labels(labels)  # a bad label refuses the block, nothing learned
         if self._objects:
             self._learn_rows(rows, labels, self._learn_block_row)
-        elif not self.resweeps and self._event is not None:
+        elif self._event is not None:
             self._learn_runs(rows, labels)
         else:
             S = self._support
@@ -200,10 +209,10 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         """Test-then-train on a block: what ``predict_one`` said before each row, each row
         then learned as ``learn_one`` would (the same predictions and model).
 
-        With ``resweeps=0`` and once ``gamma="auto"`` is estimated, one loop of the compiled
-        per-event core over the block's rows (``EventPass.learn_rows``, its predictions
-        from the kernel row it learns from), where the generic loop made a dict of each row
-        and two calls; the rows the core declines take the NumPy path in place.
+        Once ``gamma="auto"`` is estimated, one loop of the compiled per-event core over
+        the block's rows (``EventPass.learn_rows``, its predictions from the kernel row it
+        learns from), where the generic loop made a dict of each row and two calls; the
+        rows the core declines take the NumPy path in place.
         """
         return self._learn_predict_apart(X, y, None)
 
@@ -214,9 +223,7 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
         moves the statistics and learns it standardised after."""
         labels = as_list(y)
         check_labels(labels)  # a bad label refuses the block, nothing learned
-        preds = self._learn_predict_block(
-            X, labels, self._predict_event_row, plain=bool(self.resweeps), said_X=said_X
-        )
+        preds = self._learn_predict_block(X, labels, self._predict_event_row, said_X=said_X)
         self._cls.settle(self._support)
         return preds
 

@@ -5,7 +5,8 @@ support set (:class:`~streamk.learners.adatron.KernelAdatron`'s CF 7.13,
 :class:`~streamk.learners.svr.OnlineSVR`'s CF 7.14) in C, where the NumPy path runs a Python
 loop with a NumPy call per step: the same operations in the same order, so the two paths
 give the same coefficients. Each pass starts from ``F = G @ coef`` computed here with the
-NumPy call the NumPy path makes.
+NumPy call the NumPy path makes. (The adatron's events that the per-event core takes,
+:mod:`~streamk.learners.eventpass`, run the same pass inside its call, ``F`` computed there.)
 
 The extension is optional like the core: without it (no C compiler at install time), with
 ``STREAMK_NO_ACCEL=1``, or with :data:`streamk.accel.core` switched off at run time (as the

@@ -1,5 +1,5 @@
-"""The compiled per-event path of the kernel perceptrons, the ranker, the on-line SVR and
-the novelty detector, when it is built.
+"""The compiled per-event path of the kernel perceptrons, the ranker, the kernel adatron, the
+on-line SVR and the novelty detector, when it is built.
 
 :mod:`streamk.learners._event` (``_event.pyx``) does a whole ``learn_one`` or
 ``predict_one`` — feature dict to row, kernel row, margins, mistake test, support-set
@@ -11,6 +11,14 @@ Projectron, and to the RBF kernel under Merge; for everything else (a kernel or 
 the user's own, new features or labels) it declines before changing anything and the
 learner runs its NumPy path, which is the reference the compiled one is tested against
 (``tests/test_eventpass.py``).
+
+The kernel adatron with ``resweeps >= 1`` keeps a Gram matrix: its call also writes that
+matrix as ``SupportSet`` and the policy's ``insert`` do (append, swap-remove, remove-oldest's
+replacement, Merge's merged row), runs the passes (``_adatron_pass.pxi``, the pass of
+:mod:`~streamk.learners.dualpass` too) from ``F = G @ coef`` it computes itself, and removes
+the vectors they emptied. That product is NumPy's to rounding, so these models are the NumPy
+path's to rounding, not to the bit: the same predictions and support ids, coefficients
+within 1e-9 relative (``tests/test_event_resweeps.py``). Under the Projectron it declines.
 
 ``EventPass.learn_rows`` runs the same core over a run of rows ``learn_many`` has already
 converted and folded into ``gamma="auto"``, for the runs no compiled block pass
@@ -61,7 +69,7 @@ def event_pass(margin: float | None = None, ranker: bool = False, rule: str | No
     ranker's (one score, thresholds per rank); ``rule="svr"`` the on-line SVR's step with
     ``resweeps=0``, ``rule="novelty"`` the novelty detector's insert (its
     ``predict`` is then ``predict_one`` and ``score_one`` respectively);
-    ``rule="adatron"`` the kernel adatron's first step with ``resweeps=0``.
+    ``rule="adatron"`` the kernel adatron's first step (and its resweeps, if any).
     """
     if _event is None:
         return None
