@@ -1,7 +1,9 @@
-# One adatron pass (CF 7.13) over a support set's kept Gram matrix, in C: the one piece of
-# code both compiled resweeps run. streamk/learners/_dual.pyx's ``adatron_pass`` (the
-# learner's NumPy plumbing around it, ``F = G @ coef`` by NumPy) and the per-event core's
-# resweeps in streamk/learners/_event.pyx (the whole event in one call) include it.
+# The adatron's coordinate step (CF 7.13) over a support set's kept Gram matrix, in C: the
+# one piece of code both compiled resweeps run. streamk/learners/_dual.pyx's
+# ``adatron_pass`` runs _adatron_pass (``F = G @ coef`` by NumPy at each pass's start, then
+# a Gram row per moved coefficient added to it, as the NumPy loop does); the per-event
+# core's resweeps in streamk/learners/_event.pyx take each slot's decision value afresh
+# from its Gram row and the current coefficients, then the same _adatron_step.
 
 from libc.math cimport isnan
 
@@ -21,8 +23,71 @@ cdef extern from *:
                                        double a, Py_ssize_t n) {
         for (Py_ssize_t j = 0; j < n; j++) y[j] += x[j] * a;
     }
+
+    /* x . y in sixteen independent partial sums (lane l over j = l mod 16, up to the last
+       whole group of sixteen; the rest, then the lanes in order, added to a seventeenth):
+       four vector accumulators on AVX2, so the additions overlap where one accumulator
+       waits on each add's latency. Every clone adds the same values in the same order:
+       the same bits on every machine. */
+    SK_DUAL_CLONES static double sk_dot16(const double *restrict x, const double *restrict y,
+                                          Py_ssize_t n) {
+        double s[16] = {0.0};
+        Py_ssize_t j = 0, m = n & ~(Py_ssize_t)15;
+        for (; j < m; j += 16)
+            for (int l = 0; l < 16; l++) s[l] += x[j + l] * y[j + l];
+        double t = 0.0;
+        for (; j < n; j++) t += x[j] * y[j];
+        for (int l = 0; l < 16; l++) t += s[l];
+        return t;
+    }
     """
     void sk_axpy(double *y, const double *x, double a, Py_ssize_t n) nogil
+    double sk_dot16(const double *x, const double *y, Py_ssize_t n) nogil
+
+
+cdef inline double _adatron_eta(const double *cls, const double *kdiag, Py_ssize_t i,
+                                double mu) noexcept nogil:
+    """Slot ``i``'s step ``eta = 1 / (k(x_i, x_i) + mu)``; 0 where it stays fixed (an unknown
+    class, NaN in ``cls``, or ``k(x_i, x_i) + mu`` not positive)."""
+    cdef double denom
+    if isnan(cls[i]):
+        return 0.0
+    denom = kdiag[i] + mu
+    return 1.0 / denom if denom > 0.0 else 0.0
+
+
+cdef inline bint _adatron_step(const double *coef_i, Py_ssize_t k, const double *f,
+                               Py_ssize_t fstride, Py_ssize_t label, const double *signs,
+                               double e, double mu, double upper,
+                               double *delta) noexcept nogil:
+    """The coordinate step of one slot (CF 7.13) from its decision values ``f[c fstride]``:
+    each column's change into ``delta``; whether any is not 0.
+
+    ``coef_i`` is the slot's coefficient row (``k`` columns), ``label`` its class index,
+    ``signs`` each class's sign in binary mode (NULL: one-vs-rest, +1 in the slot's class
+    column and -1 elsewhere), ``e`` its step. For each column, ``a = coef t``;
+    ``a_new = min(max(a + e (1 - t f - mu a), 0), upper)``; the change is ``(a_new - a) t``:
+    the NumPy loop's operations in its order."""
+    cdef Py_ssize_t c
+    cdef double a, a_new, t, d
+    cdef bint any_moved = False
+    for c in range(k):
+        if signs != NULL:
+            t = signs[label]
+        else:
+            t = 1.0 if c == label else -1.0
+        a = coef_i[c] * t
+        # the 2-norm shift acts on alpha = a >= 0, not on the signed coefficient
+        a_new = a + e * (1.0 - t * f[c * fstride] - mu * a)
+        if 0.0 > a_new:  # Python's max(x, 0.0), NaN included
+            a_new = 0.0
+        if upper < a_new:  # min(., upper)
+            a_new = upper
+        d = (a_new - a) * t
+        delta[c] = d
+        if d != 0.0:
+            any_moved = True
+    return any_moved
 
 
 cdef Py_ssize_t _adatron_pass(const double *G, Py_ssize_t ldg, double *coef, Py_ssize_t k,
@@ -30,51 +95,27 @@ cdef Py_ssize_t _adatron_pass(const double *G, Py_ssize_t ldg, double *coef, Py_
                               const double *signs, const double *kdiag,
                               const Py_ssize_t *by_age, Py_ssize_t n, double mu, double upper,
                               double *DT, Py_ssize_t ldd) noexcept nogil:
-    """One adatron pass over the ``n`` slots ``by_age`` (oldest first); the number of steps
-    that moved a coefficient. The caller has checked every index (``k <= 64``, the slots
-    and class indices in range).
+    """One adatron pass over the ``n`` slots ``by_age`` (oldest first) from the decision
+    values at its start; the number of steps that moved a coefficient. The caller has
+    checked every index (``k <= 64``, the slots and class indices in range).
 
     ``G`` is the Gram buffer (row ``i`` at ``G + i ldg``), ``coef`` the coefficients
     (``n`` rows of ``k`` columns, row-major), ``FT`` the decision values transposed
     (column ``c`` at ``FT + c ldf``, updated in place), ``cls`` each slot's class index
-    (NaN: unknown, the slot is fixed), ``signs`` each class's sign in binary mode (NULL:
-    one-vs-rest, +1 in the slot's class column and -1 elsewhere), ``kdiag`` ``k(x_i,
-    x_i)``. A slot moves only with a known class and a positive step ``eta = 1 / (k(x_i,
-    x_i) + mu)``. ``DT`` (NULL: none): ``k`` rows of stride ``ldd`` the changes are added
-    to. For each column, ``a = coef t``; ``a_new = min(max(a + eta (1 - t f - mu a), 0),
-    upper)``; a slot whose step moved some column gets ``coef += (a_new - a) t`` and
-    ``f += G[i] (a_new - a) t``: the NumPy loop's operations in its order."""
-    cdef Py_ssize_t p, i, c, moved = 0, label
-    cdef double a, a_new, t, e, denom, d
-    cdef bint any_moved
+    (NaN: unknown, the slot is fixed), ``signs`` as :func:`_adatron_step`'s, ``kdiag``
+    ``k(x_i, x_i)``. ``DT`` (NULL: none): ``k`` rows of stride ``ldd`` the changes are
+    added to. A slot whose step (:func:`_adatron_step`) moved some column gets ``coef +=
+    delta`` and ``f += G[i] delta``, as the NumPy loop does."""
+    cdef Py_ssize_t p, i, c, moved = 0
+    cdef double e, d
     cdef double delta[64]
     for p in range(n):
         i = by_age[p]
-        if isnan(cls[i]):
-            continue
-        denom = kdiag[i] + mu
-        e = 1.0 / denom if denom > 0.0 else 0.0
+        e = _adatron_eta(cls, kdiag, i, mu)
         if not e > 0.0:
             continue
-        label = <Py_ssize_t>cls[i]
-        any_moved = False
-        for c in range(k):
-            if signs != NULL:
-                t = signs[label]
-            else:
-                t = 1.0 if c == label else -1.0
-            a = coef[i * k + c] * t
-            # the 2-norm shift acts on alpha = a >= 0, not on the signed coefficient
-            a_new = a + e * (1.0 - t * FT[c * ldf + i] - mu * a)
-            if 0.0 > a_new:  # Python's max(x, 0.0), NaN included
-                a_new = 0.0
-            if upper < a_new:  # min(., upper)
-                a_new = upper
-            d = (a_new - a) * t
-            delta[c] = d
-            if d != 0.0:
-                any_moved = True
-        if not any_moved:
+        if not _adatron_step(coef + i * k, k, FT + i, ldf, <Py_ssize_t>cls[i], signs, e, mu,
+                             upper, delta):
             continue
         moved += 1
         for c in range(k):

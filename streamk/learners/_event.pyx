@@ -372,14 +372,13 @@ cdef class EventPass:
     cdef double a_mu, a_upper  # the adatron's diagonal shift and box
     # the adatron's resweeps (a_passes > 0, see _resweep): the kept Gram matrix, each slot's
     # class index (NaN: unknown), the slots oldest first (as a stable sort of the ids), kept
-    # through every change this path makes; the decision values (transposed) of a pass
+    # through every change this path makes
     cdef Py_ssize_t a_passes
     cdef object G_obj
     cdef double[:, ::1] G
     cdef double *a_cls
     cdef Py_ssize_t *a_age
-    cdef double *a_FT
-    cdef Py_ssize_t a_cap, a_cap_f
+    cdef Py_ssize_t a_cap
     cdef double a_signs[2]
     cdef bint a_binary
     cdef double a_new_cls  # the class index of the vector _insert is inserting
@@ -553,9 +552,9 @@ cdef class EventPass:
         self.h_cap_S = self.h_cap_w = self.h_cap_ld = self.h_cap_p = 0
         self.h_valid = False
         self.k_gap_d = -1
-        self.a_cls = self.a_FT = NULL
+        self.a_cls = NULL
         self.a_age = NULL
-        self.a_cap = self.a_cap_f = self.a_passes = 0
+        self.a_cap = self.a_passes = 0
 
     def __dealloc__(self):
         free(self.row)
@@ -577,7 +576,6 @@ cdef class EventPass:
         free(self.h_col)
         free(self.a_cls)
         free(self.a_age)
-        free(self.a_FT)
 
     def __reduce__(self):
         # the binding is a cache of the learner it serves: a copy starts unbound
@@ -856,9 +854,6 @@ cdef class EventPass:
             self.a_cls = <double *>_grown(self.a_cls, rows * sizeof(double))
             self.a_age = <Py_ssize_t *>_grown(self.a_age, rows * sizeof(Py_ssize_t))
             self.a_cap = rows
-        if rows * p > self.a_cap_f:
-            self.a_FT = <double *>_grown(self.a_FT, rows * p * sizeof(double))
-            self.a_cap_f = rows * p
         for c in range(support.n):
             self.a_cls[c] = cls[c]
             self.a_age[c] = order[c]
@@ -1847,36 +1842,56 @@ cdef class EventPass:
                     break
             self.a_cls[slot] = self.a_cls[last]
 
+    cdef Py_ssize_t _pass(self, Py_ssize_t n) noexcept nogil:
+        """One adatron pass over the ``n`` slots, oldest first: each slot's decision values
+        ``G[i] @ coef`` taken afresh (``sk_dot16``'s sums for one column, ``_combine``'s for
+        several) from the coefficients as the pass
+        has left them so far, then ``_adatron_step`` (the step ``_dual.pyx``'s pass takes).
+        One read of the Gram matrix a pass, where the NumPy loop reads it for ``G @ coef``
+        and again for a row per coefficient that moved; the same values in exact arithmetic,
+        to rounding in floating point. Returns the steps that moved a coefficient."""
+        cdef Py_ssize_t q, i, c, moved = 0, p = self.coef.shape[1], ldg = self.G.shape[1]
+        cdef double e, d
+        cdef double delta[64]
+        cdef const double *G = &self.G[0, 0]
+        cdef double *coef = &self.coef[0, 0]
+        cdef const double *signs = &self.a_signs[0] if self.a_binary else NULL
+        for q in range(n):
+            i = self.a_age[q]
+            e = _adatron_eta(self.a_cls, &self.kdiag[0], i, self.a_mu)
+            if not e > 0.0:
+                continue
+            if p == 1:
+                self.fr[0] = sk_dot16(G + i * ldg, coef, n)
+            else:
+                _combine(G + i * ldg, coef, n, p, self.fr)
+            if not _adatron_step(coef + i * p, p, self.fr, 1, <Py_ssize_t>self.a_cls[i], signs,
+                                 e, self.a_mu, self.a_upper, delta):
+                continue
+            moved += 1
+            for c in range(p):
+                d = delta[c]
+                if d != 0.0:  # (as _adatron_pass: a zero change writes nothing)
+                    coef[i * p + c] += d
+        return moved
+
     cdef int _resweep(self) except -1:
-        """``KernelAdatron._resweep`` after the event: ``a_passes`` passes over the set,
-        each from ``F = G @ coef`` computed here (``_combine``'s sums: NumPy's product to
-        rounding, so the coefficients agree with the NumPy path's to rounding, not to the
-        bit), the pass itself ``_adatron_pass``; then the vectors of a known class whose
-        coefficients all returned to 0 leave, highest slot first (``dualpass.dead_slots``,
-        ``SupportSet.remove``), with their Gram rows, classes and age entries."""
+        """``KernelAdatron._resweep`` after the event: ``a_passes`` passes over the set
+        (:meth:`_pass`: the coefficients agree with the NumPy path's to rounding, not to the
+        bit); then the vectors of a known class whose coefficients all returned to 0 leave,
+        highest slot first (``dualpass.dead_slots``, ``SupportSet.remove``), with their Gram
+        rows, classes and age entries."""
         cdef SupportCounters support = self.support
-        cdef Py_ssize_t n = support.n, p = self.coef.shape[1], ldg = self.G.shape[1]
+        cdef Py_ssize_t n = support.n, p = self.coef.shape[1]
         cdef Py_ssize_t q, i, c, moved = 0, dead = 0
-        cdef double *G
         cdef double *coef
         cdef bint zero
         if n == 0:
             return 0
-        G = &self.G[0, 0]
         coef = &self.coef[0, 0]
         with nogil:
             for q in range(self.a_passes):
-                for i in range(n):  # F = G @ coef, one column of FT per output
-                    if p == 1:
-                        self.a_FT[i] = sk_coef_dot(G + i * ldg, coef, n)
-                    else:
-                        _combine(G + i * ldg, coef, n, p, self.fr)
-                        for c in range(p):
-                            self.a_FT[c * n + i] = self.fr[c]
-                moved += _adatron_pass(G, ldg, coef, p, self.a_FT, n, self.a_cls,
-                                       &self.a_signs[0] if self.a_binary else NULL,
-                                       &self.kdiag[0], self.a_age, n, self.a_mu, self.a_upper,
-                                       NULL, 0)
+                moved += self._pass(n)
         i = n - 1
         while i >= 0:  # descending: a swap-remove moves none still to remove
             if not isnan(self.a_cls[i]):
