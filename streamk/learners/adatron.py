@@ -85,12 +85,12 @@ class KernelAdatron(KernelClassifier, base.MiniBatchClassifier):
     core over their rows in C (``EventPass.learn_rows``). With ``resweeps >= 1`` that call
     also keeps the Gram matrix, runs the passes and removes the vectors they emptied
     (every policy above but the Projectron, which takes the NumPy path with the passes in
-    :mod:`streamk.learners.dualpass`); it computes each pass's ``G @ coef`` itself, so its
+    :mod:`streamk.learners.dualpass`); it takes each step's ``G[i] @ coef`` itself, so its
     coefficients are the NumPy path's to rounding (``tests/test_event_resweeps.py``: the
     same predictions and support ids, coefficients within 1e-9 relative). With
     ``resweeps=0``, on rows of 4 features or more, from 256 support vectors on (1,024 on a
-    machine without AVX-512), ``learn_rows`` takes four rows' dot products against the set
-    in one pass over it (the same bits as one row at a time; not under the Projectron, nor
+    machine without AVX-512), it takes four rows' dot products against the set in one pass
+    over it (the same bits as one row at a time; not under the Projectron, nor
     under a full Forgetron without AVX-512).
 
     Examples
