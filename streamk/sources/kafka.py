@@ -68,10 +68,15 @@ __all__ = ["KafkaSource", "CommitFailedError", "DEFAULT_CONSUMER_CONFIG"]
 log = logging.getLogger(__name__)
 
 #: Consumer settings streamk chooses; ``consumer_config`` may override all but
-#: ``enable_auto_commit`` (offsets are committed by the engine only).
+#: ``enable_auto_commit`` (offsets are committed by the engine only). ``read_committed``:
+#: a transactional producer's records are read once their transaction commits, never
+#: before, and an aborted one's never (kafka-python reads uncommitted by default, where
+#: an event of a transaction that then aborts would have been learned; librdkafka's
+#: default is this one).
 DEFAULT_CONSUMER_CONFIG: dict[str, Any] = {
     "enable_auto_commit": False,
     "auto_offset_reset": "earliest",
+    "isolation_level": "read_committed",
 }
 
 _ASYNC_LISTENER = getattr(kafka, "AsyncConsumerRebalanceListener", None)

@@ -115,6 +115,7 @@ SETTING_NAMES = {
     "session_timeout_ms": "session.timeout.ms",
     "heartbeat_interval_ms": "heartbeat.interval.ms",
     "auto_offset_reset": "auto.offset.reset",
+    "isolation_level": "isolation.level",
 }
 
 
@@ -188,6 +189,7 @@ class ConfluentKafkaSource(Source):
             )
         config: dict[str, Any] = {
             "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",  # (librdkafka's default, said: see kafka.py)
             "max.poll.interval.ms": int(max_poll_interval_ms),
             **user,
             "bootstrap.servers": bootstrap_servers,
