@@ -295,16 +295,18 @@ def test_write_guide_puts_a_new_grids_figures_in_and_leaves_the_rest(tmp_path):
 
 def test_the_user_guides_cells_below_one_are_the_ones_it_names():
     """docs/user-guide.md names where a grid cell drops below river's linear model: the
-    Projectron, or a learner that updates on nearly every event at B = 1,000 or with no
-    budget; in ``learn_many`` only the adatron on the d = 50 stream and the SVR under
-    Merge; in ``learn_one`` also the SVR (under Merge at B = 200 too), and the margin
-    perceptron on the d = 50 stream. Every committed cell below 1 is one of those (a re-run
-    that moves another below 1 fails here until the guide says so)."""
+    Projectron, the resweeping adatron, or, in ``learn_one`` alone, a learner that updates
+    on nearly every event: the adatron (no budget, the Forgetron at B = 1,000) and the
+    margin perceptron (the Forgetron at B = 1,000) on the d = 50 stream, and the SVR on
+    Friedman (remove-oldest at B = 1,000, Merge at both budgets). Every committed cell below
+    1 is one of those (a re-run that moves another below 1 fails here until the guide says
+    so)."""
     guide = " ".join((ROOT / "docs" / "user-guide.md").read_text().split())
     assert (
-        "in `learn_many`, the adatron on the d = 50 stream and `OnlineSVR` under `Merge`; in "
-        "`learn_one` alone, also the SVR (under `Merge` at B = 200 too), and the margin "
-        "perceptron on the d = 50 stream." in guide
+        "or, in `learn_one` alone, a learner that updates on nearly every event: the adatron "
+        "(no budget, the `Forgetron` at B = 1,000) and the margin perceptron (the `Forgetron` "
+        "at B = 1,000) on the d = 50 stream, and `OnlineSVR` on Friedman (remove-oldest at "
+        "B = 1,000, `Merge` at both budgets)." in guide
     ), "the user guide's cells below 1 moved: update this test"
     doc = _benchmark("online_grid", "online_throughput")
     below = 0
@@ -313,19 +315,20 @@ def test_the_user_guides_cells_below_one_are_the_ones_it_names():
             continue  # (river's rows; the resweeps have their own figure)
         if row["policy"] == "Projectron":
             continue
-        d50 = row["stream"] in ("Synth50", "Synth50-reg")
-        svr_merge = row["learner"] == "svr" and row["policy"] == "Merge"
         cell = (row["learner"], row["stream"], row["policy"], row["budget"])
-        if row["many_vs_river"] < 1.0:
-            below += 1
-            assert (row["learner"] == "adatron" and d50) or svr_merge, cell
-            assert row["budget"] in (1000, "-"), cell
+        assert row["many_vs_river"] >= 1.0, cell
         if row["one_vs_river"] < 1.0:
             below += 1
-            assert row["learner"] == "svr" or (row["learner"] in ("adatron", "margin") and d50), (
-                cell
-            )
-            assert row["budget"] in (1000, "-") or svr_merge, cell
+            if row["learner"] == "svr":
+                assert row["stream"] == "Friedman", cell
+                assert row["policy"] == "Merge" or (row["policy"], row["budget"]) == (
+                    "RemoveOldest",
+                    1000,
+                ), cell
+            else:
+                assert row["learner"] in ("adatron", "margin") and row["stream"] == "Synth50"
+                assert (row["policy"], row["budget"]) in (("Forgetron", 1000), ("Unbounded", "-"))
+                assert row["learner"] == "adatron" or row["policy"] == "Forgetron", cell
     assert below > 0
 
 
