@@ -1,11 +1,15 @@
 """A learner's state as plain values and bytes, for tests that ask two paths for the same
 model to the bit (``tests/test_warm_runs.py``, ``test_untracked_runs.py``,
 ``test_warm_event_rows.py``): the ``gamma="auto"`` estimate and width, the support set's
-buffers up to its size, the count of rows learned and the policy's state."""
+buffers up to its size, the count of rows learned and the policy's state; and the policies'
+states compared to rounding, for tests that hold two paths to rounding
+(:func:`assert_policy_states_close`)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 
 def model_state(model: Any) -> dict[str, Any]:
@@ -27,3 +31,16 @@ def model_state(model: Any) -> dict[str, Any]:
         "n_learned": model.n_learned,
         "policy": repr(model._policy.state()),
     }
+
+
+def assert_policy_states_close(fast: Any, slow: Any) -> None:
+    """The two models' budget policies in the same state: their numbers (a float or an
+    array: the Forgetron's scale, the Projectron's P) to 1e-7 relative and 1e-9 absolute,
+    everything else equal."""
+    pf, ps = fast._policy.state(), slow._policy.state()
+    assert pf.keys() == ps.keys()
+    for key in pf:
+        if isinstance(pf[key], (float, np.ndarray)):
+            np.testing.assert_allclose(pf[key], ps[key], rtol=1e-7, atol=1e-9)
+        else:
+            assert pf[key] == ps[key]

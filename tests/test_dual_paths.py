@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from model_state import assert_policy_states_close
 
 from streamk import accel
 from streamk.kernels import RBF, Spectrum
@@ -80,13 +81,7 @@ def _same_support(fast, slow) -> None:
     np.testing.assert_array_equal(sf.ids, ss.ids)
     np.testing.assert_allclose(sf.X, ss.X, rtol=1e-9, atol=1e-12)  # Merge builds rows
     np.testing.assert_allclose(sf.coef, ss.coef, rtol=1e-9, atol=1e-12)
-    pf, ps = fast._policy.state(), slow._policy.state()
-    assert pf.keys() == ps.keys()
-    for key in pf:
-        if isinstance(pf[key], (float, np.ndarray)):
-            np.testing.assert_allclose(pf[key], ps[key], rtol=1e-7, atol=1e-9)
-        else:
-            assert pf[key] == ps[key]
+    assert_policy_states_close(fast, slow)
 
 
 def _check(make, X, y, how: str, expect_compiled: bool = True) -> None:

@@ -21,6 +21,7 @@ import functools
 import numpy as np
 import pandas as pd
 import pytest
+from model_state import assert_policy_states_close
 
 from streamk import accel
 from streamk.learners import KernelAdatron, eventpass
@@ -108,13 +109,7 @@ def _same_model(fast: KernelAdatron, slow: KernelAdatron) -> None:
     np.testing.assert_allclose(sf.coef, ss.coef, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(sf.gram_matrix, ss.gram_matrix, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(sf.kdiag, ss.kdiag, rtol=RTOL, atol=ATOL)
-    pf, ps = fast._policy.state(), slow._policy.state()
-    assert pf.keys() == ps.keys()
-    for key in pf:
-        if isinstance(pf[key], (float, np.ndarray)):
-            np.testing.assert_allclose(pf[key], ps[key], rtol=1e-7, atol=1e-9)
-        else:
-            assert pf[key] == ps[key]
+    assert_policy_states_close(fast, slow)
 
 
 @pytest.mark.parametrize("how", ["one", "many", "predict_many"])

@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from model_state import assert_policy_states_close
 
 from streamk import KernelNovelty, OnlineSVR, accel
 from streamk.budget import Forgetron
@@ -76,13 +77,7 @@ def _same_support(fast, slow) -> None:
     assert (sf._G is None) == (ss._G is None)
     if sf._G is not None:
         np.testing.assert_allclose(sf.gram_matrix, ss.gram_matrix, rtol=1e-9, atol=1e-12)
-    pf, ps = fast._policy.state(), slow._policy.state()
-    assert pf.keys() == ps.keys()
-    for key in pf:
-        if isinstance(pf[key], (float, np.ndarray)):
-            np.testing.assert_allclose(pf[key], ps[key], rtol=1e-7, atol=1e-9)
-        else:
-            assert pf[key] == ps[key]
+    assert_policy_states_close(fast, slow)
 
 
 # -- the on-line SVR ---------------------------------------------------------------------------
