@@ -351,11 +351,10 @@ class DeadLetterLog:
             )
             return
         self._held[code] = self._held.get(code, 0) + 1
-        if self._clock() - self._last_summary >= self.every:
-            self._summarise()
+        self.flush()
 
     def flush(self) -> None:
-        """At a checkpoint: the summary, if one is due."""
+        """The summary, if one is due (after a held letter, and at each checkpoint)."""
         if self._held and self._clock() - self._last_summary >= self.every:
             self._summarise()
 
