@@ -1947,6 +1947,8 @@ cdef class EventPass:
         cdef Py_ssize_t n, p = self.coef.shape[1], wx = self.X.shape[1], c
         cdef Py_ssize_t m = 0, partner = 0
         cdef double h = 0.0, sqz = 0.0, wm = 0.0, wp = 0.0
+        cdef double *gram = NULL  # the kept Gram matrix _merge_at keeps (resweeps only)
+        cdef Py_ssize_t ldg = 0
         cdef bint full
         cdef SupportCounters support = self.support
         n = support.n
@@ -1980,15 +1982,13 @@ cdef class EventPass:
                       wx, self.sq[m], self.kr)
                 _kcol(self.kcode, self.kp, &self.X[0, 0], wx, n, &self.sq[0],
                       &self.X[partner, 0], wx, self.sq[partner], &self.m_buf[0])
+            if self.a_passes:
+                gram, ldg = &self.G[0, 0], self.G.shape[1]
+            sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0],
+                            &self.kdiag[0], &self.ids[0], gram, ldg, n, self.gamma, m,
+                            partner, h)
             if self.a_passes:  # z keeps m's id, so its class; the partner leaves
-                sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0],
-                                &self.kdiag[0], &self.ids[0], &self.G[0, 0], self.G.shape[1],
-                                n, self.gamma, m, partner, h)
                 self._age_remove(partner, n)
-            else:
-                sqz = _merge_at(&self.X[0, 0], wx, &self.coef[0, 0], p, &self.sq[0],
-                                &self.kdiag[0], &self.ids[0], NULL, 0, n, self.gamma, m,
-                                partner, h)
             if self.la_check and m < self.la_n:  # m's row changed under its id: the
                 self.la_ids[m] = -1  # look-ahead's dot for it is stale (ids are >= 0)
             n -= 1
