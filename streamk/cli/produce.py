@@ -52,11 +52,11 @@ _FORMATS = ("csv", "jsonl", "msgpack")
 def _format_of(path: Path, format: str | None) -> str:
     """The input's format: given, else from its extension past a compression extension
     (``events.jsonl.gz`` is JSON lines, ``data.csv.gz`` a CSV file, read decompressed)."""
-    from ..sources.replay import log_suffix
+    from ..sources.replay import JSON_SUFFIXES, log_suffix
 
     if format is None:
         suffix = log_suffix(path)
-        format = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}.get(suffix, "msgpack")
+        format = "csv" if suffix == ".csv" else "jsonl" if suffix in JSON_SUFFIXES else "msgpack"
     if format not in _FORMATS:
         raise ConfigError(f"input format must be one of {list(_FORMATS)}, not {format!r}.")
     return format

@@ -391,9 +391,9 @@ def is_event_log(path: str | os.PathLike[str]) -> bool:
     """Whether a file is named as an event log (``.jsonl``, ``.ndjson``, ``.msgpack``,
     ``.mpk``, each possibly compressed), which ``streamk learn`` reads as the engine does,
     rather than as a CSV file."""
-    from ..sources.replay import log_suffix
+    from ..sources.replay import JSON_SUFFIXES, log_suffix
 
-    return log_suffix(path) in (".jsonl", ".ndjson", ".msgpack", ".mpk")
+    return log_suffix(path) in (*JSON_SUFFIXES, ".msgpack", ".mpk")
 
 
 def iter_log(path: str | os.PathLike[str]):

@@ -67,12 +67,14 @@ __all__ = [
     "write_log",
     "decode_json_record",
     "log_suffix",
+    "JSON_SUFFIXES",
     "open_file",
     "is_compressed",
     "STREAM_ERRORS",
 ]
 
-_JSON_SUFFIXES = (".jsonl", ".ndjson")
+#: a JSON-lines log's extensions (any other is msgpack)
+JSON_SUFFIXES = (".jsonl", ".ndjson")
 _CSV_SUFFIXES = (".csv", ".tsv")
 #: compressed logs: extension -> the stdlib opener that reads them as a stream
 _COMPRESSED: dict[str, Callable[..., BinaryIO]] = {
@@ -156,7 +158,7 @@ class ReplaySource(Source):
         self._fingerprint: tuple[int, str] = (-1, "")
         self.follow = follow
         self.max_line_bytes = max_line_bytes
-        self.json = log_suffix(self.path) in _JSON_SUFFIXES
+        self.json = log_suffix(self.path) in JSON_SUFFIXES
         self.compressed = is_compressed(self.path)
         if follow and self.compressed:
             raise InvalidInput(
@@ -538,7 +540,7 @@ def write_log(path: str | os.PathLike[str], events: Iterable[dict[str, Any]]) ->
     n = 0
     with open(path, "wb") as fh:
         for event in events:
-            if path.suffix.lower() in _JSON_SUFFIXES:
+            if path.suffix.lower() in JSON_SUFFIXES:
                 fh.write(json.dumps(event).encode() + b"\n")
             else:
                 fh.write(encode_event(**event))
