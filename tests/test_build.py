@@ -31,6 +31,8 @@ SKIP_LINE = re.compile(
 ANY_SKIP_LINE = re.compile(r"^\s*streamk: (streamk\.[\w.]+) not built \(", re.M)
 CORE = re.compile(r"^streamk/_core\.[^/]+\.(so|pyd)$")
 STRINGS = re.compile(r"^streamk/kernels/_strings\.[^/]+\.(so|pyd)$")
+#: a compile command of one module's C, up to its last flag (the build log of ``pip -v``)
+COMPILES = re.compile(r"^\s*\S*(?:gcc|cc|clang)\b.* -c streamk/\S+\.c -o .*$", re.M)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -176,10 +178,13 @@ def test_sdist_ships_the_generated_c_and_builds_without_cython(build_ready, tmp_
     (block / "__init__.py").write_text("raise ImportError('Cython hidden by the test')\n")
     out = tmp_path / "out"
     out.mkdir()
-    env = _env(PYTHONPATH=os.pathsep.join([str(block.parent), os.environ.get("PYTHONPATH", "")]))
-    wheel, log = _pip_wheel(sdist, out, env)
+    path = os.pathsep.join([str(block.parent), os.environ.get("PYTHONPATH", "")])
+    # at -O0 (STREAMK_QUICK_BUILD): this checks that the shipped C builds, not how fast it runs
+    wheel, log = _pip_wheel(sdist, out, _env(PYTHONPATH=path, STREAMK_QUICK_BUILD="1"))
     names, meta = _members(wheel)
     assert len([n for n in names if CORE.match(n)]) == 1, log[-3000:]
+    assert all(line.endswith("-O0") for line in COMPILES.findall(log)), COMPILES.findall(log)
+    assert len(COMPILES.findall(log)) == 7, log[-3000:]  # every module, from the shipped C
     assert [n for n in names if STRINGS.match(n)], log[-3000:]
     assert "Cythonizing" not in log and not SKIP_LINE.search(log)
     # the name says it is compiled: the Dockerfile's builder stage accepts only such a wheel
