@@ -619,3 +619,35 @@ def test_the_operations_merge_table_is_the_committed_scale_out_benchmark():
             assert f"{best} / {one}" in line, (entry["stream"], entry["learner"], method)
             checked += 1
     assert checked == 11
+
+
+def test_the_operations_short_run_figures_are_the_committed_benchmarks():
+    """Every rate of the mixed-stream paragraph, from ``benchmarks/results/short_runs.json``,
+    and its ``BLOCK_MIN`` the engine's."""
+    from streamk.engine.runs import BLOCK_MIN
+
+    doc = json.loads((RESULTS / "short_runs.json").read_text())
+    assert doc["command"] == "python -m benchmarks.short_runs" and doc["block_min"] == BLOCK_MIN
+    rows = {r["order"]: r for r in doc["rows"]}
+    now = f"events_per_s_block_min_{BLOCK_MIN}"
+
+    def k(rate: float) -> str:
+        return f"{rate / 1000:.1f}k"
+
+    def pair(order: str) -> tuple[str, str]:
+        return k(rows[order][now]), k(rows[order]["events_per_s_every_run_framed"])
+
+    text = " ".join(OPERATIONS.read_text().split())
+    assert f"shorter than {BLOCK_MIN} events (`BLOCK_MIN`" in text
+    one, ten, grouped = (
+        pair(o)
+        for o in ("alternating every event", "alternating every 10 events", "grouped (runs of 250)")
+    )
+    assert (
+        f"measured {one[0]} events/s where the kinds alternate every event ({one[1]} before)"
+        in text
+    )
+    assert (
+        f"{ten[0]} every 10 events ({ten[1]}) and {grouped[0]} in runs of 250 ({grouped[1]})"
+        in text
+    )

@@ -59,7 +59,7 @@ from .recovery import (
     resume_offsets,
     writer_id,
 )
-from .runs import Run, split_runs
+from .runs import BLOCK_MIN, Run, split_runs
 from .schema import DEFAULT_LIMITS, Limits, Schema, input_schema
 from .scoring import REFUSALS, as_invalid, kept_run, score_run
 
@@ -228,6 +228,7 @@ class Engine:
         self._last_snapshot = time.monotonic()
         self._rolling: RollingScore | None = None
         self._novelty = False  # an anomaly detector: every event is flagged, then learned
+        self._labels_only = False  # predictions are labels alone (see _frame)
         #: what :meth:`restore` found: ``None`` (fresh model) or seq, class and offsets
         self.restored: dict[str, Any] | None = None
         self._active_since: float | None = None  # idle time counts from here
@@ -275,6 +276,8 @@ class Engine:
             self._warn_if_not_configured(self.model)
         _check_runnable(self.model, self.predictions is not None and self.config.publish_proba)
         self._novelty = isinstance(_unwrapped(self.model), base.AnomalyDetector)
+        publish_proba = self.predictions is not None and self.config.publish_proba
+        self._labels_only = isinstance(self.model, base.Classifier) and not publish_proba
         # MAE, else accuracy; for a novelty detector the mean |0 - flag|: the fraction flagged
         regression = self._novelty or isinstance(self.model, base.Regressor)
         self._rolling = RollingScore(self.config.rolling_window, regression)
@@ -679,7 +682,7 @@ class Engine:
     def _flush_run(self, run: Run) -> None:
         import pandas as pd
 
-        X = run.frame()
+        X = self._frame(run)
         if self._novelty:
             self._flag_and_learn(run, X)
         elif run.labelled:
@@ -707,6 +710,16 @@ class Engine:
         self.positions[run.partition] = run.next_offset  # runs never span partitions
         self._last[run.partition] = run.records[-1]
         self.metrics.set("support_size", self._support_size())
+
+    def _frame(self, run: Run) -> Any:
+        """The run's frame, or ``None`` for a run shorter than ``BLOCK_MIN`` that goes event
+        by event: a labelled run (``learn_one`` learns as ``learn_predict_many`` does), or
+        a run to score where predictions are labels. A regressor's ``predict_one`` can
+        differ from its ``predict_many`` in the last bit, and so can probabilities: their
+        runs keep the block, so that a replay publishes one answer whatever its batches."""
+        if len(run) < BLOCK_MIN and (run.labelled or self._novelty or self._labels_only):
+            return None
+        return run.frame()
 
     def _flag_and_learn(self, run: Run, X: Any) -> None:
         """A novelty detector's run: flag each event, then learn it (labels unused).
@@ -778,13 +791,14 @@ class Engine:
     def _learn_run(self, run: Run, block: Callable[[], list[Any]]) -> list[Any]:
         """Learn a run with ``block`` (one call for the run: its predictions or flags); if
         the model refuses it, event by event from the first event it did not learn, the
-        refused ones dead-lettered (``_REJECTED``; ``None``: learned, not predicted).
+        refused ones dead-lettered (``_REJECTED``; ``None``: learned, not predicted). A run
+        shorter than ``BLOCK_MIN`` goes event by event from the start: cheaper than its frame.
 
         A model that cannot say how far a refused block got (no ``n_learned``: a river
         pipeline, whose scaler learns a block its learner then refuses) goes event by
         event from the start, so that no event is learned twice."""
         before = getattr(self.model, "n_learned", None)
-        if before is None:
+        if before is None or len(run) < BLOCK_MIN:
             return self._learn_one_by_one(run)
         try:
             return block()

@@ -29,7 +29,7 @@ from .schema import _ID_TYPES, _PLAIN_LABELS, Block, Limits, Schema, _check_labe
 
 _unpackb = msgpack.unpackb
 
-__all__ = ["Run", "decode_record", "split_runs", "invalid"]
+__all__ = ["BLOCK_MIN", "Run", "decode_record", "split_runs", "invalid"]
 
 
 @functools.cache
@@ -44,6 +44,12 @@ def _weights_ignored() -> None:
 def invalid(code: str, reason: str) -> InvalidEvent:
     """An :class:`InvalidEvent` with the ``code``/``reason`` that ``events.decode`` sets."""
     return InvalidEvent(f"invalid event [{code}]: {reason}", code=code, reason=reason)
+
+
+#: A run shorter than this is learned and scored event by event, without its frame: a
+#: stream that interleaves labelled events and events to score comes in runs of one, and
+#: their frames cost far more than the events (``python -m benchmarks.short_runs``).
+BLOCK_MIN = 32
 
 
 @dataclass

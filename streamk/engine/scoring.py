@@ -46,7 +46,7 @@ def probabilities(model: Any, X: Any) -> list[dict[Any, float]]:
 def score_run(
     model: Any,
     run: Run,
-    X: Any,
+    X: Any | None,
     proba: bool,
     dead_letter: Callable[[Record, InvalidEvent], None],
 ) -> tuple[Run, list[Any], list[dict[Any, float]] | None]:
@@ -54,10 +54,13 @@ def score_run(
 
     Returns the run of the events scored, their predictions and probabilities: the whole
     run from one ``predict_many`` call where the model has one and takes the block, else
-    event by event, each refused event handed to ``dead_letter`` and left out.
+    (and when ``X`` is ``None``: a run too short to pay for its frame) event by event,
+    each refused event handed to ``dead_letter`` and left out.
     """
-    blocks = callable(getattr(model, "predict_many", None)) and (
-        not proba or callable(getattr(model, "predict_proba_many", None))
+    blocks = (
+        X is not None
+        and callable(getattr(model, "predict_many", None))
+        and (not proba or callable(getattr(model, "predict_proba_many", None)))
     )
     if blocks:  # else (a river model without them) event by event
         try:
