@@ -89,6 +89,10 @@ cdef extern from "_fastexp.h" nogil:
                         Py_ssize_t r1, const float *v, float v_sq, const float *q_sq,
                         float gamma)
 
+cdef extern from "_dense.h" nogil:
+    # the arguments of a row of the Projectron's Gram matrix (_policies._gram_rows's order)
+    void sk_gram_args(double *g, const double *d, const double *sq, double sq_i, Py_ssize_t m)
+
 cdef extern from "_hintrow.h" nogil:
     double sk_centre32(float *out, const double *x, const double *center, Py_ssize_t w,
                        Py_ssize_t step)
@@ -122,6 +126,18 @@ cdef int PY_EQ = 2
 #: numpy.float64, a subclass of float whose value PyFloat_AS_DOUBLE reads (a typed global:
 #: the per-value check is one pointer comparison, not a module lookup)
 cdef object _NP_FLOAT64 = float64
+cdef tuple _KERNEL_TYPES = None  # _kernel_types(): imported at first use, not at import
+
+
+cdef tuple _kernel_types():
+    """``(RBF, Laplacian, Linear, Polynomial, Scaled)``, imported once: an ``import`` in
+    :meth:`EventPass._bind_kernel` ran at each of the warm-up's ~30 kernel changes."""
+    global _KERNEL_TYPES
+    if _KERNEL_TYPES is None:
+        from streamk.kernels import RBF, Laplacian, Linear, Polynomial, Scaled
+
+        _KERNEL_TYPES = (RBF, Laplacian, Linear, Polynomial, Scaled)
+    return _KERNEL_TYPES
 cdef Py_ssize_t AUTO_WINDOW = 200  # streamk.learners.base.AUTO_WINDOW (checked by a test)
 cdef double TARGET_LIMIT = 1e150  # streamk.learners.svr.TARGET_LIMIT (checked by a test)
 cdef Py_ssize_t SETTLE_SLACK = 64  # SlotData.settle's default slack (checked by a test)
@@ -456,6 +472,9 @@ cdef class EventPass:
     # next d = P k (its rows in the policy's ``_pend_m``; Projectron._settle applies it otherwise)
     cdef object pj_pend_obj
     cdef double[::1] pj_pend
+    # _projectron_rewidth's scratch: the Gram matrix, then sk_pjl_inverse's L, N and lanes
+    cdef double *pj_scr
+    cdef Py_ssize_t pj_scr_cap
     # Merge: its search's scratch (for the bound buffers' rows) and the merges made here
     cdef object m_buf_obj, m_pick_obj
     cdef double[::1] m_buf
@@ -555,6 +574,8 @@ cdef class EventPass:
         self.a_cls = NULL
         self.a_age = NULL
         self.a_cap = self.a_passes = 0
+        self.pj_scr = NULL
+        self.pj_scr_cap = 0
 
     def __dealloc__(self):
         free(self.row)
@@ -576,6 +597,7 @@ cdef class EventPass:
         free(self.h_col)
         free(self.a_cls)
         free(self.a_age)
+        free(self.pj_scr)
 
     def __reduce__(self):
         # the binding is a cache of the learner it serves: a copy starts unbound
@@ -687,8 +709,7 @@ cdef class EventPass:
         """The kernel's code and parameters (as ``fastpass._kernel_plan``), or its program
         (``streamk.kernels.program``) for a sum, product, scaling or normalisation of them;
         False for any other kernel."""
-        from streamk.kernels import RBF, Laplacian, Linear, Polynomial, Scaled
-
+        RBF, Laplacian, Linear, Polynomial, Scaled = _kernel_types()
         c, inner = 1.0, kernel
         if type(inner) is Scaled:
             c, inner = inner.c, inner.kernel
@@ -1079,14 +1100,15 @@ cdef class EventPass:
             support = model._support
             # only the width moves: a binding current until now takes the new kernel's
             # parameters alone (a full re-binding costs ~10 us, 29 times a warm-up); the
-            # Projectron's binding lets its P go, taken afresh at the next insert
+            # Projectron's P is brought in sync at the next insert (_projectron_room: here
+            # in C for a plain RBF, _projectron_rewidth), its buffers kept
             keep = self.bound and support is self.support and support.version == self.version
             mirror = keep and self._mirror_current(d)
             kernel = model._auto_kernel.resolve(self.scale)
             support.set_kernel(kernel)
             if keep and self._bind_kernel(kernel) and self.kcode == kcode:
                 if self.pcode == P_PROJECTRON:
-                    self._bind_projectron(self.policy)
+                    self.pj_sync = False
                 self.version = support.version
                 if mirror:  # the rows did not move: the hints' mirror holds them still
                     self.h_version = self.version
@@ -2441,8 +2463,9 @@ cdef class EventPass:
         policy = self.policy
         P = policy._P
         if not self.pj_sync or P is not self.pj_P_obj or self.pj_P.shape[0] < n + 1:
-            self._projectron_settle()  # (before prepare reads P: in C, not NumPy)
-            policy.prepare(self.support, n + 1)
+            if not self._projectron_rewidth(n):  # (a rebuild drops a pending update)
+                self._projectron_settle()  # (before prepare reads P: in C, not NumPy)
+                policy.prepare(self.support, n + 1)
             P = policy._P
             if P.dtype.char != "d" or not P.flags.c_contiguous or not P.flags.writeable:
                 return False
@@ -2459,6 +2482,69 @@ cdef class EventPass:
             pend = np.empty(4 * max(self.X.shape[0], n + 1))
             policy._pend = self.pj_pend_obj = pend
             self.pj_pend = pend
+        return True
+
+    cdef bint _projectron_rewidth(self, Py_ssize_t n) except -1:
+        """``Projectron.prepare(support, n + 1)`` where it rebuilds ``P`` for another kernel
+        (the ``gamma="auto"`` warm-up moved it), done here in C for a plain RBF: the
+        compiled rebuild's steps and bits (``_policies.rbf_gram``'s dots and
+        ``_gram_rows``'s exps into a Gram matrix's lower triangle, ``sk_pjl_inverse`` into
+        ``P``'s, as ``Projectron._rebuild`` runs them through ``compiled.support_gram``,
+        ``support_gram_kept`` and ``inverse_gram``) without the ~15 us of Python each of the
+        warm-up's ~20 rebuilds cost. False, with nothing changed, where ``prepare`` would not
+        rebuild (the same kernel: in sync, or a set changed behind the policy), would not take
+        these steps (another kernel, a norm expansion that may be inexact, ``P`` to grow),
+        or the inverse fails (``prepare`` then inverts with LAPACK)."""
+        cdef Py_ssize_t w, i, ldp
+        cdef double gamma
+        cdef double *G
+        cdef double *L
+        cdef double *N
+        cdef double *t
+        cdef double[:, ::1] P
+        cdef int ok
+        cdef SupportCounters support = self.support
+        RBF = _kernel_types()[0]
+        kernel = support.kernel
+        policy = self.policy
+        if n <= 0 or type(kernel) is not RBF or policy._kernel is kernel:
+            return False
+        if policy._kspec is not None and kernel.to_spec() == policy._kspec:
+            return False  # prepare's _in_sync: the same kernel, P kept
+        gamma = float(kernel.gamma)
+        if support._sq_max * 2.0 * 1e-15 * gamma > 1e-10:  # RBF.expansion_exact, as
+            return False  # compiled._gram_applies asks it: else NumPy computes the Gram
+        P_obj = policy._P
+        if P_obj.dtype.char != "d" or not P_obj.flags.c_contiguous or not P_obj.flags.writeable:
+            return False
+        if P_obj.shape[0] < n + 1 or P_obj.shape[1] != P_obj.shape[0]:
+            return False  # prepare allocates a larger P
+        if n > self.X.shape[0] or n > self.sq.shape[0]:
+            return False
+        if 3 * n * n + 9 * n > self.pj_scr_cap:
+            self.pj_scr = <double *>_grown(self.pj_scr, (3 * n * n + 9 * n) * sizeof(double))
+            self.pj_scr_cap = 3 * n * n + 9 * n
+        P = P_obj
+        ldp = P.shape[1]
+        w = self.X.shape[1]
+        G = self.pj_scr
+        L = G + n * n
+        N = L + n * n
+        t = N + n * n
+        with nogil:
+            for i in range(n):  # rbf_gram: row i's dots with the rows up to it
+                sk_dots(G + i * n, &self.X[0, 0], w, i + 1, &self.X[i, 0], w)
+            for i in range(n):  # _gram_rows, mirror=False
+                sk_gram_args(G + i * n, G + i * n, &self.sq[0], self.sq[i], i + 1)
+                sk_scaled_exp(G + i * n, i + 1, -gamma)
+            for i in range(n):  # inverse_by_cholesky: N's zeros below its diagonal
+                memset(N + i * n, 0, i * sizeof(double))
+            ok = sk_pjl_inverse(G, n, &P[0, 0], ldp, L, N, t, t + n, self.pj_min_rel, 0)
+        if not ok:
+            return False  # (P untouched) prepare inverts it with LAPACK
+        policy._pend_m = -1  # what _rebuild leaves: no update pending, the lower triangle,
+        policy._lower = True  # the set's ids and kernel remembered
+        policy._remember(support)
         return True
 
     cdef bint _projectron_settle(self) except -1:
