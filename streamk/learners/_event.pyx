@@ -475,6 +475,7 @@ cdef class EventPass:
     # _projectron_rewidth's scratch: the Gram matrix, then sk_pjl_inverse's L, N and lanes
     cdef double *pj_scr
     cdef Py_ssize_t pj_scr_cap
+    cdef Py_ssize_t pj_keep_lo, pj_keep_hi  # projectron.KEEP_FROM, KEEP_UP_TO
     # Merge: its search's scratch (for the bound buffers' rows) and the merges made here
     cdef object m_buf_obj, m_pick_obj
     cdef double[::1] m_buf
@@ -2439,8 +2440,9 @@ cdef class EventPass:
         """The Projectron's budget and thresholds. ``P`` is taken (and brought in sync with
         the set, as its ``insert`` would) at the first insert: binding alone changes
         nothing, so ``predict_one`` runs here whatever state ``P`` is in."""
-        from streamk.budget.projectron import MIN_REL_DELTA
+        from streamk.budget.projectron import KEEP_FROM, KEEP_UP_TO, MIN_REL_DELTA
 
+        self.pj_keep_lo, self.pj_keep_hi = KEEP_FROM, KEEP_UP_TO
         self.pcode = P_PROJECTRON
         self.budget = 0 if policy.budget is None else int(policy.budget)
         self.pj_eta, self.pj_min_rel = float(policy.eta), float(MIN_REL_DELTA)
@@ -2494,7 +2496,10 @@ cdef class EventPass:
         warm-up's ~20 rebuilds cost. False, with nothing changed, where ``prepare`` would not
         rebuild (the same kernel: in sync, or a set changed behind the policy), would not take
         these steps (another kernel, a norm expansion that may be inexact, ``P`` to grow),
-        or the inverse fails (``prepare`` then inverts with LAPACK)."""
+        would keep the rows' dots for the next rebuild (``KEEP_FROM <= n <= KEEP_UP_TO``:
+        there a new width costs ``prepare`` the exps alone, where these steps take the
+        ``n² w / 2`` dots again: twice as slow on 50 features), or the inverse fails
+        (``prepare`` then inverts with LAPACK)."""
         cdef Py_ssize_t w, i, ldp
         cdef double gamma
         cdef double *G
@@ -2509,6 +2514,8 @@ cdef class EventPass:
         policy = self.policy
         if n <= 0 or type(kernel) is not RBF or policy._kernel is kernel:
             return False
+        if self.pj_keep_lo <= n <= self.pj_keep_hi:
+            return False  # Projectron._gram keeps the dots
         if policy._kspec is not None and kernel.to_spec() == policy._kspec:
             return False  # prepare's _in_sync: the same kernel, P kept
         gamma = float(kernel.gamma)
