@@ -88,6 +88,9 @@ class Projectron(BudgetPolicy):
     kernel change during ``gamma="auto"`` warm-up), ``P`` is rebuilt in O(n³); compiled,
     from the rows' dots the last rebuild kept (a new ``gamma`` costs the exps), with
     reused scratch, and only ``P``'s lower triangle written (mirrored when NumPy reads it).
+    The per-event core (streamk/learners/_event.pyx) makes the warm-up's rebuilds of a set
+    it would compute afresh (below ``KEEP_FROM`` or above ``KEEP_UP_TO`` vectors, a plain
+    RBF) itself, with the same steps, and records them as :meth:`_rebuild` does.
 
     Parameters
     ----------

@@ -28,7 +28,9 @@ changes the support set exactly as the policy's ``insert`` does through
 :class:`SupportSet`'s methods (same slots, ids, norms, zero padding; remove-random draws
 from the policy's own generator as ``integers(n)`` does; the Forgetron keeps its ``Q`` and
 ``M``; the Projectron projects, removes and grows its ``P`` as its ``insert`` does, with the
-steps of ``streamk/budget/_projectron.pxi``; Merge's search and merge are
+steps of ``streamk/budget/_projectron.pxi``, and rebuilds it after the ``gamma="auto"``
+warm-up moved a plain RBF with ``Projectron._rebuild``'s compiled steps where those compute
+the Gram matrix afresh (``_projectron_rewidth``); Merge's search and merge are
 ``streamk/budget/_merge.pxi``, the code of ``_policies.merge_apply``) and computes the kernel
 row with the loops of
 :mod:`streamk._core` (``_fastexp.h``).
