@@ -44,3 +44,19 @@ def assert_policy_states_close(fast: Any, slow: Any) -> None:
             np.testing.assert_allclose(pf[key], ps[key], rtol=1e-7, atol=1e-9)
         else:
             assert pf[key] == ps[key]
+
+
+def learn_block(model: Any, X: Any, y: list, a: int, b: int, method: str) -> list:
+    """Rows ``a:b`` of the frame ``X`` learned by ``method``: ``"learn_one"`` (row by row,
+    each predicted first), ``"learn_many"`` or ``"learn_predict_many"``; what the model
+    said of each row before learning it (nothing for ``learn_many``)."""
+    if method == "learn_one":
+        said = []
+        for x, label in zip(X.iloc[a:b].to_dict(orient="records"), y[a:b]):
+            said.append(model.predict_one(x))
+            model.learn_one(x, label)
+        return said
+    if method == "learn_many":
+        model.learn_many(X.iloc[a:b], y[a:b])
+        return []
+    return list(model.learn_predict_many(X.iloc[a:b], y[a:b]))

@@ -21,7 +21,7 @@ import functools
 import numpy as np
 import pandas as pd
 import pytest
-from model_state import assert_policy_states_close
+from model_state import assert_policy_states_close, learn_block
 
 from streamk import accel
 from streamk.learners import KernelAdatron, eventpass
@@ -80,21 +80,13 @@ def _compiled(kernel: str, policy: str, classes: int, how: str):
     """The compiled path by ``how``: the model, what it said before each event (``None``
     for ``learn_many``) and its probe predictions after each block."""
     X, y, probe = _data(classes)
-    rows = X.to_dict(orient="records")
     model = _make(kernel, policy)
-    said: list | None = [] if how != "many" else None
+    said: list = []
     probed = []
     for a, b in BLOCKS:
-        if how == "one":
-            for x, label in zip(rows[a:b], y[a:b]):
-                said.append(model.predict_one(x))
-                model.learn_one(x, label)
-        elif how == "many":
-            model.learn_many(X.iloc[a:b], y[a:b])
-        else:
-            said.extend(model.learn_predict_many(X.iloc[a:b], y[a:b]))
+        said += learn_block(model, X, y, a, b, f"learn_{how}")
         probed.append(model.predict_many(probe).tolist())
-    return model, said, probed
+    return model, said if how != "many" else None, probed
 
 
 def _same_model(fast: KernelAdatron, slow: KernelAdatron) -> None:

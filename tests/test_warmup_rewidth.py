@@ -35,6 +35,7 @@ from streamk import (
 from streamk.budget import Projectron
 from streamk.budget.projectron import KEEP_FROM
 from streamk.kernels import RBF
+from tests.model_state import learn_block
 from tests.test_event_rows import needs_core
 
 pytestmark = needs_core
@@ -87,16 +88,7 @@ def _stream(classes: int, n: int = 320, seed: int = 5) -> tuple[pd.DataFrame, li
 def _learn(model, X: pd.DataFrame, y: list, method: str, blocks=BLOCKS) -> list:
     """The blocks by ``method`` (``learn_one``: row by row, predicting each first), then
     the answers on a probe."""
-    said: list = []
-    for a, b in blocks:
-        if method == "learn_one":
-            for x, label in zip(X.iloc[a:b].to_dict(orient="records"), y[a:b]):
-                said.append(model.predict_one(x))
-                model.learn_one(x, label)
-        elif method == "learn_many":
-            model.learn_many(X.iloc[a:b], y[a:b])
-        else:
-            said.extend(model.learn_predict_many(X.iloc[a:b], y[a:b]))
+    said = [p for a, b in blocks for p in learn_block(model, X, y, a, b, method)]
     said.extend(model.predict_many(X.iloc[::17]).tolist())
     return said
 
