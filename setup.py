@@ -15,7 +15,8 @@ extension that fails prints one line saying why, and the install goes on without
   needs a C compiler only, not Cython (the build still prefers the ``.pyx`` when Cython is
   there). The generated C is never committed (see ``.gitignore``).
 * The extensions compile side by side, one per CPU (``build_ext -j N`` still chooses):
-  each is one large generated C file, so a two-core machine builds in about half the time.
+  each is one large generated C file and its own compiler process, so on a machine with
+  more than one core the compiles overlap instead of running one after another.
 * ``STREAMK_QUICK_BUILD=1`` compiles at ``-O0`` (about five times faster, the core several
   times slower): for checking that a build works, never for a build that will run.
 """
