@@ -695,7 +695,7 @@ class Engine:
                 self.model.learn_many(X, pd.Series(run.ys, dtype=object))
                 return predictions
 
-            predictions = self._learn_run(run, block)
+            predictions = self._learn_run(run, None if X is None else block)
             ys, predictions = run.ys, list(predictions)
             if None in predictions or _REJECTED in predictions:  # rare: score only the rest
                 learned = len(predictions) - predictions.count(_REJECTED)
@@ -739,7 +739,7 @@ class Engine:
             self.model.learn_many(X)
             return flags
 
-        flags = self._learn_run(run, block)
+        flags = self._learn_run(run, None if X is None else block)
         learned = len(flags) - flags.count(_REJECTED)
         keep = [i for i, f in enumerate(flags) if f is not _REJECTED and f is not None]
         kept = [bool(flags[i]) for i in keep]
@@ -788,17 +788,17 @@ class Engine:
                 offset=offset,
             )
 
-    def _learn_run(self, run: Run, block: Callable[[], list[Any]]) -> list[Any]:
+    def _learn_run(self, run: Run, block: Callable[[], list[Any]] | None) -> list[Any]:
         """Learn a run with ``block`` (one call for the run: its predictions or flags); if
         the model refuses it, event by event from the first event it did not learn, the
-        refused ones dead-lettered (``_REJECTED``; ``None``: learned, not predicted). A run
-        shorter than ``BLOCK_MIN`` goes event by event from the start: cheaper than its frame.
+        refused ones dead-lettered (``_REJECTED``; ``None``: learned, not predicted). With
+        no ``block`` (a run too short for its frame: :meth:`_frame`), event by event.
 
         A model that cannot say how far a refused block got (no ``n_learned``: a river
         pipeline, whose scaler learns a block its learner then refuses) goes event by
         event from the start, so that no event is learned twice."""
         before = getattr(self.model, "n_learned", None)
-        if before is None or len(run) < BLOCK_MIN:
+        if before is None or block is None:
             return self._learn_one_by_one(run)
         try:
             return block()
