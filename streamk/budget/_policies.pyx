@@ -118,32 +118,13 @@ cdef inline double _append(const double *q, Py_ssize_t w, double *X, Py_ssize_t 
     return sq
 
 
-cdef void _gram_rows(double *G, const double *D, Py_ssize_t ldd, const double[::1] sq,
-                     Py_ssize_t n, double gamma, bint mirror=True) noexcept nogil:
-    """``G`` (``n x n``, contiguous) from the dots ``D`` (leading dimension ``ldd``, lower
-    triangle read; ``D`` may be ``G``): ``exp(-gamma max(0, (-2 D_ij + sq_i) + sq_j))`` for
-    ``j <= i`` row by row, in the operation order of :func:`streamk.accel.rbf_from_dots`
-    (``sk_gram_args``, vectorised: element by element, the same bits), then mirrored unless
-    ``mirror`` is false (the Projectron's inverse reads the lower triangle only, and the
-    mirror's column writes cost a cache line per entry). The part :func:`rbf_gram` and
-    :func:`rbf_gram_kept` share (the same bits)."""
-    cdef Py_ssize_t i, j
-    for i in range(n):
-        sk_gram_args(&G[i * n], &D[i * ldd], &sq[0], sq[i], i + 1)
-        sk_scaled_exp(&G[i * n], i + 1, -gamma)
-    if mirror:
-        for i in range(n):
-            for j in range(i):
-                G[j * n + i] = G[i * n + j]
-
-
 def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double gamma):
     """``K(S, S)`` of the first ``n`` support rows for an RBF kernel, single-threaded:
     ``exp(-gamma max(0, sq_i + sq_j - 2 x_i . x_j))`` in the operation order of
     :func:`streamk.accel.rbf_from_dots` (the caller checks the expansion is exact). The dots
     of row ``i`` with the rows up to it are ``sk_dots``'s, four rows at a time (the warm-up's
     kernel changes rebuild ``P`` from this every ten events)."""
-    cdef Py_ssize_t w = X.shape[1], i
+    cdef Py_ssize_t w = X.shape[1]
     if n < 0 or n > X.shape[0] or sq.shape[0] < n:
         raise ValueError("X and sq must hold n rows")
     Gm = np.empty((n, n))
@@ -151,9 +132,7 @@ def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double 
         return Gm
     cdef double[:, ::1] G = Gm
     with nogil:
-        for i in range(n):
-            sk_dots(&G[i, 0], &X[0, 0], w, i + 1, &X[i, 0], w)
-        _gram_rows(&G[0, 0], &G[0, 0], n, sq, n, gamma)
+        _rbf_gram(&G[0, 0], &X[0, 0], w, &sq[0], n, gamma, True)
     return Gm
 
 
@@ -264,7 +243,7 @@ def rbf_gram_kept(
                     D[i, j] = kept_D[a, b]
                 else:
                     D[i, j] = kept_D[b, a]
-        _gram_rows(&G[0, 0], &D[0, 0], D.shape[1], sq, n, gamma, mirror)
+        _gram_rows(&G[0, 0], &D[0, 0], D.shape[1], &sq[0], n, gamma, mirror)
     return found
 
 
@@ -283,7 +262,7 @@ def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel
     that rebuilds often saves the allocations. ``mirror=False`` writes ``P``'s lower triangle
     only (the Projectron's compiled steps read no other; it mirrors before NumPy reads ``P``).
     """
-    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0], i
+    cdef Py_ssize_t n = G.shape[0], ldp = P.shape[0]
     cdef bint ok
     if G.shape[1] != n or ldp < n or P.shape[1] != ldp:
         raise ValueError("G must be square and P at least as large")
@@ -293,13 +272,8 @@ def inverse_by_cholesky(const double[:, ::1] G, double[:, ::1] P, double min_rel
         work = np.empty(2 * n * n + 9 * n)
     elif work.shape[0] < 2 * n * n + 9 * n:
         raise ValueError("work must hold 2 n² + 9 n entries")
-    cdef double *L = &work[0]
-    cdef double *N = L + n * n
-    cdef double *t = N + n * n
     with nogil:  # the loops are C (streamk/_dense.h: two dots per load, sk_dots's bits)
-        for i in range(n):  # N's zeros below its diagonal are read (L's unwritten part is not)
-            memset(&N[i * n], 0, i * sizeof(double))
-        ok = sk_pjl_inverse(&G[0, 0], n, &P[0, 0], ldp, L, N, t, t + n, min_rel, mirror) != 0
+        ok = _inverse_by_cholesky(&G[0, 0], n, &P[0, 0], ldp, &work[0], min_rel, mirror) != 0
     return ok
 
 

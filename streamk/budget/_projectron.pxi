@@ -1,8 +1,9 @@
 # The Projectron's compiled steps on ``P = K(S, S)^-1``, shared by
 # streamk/budget/_policies.pyx and streamk/learners/_event.pyx through Cython's ``include``
 # (textual: each module gets its own copy of the C, so neither imports the other), as
-# streamk/_kcol.pxi is. The including module cimports INFINITY (libc.math) and int64_t
-# (libc.stdint) and finds streamk/_dense.h on its include path. :mod:`streamk.budget.projectron`
+# streamk/_kcol.pxi is. The including module cimports INFINITY (libc.math), int64_t
+# (libc.stdint) and memset (libc.string), declares ``sk_dots``, ``sk_scaled_exp``
+# (streamk/_fastexp.h) and ``sk_gram_args``, and finds streamk/_dense.h on its include path. :mod:`streamk.budget.projectron`
 # is the reference: the same steps in the same order, so the two agree to rounding. The
 # O(n²) loops on ``P`` are C in streamk/_dense.h (AVX2 clones without FMA: the same bits
 # on every machine); the removal's downdate and the growth that follows it are one pass,
@@ -149,3 +150,50 @@ cdef inline void _settle(double *P, Py_ssize_t ldp, const double *pend,
     """The update :func:`_shrink_defer` left (``pend``, ``m`` rows) applied to ``P`` on its
     own, when no :func:`_project_pending` follows: ``P`` inverts the set on return."""
     sk_pjl_settle(P, ldp, pend, m)
+
+
+cdef void _gram_rows(double *G, const double *D, Py_ssize_t ldd, const double *sq,
+                     Py_ssize_t n, double gamma, bint mirror) noexcept nogil:
+    """``G`` (``n x n``, contiguous) from the dots ``D`` (leading dimension ``ldd``, lower
+    triangle read; ``D`` may be ``G``): ``exp(-gamma max(0, (-2 D_ij + sq_i) + sq_j))`` for
+    ``j <= i`` row by row, in the operation order of :func:`streamk.accel.rbf_from_dots`
+    (``sk_gram_args``, vectorised: element by element, the same bits), then mirrored unless
+    ``mirror`` is false (the inverse reads the lower triangle only, and the mirror's column
+    writes cost a cache line per entry)."""
+    cdef Py_ssize_t i, j
+    for i in range(n):
+        sk_gram_args(&G[i * n], &D[i * ldd], sq, sq[i], i + 1)
+        sk_scaled_exp(&G[i * n], i + 1, -gamma)
+    if mirror:
+        for i in range(n):
+            for j in range(i):
+                G[j * n + i] = G[i * n + j]
+
+
+cdef void _rbf_gram(double *G, const double *X, Py_ssize_t w, const double *sq,
+                    Py_ssize_t n, double gamma, bint mirror) noexcept nogil:
+    """``K(S, S)`` of the first ``n`` rows of ``X`` (contiguous, ``w`` wide; ``sq`` their
+    squared norms) for an RBF kernel into ``G`` (``n x n``): row ``i``'s dots with the rows
+    up to it by ``sk_dots`` (four rows at a time), then :func:`_gram_rows`. What
+    ``_policies.rbf_gram`` returns and what the per-event core's ``_projectron_rewidth``
+    inverts: one piece, so the two rebuilds of ``P`` have the same bits."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        sk_dots(&G[i * n], X, w, i + 1, &X[i * w], w)
+    _gram_rows(G, G, n, sq, n, gamma, mirror)
+
+
+cdef int _inverse_by_cholesky(const double *G, Py_ssize_t n, double *P, Py_ssize_t ldp,
+                              double *work, double min_rel, bint mirror) noexcept nogil:
+    """``P[:n, :n] = G^-1`` by ``sk_pjl_inverse`` (``G = L Lᵀ``, ``N = L^-ᵀ``, ``P = N Nᵀ``)
+    with ``work`` (``2 n² + 9 n`` entries, any contents) laid out as its scratch: ``L``, then
+    ``N`` (whose zeros below the diagonal are read, so they are written here), then the dots'
+    lanes. Nonzero on success; 0 with ``P`` untouched where a squared pivot falls to
+    ``min_rel * G_ss`` or below."""
+    cdef Py_ssize_t i
+    cdef double *L = work
+    cdef double *N = L + n * n
+    cdef double *t = N + n * n
+    for i in range(n):
+        memset(&N[i * n], 0, i * sizeof(double))
+    return sk_pjl_inverse(G, n, P, ldp, L, N, t, t + n, min_rel, mirror)

@@ -92,7 +92,7 @@ cdef extern from "_fastexp.h" nogil:
                         float gamma)
 
 cdef extern from "_dense.h" nogil:
-    # the arguments of a row of the Projectron's Gram matrix (_policies._gram_rows's order)
+    # the arguments of a row of the Projectron's Gram matrix (_projectron.pxi's _gram_rows)
     void sk_gram_args(double *g, const double *d, const double *sq, double sq_i, Py_ssize_t m)
 
 cdef extern from "_hintrow.h" nogil:
@@ -2491,9 +2491,9 @@ cdef class EventPass:
     cdef bint _projectron_rewidth(self, Py_ssize_t n) except -1:
         """``Projectron.prepare(support, n + 1)`` where it rebuilds ``P`` for another kernel
         (the ``gamma="auto"`` warm-up moved it), done here in C for a plain RBF: the
-        compiled rebuild's steps and bits (``_policies.rbf_gram``'s dots and
-        ``_gram_rows``'s exps into a Gram matrix's lower triangle, ``sk_pjl_inverse`` into
-        ``P``'s, as ``Projectron._rebuild`` runs them through ``compiled.support_gram``,
+        compiled rebuild's steps and bits (streamk/budget/_projectron.pxi's ``_rbf_gram`` into
+        a Gram matrix's lower triangle and ``_inverse_by_cholesky`` into ``P``'s, as
+        ``Projectron._rebuild`` runs them through ``compiled.support_gram``,
         ``support_gram_kept`` and ``inverse_gram``) without the ~15 us of Python each of the
         warm-up's ~20 rebuilds cost. False, with nothing changed, where ``prepare`` would not
         rebuild (the same kernel: in sync, or a set changed behind the policy), would not take
@@ -2505,9 +2505,6 @@ cdef class EventPass:
         cdef Py_ssize_t w, i, ldp
         cdef double gamma
         cdef double *G
-        cdef double *L
-        cdef double *N
-        cdef double *t
         cdef double[:, ::1] P
         cdef int ok
         cdef SupportCounters support = self.support
@@ -2536,19 +2533,10 @@ cdef class EventPass:
         P = P_obj
         ldp = P.shape[1]
         w = self.X.shape[1]
-        G = self.pj_scr
-        L = G + n * n
-        N = L + n * n
-        t = N + n * n
+        G = self.pj_scr  # the Gram matrix, then _inverse_by_cholesky's 2 n² + 9 n of scratch
         with nogil:
-            for i in range(n):  # rbf_gram: row i's dots with the rows up to it
-                sk_dots(G + i * n, &self.X[0, 0], w, i + 1, &self.X[i, 0], w)
-            for i in range(n):  # _gram_rows, mirror=False
-                sk_gram_args(G + i * n, G + i * n, &self.sq[0], self.sq[i], i + 1)
-                sk_scaled_exp(G + i * n, i + 1, -gamma)
-            for i in range(n):  # inverse_by_cholesky: N's zeros below its diagonal
-                memset(N + i * n, 0, i * sizeof(double))
-            ok = sk_pjl_inverse(G, n, &P[0, 0], ldp, L, N, t, t + n, self.pj_min_rel, 0)
+            _rbf_gram(G, &self.X[0, 0], w, &self.sq[0], n, gamma, False)
+            ok = _inverse_by_cholesky(G, n, &P[0, 0], ldp, G + n * n, self.pj_min_rel, False)
         if not ok:
             return False  # (P untouched) prepare inverts it with LAPACK
         policy._pend_m = -1  # what _rebuild leaves: no update pending, the lower triangle,
