@@ -198,14 +198,39 @@ def open_append(path: Path, format: Literal["jsonl", "msgpack"], what: str) -> B
     return fh
 
 
-def check_linked(fh: BinaryIO, path: Path, what: str) -> None:
-    """Raise :class:`~streamk.sinks.SinkError` if the open file ``fh`` was deleted.
+def reopen_if_moved(
+    fh: BinaryIO, path: Path, format: Literal["jsonl", "msgpack"], what: str
+) -> BinaryIO:
+    """The file to write next, checked after a sync of the open file ``fh`` at ``path``.
 
-    Writes to a deleted file (say its directory was removed mid-run) succeed and are
-    lost; the engine must stop before committing past them.
+    Deleted (no link left: ``rm``, or its directory removed): raises
+    :class:`~streamk.sinks.SinkError`. Writes to a deleted file succeed and are lost; the
+    engine must stop before committing past them.
+
+    Moved (renamed, as logrotate's default ``create`` mode rotates a file: ``fh`` still has
+    a link, but ``path`` no longer names it): the records written so far are whole and
+    synced in the moved file, so ``fh`` is closed and ``path`` opened afresh (created, or a
+    file put there appended to). Rotation then needs no restart and no ``copytruncate``,
+    which loses what is written between its copy and its truncation. One INFO line.
     """
-    if os.fstat(fh.fileno()).st_nlink == 0:
+    now = os.fstat(fh.fileno())
+    if now.st_nlink == 0:
         raise SinkError(f"{what} file {path} was deleted while being written")
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        named = None
+    if named is not None and (named.st_dev, named.st_ino) == (now.st_dev, now.st_ino):
+        return fh
+    fh.close()
+    log.info(
+        "%s file %s was moved (rotated?): the records so far are in the moved file; "
+        "appending to %s from now on",
+        what,
+        path,
+        path,
+    )
+    return open_append(path, format, what)
 
 
 class DeadLetterFile:
@@ -250,7 +275,8 @@ class DeadLetterFile:
         self.count += 1
 
     def flush(self) -> None:
-        """Fsync the file; raise :class:`~streamk.sinks.SinkError` if it was deleted.
+        """Fsync the file; raise :class:`~streamk.sinks.SinkError` if it was deleted, and
+        go on in a new file if it was moved (:func:`reopen_if_moved`).
 
         The engine calls it before each commit, so dead letters are durable first.
         """
@@ -259,7 +285,7 @@ class DeadLetterFile:
         try:
             self._fh.flush()
             os.fsync(self._fh.fileno())
-            check_linked(self._fh, self.path, "dead-letter")
+            self._fh = reopen_if_moved(self._fh, self.path, self.format, "dead-letter")
         except SinkError:
             self._failed = True
             raise

@@ -12,9 +12,9 @@ import msgpack
 from ..engine.deadletter import (
     DeadLetter,
     DeadLetterFile,
-    check_linked,
     open_append,
     read_records,
+    reopen_if_moved,
 )
 from .base import Format, SinkError, WritesOneAsMany, check_format
 from .records import (
@@ -49,8 +49,10 @@ class FilePredictionSink(WritesOneAsMany):
     Notes
     -----
     A partial record a cut-short write left at the end of an existing file is cut off
-    before appending (one WARNING; the resumed run writes its event again), and
-    :meth:`flush` raises :class:`SinkError` if the file was deleted meanwhile.
+    before appending (one WARNING; the resumed run writes its event again).
+    :meth:`flush` raises :class:`SinkError` if the file was deleted meanwhile, and goes on
+    in a new file at ``path`` if it was moved (rotated): see
+    :func:`~streamk.engine.deadletter.reopen_if_moved`.
     """
 
     def __init__(
@@ -109,7 +111,8 @@ class FilePredictionSink(WritesOneAsMany):
         ------
         SinkError
             The write or sync failed, now or before, or the file was deleted (its records
-            are lost).
+            are lost). A file moved away is not an error: its records are in the moved file
+            and a new one is opened at ``path``.
         """
         if self._fh.closed:
             return
@@ -117,7 +120,7 @@ class FilePredictionSink(WritesOneAsMany):
         try:
             self._fh.flush()
             os.fsync(self._fh.fileno())
-            check_linked(self._fh, self.path, "prediction")
+            self._fh = reopen_if_moved(self._fh, self.path, self.format, "prediction")
         except SinkError as exc:
             self._failure = exc
             raise
