@@ -172,7 +172,8 @@ class Engine:
     store
         A :class:`~streamk.snapshot.SnapshotStore`; restores on start, saves snapshots.
     publisher
-        Optional :class:`~streamk.snapshot.kafka.SnapshotPublisher` (``publish(name, data)``).
+        Optional :class:`~streamk.snapshot.kafka.SnapshotPublisher` (``publish(name, data)``;
+        closed, as the sinks are, when :meth:`run` ends).
     predictions, dead_letters
         Sinks with ``write(record)``, ``flush()`` and ``close()``; ``None`` drops
         predictions, while dead letters without a sink are logged (never dropped silently).
@@ -589,7 +590,7 @@ class Engine:
                     self.checkpoint(reason="shutdown")
             finally:
                 try:
-                    self._close_sinks()
+                    self._close_outputs()
                     self.source.close()  # after the last snapshot and commit
                 finally:
                     if frozen:
@@ -900,13 +901,16 @@ class Engine:
         floor = next_seq(self.config.model_name) if callable(next_seq) else 0
         return max(self.seq + 1, floor)
 
-    def _close_sinks(self) -> None:
-        for sink in (self.predictions, self.dead_letters):
-            if sink is not None:
+    def _close_outputs(self) -> None:
+        """Close the sinks and the snapshot publisher after the last checkpoint. A publisher's
+        producer left open kept its connections, and stopping a broker waited on them."""
+        for output in (self.predictions, self.dead_letters, self.publisher):
+            close = getattr(output, "close", None)
+            if close is not None:
                 try:
-                    sink.close()
+                    close()
                 except Exception:  # noqa: BLE001 - closing must not mask the real outcome
-                    log.exception("closing a sink failed")
+                    log.exception("closing %s failed", type(output).__name__)
 
 
 _REJECTED = object()
