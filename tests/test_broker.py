@@ -226,7 +226,7 @@ def test_serve_runs_until_ctrl_c(inherited: str) -> None:
         bootstrap, broker_pid = match[1], int(match[2])
         assert create_topic(bootstrap, "serve-check") is True
         proc.send_signal(signal.SIGINT)
-        # stop() takes at most 2 x stop_timeout (5 s); the rest is room for a loaded machine
+        # stop() takes at most 2 x stop_timeout (1 s); the rest is room for a loaded machine
         try:
             code = proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
