@@ -15,6 +15,7 @@ __all__ = [
     "SnapshotError",
     "ConfigError",
     "BrokerError",
+    "OffsetOutOfRange",
     "SolverError",
     "ConvergenceWarning",
     "MergeError",
@@ -61,6 +62,23 @@ class SnapshotError(StreamkError):
 
 class BrokerError(StreamkError):
     """The local Kafka-compatible broker could not be started, reached or stopped."""
+
+
+class OffsetOutOfRange(BrokerError):
+    """A partition's read position lies past its log's end (the broker answered
+    OFFSET_OUT_OF_RANGE, or the log was truncated under it): the topic was deleted and
+    recreated, or truncated, while it was read. Raised by a Kafka source's ``poll``
+    instead of letting the client reset the position silently.
+
+    Attributes
+    ----------
+    positions
+        Partition -> the read position the broker refused.
+    """
+
+    def __init__(self, message: str, positions: dict[int, int]):
+        super().__init__(message)
+        self.positions = dict(positions)
 
 
 class SinkError(StreamkError):

@@ -139,6 +139,9 @@ class Source(ABC):
 
     #: topic name or file path, used in snapshots' ``stream`` map and dead letters
     name: str
+    #: whether the log can be deleted and recreated under a running reader (a Kafka topic):
+    #: the engine then checks, at each checkpoint, that it still holds what was learned
+    may_be_recreated: bool = False
     #: broker outages begun and ended (network sources; see ``sources.health``), for metrics
     outages: int = 0
     reconnects: int = 0

@@ -12,6 +12,14 @@ Offsets are never committed implicitly (``enable_auto_commit`` is forced off, an
 :meth:`KafkaSource.close` commits nothing): the engine commits through
 :meth:`KafkaSource.commit` only after the snapshot covering them is durable (design §7).
 
+Positions are never moved by the client either (``auto_offset_reset`` is forced to
+``"none"``): a fetch past the log's end (the topic deleted and recreated with fewer
+records while it was read) or a log truncated under the position (KIP-320) raises
+:class:`~streamk.errors.OffsetOutOfRange` from :meth:`KafkaSource.poll`, for the engine
+to decide, where the client would have jumped to the start or the end in silence. A
+position below the log's start (records removed by retention before they were read)
+moves to the start, as before, with a WARNING unless it was the partition's offset 0.
+
 Rebalances (group mode) follow the contract of :class:`~streamk.sources.base.Source`:
 the engine's *revoked* handler runs before partitions go away, while this member is
 still their owner (snapshot and commit there); its *assigned* handler runs after the
@@ -59,7 +67,7 @@ from kafka import errors as kafka_errors
 from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
 
-from ..errors import BrokerError, ConfigError
+from ..errors import BrokerError, ConfigError, OffsetOutOfRange
 from .base import Committed, RebalanceHandler, Record, Source, records_before
 from .health import ConnectionHealth
 
@@ -72,7 +80,9 @@ log = logging.getLogger(__name__)
 #: a transactional producer's records are read once their transaction commits, never
 #: before, and an aborted one's never (kafka-python reads uncommitted by default, where
 #: an event of a transaction that then aborts would have been learned; librdkafka's
-#: default is this one).
+#: default is this one). The source itself then sets ``auto_offset_reset = "none"`` (see
+#: the module docstring); ``"earliest"`` here is for a plain consumer given these
+#: settings (the benchmarks' raw ceiling).
 DEFAULT_CONSUMER_CONFIG: dict[str, Any] = {
     "enable_auto_commit": False,
     "auto_offset_reset": "earliest",
@@ -80,6 +90,8 @@ DEFAULT_CONSUMER_CONFIG: dict[str, Any] = {
 }
 
 _ASYNC_LISTENER = getattr(kafka, "AsyncConsumerRebalanceListener", None)
+#: kafka-python 3's error for a log truncated under the position (KIP-320), when present
+_TRUNCATED = getattr(kafka_errors, "LogTruncationError", kafka_errors.OffsetOutOfRangeError)
 
 
 class CommitFailedError(BrokerError):
@@ -138,6 +150,8 @@ class KafkaSource(Source):
         read it.
     """
 
+    may_be_recreated = True  # a topic: deleted and recreated under its readers
+
     def __init__(
         self,
         bootstrap_servers: str | list[str],
@@ -170,6 +184,13 @@ class KafkaSource(Source):
                 "consumer_config enable_auto_commit=True is not allowed: streamk commits "
                 "offsets itself, after the snapshot that covers them is durable."
             )
+        if user.get("auto_offset_reset", "none") != "none":
+            raise ConfigError(
+                f"consumer_config auto_offset_reset={user['auto_offset_reset']!r} is not "
+                "allowed: streamk positions every partition itself, and a position past the "
+                "log's end is the engine's to decide (on_offset_beyond_end), never a silent "
+                "jump."
+            )
         config: dict[str, Any] = {
             **DEFAULT_CONSUMER_CONFIG,
             "max_poll_interval_ms": int(max_poll_interval_ms),
@@ -177,6 +198,7 @@ class KafkaSource(Source):
             "bootstrap_servers": bootstrap_servers,
             "group_id": group_id,
             "enable_auto_commit": False,
+            "auto_offset_reset": "none",
         }
         self.timeout_ms = int(timeout_s * 1000)
         if join_timeout_s is None:  # a join waits up to the rebalance timeout, then syncs
@@ -250,6 +272,15 @@ class KafkaSource(Source):
             batches = self.consumer.poll(
                 timeout_ms=max(0, int(timeout * 1000)), max_records=max(1, int(max_records))
             )
+        except (kafka_errors.OffsetOutOfRangeError, _TRUNCATED) as exc:
+            self._out_of_range(exc)
+            return []
+        except kafka_errors.NoOffsetForPartitionError as exc:
+            # a partition the engine did not position (it refused its assignment): from
+            # its start, as the client's reset did; the engine learns nothing from it
+            for tp in exc.args[0] if exc.args else ():
+                self.consumer.seek_to_beginning(tp)
+            return []
         except kafka_errors.KafkaError as exc:
             if not _is_connection_error(exc):
                 raise
@@ -277,6 +308,47 @@ class KafkaSource(Source):
         else:
             self.health.observe(linked)
         return out
+
+    def _out_of_range(self, exc: Exception) -> None:
+        """A fetch the broker refused as out of range, or a log truncated under our
+        position: a position below the log's start moves there (retention removed the
+        records before they were read; a WARNING unless it was offset 0); any other raises
+        :class:`~streamk.errors.OffsetOutOfRange` (never a silent jump)."""
+        fetch = isinstance(exc, kafka_errors.OffsetOutOfRangeError)
+        refused = getattr(exc, "divergent_offsets", None) or (exc.args[0] if exc.args else {})
+        positions = {  # a fetch error names the refused offset; a truncation, its end
+            tp.partition: int(where) if fetch else self._next.get(tp.partition, 0)
+            for tp, where in (refused.items() if isinstance(refused, dict) else ())
+            if tp.topic == self.topic
+        }
+        tps = {p: TopicPartition(self.topic, p) for p in positions}
+        try:
+            low = self.consumer.beginning_offsets(list(tps.values()), timeout_ms=self.timeout_ms)
+        except kafka_errors.KafkaError as err:
+            raise BrokerError(f"could not read the log start of {self.topic!r}: {err}") from err
+        past: dict[int, int] = {}
+        for p, pos in positions.items():
+            start = int(low.get(tps[p], 0))
+            if fetch and pos < start:
+                if pos > 0:
+                    log.warning(
+                        "%s[%d]: offsets %d..%d were removed (retention) before they were "
+                        "read; reading from the log start %d",
+                        self.topic,
+                        p,
+                        pos,
+                        start - 1,
+                        start,
+                    )
+                self.seek(p, start)
+            else:
+                past[p] = pos
+        if past:
+            raise OffsetOutOfRange(
+                f"{self.topic}: the broker refused the read positions {past} as out of range "
+                f"({type(exc).__name__}): the log no longer reaches them",
+                past,
+            )
 
     def _linked(self) -> bool:
         """Whether any broker connection is up: a local look, no network call.

@@ -18,6 +18,12 @@ timing keys (``max_poll_interval_ms``, ``session_timeout_ms``,
 ``heartbeat_interval_ms``) and ``auto_offset_reset`` are translated, so
 ``streamk.cli.broker.QUICK_GROUP_CONFIG`` works with both transports.
 
+Positions are never moved by librdkafka (``auto.offset.reset`` is forced to
+``"error"``): a fetch past the log's end (the topic deleted and recreated with fewer
+records while it was read) raises :class:`~streamk.errors.OffsetOutOfRange` from
+:meth:`ConfluentKafkaSource.poll`, for the engine to decide; a position below the log's
+start (retention) moves to the start, with a WARNING unless it was offset 0.
+
 Call every method from the polling thread (or from a handler): confluent-kafka lets
 one call at a time into a consumer, so a call from another thread waits for the one
 in progress (a ``committed`` call from another thread while ``consume`` runs was seen
@@ -59,7 +65,7 @@ from collections.abc import Iterable
 from operator import methodcaller
 from typing import Any
 
-from ..errors import BrokerError, ConfigError
+from ..errors import BrokerError, ConfigError, OffsetOutOfRange
 from .base import Committed, RebalanceHandler, Record, RecordColumns, Source, records_before
 from .health import ConnectionHealth
 from .kafka import CommitFailedError
@@ -157,6 +163,8 @@ class ConfluentKafkaSource(Source):
         Longest wait of :meth:`beyond_end` for its probe fetch. Default: 5.0.
     """
 
+    may_be_recreated = True  # a topic: deleted and recreated under its readers
+
     def __init__(
         self,
         bootstrap_servers: str,
@@ -187,14 +195,21 @@ class ConfluentKafkaSource(Source):
                 "consumer_config enable.auto.commit=true is not allowed: streamk commits "
                 "offsets itself, after the snapshot that covers them is durable."
             )
+        if str(user.get("auto.offset.reset", "error")) != "error":
+            raise ConfigError(
+                f"consumer_config auto.offset.reset={user['auto.offset.reset']!r} is not "
+                "allowed: streamk positions every partition itself, and a position past the "
+                "log's end is the engine's to decide (on_offset_beyond_end), never a silent "
+                "jump."
+            )
         config: dict[str, Any] = {
-            "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",  # (librdkafka's default, said: see kafka.py)
             "max.poll.interval.ms": int(max_poll_interval_ms),
             **user,
             "bootstrap.servers": bootstrap_servers,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",
         }
         if "session.timeout.ms" not in config:  # librdkafka needs session <= poll interval
             config["session.timeout.ms"] = min(45_000, int(config["max.poll.interval.ms"]))
@@ -392,10 +407,18 @@ class ConfluentKafkaSource(Source):
         # Columns, not one Record per message: the engine decodes the payloads in one pass
         # and makes a Record only for a dead letter (see RecordColumns).
         if any([m.error() is not None for m in msgs]):
-            for m in msgs:
-                if m.error() is not None:
-                    self._raise_unless_eof(m.error())
+            bad = [m for m in msgs if m.error() is not None]
             msgs = [m for m in msgs if m.error() is None]
+            for m in bad:
+                self._raise_unless_eof(m.error())
+            resets = [m for m in bad if m.error().code() == self._ck.KafkaError._AUTO_OFFSET_RESET]
+            if resets:
+                # the good records come with the next poll; a re-assignment (seek) resumes
+                # their partitions after them, and OffsetOutOfRange loses none of them
+                self._next.update((m.partition(), m.offset() + 1) for m in msgs)
+                self._held.extendleft(reversed(msgs))
+                self._out_of_range(resets)
+                return []
             if not msgs:
                 return []
         partitions = [m.partition() for m in msgs]
@@ -436,8 +459,53 @@ class ConfluentKafkaSource(Source):
             return
         self.health.ok()
 
+    def _out_of_range(self, errors: list[Any]) -> None:
+        """librdkafka's ``_AUTO_OFFSET_RESET`` errors (``auto.offset.reset = error``): a
+        position below the log's start moves there (retention; a WARNING unless it was
+        offset 0); one past the end raises :class:`~streamk.errors.OffsetOutOfRange`."""
+        past: dict[int, int] = {}
+        for m in errors:
+            if m.error().code() != self._ck.KafkaError._AUTO_OFFSET_RESET:
+                continue
+            p, pos = m.partition(), m.offset()
+            if pos is None or pos < 0:  # no position at all (never seeked): from the start
+                pos = -1
+            try:
+                low, _ = self.consumer.get_watermark_offsets(
+                    self._ck.TopicPartition(self.topic, p), timeout=self.timeout_s
+                )
+            except self._ck.KafkaException as exc:
+                raise BrokerError(
+                    f"could not read the log start of {self.topic}[{p}]: {exc}"
+                ) from exc
+            if pos <= low:
+                if pos > 0:
+                    log.warning(
+                        "%s[%d]: offsets %d..%d were removed (retention) before they were "
+                        "read; reading from the log start %d",
+                        self.topic,
+                        p,
+                        pos,
+                        low - 1,
+                        low,
+                    )
+                self.seek(p, int(low))
+            else:
+                past[p] = int(pos)
+        if past:
+            raise OffsetOutOfRange(
+                f"{self.topic}: the broker refused the read positions {past} as out of range: "
+                "the log no longer reaches them",
+                past,
+            )
+
     def _raise_unless_eof(self, err: Any) -> None:
-        if err.code() == self._ck.KafkaError._PARTITION_EOF or self._evicted(err):
+        if err.code() in (
+            self._ck.KafkaError._PARTITION_EOF,
+            self._ck.KafkaError._AUTO_OFFSET_RESET,
+        ):
+            return  # (an out-of-range position was handled by _out_of_range)
+        if self._evicted(err):
             return
         if self._is_connection_error(err):
             self.health.failed(err.str())
@@ -460,10 +528,14 @@ class ConfluentKafkaSource(Source):
         try:
             self.consumer.seek(self._ck.TopicPartition(self.topic, p, off))
         except self._ck.KafkaException:  # not fetching yet: restart the assignment there
-            tps = self.consumer.assignment()
+            tps = self.consumer.assignment()  # (their offsets: unknown, not positions)
             for tp in tps:
-                if tp.partition == p and tp.topic == self.topic:
-                    tp.offset = off
+                if tp.topic == self.topic:  # the others go on after what poll returned
+                    tp.offset = (
+                        off
+                        if tp.partition == p
+                        else self._next.get(tp.partition, self._ck.OFFSET_INVALID)
+                    )
             self.consumer.assign(tps)
         self._next[p] = off
 
