@@ -41,7 +41,7 @@ from typing import Any
 from river import base
 
 from ..consolidation.wrapper import served_learner
-from ..errors import BrokerError, ConfigError, InvalidEvent, StreamkError
+from ..errors import BrokerError, ConfigError, InvalidEvent, OffsetOutOfRange, StreamkError
 from ..learners.features import NameLimits, limited_names
 from ..snapshot.store import NO_SNAPSHOT_FILES
 from ..sources.base import Record, Source
@@ -50,6 +50,7 @@ from .metrics import Metrics, RollingScore
 from .recovery import (
     CommitJournal,
     Mark,
+    anchors,
     commit_metadata,
     mark_of,
     marks_from_meta,
@@ -237,6 +238,8 @@ class Engine:
         self._durable: dict[int, int] = {}  # positions covered by our newest durable snapshot
         self._marks: dict[int, Mark] = {}  # the last record our durable snapshot covers
         self._last: dict[int, Record] = {}  # the last record handled per partition since
+        self._first: dict[int, Record] = {}  # the first one since (see _changed_logs)
+        self._last_check = time.monotonic()  # when the log was last checked (_same_log)
         self._writer: str | None = None  # see _store_id
         self._commits: CommitJournal | None = None  # see _journal
         self._fatal: StreamkError | None = None  # an assignment that must stop the engine
@@ -256,6 +259,7 @@ class Engine:
             self.positions = {}
             self._durable = {}
             self._marks, self._last = {}, {}
+            self._first = {}
             self.restored = None
             log.info("no snapshot for %r: starting a fresh model", self.config.model_name)
         else:
@@ -268,6 +272,7 @@ class Engine:
             }
             self._durable = dict(self.positions)
             self._marks, self._last = marks_from_meta(snap.meta, self.source.name), {}
+            self._first = {}
             self.restored = {
                 "seq": snap.seq,
                 "class": _model_name(snap.model),
@@ -394,6 +399,93 @@ class Engine:
             )
             offsets[p] = first
             self._marks.pop(p, None)
+
+    # -- a topic recreated while it is read ----------------------------------------------
+    def _same_log(self, reason: str) -> bool:
+        """Whether every owned partition's log still holds the record it is checked by
+        (:func:`~streamk.engine.recovery.anchors`); if not, what a restart would do is done
+        (:meth:`_recreated_while_running`) and ``False`` is returned. Called before each
+        snapshot, so that no snapshot mixes two logs, and every ``snapshot_seconds`` while
+        idle: one read per owned partition."""
+        self._last_check = time.monotonic()
+        changed = self._changed_logs()
+        if changed:
+            self._recreated_while_running(changed, reassign=reason not in ("revoked", "shutdown"))
+        return not changed
+
+    def _changed_logs(self) -> dict[int, str]:
+        """Owned partitions whose log holds another record at the checked offset, or none
+        and ends before it, with what differs (``{}`` for a source that cannot be
+        recreated under its reader)."""
+        source = self.source
+        read = getattr(source, "records_before", None)
+        if read is None or not getattr(source, "may_be_recreated", False):
+            return {}
+        marks = anchors(self._marks, self._first, source.assignment())
+        if not marks:
+            return {}
+        found = read({p: mark[0] + 1 for p, mark in marks.items()})
+        changed = recreated(marks, found)
+        missing = {p: mark[0] + 1 for p, mark in marks.items() if p not in found}
+        beyond = getattr(source, "beyond_end", None)
+        if missing and beyond is not None:  # (else: removed by retention, not recreated)
+            for p in beyond(missing):
+                changed[p] = f"offset {marks[p][0]} is past the partition's end"
+        return changed
+
+    def _out_of_range(self, exc: OffsetOutOfRange) -> None:
+        """The broker refused our read positions as past the log's end: the topic was
+        recreated shorter while we read it. Answered as :meth:`_same_log` answers."""
+        changed = self._changed_logs() or {
+            p: f"read position {offset} is past the partition's end"
+            for p, offset in exc.positions.items()
+        }
+        self._recreated_while_running(changed, reassign=True)
+
+    def _recreated_while_running(self, changed: dict[int, str], reassign: bool) -> None:
+        """A topic deleted and recreated (or truncated) while this engine read it. The
+        records read since our last snapshot may come from the old log, the new one or
+        both, and the old topic is gone: they are dropped, never written. By default
+        (``on_offset_beyond_end = fail``) the engine stops (:attr:`_fatal`, exit 2) naming
+        the remedies; with ``earliest`` it returns to its last snapshot and resumes each
+        partition as a restart would (``reassign``: now; else at the next assignment), so
+        each changed partition is learned from its start on top of that snapshot."""
+        where = "; ".join(f"partition {p}: {why}" for p, why in sorted(changed.items()))
+        found = (
+            f"{self.source.name}: the topic was deleted and recreated (or truncated) while "
+            f"this engine read it ({where})"
+        )
+        dropped = (
+            f"the {self._since_snapshot} records read since snapshot seq {self.seq} are "
+            "dropped, not written to any snapshot (they may mix the two logs, and the old "
+            "topic is gone)"
+        )
+        if self.config.on_offset_beyond_end != "earliest":
+            self._fatal = StreamkError(
+                f"{found}; {dropped}. Start a fresh model (streamk snapshot reset, or a new "
+                "model_name), or set on_offset_beyond_end = earliest to learn these "
+                "partitions from their start on top of the last snapshot, and restart"
+            )
+            self._stop.set()
+            return
+        log.warning(
+            "%s; %s: back to snapshot seq %d, and each changed partition resumes as after "
+            "a restart (on_offset_beyond_end = earliest)",
+            found,
+            dropped,
+            self.seq,
+        )
+        if self.store is None:  # no snapshot to return to: the changed partitions restart
+            for p in changed:
+                self._marks.pop(p, None)
+                self._first.pop(p, None)
+                self.source.seek(p, 0)  # below the log start: the source starts there
+                self.positions[p] = 0
+            return
+        self.restore()
+        self._since_snapshot = 0
+        if reassign:
+            self._on_assigned(self.source.assignment())
 
     def _group(self) -> str | None:
         """The consumer group this engine reads in (``None`` outside a group)."""
@@ -548,7 +640,12 @@ class Engine:
                     budget = min(budget, cfg.max_events - records)
                     if budget <= 0:
                         break
-                batch = self.source.poll(budget, cfg.poll_timeout)
+                try:
+                    batch = self.source.poll(budget, cfg.poll_timeout)
+                except OffsetOutOfRange as exc:  # a topic recreated shorter under us
+                    if self._fatal is None:
+                        self._out_of_range(exc)
+                    batch = []
                 if self._fatal is not None:  # an assignment refused to go on: learn nothing
                     break
                 now = time.monotonic()
@@ -572,6 +669,8 @@ class Engine:
                     break
                 if self._snapshot_due(now):
                     self.checkpoint(reason="due")
+                elif self._check_due(now):
+                    self._same_log("idle")
                 if now - last_progress >= cfg.progress_seconds:
                     rate = (records - rate_mark[1]) / max(now - rate_mark[0], 1e-9)
                     rate_mark = (now, records)
@@ -645,6 +744,18 @@ class Engine:
             "seq": self.seq,
         }
 
+    def _check_due(self, now: float) -> bool:
+        """Whether to check the log while nothing is read (every ``snapshot_seconds``): a
+        topic recreated shorter than our position gives no record and, on some brokers
+        (tansu), no error either."""
+        seconds = self.config.snapshot_seconds
+        return (
+            self._since_snapshot == 0
+            and seconds is not None
+            and now - self._last_check >= seconds
+            and getattr(self.source, "may_be_recreated", False)
+        )
+
     def _snapshot_due(self, now: float) -> bool:
         if self._since_snapshot == 0:
             return False
@@ -679,6 +790,7 @@ class Engine:
     def _advance(self, record: Record) -> None:
         self.positions[record.partition] = record.offset + 1
         self._last[record.partition] = record
+        self._first.setdefault(record.partition, record)
 
     def _flush_run(self, run: Run) -> None:
         import pandas as pd
@@ -710,6 +822,8 @@ class Engine:
             self._score(run, X)
         self.positions[run.partition] = run.next_offset  # runs never span partitions
         self._last[run.partition] = run.records[-1]
+        if run.partition not in self._first:
+            self._first[run.partition] = run.records[0]
         self.metrics.set("support_size", self._support_size())
 
     def _frame(self, run: Run) -> Any:
@@ -834,6 +948,8 @@ class Engine:
         if self._since_snapshot == 0:
             return
         t0 = time.perf_counter()
+        if not self._same_log(reason):
+            return  # nothing written: the records read since may come from two logs
         for sink in (self.predictions, self.dead_letters):
             if sink is not None and hasattr(sink, "flush"):
                 sink.flush()
@@ -852,7 +968,7 @@ class Engine:
             mark = mark_of(record)
             if mark is not None and record.offset + 1 == self.positions.get(p):
                 self._marks[p] = mark
-        self._last = {}
+        self._last, self._first = {}, {}
         meta = {**meta, "marks": marks_meta(self._marks, self.source.name)}
         if self._group() is not None:  # whose worker this model is (see peer_offsets)
             meta["group"] = self._group()

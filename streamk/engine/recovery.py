@@ -50,6 +50,7 @@ __all__ = [
     "marks_meta",
     "marks_from_meta",
     "recreated",
+    "anchors",
 ]
 
 #: the file beside a model's snapshots that holds its store id
@@ -328,4 +329,22 @@ def recreated(
             out[p] = f"offset {offset} holds other bytes"
         elif stamp is not None and want_stamp is not None and stamp != want_stamp:
             out[p] = f"offset {offset} was written at {stamp}, not {want_stamp} (ms)"
+    return out
+
+
+def anchors(
+    marks: Mapping[int, Mark], first: Mapping[int, Any], owned: Sequence[int]
+) -> dict[int, Mark]:
+    """The record each owned partition is checked by while the engine runs: the mark of our
+    durable snapshot (the log as it was when that snapshot was written), else the first
+    record read since (a partition the snapshot never learned, or without a mark).
+
+    A topic deleted and recreated after that record was read holds another record at its
+    offset, or none: whatever was learned since may come from two logs (see
+    :meth:`streamk.engine.loop.Engine.checkpoint`).
+    """
+    out = {p: marks[p] for p in owned if p in marks}
+    for p in owned:
+        if p not in out and p in first and (mark := mark_of(first[p])) is not None:
+            out[p] = mark
     return out

@@ -1,0 +1,114 @@
+"""A topic deleted and recreated *while* an engine reads it: never skipped silently.
+
+``streamk run`` learns 300 events and writes its snapshot; the engine keeps running while
+the topic is deleted and recreated with (a) 120 new events, fewer than its position (the
+fetch is past the end: tansu answers nothing at all, Apache Kafka OFFSET_OUT_OF_RANGE, which
+the client no longer resolves by jumping), or (b) 500, past its position (no error at all:
+before, the engine skipped the new topic's first 300 events and learned the rest into a
+snapshot that carried offsets of two logs).
+
+The oracle is the count of records produced: by default the engine stops (exit 2, the
+remedy in stderr) and the store's newest snapshot is still the old topic's (offsets and
+mark of its record 299); with ``on_offset_beyond_end = earliest`` every new event is learned
+exactly once on top of the old model (``n_learned == 300 + new``) and no old one twice.
+
+Only kafka-python runs here: librdkafka 2.16 (confluent-kafka) crashes (SIGSEGV in its
+``rdk:main`` thread) when a topic is deleted under a live consumer on tansu 0.6, measured
+in this session, so the confluent transport's running check is not exercised on the test
+broker (its start-up check is, in ``test_recreated_topic.py``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+import zlib
+
+import pytest
+from kafka import KafkaProducer
+from streamk_run import recreate_topic, run_args
+
+from streamk.cli.broker import create_topic
+from streamk.engine.events import encode_event
+from streamk.snapshot import SnapshotStore
+
+pytestmark = [pytest.mark.kafka, pytest.mark.slow]
+
+
+def _payloads(n, start):
+    return [
+        encode_event([float(i % 7), float(i % 5)], y=(i % 7) > (i % 5), id=i)
+        for i in range(start, start + n)
+    ]
+
+
+def _produce(bootstrap, topic, payloads):
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for payload in payloads:
+        producer.send(topic, payload)
+    producer.flush()
+    producer.close()
+
+
+def _start(bootstrap, topic, store, **settings):
+    """``streamk run`` in a subprocess that stays up: snapshots every second, idle stop
+    long after the topic is recreated."""
+    args = run_args(bootstrap, topic, f"g-{topic}", store, model_name="m", **settings)
+    cmd = [sys.executable, "-m", "streamk.cli", *args]
+    cmd += ["--snapshot-seconds", "1", "--stop-when-idle", "10"]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_snapshot(store, topic, offset, engine):
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert engine.poll() is None, engine.communicate()[1][-2000:]
+        snap = SnapshotStore(store).latest("m") if store.exists() else None
+        if snap is not None and snap.offsets.get(topic) == {0: offset}:
+            return snap
+        time.sleep(0.2)
+    engine.kill()
+    raise AssertionError(f"no snapshot at {offset} within 120 s")
+
+
+def _recreated_under(kafka_broker, tmp_path, new, policy):
+    """Learn 300 old events, recreate the topic with ``new`` events under the running
+    engine; the engine's (return code, stderr) and the old topic's record 299."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, store = f"live-{uuid.uuid4().hex[:8]}", tmp_path / "store"
+    create_topic(bootstrap, topic, partitions=1)
+    old = _payloads(300, 0)
+    _produce(bootstrap, topic, old)
+    engine = _start(bootstrap, topic, store, on_offset_beyond_end=policy)
+    _wait_for_snapshot(store, topic, 300, engine)
+    recreate_topic(bootstrap, topic)
+    _produce(bootstrap, topic, _payloads(new, 1000))
+    _, stderr = engine.communicate(timeout=180)
+    return engine.returncode, stderr, SnapshotStore(store), topic, old[299]
+
+
+@pytest.mark.parametrize("new", [120, 500], ids=["fewer", "refilled-past"])
+def test_recreated_under_a_running_engine_stops_it_without_a_mixed_snapshot(
+    kafka_broker, tmp_path, new
+):
+    code, stderr, store, topic, record_299 = _recreated_under(kafka_broker, tmp_path, new, None)
+    assert code == 2, stderr[-3000:]
+    assert "deleted and recreated" in stderr and "while this engine read it" in stderr
+    assert "on_offset_beyond_end = earliest" in stderr
+    snap = store.latest("m")  # the old topic's: its offset and the mark of its record 299
+    assert snap.offsets[topic] == {0: 300}
+    assert snap.model.n_learned == 300
+    offset, _, crc = snap.meta["marks"][topic][0][1:]
+    assert (offset, crc) == (299, zlib.crc32(record_299))
+
+
+@pytest.mark.parametrize("new", [120, 500], ids=["fewer", "refilled-past"])
+def test_recreated_under_a_running_engine_learns_the_new_topic_once(kafka_broker, tmp_path, new):
+    code, stderr, store, topic, _ = _recreated_under(kafka_broker, tmp_path, new, "earliest")
+    assert code == 0, stderr[-3000:]
+    assert "WARNING" in stderr and "while this engine read it" in stderr
+    snap = store.latest("m")
+    assert snap.offsets[topic] == {0: new}
+    assert snap.model.n_learned == 300 + new  # each new event once, no old one twice
