@@ -90,6 +90,8 @@ DEFAULT_CONSUMER_CONFIG: dict[str, Any] = {
 }
 
 _ASYNC_LISTENER = getattr(kafka, "AsyncConsumerRebalanceListener", None)
+#: the probe reads one record: small fetches (kafka-python spelling)
+PROBE_FETCH = {"max_partition_fetch_bytes": 1 << 16}
 #: kafka-python 3's error for a log truncated under the position (KIP-320), when present
 _TRUNCATED = getattr(kafka_errors, "LogTruncationError", kafka_errors.OffsetOutOfRangeError)
 
@@ -220,6 +222,7 @@ class KafkaSource(Source):
         self._announced = False
         self._next: dict[int, int] = {}  # partition -> next offset to be returned
         self._epoch: dict[int, int] = {}  # partition -> leader epoch of the last record
+        self._probe_consumer: KafkaConsumer | None = None  # see _probe
         try:
             self.consumer = KafkaConsumer(**config)
         except kafka_errors.KafkaConfigurationError as exc:
@@ -538,19 +541,21 @@ class KafkaSource(Source):
 
     def _probe(self, targets: dict[int, int]) -> dict[int, tuple[int, int | None, bytes]]:
         """The first record fetched from ``target - 1`` per partition, as ``(offset,
-        timestamp_ms, payload)`` (missing: nothing came)."""
-        try:
-            probe = KafkaConsumer(
-                **{**self._probe_config, "group_id": None, "auto_offset_reset": "earliest"}
-            )
-        except kafka_errors.KafkaError as exc:
-            raise BrokerError(f"could not start the offset probe on {self.topic!r}: {exc}") from exc
+        timestamp_ms, payload)`` (missing: nothing came).
+
+        Read by a second consumer (no group, nothing committed), kept between calls: the
+        engine reads one record per partition before each snapshot, and a fresh consumer
+        cost ~20 ms a read here where a kept one costs a fetch. Its partitions are paused
+        between calls, so it fetches nothing meanwhile.
+        """
+        probe = self._prober()
         first: dict[int, tuple[int, int | None, bytes]] = {}
         try:
             tps = {p: TopicPartition(self.topic, p) for p in targets}
             probe.assign(list(tps.values()))
             for p, t in targets.items():
                 probe.seek(tps[p], t - 1)
+            probe.resume(*tps.values())
             deadline = time.monotonic() + self.probe_timeout_s
             while len(first) < len(targets) and (left := deadline - time.monotonic()) > 0:
                 got = probe.poll(timeout_ms=int(min(left, 0.5) * 1000), max_records=100)
@@ -559,11 +564,38 @@ class KafkaSource(Source):
                         m = msgs[0]
                         first[tp.partition] = (int(m.offset), m.timestamp, m.value or b"")
                         probe.pause(tp)  # answered: stop fetching it
+            probe.pause(*tps.values())
         except kafka_errors.KafkaError as exc:
+            self._close_prober()  # a fresh one next time
             raise BrokerError(f"the offset probe on {self.topic!r} failed: {exc}") from exc
-        finally:
-            probe.close(autocommit=False)
         return first
+
+    def _prober(self) -> KafkaConsumer:
+        """The probe's consumer, made on first use: small fetches (the broker still sends a
+        whole first batch), earliest reset (see :meth:`beyond_end`)."""
+        if self._probe_consumer is None:
+            try:
+                self._probe_consumer = KafkaConsumer(
+                    **{
+                        **self._probe_config,
+                        "group_id": None,
+                        "auto_offset_reset": "earliest",
+                        **PROBE_FETCH,
+                    }
+                )
+            except kafka_errors.KafkaError as exc:
+                raise BrokerError(
+                    f"could not start the offset probe on {self.topic!r}: {exc}"
+                ) from exc
+        return self._probe_consumer
+
+    def _close_prober(self) -> None:
+        probe, self._probe_consumer = self._probe_consumer, None
+        if probe is not None:
+            try:
+                probe.close(autocommit=False)
+            except kafka_errors.KafkaError as exc:
+                log.warning("closing the offset probe of %s: %s", self.topic, exc)
 
     def lag(self) -> int | None:
         """Records between the read position and the last fetched high watermark.
@@ -589,6 +621,7 @@ class KafkaSource(Source):
         if self._closing:
             return
         self._closing = True
+        self._close_prober()
         try:
             self.consumer.close(autocommit=False, timeout_ms=self.timeout_ms)
         except kafka_errors.KafkaError as exc:  # closing must not mask the real outcome

@@ -238,6 +238,7 @@ class ConfluentKafkaSource(Source):
         self._announced = False
         self._in_assign: dict[int, int] | None = None  # seeks made in the assigned handler
         self._next: dict[int, int] = {}
+        self._probe_consumer: Any = None  # see _probe
         try:
             self.consumer = ck.Consumer(config)
         except ck.KafkaException as exc:
@@ -700,17 +701,14 @@ class ConfluentKafkaSource(Source):
 
     def _probe(self, targets: dict[int, int]) -> dict[int, tuple[int, int | None, bytes]]:
         """The first record fetched from ``target - 1`` per partition, as ``(offset,
-        timestamp_ms, payload)`` (missing: nothing came)."""
+        timestamp_ms, payload)`` (missing: nothing came).
+
+        Read by a second consumer kept between calls (as
+        :meth:`streamk.sources.kafka.KafkaSource._probe`), unassigned between them so that
+        it prefetches nothing meanwhile.
+        """
         ck = self._ck
-        conf = {
-            **self._probe_config,
-            "group.id": f"streamk-probe-{uuid.uuid4().hex[:12]}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-        conf.pop("error_cb", None)
-        conf.pop("on_commit", None)
-        probe = ck.Consumer(conf)
+        probe = self._prober()
         first: dict[int, tuple[int, int | None, bytes]] = {}
         try:
             probe.assign([ck.TopicPartition(self.topic, p, t - 1) for p, t in targets.items()])
@@ -720,11 +718,39 @@ class ConfluentKafkaSource(Source):
                     if m.error() is None and m.partition() not in first:
                         stamp = _timestamp(m, ck.TIMESTAMP_NOT_AVAILABLE)
                         first[m.partition()] = (int(m.offset()), stamp, m.value() or b"")
+            probe.unassign()
         except ck.KafkaException as exc:
+            self._close_prober()  # a fresh one next time
             raise BrokerError(f"the offset probe on {self.topic!r} failed: {exc}") from exc
-        finally:
-            probe.close()
         return first
+
+    def _prober(self) -> Any:
+        """The probe's consumer, made on first use (its own throw-away group, nothing
+        committed, small fetches, earliest reset: see :meth:`beyond_end`)."""
+        if self._probe_consumer is None:
+            conf = {
+                **self._probe_config,
+                "group.id": f"streamk-probe-{uuid.uuid4().hex[:12]}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "max.partition.fetch.bytes": 1 << 16,
+                "queued.max.messages.kbytes": 64,  # no prefetch past what it reads
+                "fetch.queue.backoff.ms": 1,  # (and no wait for the next read)
+                "fetch.wait.max.ms": 10,  # a fetch held by the broker delays the next assign
+                "socket.nagle.disable": True,
+            }
+            conf.pop("error_cb", None)
+            conf.pop("on_commit", None)
+            self._probe_consumer = self._ck.Consumer(conf)
+        return self._probe_consumer
+
+    def _close_prober(self) -> None:
+        probe, self._probe_consumer = self._probe_consumer, None
+        if probe is not None:
+            try:
+                probe.close()
+            except (RuntimeError, self._ck.KafkaException) as exc:
+                log.warning("closing the offset probe of %s: %s", self.topic, exc)
 
     def lag(self) -> int | None:
         """Records between the read position and the cached high watermark (approximate)."""
@@ -760,6 +786,7 @@ class ConfluentKafkaSource(Source):
             return
         self._closing = True
         self._held.clear()
+        self._close_prober()
         closer = threading.Thread(target=self._close_consumer, name="streamk-close", daemon=True)
         closer.start()
         closer.join(self.timeout_s)
