@@ -210,8 +210,10 @@ DEFAULTS: dict[str, Option] = {
     "on_offset_beyond_end": Option(
         "fail",
         str,
-        "when a partition's resume offset is past its end (the topic was recreated): fail "
-        "(stop, naming the remedy) or earliest (learn the partition from its start)",
+        "when a partition's log is not the one the model learned (the topic was deleted and "
+        "recreated, at start-up or while the engine reads it; checked before every snapshot): "
+        "fail (stop with exit 2, naming the remedy, no snapshot written) or earliest (learn "
+        "the partition from its start, on top of the last snapshot)",
         choices=("fail", "earliest"),
     ),
     # loop

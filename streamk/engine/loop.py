@@ -49,6 +49,7 @@ from .deadletter import DeadLetter, DeadLetterLog
 from .metrics import Metrics, RollingScore
 from .recovery import (
     CommitJournal,
+    LogCheck,
     Mark,
     anchors,
     commit_metadata,
@@ -98,9 +99,12 @@ class EngineConfig:
     rolling_window
         Events in the rolling prequential metric.
     on_offset_beyond_end
-        A resume offset past its partition's end (the topic was deleted and recreated):
-        ``"fail"`` stops with a message naming the remedy, ``"earliest"`` learns the
-        partition from its first offset, with a WARNING. Never skipped silently.
+        A partition whose log is not the one the model learned (the topic was deleted and
+        recreated: a resume offset past its end or a record that differs from the
+        snapshot's mark, at assignment; the same read back before every snapshot while
+        the engine runs): ``"fail"`` stops with a message naming the remedy and writes no
+        snapshot, ``"earliest"`` learns the partition from its first offset on top of the
+        last snapshot, with a WARNING. Never skipped silently.
     publish_proba
         Publish each scored event's class probabilities (``predict_proba_many``) with its
         prediction. A second pass over the run's kernel rows: opt-in.
@@ -155,6 +159,25 @@ class EngineResult:
     def events_per_second(self) -> float | None:
         """Records per second while records were flowing (start-up and idle time excluded)."""
         return self.records / self.busy_seconds if self.busy_seconds > 0 else None
+
+
+@dataclass
+class PendingSnapshot:
+    """A snapshot encoded at a checkpoint, saved once its log's check answers
+    (:meth:`Engine.checkpoint`)."""
+
+    reason: str
+    check: LogCheck | None
+    data: bytes | None  # None: no store nor publisher (only the commit is made)
+    saved: int  # the seq this engine had written or restored when it was encoded
+    seq: int
+    positions: dict[int, int]
+    records: int  # records it covers since the snapshot before it
+    seconds: float = 0.0  # spent encoding it
+
+    def ready(self) -> bool:
+        """Whether its check has answered (or there is none)."""
+        return self.check is None or self.check.done()
 
 
 class Engine:
@@ -243,6 +266,7 @@ class Engine:
         self._writer: str | None = None  # see _store_id
         self._commits: CommitJournal | None = None  # see _journal
         self._fatal: StreamkError | None = None  # an assignment that must stop the engine
+        self._pending: PendingSnapshot | None = None  # encoded, its log's check running
 
     # -- control --------------------------------------------------------------------------
     def stop(self) -> None:
@@ -401,33 +425,38 @@ class Engine:
             self._marks.pop(p, None)
 
     # -- a topic recreated while it is read ----------------------------------------------
-    def _same_log(self, reason: str) -> bool:
+    def _same_log(self, reason: str, check: LogCheck | None) -> bool:
         """Whether every owned partition's log still holds the record it is checked by
-        (:func:`~streamk.engine.recovery.anchors`); if not, what a restart would do is done
+        (``check``, from :meth:`_start_check`); if not, what a restart would do is done
         (:meth:`_recreated_while_running`) and ``False`` is returned. Called before each
-        snapshot, so that no snapshot mixes two logs, and every ``snapshot_seconds`` while
-        idle: one read per owned partition."""
+        snapshot is saved, so that no snapshot mixes two logs, and every
+        ``snapshot_seconds`` while idle: one read per owned partition."""
         self._last_check = time.monotonic()
-        changed = self._changed_logs()
+        changed = self._changed_logs(check)
         if changed:
             self._recreated_while_running(changed, reassign=reason not in ("revoked", "shutdown"))
         return not changed
 
-    def _changed_logs(self) -> dict[int, str]:
-        """Owned partitions whose log holds another record at the checked offset, or none
-        and ends before it, with what differs (``{}`` for a source that cannot be
-        recreated under its reader)."""
+    def _start_check(self) -> LogCheck | None:
+        """The read of each owned partition's checked record (:func:`~streamk.engine.
+        recovery.anchors`), started on a helper thread; ``None`` when there is nothing to
+        check (a source that cannot be recreated under its reader, nothing read yet)."""
         source = self.source
         read = getattr(source, "records_before", None)
         if read is None or not getattr(source, "may_be_recreated", False):
-            return {}
+            return None
         marks = anchors(self._marks, self._first, source.assignment())
-        if not marks:
+        return LogCheck(read, marks) if marks else None
+
+    def _changed_logs(self, check: LogCheck | None) -> dict[int, str]:
+        """Owned partitions whose log holds another record at the checked offset, or none
+        and ends before it, with what differs (``check``'s answer, waited for)."""
+        if check is None:
             return {}
-        found = read({p: mark[0] + 1 for p, mark in marks.items()})
+        marks, found = check.marks, check.result()
         changed = recreated(marks, found)
         missing = {p: mark[0] + 1 for p, mark in marks.items() if p not in found}
-        beyond = getattr(source, "beyond_end", None)
+        beyond = getattr(self.source, "beyond_end", None)
         if missing and beyond is not None:  # (else: removed by retention, not recreated)
             for p in beyond(missing):
                 changed[p] = f"offset {marks[p][0]} is past the partition's end"
@@ -436,7 +465,7 @@ class Engine:
     def _out_of_range(self, exc: OffsetOutOfRange) -> None:
         """The broker refused our read positions as past the log's end: the topic was
         recreated shorter while we read it. Answered as :meth:`_same_log` answers."""
-        changed = self._changed_logs() or {
+        changed = self._changed_logs(self._start_check()) or {
             p: f"read position {offset} is past the partition's end"
             for p, offset in exc.positions.items()
         }
@@ -455,8 +484,10 @@ class Engine:
             f"{self.source.name}: the topic was deleted and recreated (or truncated) while "
             f"this engine read it ({where})"
         )
+        unsaved = self._since_snapshot + (0 if self._pending is None else self._pending.records)
+        self._pending = None  # (it may mix the two logs)
         dropped = (
-            f"the {self._since_snapshot} records read since snapshot seq {self.seq} are "
+            f"the {unsaved} records read since snapshot seq {self.seq} are "
             "dropped, not written to any snapshot (they may mix the two logs, and the old "
             "topic is gone)"
         )
@@ -564,7 +595,7 @@ class Engine:
         that snapshot, and the events learned since are learned again once, not twice."""
         self._active_since = time.monotonic()
         self.metrics.inc("evictions_total")
-        if self._since_snapshot == 0:
+        if self._since_snapshot == 0 and self._pending is None:
             return  # the model in memory is the durable one
         if self.store is None:
             log.warning(
@@ -575,7 +606,8 @@ class Engine:
                 self.source.name,
             )
             return
-        dropped = self._since_snapshot
+        dropped = self._since_snapshot + (0 if self._pending is None else self._pending.records)
+        self._pending = None  # never saved: its offsets are no longer ours to commit
         self.restore()
         self._since_snapshot = 0
         log.warning(
@@ -667,10 +699,12 @@ class Engine:
                 ):
                     self._warn_if_never_assigned(now - start)
                     break
+                if self._pending is not None and self._pending.ready():
+                    self._complete()
                 if self._snapshot_due(now):
-                    self.checkpoint(reason="due")
+                    self.checkpoint(reason="due", wait=False)
                 elif self._check_due(now):
-                    self._same_log("idle")
+                    self._same_log("idle", self._start_check())
                 if now - last_progress >= cfg.progress_seconds:
                     rate = (records - rate_mark[1]) / max(now - rate_mark[0], 1e-9)
                     rate_mark = (now, records)
@@ -751,6 +785,7 @@ class Engine:
         seconds = self.config.snapshot_seconds
         return (
             self._since_snapshot == 0
+            and self._pending is None
             and seconds is not None
             and now - self._last_check >= seconds
             and getattr(self.source, "may_be_recreated", False)
@@ -940,16 +975,29 @@ class Engine:
         return out
 
     # -- snapshots ------------------------------------------------------------------------
-    def checkpoint(self, reason: str = "due") -> None:
+    def checkpoint(self, reason: str = "due", wait: bool = True) -> None:
         """Flush sinks, write a snapshot covering ``positions``, then commit them.
 
         Does nothing when no record arrived since the last checkpoint (its commit stands).
+        Before the snapshot is saved, each owned partition's log is read back at one record
+        (:meth:`_start_check`): a topic recreated under the engine is never written into a
+        snapshot. With ``wait=False`` (the loop's due checkpoints) the snapshot is encoded
+        now and saved once that read answers, while the loop goes on (:meth:`_complete`):
+        the read is a wait on the broker, and the loop need not wait with it.
         """
-        if self._since_snapshot == 0:
+        if self._pending is not None:
+            self._complete()  # an earlier snapshot first: snapshots are saved in order
+        if self._since_snapshot == 0 or self._fatal is not None:
             return
+        self._pending = self._prepare(reason)
+        if wait or self._pending.check is None:
+            self._complete()
+
+    def _prepare(self, reason: str) -> PendingSnapshot:
+        """Flush the sinks, encode the snapshot of the model as it is, and start the log's
+        check (before the marks move to the records just read)."""
         t0 = time.perf_counter()
-        if not self._same_log(reason):
-            return  # nothing written: the records read since may come from two logs
+        check = self._start_check()
         for sink in (self.predictions, self.dead_letters):
             if sink is not None and hasattr(sink, "flush"):
                 sink.flush()
@@ -972,6 +1020,7 @@ class Engine:
         meta = {**meta, "marks": marks_meta(self._marks, self.source.name)}
         if self._group() is not None:  # whose worker this model is (see peer_offsets)
             meta["group"] = self._group()
+        data = None
         if self.store is not None or self.publisher is not None:
             from .. import snapshot
 
@@ -983,14 +1032,33 @@ class Engine:
                 reason=reason,
                 **meta,
             )
+        pending = PendingSnapshot(
+            reason, check, data, saved, seq, dict(self.positions), self._since_snapshot
+        )
+        self._since_snapshot = 0
+        self._last_snapshot = time.monotonic()
+        pending.seconds = time.perf_counter() - t0
+        return pending
+
+    def _complete(self) -> None:
+        """Save the pending snapshot once its log's check answered (waiting for it), then
+        commit its offsets; a log that changed gets :meth:`_recreated_while_running`'s
+        answer instead, and nothing is saved."""
+        pending = self._pending
+        assert pending is not None
+        if not self._same_log(pending.reason, pending.check):
+            return  # nothing written: the records it covers may come from two logs
+        t0 = time.perf_counter()
+        self._pending = None
+        if pending.data is not None:
             if self.store is not None:  # (refused if another engine writes this model)
-                self.store.save(data, self.config.model_name, after=saved)
+                self.store.save(pending.data, self.config.model_name, after=pending.saved)
             if self.publisher is not None:
-                self.publisher.publish(self.config.model_name, data)
-        self.seq = seq
-        self._durable = dict(self.positions)
+                self.publisher.publish(self.config.model_name, pending.data)
+        self.seq = pending.seq
+        self._durable = dict(pending.positions)
         owned = set(self.source.assignment())
-        committing = {p: o for p, o in self.positions.items() if p in owned}
+        committing = {p: o for p, o in pending.positions.items() if p in owned}
         self._journal().record(self.source.name, committing)
         try:
             self.source.commit(
@@ -1003,12 +1071,10 @@ class Engine:
             # nothing.
             log.warning("offset commit failed after snapshot seq %d: %s", self.seq, exc)
             self.metrics.inc("commit_failures_total")
-        self._since_snapshot = 0
-        self._last_snapshot = time.monotonic()
         self.metrics.inc("snapshots_written")
-        self.metrics.inc("snapshot_seconds_total", time.perf_counter() - t0)
+        self.metrics.inc("snapshot_seconds_total", pending.seconds + time.perf_counter() - t0)
         self.metrics.set("model_seq", self.seq)
-        log.info("snapshot seq %d (%s) at %s", self.seq, reason, self.positions)
+        log.info("snapshot seq %d (%s) at %s", self.seq, pending.reason, pending.positions)
 
     def _next_seq(self) -> int:
         """One above every seq this model has used, including snapshots the store set aside

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ __all__ = [
     "marks_from_meta",
     "recreated",
     "anchors",
+    "LogCheck",
 ]
 
 #: the file beside a model's snapshots that holds its store id
@@ -348,3 +350,44 @@ def anchors(
         if p not in out and p in first and (mark := mark_of(first[p])) is not None:
             out[p] = mark
     return out
+
+
+class LogCheck:
+    """``read`` (a source's ``records_before``) of the records ``marks`` describe, run on a
+    helper thread from construction, so that the engine encodes its snapshot meanwhile:
+    the read is mostly a wait on the broker. :meth:`result` waits for it.
+
+    Only the source's probe consumer is used meanwhile, never the one the engine polls.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[dict[int, int]], dict[int, tuple[int | None, bytes]]],
+        marks: Mapping[int, Mark],
+    ):
+        self.marks = dict(marks)
+        self._found: dict[int, tuple[int | None, bytes]] = {}
+        self._error: BaseException | None = None
+        targets = {p: mark[0] + 1 for p, mark in self.marks.items()}
+        self._thread = threading.Thread(
+            target=self._read, args=(read, targets), name="streamk-log-check", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, read: Callable[..., Any], targets: dict[int, int]) -> None:
+        try:
+            self._found = read(targets)
+        except BaseException as exc:  # noqa: BLE001 - raised again by result()
+            self._error = exc
+
+    def done(self) -> bool:
+        """Whether the read has answered (:meth:`result` would not wait)."""
+        return not self._thread.is_alive()
+
+    def result(self) -> dict[int, tuple[int | None, bytes]]:
+        """Partition -> ``(timestamp_ms, payload)`` of the record read at each mark's offset
+        (missing where none was); the read's error, if it failed."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._found
