@@ -12,10 +12,11 @@ remedy in stderr) and the store's newest snapshot is still the old topic's (offs
 mark of its record 299); with ``on_offset_beyond_end = earliest`` every new event is learned
 exactly once on top of the old model (``n_learned == 300 + new``) and no old one twice.
 
-Only kafka-python runs here: librdkafka 2.16 (confluent-kafka) crashes (SIGSEGV in its
-``rdk:main`` thread) when a topic is deleted under a live consumer on tansu 0.6, measured
-in this session, so the confluent transport's running check is not exercised on the test
-broker (its start-up check is, in ``test_recreated_topic.py``).
+The confluent transport's cases are expected to fail: librdkafka 2.16 (confluent-kafka)
+crashes (SIGSEGV in its ``rdk:main`` thread, exit -11) when a topic is deleted under a live
+consumer on tansu 0.6, at b7c0ba2 as well (measured in session 26), so its running check is
+not exercised on the test broker; its start-up check is, in ``test_recreated_topic.py``.
+The engine code under test is the same for both transports.
 """
 
 from __future__ import annotations
@@ -73,7 +74,19 @@ def _wait_for_snapshot(store, topic, offset, engine):
     raise AssertionError(f"no snapshot at {offset} within 120 s")
 
 
-def _recreated_under(kafka_broker, tmp_path, new, policy):
+TRANSPORTS = [
+    "kafka-python",
+    pytest.param(
+        "confluent",
+        marks=pytest.mark.xfail(
+            reason="librdkafka 2.16 segfaults when a topic is deleted under it on tansu 0.6",
+            strict=False,
+        ),
+    ),
+]
+
+
+def _recreated_under(kafka_broker, tmp_path, new, policy, transport):
     """Learn 300 old events, recreate the topic with ``new`` events under the running
     engine; the engine's (return code, stderr) and the old topic's record 299."""
     bootstrap = kafka_broker.bootstrap_servers
@@ -81,7 +94,7 @@ def _recreated_under(kafka_broker, tmp_path, new, policy):
     create_topic(bootstrap, topic, partitions=1)
     old = _payloads(300, 0)
     _produce(bootstrap, topic, old)
-    engine = _start(bootstrap, topic, store, on_offset_beyond_end=policy)
+    engine = _start(bootstrap, topic, store, on_offset_beyond_end=policy, transport=transport)
     _wait_for_snapshot(store, topic, 300, engine)
     recreate_topic(bootstrap, topic)
     _produce(bootstrap, topic, _payloads(new, 1000))
@@ -89,11 +102,16 @@ def _recreated_under(kafka_broker, tmp_path, new, policy):
     return engine.returncode, stderr, SnapshotStore(store), topic, old[299]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("new", [120, 500], ids=["fewer", "refilled-past"])
 def test_recreated_under_a_running_engine_stops_it_without_a_mixed_snapshot(
-    kafka_broker, tmp_path, new
+    kafka_broker, tmp_path, new, transport
 ):
-    code, stderr, store, topic, record_299 = _recreated_under(kafka_broker, tmp_path, new, None)
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    code, stderr, store, topic, record_299 = _recreated_under(
+        kafka_broker, tmp_path, new, None, transport
+    )
     assert code == 2, stderr[-3000:]
     assert "deleted and recreated" in stderr and "while this engine read it" in stderr
     assert "on_offset_beyond_end = earliest" in stderr
@@ -104,9 +122,16 @@ def test_recreated_under_a_running_engine_stops_it_without_a_mixed_snapshot(
     assert (offset, crc) == (299, zlib.crc32(record_299))
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("new", [120, 500], ids=["fewer", "refilled-past"])
-def test_recreated_under_a_running_engine_learns_the_new_topic_once(kafka_broker, tmp_path, new):
-    code, stderr, store, topic, _ = _recreated_under(kafka_broker, tmp_path, new, "earliest")
+def test_recreated_under_a_running_engine_learns_the_new_topic_once(
+    kafka_broker, tmp_path, new, transport
+):
+    if transport == "confluent":
+        pytest.importorskip("confluent_kafka", reason="optional [kafka-fast] transport")
+    code, stderr, store, topic, _ = _recreated_under(
+        kafka_broker, tmp_path, new, "earliest", transport
+    )
     assert code == 0, stderr[-3000:]
     assert "WARNING" in stderr and "while this engine read it" in stderr
     snap = store.latest("m")
