@@ -1,0 +1,136 @@
+"""The engine with snapshots at the default cadence (every 10,000 events), both transports:
+what the log's check before each snapshot costs (``Engine._start_check``, session 26).
+
+Each repeat runs, interleaved, the engine (test-then-train, budget-100 kernel perceptron,
+a file store) over N labelled events on kafka-python and on confluent-kafka, and reports
+the rate over the busy span, the snapshot's own time (encode + save + commit) and the
+process CPU time per event, as :func:`benchmarks.engine.engine_rate` measures them.
+
+Compare two commits back to back by running this file against each clone's code, e.g.::
+
+    cd OLD && PYTHONPATH=$PWD python NEW/benchmarks/snapshot_check.py --events 100000
+    cd NEW && PYTHONPATH=$PWD python -m benchmarks.snapshot_check --events 100000
+
+(``--no-check`` runs the new code with the check turned off, in the same process: the
+closest A/B on a busy machine.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.engine import data, engine_rate, trained_model
+from benchmarks.raw_kafka import machine, produce
+from streamk.cli.broker import LocalBroker, create_topic
+from streamk.engine.events import encode_event
+
+RESULTS = Path(__file__).parent / "results"
+TRANSPORTS = ("kafka-python", "confluent")
+
+
+def _no_check() -> None:
+    """Turn the log's check off (new code only): nothing to read before a snapshot."""
+    from streamk.engine import loop
+
+    loop.Engine._start_check = lambda self: None  # type: ignore[method-assign]
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=os.getcwd()
+        )
+        return out.stdout.strip()
+    except OSError:
+        return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--snapshot-every", type=int, default=10_000)
+    parser.add_argument("--no-check", action="store_true")
+    args = parser.parse_args(argv)
+    if args.no_check:
+        _no_check()
+    X, y = data(args.events)
+    labelled = [encode_event(row.tolist(), y=bool(lab)) for row, lab in zip(X, y)]
+    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TRANSPORTS}
+    with LocalBroker() as broker:
+        b = broker.bootstrap_servers
+        create_topic(b, "lab", partitions=1)
+        produce(b, "lab", labelled)
+        engine_rate(b, "lab", 2000, trained_model(100))  # warm-up: imports, caches
+        for r in range(args.repeats):
+            for transport in TRANSPORTS:
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = engine_rate(
+                        b,
+                        "lab",
+                        args.events,
+                        trained_model(100),
+                        store_dir=tmp,
+                        snapshot_every=args.snapshot_every,
+                        transport=transport,
+                    )
+                runs[transport].append(out)
+                print(
+                    f"[{r + 1}/{args.repeats}] {transport:<13} {out['rate']:>10,.0f} ev/s  "
+                    f"snapshot {out['snapshot_seconds_each'] * 1e3:6.1f} ms  "
+                    f"cpu {out['cpu_us']:.2f} us/ev",
+                    flush=True,
+                )
+    rows = []
+    for transport, outs in runs.items():
+        rates = [o["rate"] for o in outs]
+        rows.append(
+            {
+                "transport": transport,
+                "events_per_s_median": statistics.median(rates),
+                "events_per_s_min": min(rates),
+                "events_per_s_max": max(rates),
+                "snapshot_ms_median": statistics.median(
+                    o["snapshot_seconds_each"] * 1e3 for o in outs
+                ),
+                "cpu_us_per_event_median": statistics.median(o["cpu_us"] for o in outs),
+                "runs": rates,
+            }
+        )
+        print(
+            f"{transport:<13} median {rows[-1]['events_per_s_median']:>10,.0f} ev/s "
+            f"({min(rates):,.0f}-{max(rates):,.0f}); snapshot "
+            f"{rows[-1]['snapshot_ms_median']:.1f} ms; cpu "
+            f"{rows[-1]['cpu_us_per_event_median']:.2f} us/ev"
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    name = "snapshot_check" + ("_off" if args.no_check else "") + ".json"
+    (RESULTS / name).write_text(
+        json.dumps(
+            {
+                "benchmark": "snapshot_check",
+                "command": "python -m benchmarks.snapshot_check " + " ".join(argv or []),
+                "code": _commit(),
+                "check": not args.no_check,
+                "events": args.events,
+                "repeats": args.repeats,
+                "snapshot_every": args.snapshot_every,
+                "load_average": os.getloadavg(),
+                "machine": machine(),
+                "rows": rows,
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
