@@ -465,6 +465,8 @@ class Engine:
     def _out_of_range(self, exc: OffsetOutOfRange) -> None:
         """The broker refused our read positions as past the log's end: the topic was
         recreated shorter while we read it. Answered as :meth:`_same_log` answers."""
+        if self._pending is not None and not self._complete():
+            return  # its own check found the change and answered it
         changed = self._changed_logs(self._start_check()) or {
             p: f"read position {offset} is past the partition's end"
             for p, offset in exc.positions.items()
@@ -607,7 +609,10 @@ class Engine:
             )
             return
         dropped = self._since_snapshot + (0 if self._pending is None else self._pending.records)
-        self._pending = None  # never saved: its offsets are no longer ours to commit
+        if self._pending is not None:  # never saved: its offsets are no longer ours to commit
+            if self._pending.check is not None:
+                self._pending.check.wait()  # (the probe serves one read at a time)
+            self._pending = None
         self.restore()
         self._since_snapshot = 0
         log.warning(
@@ -1040,14 +1045,14 @@ class Engine:
         pending.seconds = time.perf_counter() - t0
         return pending
 
-    def _complete(self) -> None:
+    def _complete(self) -> bool:
         """Save the pending snapshot once its log's check answered (waiting for it), then
-        commit its offsets; a log that changed gets :meth:`_recreated_while_running`'s
-        answer instead, and nothing is saved."""
+        commit its offsets, and say so; a log that changed gets
+        :meth:`_recreated_while_running`'s answer instead, and nothing is saved."""
         pending = self._pending
         assert pending is not None
         if not self._same_log(pending.reason, pending.check):
-            return  # nothing written: the records it covers may come from two logs
+            return False  # nothing written: the records it covers may come from two logs
         t0 = time.perf_counter()
         self._pending = None
         if pending.data is not None:
@@ -1075,6 +1080,7 @@ class Engine:
         self.metrics.inc("snapshot_seconds_total", pending.seconds + time.perf_counter() - t0)
         self.metrics.set("model_seq", self.seq)
         log.info("snapshot seq %d (%s) at %s", self.seq, pending.reason, pending.positions)
+        return True
 
     def _next_seq(self) -> int:
         """One above every seq this model has used, including snapshots the store set aside

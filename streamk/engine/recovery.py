@@ -384,6 +384,10 @@ class LogCheck:
         """Whether the read has answered (:meth:`result` would not wait)."""
         return not self._thread.is_alive()
 
+    def wait(self) -> None:
+        """Wait for the read to end, whatever its outcome (its answer is not wanted)."""
+        self._thread.join()
+
     def result(self) -> dict[int, tuple[int | None, bytes]]:
         """Partition -> ``(timestamp_ms, payload)`` of the record read at each mark's offset
         (missing where none was); the read's error, if it failed."""
