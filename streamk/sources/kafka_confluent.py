@@ -327,7 +327,28 @@ class ConfluentKafkaSource(Source):
             if tp.topic == self.topic and tp.partition in seeks:
                 tp.offset = seeks[tp.partition]
                 self._next[tp.partition] = tp.offset
+        self._start_unpositioned(consumer, [tp for tp in tps if tp.partition not in seeks])
         consumer.assign(tps)
+
+    def _start_unpositioned(self, consumer: Any, tps: list[Any]) -> None:
+        """Partitions the handler did not seek start at the group's commit, else at their
+        beginning: what ``auto.offset.reset = earliest`` did, which is off (it would also
+        move a position past a recreated topic's end in silence)."""
+        if not tps:
+            return
+        try:
+            got = {
+                tp.partition: tp.offset
+                for tp in consumer.committed(
+                    [self._ck.TopicPartition(tp.topic, tp.partition) for tp in tps],
+                    timeout=self.timeout_s,
+                )
+            }
+        except self._ck.KafkaException as exc:
+            raise BrokerError(f"could not read committed offsets of {self.topic!r}: {exc}") from exc
+        for tp in tps:
+            offset = got.get(tp.partition, -1)
+            tp.offset = offset if offset >= 0 else self._ck.OFFSET_BEGINNING
 
     def _revoke_cb(self, consumer: Any, tps: list[Any]) -> None:
         parts = self._parts(tps)
@@ -390,6 +411,7 @@ class ConfluentKafkaSource(Source):
             self._assign_cb(self.consumer, tps)
         if self._closing:
             return []
+        deadline = time.monotonic() + timeout
         n = max(1, int(max_records))
         if not self.health.up:
             self._check_link(timeout)
@@ -418,8 +440,8 @@ class ConfluentKafkaSource(Source):
                 # their partitions after them, and OffsetOutOfRange loses none of them
                 self._next.update((m.partition(), m.offset() + 1) for m in msgs)
                 self._held.extendleft(reversed(msgs))
-                self._out_of_range(resets)
-                return []
+                self._out_of_range(resets)  # raises, or re-positions (a reset's only error)
+                return self.poll(max_records, max(0.0, deadline - time.monotonic()))
             if not msgs:
                 return []
         partitions = [m.partition() for m in msgs]
@@ -490,7 +512,8 @@ class ConfluentKafkaSource(Source):
                         low - 1,
                         low,
                     )
-                self.seek(p, int(low))
+                self._held = deque(m for m in self._held if m.partition() != p)
+                self._reassign(p, int(low))
             else:
                 past[p] = int(pos)
         if past:
@@ -529,16 +552,24 @@ class ConfluentKafkaSource(Source):
         try:
             self.consumer.seek(self._ck.TopicPartition(self.topic, p, off))
         except self._ck.KafkaException:  # not fetching yet: restart the assignment there
-            tps = self.consumer.assignment()  # (their offsets: unknown, not positions)
-            for tp in tps:
-                if tp.topic == self.topic:  # the others go on after what poll returned
-                    tp.offset = (
-                        off
-                        if tp.partition == p
-                        else self._next.get(tp.partition, self._ck.OFFSET_INVALID)
-                    )
-            self.consumer.assign(tps)
+            self._reassign(p, off)
         self._next[p] = off
+
+    def _reassign(self, partition: int, offset: int) -> None:
+        """Restart the assignment with ``partition`` at ``offset`` (a partition that is not
+        fetching, or stopped by a reset error, does not take a seek); the others go on
+        after what poll returned (the assignment's own offsets are not positions)."""
+        tps = self.consumer.assignment()
+        for tp in tps:
+            if tp.topic == self.topic:
+                tp.offset = (
+                    offset
+                    if tp.partition == partition
+                    else self._next.get(tp.partition, self._ck.OFFSET_INVALID)
+                )
+        self.consumer.unassign()  # (an assign over the same partitions keeps their state)
+        self.consumer.assign(tps)
+        self._next[partition] = offset
 
     def committed(self, partitions: list[int]) -> dict[int, Committed]:
         """The group's committed positions; partitions never committed are left out.
