@@ -334,12 +334,13 @@ class ConfluentKafkaSource(Source):
         """Partitions the handler did not seek start at the group's commit, else at their
         beginning: what ``auto.offset.reset = earliest`` did, which is off (it would also
         move a position past a recreated topic's end in silence)."""
-        if not tps:
+        committed = getattr(consumer, "committed", None)
+        if not tps or committed is None:
             return
         try:
             got = {
                 tp.partition: tp.offset
-                for tp in consumer.committed(
+                for tp in committed(
                     [self._ck.TopicPartition(tp.topic, tp.partition) for tp in tps],
                     timeout=self.timeout_s,
                 )
