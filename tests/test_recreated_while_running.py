@@ -12,6 +12,10 @@ remedy in stderr) and the store's newest snapshot is still the old topic's (offs
 mark of its record 299); with ``on_offset_beyond_end = earliest`` every new event is learned
 exactly once on top of the old model (``n_learned == 300 + new``) and no old one twice.
 
+Two engines in one group (each its own model, a partition each) are held to the same: both
+stop under fail, and under earliest the two models learn the new topic's events once
+between them (``n_learned`` summed over the two newest snapshots).
+
 The confluent transport's cases are expected to fail: librdkafka 2.16 (confluent-kafka)
 crashes (SIGSEGV in its ``rdk:main`` thread, exit -11) when a topic is deleted under a live
 consumer on tansu 0.6, at b7c0ba2 as well (measured in session 26), so its running check is
@@ -137,3 +141,67 @@ def test_recreated_under_a_running_engine_learns_the_new_topic_once(
     snap = store.latest("m")
     assert snap.offsets[topic] == {0: new}
     assert snap.model.n_learned == 300 + new  # each new event once, no old one twice
+
+
+def _produce_split(bootstrap, topic, payloads):
+    """Half of ``payloads`` to each of two partitions."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for i, payload in enumerate(payloads):
+        producer.send(topic, payload, partition=i % 2)
+    producer.flush()
+    producer.close()
+
+
+def _wait_for_group(store, topic, offsets, engines):
+    """Until the two models' newest snapshots together cover ``offsets``."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for engine in engines:
+            assert engine.poll() is None, engine.communicate()[1][-2000:]
+        covered: dict[int, int] = {}
+        for name in ("m1", "m2"):
+            snap = SnapshotStore(store).latest(name) if store.exists() else None
+            if snap is not None:
+                for p, o in snap.offsets.get(topic, {}).items():
+                    covered[p] = max(covered.get(p, 0), o)
+        if covered == offsets:
+            return
+        time.sleep(0.2)
+    for engine in engines:
+        engine.kill()
+    raise AssertionError(f"the group's snapshots never covered {offsets} within 120 s")
+
+
+@pytest.mark.parametrize("policy", [None, "earliest"], ids=["fail", "earliest"])
+def test_recreated_under_a_group_of_two_engines(kafka_broker, tmp_path, policy):
+    """Two engines in one group, each with its own model, two partitions: the topic is
+    recreated and refilled past their positions. With fail both stop (exit 2) and their
+    snapshots still hold the old topic's 600 events; with earliest the two models learn
+    the new topic's 1000 events once between them, on top of the old 600."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, store = f"live-{uuid.uuid4().hex[:8]}", tmp_path / "store"
+    create_topic(bootstrap, topic, partitions=2)
+    _produce_split(bootstrap, topic, _payloads(600, 0))
+    engines = []
+    for name in ("m1", "m2"):
+        args = run_args(
+            bootstrap, topic, f"g-{topic}", store, model_name=name, on_offset_beyond_end=policy
+        )
+        args += ["--snapshot-seconds", "1", "--stop-when-idle", "15"]
+        cmd = [sys.executable, "-m", "streamk.cli", *args]
+        engines.append(
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    _wait_for_group(store, topic, {0: 300, 1: 300}, engines)
+    recreate_topic(bootstrap, topic, partitions=2)
+    _produce_split(bootstrap, topic, _payloads(1000, 1000))
+    outs = [engine.communicate(timeout=240) for engine in engines]
+    codes = [engine.returncode for engine in engines]
+    snaps = [SnapshotStore(store).latest(name) for name in ("m1", "m2")]
+    learned = sum(snap.model.n_learned for snap in snaps if snap is not None)
+    if policy is None:
+        assert codes == [2, 2], [err[-3000:] for _, err in outs]
+        assert learned == 600
+    else:
+        assert codes == [0, 0], [err[-3000:] for _, err in outs]
+        assert learned == 600 + 1000
