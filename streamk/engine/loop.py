@@ -95,9 +95,10 @@ class EngineConfig:
         least time between the starts of two log checks (:meth:`Engine.checkpoint`: one
         record read back per owned partition before a snapshot is saved). A snapshot due
         sooner (by ``snapshot_every``) waits, while the engine reads on, until a check may
-        start: at ~40k events/s and the default 10,000 records a snapshot, one check a
-        second, not four. ``0``: a check before every due snapshot. Snapshots at
-        revocation and shutdown are always checked and never wait.
+        start: with ``1`` at ~40k events/s and 10,000 records a snapshot, one check (and
+        one snapshot) a second, not four. ``0`` (the default): every due snapshot is
+        taken, each after a check of its own. Snapshots at revocation and shutdown are
+        always checked and never wait.
     stop_when_idle
         Stop after this many seconds without a record (``None``: run until stopped).
     max_events
@@ -134,7 +135,7 @@ class EngineConfig:
     poll_timeout: float = 0.5
     snapshot_every: int | None = 10_000
     snapshot_seconds: float | None = 60.0
-    log_check_seconds: float = 1.0
+    log_check_seconds: float = 0.0
     stop_when_idle: float | None = None
     max_events: int | None = None
     progress_seconds: float = 1.0
