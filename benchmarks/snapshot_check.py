@@ -43,6 +43,7 @@ import os
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,15 +63,30 @@ def _no_check() -> None:
     loop.Engine._start_check = lambda self: None  # type: ignore[method-assign]
 
 
-def _floor(seconds: float) -> None:
-    """Run with ``log_check_seconds = seconds`` (``engine_rate`` builds its own config)."""
-    from streamk.engine import loop
+def _id_cost(bootstrap: str, topic: str, transport: str, calls: int) -> dict[str, float]:
+    """The source's ``topic_id`` (the check before each snapshot), ``calls`` times after
+    two warm-up calls: median wall time and process CPU time per call, in ms."""
+    if transport == "confluent":
+        from streamk.sources.kafka_confluent import ConfluentKafkaSource
 
-    def waits(self: loop.Engine, now: float) -> bool:
-        recreatable = getattr(self.source, "may_be_recreated", False)
-        return recreatable and now - self._check_started < seconds
+        source: Any = ConfluentKafkaSource(bootstrap, topic, partitions=[0], group_id=None)
+    else:
+        from streamk.sources.kafka import KafkaSource
 
-    loop.Engine._check_waits = waits  # type: ignore[method-assign]
+        source = KafkaSource(bootstrap, topic, partitions=[0])
+    try:
+        for _ in range(2):
+            if source.topic_id() is None:
+                raise RuntimeError(f"no topic id for {topic} on {transport}")
+        walls, cpu0 = [], time.process_time()
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            source.topic_id()
+            walls.append(time.perf_counter() - t0)
+        cpu = (time.process_time() - cpu0) / calls
+    finally:
+        source.close()
+    return {"wall_ms_median": statistics.median(walls) * 1e3, "cpu_ms_per_call": cpu * 1e3}
 
 
 def _commit() -> str:
@@ -89,15 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--snapshot-every", type=int, default=10_000)
     parser.add_argument("--no-check", action="store_true")
-    parser.add_argument("--log-check-seconds", type=float, default=0.0)
+    parser.add_argument("--id-calls", type=int, default=200, help="topic_id calls timed")
     parser.add_argument(
         "--results", type=Path, default=RESULTS / "snapshot_check.json", help="JSON written"
     )
     args = parser.parse_args(argv)
     if args.no_check:
         _no_check()
-    if args.log_check_seconds:
-        _floor(args.log_check_seconds)
     X, y = data(args.events)
     labelled = [encode_event(row.tolist(), y=bool(lab)) for row, lab in zip(X, y)]
     runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TRANSPORTS}
@@ -106,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         create_topic(b, "lab", partitions=1)
         produce(b, "lab", labelled)
         engine_rate(b, "lab", 2000, trained_model(100))  # warm-up: imports, caches
+        ids = {}
+        if not args.no_check and args.id_calls:
+            for transport in TRANSPORTS:
+                ids[transport] = _id_cost(b, "lab", transport, args.id_calls)
+                print(f"{transport:<13} topic_id {ids[transport]}", flush=True)
         for r in range(args.repeats):
             for transport in TRANSPORTS:
                 with tempfile.TemporaryDirectory() as tmp:
@@ -155,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                 "command": "python -m benchmarks.snapshot_check " + " ".join(argv or []),
                 "code": _commit(),
                 "check": not args.no_check,
-                "log_check_seconds": args.log_check_seconds,
+                "topic_id_cost": ids,
                 "events": args.events,
                 "repeats": args.repeats,
                 "snapshot_every": args.snapshot_every,

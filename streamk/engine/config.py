@@ -191,16 +191,6 @@ DEFAULTS: dict[str, Option] = {
     "snapshot_seconds": Option(
         60.0, float, "snapshot after this many seconds (0: off)", low=0, high=1e9
     ),
-    "log_check_seconds": Option(
-        0.0,
-        float,
-        "on a Kafka topic, the least time between two of the log checks that precede the "
-        "snapshots (a read of one record per partition: ~30 ms of CPU on kafka-python): a "
-        "snapshot due sooner waits for it while the engine reads on, so fewer snapshots "
-        "than snapshot_every asks for on a fast stream (0: every due snapshot, each checked)",
-        low=0,
-        high=1e9,
-    ),
     "snapshot_topic": Option("", str, "Kafka topic snapshots are also published to"),
     # outputs
     "predictions_topic": Option("", str, "topic predictions of unlabelled events go to"),

@@ -51,6 +51,7 @@ from .recovery import (
     CommitJournal,
     LogCheck,
     Mark,
+    ReplacedTopic,
     anchors,
     commit_metadata,
     mark_of,
@@ -90,15 +91,6 @@ class EngineConfig:
         Snapshot after this many records since the last one (``None``: never by count).
     snapshot_seconds
         Snapshot when this many seconds passed since the last one (``None``: never by time).
-    log_check_seconds
-        On a source whose log may be recreated under its reader (a Kafka topic), the
-        least time between the starts of two log checks (:meth:`Engine.checkpoint`: one
-        record read back per owned partition before a snapshot is saved). A snapshot due
-        sooner (by ``snapshot_every``) waits, while the engine reads on, until a check may
-        start: with ``1`` at ~40k events/s and 10,000 records a snapshot, one check (and
-        one snapshot) a second, not four. ``0`` (the default): every due snapshot is
-        taken, each after a check of its own. Snapshots at revocation and shutdown are
-        always checked and never wait.
     stop_when_idle
         Stop after this many seconds without a record (``None``: run until stopped).
     max_events
@@ -135,7 +127,6 @@ class EngineConfig:
     poll_timeout: float = 0.5
     snapshot_every: int | None = 10_000
     snapshot_seconds: float | None = 60.0
-    log_check_seconds: float = 0.0
     stop_when_idle: float | None = None
     max_events: int | None = None
     progress_seconds: float = 1.0
@@ -177,7 +168,7 @@ class PendingSnapshot:
     (:meth:`Engine.checkpoint`)."""
 
     reason: str
-    check: LogCheck | None
+    check: LogCheck | ReplacedTopic | None
     data: bytes | None  # None: no store nor publisher (only the commit is made)
     saved: int  # the seq this engine had written or restored when it was encoded
     seq: int
@@ -273,7 +264,7 @@ class Engine:
         self._last: dict[int, Record] = {}  # the last record handled per partition since
         self._first: dict[int, Record] = {}  # the first one since (see _changed_logs)
         self._last_check = time.monotonic()  # when the log was last checked (_same_log)
-        self._check_started = -math.inf  # when the last check started (_check_waits)
+        self._topic_id: str | None = None  # the topic's id at assignment (_note_topic_id)
         self._writer: str | None = None  # see _store_id
         self._commits: CommitJournal | None = None  # see _journal
         self._fatal: StreamkError | None = None  # an assignment that must stop the engine
@@ -342,6 +333,7 @@ class Engine:
         # A group join can take as long as the rebalance timeout; idle time starts now.
         self._active_since = time.monotonic()
         self._ever_assigned = self._ever_assigned or bool(partitions)
+        self._note_topic_id()
         resume = resume_offsets(
             partitions,
             model_name=self.config.model_name,
@@ -436,7 +428,7 @@ class Engine:
             self._marks.pop(p, None)
 
     # -- a topic recreated while it is read ----------------------------------------------
-    def _same_log(self, reason: str, check: LogCheck | None) -> bool:
+    def _same_log(self, reason: str, check: LogCheck | ReplacedTopic | None) -> bool:
         """Whether every owned partition's log still holds the record it is checked by
         (``check``, from :meth:`_start_check`); if not, what a restart would do is done
         (:meth:`_recreated_while_running`) and ``False`` is returned. Called before each
@@ -448,25 +440,55 @@ class Engine:
             self._recreated_while_running(changed, reassign=reason not in ("revoked", "shutdown"))
         return not changed
 
-    def _start_check(self) -> LogCheck | None:
-        """The read of each owned partition's checked record (:func:`~streamk.engine.
-        recovery.anchors`), started on a helper thread; ``None`` when there is nothing to
-        check (a source that cannot be recreated under its reader, nothing read yet)."""
+    def _start_check(self) -> LogCheck | ReplacedTopic | None:
+        """The check of the owned partitions' log, made before a snapshot is encoded.
+
+        First the topic's id (:meth:`_note_topic_id`; ~1 ms): the one read at assignment
+        means the same log, from which every record since was read, and ``None`` is
+        returned (nothing to wait for); another means the topic was recreated
+        (:class:`~streamk.engine.recovery.ReplacedTopic`). Only without an id to compare
+        (none at assignment or now) is each owned partition's checked record
+        (:func:`~streamk.engine.recovery.anchors`) read back, on a helper thread
+        (:class:`~streamk.engine.recovery.LogCheck`). ``None`` too when there is nothing
+        to check (a source that cannot be recreated under its reader, nothing read yet).
+        """
         source = self.source
         read = getattr(source, "records_before", None)
         if read is None or not getattr(source, "may_be_recreated", False):
             return None
+        now = source.topic_id() if self._topic_id is not None else None
+        if now is not None:
+            if now == self._topic_id:
+                return None  # the same log
+            return ReplacedTopic(
+                {
+                    p: f"the topic's id is {now}, not {self._topic_id} as at assignment"
+                    for p in source.assignment()
+                }
+            )
         marks = anchors(self._marks, self._first, source.assignment())
         if not marks:
             return None
-        self._check_started = time.monotonic()
         return LogCheck(read, marks)
 
-    def _changed_logs(self, check: LogCheck | None) -> dict[int, str]:
+    def _note_topic_id(self) -> None:
+        """Read the topic's id at assignment, before the start-up checks read the log
+        (:meth:`_check_marks`): while it stays the same, so does the log they checked
+        (KIP-516: a recreated topic gets a new id). Kept as it was while records read
+        under it wait for their check (partitions added to a running assignment): the
+        next check compares with the id they were read under."""
+        if self._since_snapshot == 0 and self._pending is None:
+            read = getattr(self.source, "topic_id", None)
+            recreatable = getattr(self.source, "may_be_recreated", False)
+            self._topic_id = read() if read is not None and recreatable else None
+
+    def _changed_logs(self, check: LogCheck | ReplacedTopic | None) -> dict[int, str]:
         """Owned partitions whose log holds another record at the checked offset, or none
         and ends before it, with what differs (``check``'s answer, waited for)."""
         if check is None:
             return {}
+        if isinstance(check, ReplacedTopic):
+            return dict(check.changed)
         marks, found = check.marks, check.result()
         changed = recreated(marks, found)
         missing = {p: mark[0] + 1 for p, mark in marks.items() if p not in found}
@@ -810,18 +832,8 @@ class Engine:
             and getattr(self.source, "may_be_recreated", False)
         )
 
-    def _check_waits(self, now: float) -> bool:
-        """Whether a due snapshot waits because its log check may not start yet: the last
-        one started less than ``log_check_seconds`` ago (on a source that may be recreated
-        under its reader; see :class:`EngineConfig`). The snapshot is taken, checked, at
-        the first loop turn after that."""
-        return (
-            getattr(self.source, "may_be_recreated", False)
-            and now - self._check_started < self.config.log_check_seconds
-        )
-
     def _snapshot_due(self, now: float) -> bool:
-        if self._since_snapshot == 0 or self._check_waits(now):
+        if self._since_snapshot == 0:
             return False
         cfg = self.config
         if cfg.snapshot_every is not None and self._since_snapshot >= cfg.snapshot_every:
@@ -1019,7 +1031,7 @@ class Engine:
         if self._since_snapshot == 0 or self._fatal is not None:
             return
         self._pending = self._prepare(reason)
-        if wait or self._pending.check is None:
+        if wait or self._pending.ready():
             self._complete()
 
     def _prepare(self, reason: str) -> PendingSnapshot:

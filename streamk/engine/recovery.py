@@ -53,6 +53,7 @@ __all__ = [
     "recreated",
     "anchors",
     "LogCheck",
+    "ReplacedTopic",
 ]
 
 #: the file beside a model's snapshots that holds its store id
@@ -395,3 +396,20 @@ class LogCheck:
         if self._error is not None:
             raise self._error
         return self._found
+
+
+class ReplacedTopic:
+    """A check answered by the topic's id alone: the id is not the one read at assignment,
+    so the topic was deleted and recreated and every owned partition holds another log
+    (``changed``: partition -> what differs). Has :class:`LogCheck`'s ``done`` and
+    ``wait``, already answered: nothing is read back."""
+
+    def __init__(self, changed: Mapping[int, str]):
+        self.changed = dict(changed)
+
+    def done(self) -> bool:
+        """Always: the answer came with the id."""
+        return True
+
+    def wait(self) -> None:
+        """Nothing to wait for."""

@@ -362,7 +362,6 @@ def build_engine(
         poll_timeout=config["poll_timeout"],
         snapshot_every=config["snapshot_every"] or None,
         snapshot_seconds=config["snapshot_seconds"] or None,
-        log_check_seconds=config["log_check_seconds"],
         stop_when_idle=config["stop_when_idle"] or None,
         max_events=config["max_events"] or None,
         publish_proba=config["predictions_proba"],

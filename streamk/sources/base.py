@@ -187,6 +187,17 @@ class Source(ABC):
         """
         return {}
 
+    def topic_id(self) -> str | None:
+        """The log's identity as the broker names it now, or ``None`` where there is none.
+
+        A Kafka topic deleted and recreated gets a new topic id (KIP-516): while the id
+        is the one read at assignment, every record read since comes from the same log
+        (the engine's check before each snapshot). ``None``: no id to compare (a finite
+        source, a broker without ids, the topic missing, an error): the engine then
+        reads records back instead (``records_before``).
+        """
+        return None
+
     @abstractmethod
     def assignment(self) -> list[int]:
         """Partitions currently owned by this reader."""

@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import kafka
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
@@ -223,6 +223,7 @@ class KafkaSource(Source):
         self._next: dict[int, int] = {}  # partition -> next offset to be returned
         self._epoch: dict[int, int] = {}  # partition -> leader epoch of the last record
         self._probe_consumer: KafkaConsumer | None = None  # see _probe
+        self._admin: KafkaAdminClient | None = None  # see topic_id
         try:
             self.consumer = KafkaConsumer(**config)
         except kafka_errors.KafkaConfigurationError as exc:
@@ -596,6 +597,31 @@ class KafkaSource(Source):
             except kafka_errors.KafkaError as exc:
                 log.warning("closing the offset probe of %s: %s", self.topic, exc)
 
+    def topic_id(self) -> str | None:
+        """The topic's id now (see :meth:`~streamk.sources.base.Source.topic_id`): one
+        metadata request by an admin client kept for it (~0.7 ms of CPU, ~0.8 ms wall on
+        tansu 0.6; a fresh probe consumer's read of one record was ~15 ms of CPU).
+        ``None`` when the broker names no id (older than 2.8, or the topic is missing,
+        as between its deletion and its recreation) or does not answer."""
+        try:
+            if self._admin is None:
+                self._admin = KafkaAdminClient(
+                    **{
+                        k: v
+                        for k, v in self._probe_config.items()
+                        if k in KafkaAdminClient.DEFAULT_CONFIG
+                    },
+                    request_timeout_ms=int(self.probe_timeout_s * 1000),
+                )
+            (topic,) = self._admin.describe_topics([self.topic])
+        except (kafka_errors.KafkaError, ValueError, OSError) as exc:
+            log.info("could not read the topic id of %s: %s", self.topic, exc)
+            return None
+        found = topic.get("topic_id")
+        if topic.get("error_code") or found is None or not str(found).strip("0-"):
+            return None  # (or the null id: a broker that names none)
+        return str(found)
+
     def lag(self) -> int | None:
         """Records between the read position and the last fetched high watermark.
 
@@ -621,6 +647,12 @@ class KafkaSource(Source):
             return
         self._closing = True
         self._close_prober()
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                admin.close()
+            except kafka_errors.KafkaError as exc:
+                log.warning("closing the admin client of %s: %s", self.topic, exc)
         try:
             self.consumer.close(autocommit=False, timeout_ms=self.timeout_ms)
         except kafka_errors.KafkaError as exc:  # closing must not mask the real outcome

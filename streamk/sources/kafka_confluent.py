@@ -137,6 +137,23 @@ def _confluent() -> Any:
     return confluent_kafka
 
 
+#: the settings of the consumer's that the admin client of :meth:`ConfluentKafkaSource.
+#: topic_id takes (where and how to connect; a consumer's own would only be warned about)
+_ADMIN_KEYS = (
+    "bootstrap.servers",
+    "client.id",
+    "security.",
+    "ssl.",
+    "sasl.",
+    "socket.",
+    "broker.",
+    "reconnect.",
+    "api.version",
+    "logger",
+    "log_level",
+)
+
+
 class ConfluentKafkaSource(Source):
     """Consume one topic with confluent-kafka.
 
@@ -239,6 +256,7 @@ class ConfluentKafkaSource(Source):
         self._in_assign: dict[int, int] | None = None  # seeks made in the assigned handler
         self._next: dict[int, int] = {}
         self._probe_consumer: Any = None  # see _probe
+        self._admin: Any = None  # see topic_id
         try:
             self.consumer = ck.Consumer(config)
         except ck.KafkaException as exc:
@@ -784,6 +802,33 @@ class ConfluentKafkaSource(Source):
             except (RuntimeError, self._ck.KafkaException) as exc:
                 log.warning("closing the offset probe of %s: %s", self.topic, exc)
 
+    def topic_id(self) -> str | None:
+        """The topic's id now (see :meth:`~streamk.sources.base.Source.topic_id`): one
+        ``describe_topics`` by an admin client kept for it (~0.2 ms of CPU, ~0.3 ms wall
+        on tansu 0.6; ``list_topics`` names no id). ``None`` when the broker names none
+        (older than 2.8, or the topic is missing, as between its deletion and its
+        recreation) or does not answer."""
+        ck = self._ck
+        try:
+            if self._admin is None:
+                from confluent_kafka.admin import AdminClient
+
+                self._admin = AdminClient(
+                    {k: v for k, v in self._probe_config.items() if k.startswith(_ADMIN_KEYS)}
+                )
+            futures = self._admin.describe_topics(
+                ck.TopicCollection([self.topic]), request_timeout=self.probe_timeout_s
+            )
+            found = futures[self.topic].result(timeout=self.probe_timeout_s + 1).topic_id
+        except (ck.KafkaException, TimeoutError, ValueError, RuntimeError) as exc:
+            log.info("could not read the topic id of %s: %s", self.topic, exc)
+            return None
+        if found is None or not (
+            found.get_most_significant_bits() or found.get_least_significant_bits()
+        ):
+            return None  # (the null id: a broker that names none)
+        return str(found)
+
     def lag(self) -> int | None:
         """Records between the read position and the cached high watermark (approximate)."""
         if self._closing:
@@ -819,6 +864,7 @@ class ConfluentKafkaSource(Source):
         self._closing = True
         self._held.clear()
         self._close_prober()
+        self._admin = None  # (librdkafka's admin handle closes when collected)
         closer = threading.Thread(target=self._close_consumer, name="streamk-close", daemon=True)
         closer.start()
         closer.join(self.timeout_s)
