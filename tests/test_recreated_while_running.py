@@ -7,8 +7,10 @@ the client no longer resolves by jumping), or (b) 500, past its position (no err
 before, the engine skipped the new topic's first 300 events and learned the rest into a
 snapshot that carried offsets of two logs).
 
-The oracle is the count of records produced: by default the engine stops (exit 2, the
-remedy in stderr) and the store's newest snapshot is still the old topic's (offsets and
+The check before each snapshot (and every ``snapshot_seconds`` while idle) compares the
+topic's id with the one read at assignment: the recreated topic's is another, which stderr
+names. The oracle is the count of records produced: by default the engine stops (exit 2,
+the remedy in stderr) and the store's newest snapshot is still the old topic's (offsets and
 mark of its record 299); with ``on_offset_beyond_end = earliest`` every new event is learned
 exactly once on top of the old model (``n_learned == 300 + new``) and no old one twice.
 
@@ -118,6 +120,7 @@ def test_recreated_under_a_running_engine_stops_it_without_a_mixed_snapshot(
     )
     assert code == 2, stderr[-3000:]
     assert "deleted and recreated" in stderr and "while this engine read it" in stderr
+    assert "the topic's id is" in stderr  # found by the id, nothing read back
     assert "on_offset_beyond_end = earliest" in stderr
     snap = store.latest("m")  # the old topic's: its offset and the mark of its record 299
     assert snap.offsets[topic] == {0: 300}
