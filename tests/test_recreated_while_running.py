@@ -18,10 +18,11 @@ Two engines in one group (each its own model, a partition each) are held to the 
 stop under fail, and under earliest the two models learn the new topic's events once
 between them (``n_learned`` summed over the two newest snapshots).
 
-The confluent transport's cases are expected to fail: librdkafka 2.16 (confluent-kafka)
-crashes (SIGSEGV in its ``rdk:main`` thread, exit -11) when a topic is deleted under a live
-consumer on tansu 0.6, at b7c0ba2 as well (measured in session 26), so its running check is
-not exercised on the test broker; its start-up check is, in ``test_recreated_topic.py``.
+The confluent transport's cases are skipped: librdkafka 2.16 (confluent-kafka) crashes
+(SIGSEGV in its ``rdk:main`` thread, exit -11) when a topic is deleted under a live consumer
+on tansu 0.6, at b7c0ba2 as well (measured in session 26, again in session 28 with the id
+check), so its running check is not exercised on the test broker; its start-up check is, in
+``test_recreated_topic.py``, and its ``topic_id`` in ``test_log_check_every_snapshot.py``.
 The engine code under test is the same for both transports.
 """
 
@@ -84,9 +85,9 @@ TRANSPORTS = [
     "kafka-python",
     pytest.param(
         "confluent",
-        marks=pytest.mark.xfail(
-            reason="librdkafka 2.16 segfaults when a topic is deleted under it on tansu 0.6",
-            strict=False,
+        marks=pytest.mark.skip(
+            reason="librdkafka 2.16 crashes (SIGSEGV, exit -11) when a topic is deleted under "
+            "a live consumer on tansu 0.6 (seen again in session 28 with --runxfail)"
         ),
     ),
 ]
