@@ -42,6 +42,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -56,11 +57,24 @@ RESULTS = Path(__file__).parent / "results"
 TRANSPORTS = ("kafka-python", "confluent")
 
 
-def _no_check() -> None:
-    """Turn the log's check off (new code only): nothing to read before a snapshot."""
+def _checks(on: bool) -> None:
+    """Turn the log's check on (the code's own) or off (new code only): off, no topic id is
+    read (no admin client made) and nothing is read before a snapshot."""
     from streamk.engine import loop
 
-    loop.Engine._start_check = lambda self: None  # type: ignore[method-assign]
+    if not hasattr(loop.Engine, "_note_topic_id"):
+        raise SystemExit("--no-check and --paired need code with the topic-id check")
+    if not _ORIGINAL:
+        _ORIGINAL.update(start=loop.Engine._start_check, note=loop.Engine._note_topic_id)
+    if on:
+        loop.Engine._start_check = _ORIGINAL["start"]  # type: ignore[method-assign]
+        loop.Engine._note_topic_id = _ORIGINAL["note"]  # type: ignore[method-assign]
+    else:
+        loop.Engine._start_check = lambda self: None  # type: ignore[method-assign]
+        loop.Engine._note_topic_id = lambda self: None  # type: ignore[method-assign]
+
+
+_ORIGINAL: dict[str, Any] = {}
 
 
 def _id_cost(bootstrap: str, topic: str, transport: str, calls: int) -> dict[str, float]:
@@ -105,16 +119,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--snapshot-every", type=int, default=10_000)
     parser.add_argument("--no-check", action="store_true")
+    parser.add_argument(
+        "--paired", action="store_true", help="alternate check / no check in this process"
+    )
     parser.add_argument("--id-calls", type=int, default=200, help="topic_id calls timed")
     parser.add_argument(
         "--results", type=Path, default=RESULTS / "snapshot_check.json", help="JSON written"
     )
     args = parser.parse_args(argv)
+    load_start = os.getloadavg()
     if args.no_check:
-        _no_check()
+        _checks(False)
+    variants = [True, False] if args.paired else [not args.no_check]
     X, y = data(args.events)
     labelled = [encode_event(row.tolist(), y=bool(lab)) for row, lab in zip(X, y)]
-    runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TRANSPORTS}
+    runs: dict[str, list[dict[str, Any]]] = {}
     with LocalBroker() as broker:
         b = broker.bootstrap_servers
         create_topic(b, "lab", partitions=1)
@@ -127,23 +146,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{transport:<13} topic_id {ids[transport]}", flush=True)
         for r in range(args.repeats):
             for transport in TRANSPORTS:
-                with tempfile.TemporaryDirectory() as tmp:
-                    out = engine_rate(
-                        b,
-                        "lab",
-                        args.events,
-                        trained_model(100),
-                        store_dir=tmp,
-                        snapshot_every=args.snapshot_every,
-                        transport=transport,
+                for check in variants if r % 2 == 0 else variants[::-1]:
+                    if args.paired:
+                        _checks(check)
+                    label = transport if check else f"{transport} no-check"
+                    with tempfile.TemporaryDirectory() as tmp:
+                        out = engine_rate(
+                            b,
+                            "lab",
+                            args.events,
+                            trained_model(100),
+                            store_dir=tmp,
+                            snapshot_every=args.snapshot_every,
+                            transport=transport,
+                        )
+                    runs.setdefault(label, []).append(out)
+                    print(
+                        f"[{r + 1}/{args.repeats}] {label:<22} {out['rate']:>10,.0f} ev/s  "
+                        f"snapshot {out['snapshot_seconds_each'] * 1e3:6.1f} ms  "
+                        f"cpu {out['cpu_us']:.2f} us/ev  snapshots {out['snapshots']}",
+                        flush=True,
                     )
-                runs[transport].append(out)
-                print(
-                    f"[{r + 1}/{args.repeats}] {transport:<13} {out['rate']:>10,.0f} ev/s  "
-                    f"snapshot {out['snapshot_seconds_each'] * 1e3:6.1f} ms  "
-                    f"cpu {out['cpu_us']:.2f} us/ev  snapshots {out['snapshots']}",
-                    flush=True,
-                )
     rows = []
     for transport, outs in runs.items():
         rates = [o["rate"] for o in outs]
@@ -166,21 +189,41 @@ def main(argv: list[str] | None = None) -> int:
             f"{rows[-1]['snapshot_ms_median']:.1f} ms; cpu "
             f"{rows[-1]['cpu_us_per_event_median']:.2f} us/ev"
         )
+    paired = {}
+    for transport in TRANSPORTS:
+        on, off = runs.get(transport), runs.get(f"{transport} no-check")
+        if on and off:  # the same repeat's two runs, one after the other
+            rate = [a["rate"] / b["rate"] for a, b in zip(on, off)]
+            cpu = [a["cpu_us"] / b["cpu_us"] for a, b in zip(on, off)]
+            paired[transport] = {
+                "rate_ratio_median": statistics.median(rate),
+                "cpu_ratio_median": statistics.median(cpu),
+                "rate_ratios": rate,
+                "cpu_ratios": cpu,
+            }
+            got = paired[transport]
+            print(
+                f"{transport:<13} check / no check: rate x{got['rate_ratio_median']:.3f}, "
+                f"cpu per event x{got['cpu_ratio_median']:.3f} (medians of {len(rate)} pairs)"
+            )
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(
         json.dumps(
             {
                 "benchmark": "snapshot_check",
-                "command": "python -m benchmarks.snapshot_check " + " ".join(argv or []),
+                "command": "python -m benchmarks.snapshot_check "
+                + " ".join(sys.argv[1:] if argv is None else argv),
                 "code": _commit(),
                 "check": not args.no_check,
                 "topic_id_cost": ids,
                 "events": args.events,
                 "repeats": args.repeats,
                 "snapshot_every": args.snapshot_every,
+                "load_average_start": load_start,
                 "load_average": os.getloadavg(),
                 "machine": machine(),
                 "rows": rows,
+                "paired": paired,
             },
             indent=2,
         )

@@ -478,9 +478,13 @@ class Engine:
         under it wait for their check (partitions added to a running assignment): the
         next check compares with the id they were read under."""
         if self._since_snapshot == 0 and self._pending is None:
-            read = getattr(self.source, "topic_id", None)
-            recreatable = getattr(self.source, "may_be_recreated", False)
-            self._topic_id = read() if read is not None and recreatable else None
+            self._topic_id = self._read_topic_id()
+
+    def _read_topic_id(self) -> str | None:
+        """The source's topic id now, if it is one that can be recreated under us."""
+        read = getattr(self.source, "topic_id", None)
+        recreatable = getattr(self.source, "may_be_recreated", False)
+        return read() if read is not None and recreatable else None
 
     def _changed_logs(self, check: LogCheck | ReplacedTopic | None) -> dict[int, str]:
         """Owned partitions whose log holds another record at the checked offset, or none
@@ -545,6 +549,7 @@ class Engine:
             self.seq,
         )
         if self.store is None:  # no snapshot to return to: the changed partitions restart
+            self._topic_id = self._read_topic_id()  # (the new topic's, read from its start)
             for p in changed:
                 self._marks.pop(p, None)
                 self._first.pop(p, None)
