@@ -9,30 +9,36 @@ the snapshots written.
 
 Compare two commits back to back by running this file against each clone's code, e.g.::
 
-    cd OLD && PYTHONPATH=$PWD python NEW/benchmarks/snapshot_check.py --repeats 1 --results A
-    cd NEW && PYTHONPATH=$PWD python -m benchmarks.snapshot_check --repeats 1 --results B
+    cd OLD && PYTHONPATH=$PWD python NEW/benchmarks/snapshot_check.py --repeats 2 \
+        --id-calls 0 --results A
+    cd NEW && PYTHONPATH=$PWD python -m benchmarks.snapshot_check --repeats 2 --results B
 
-``--log-check-seconds S`` runs with that floor between checks (default 0, the engine's
-default: a read before every snapshot); ``--no-check`` turns the check off (new code only).
+``--no-check`` turns the check off (new code only: no topic id is read, nothing read back);
+``--paired`` runs the check on and off alternately in this one process and reports the
+median ratios of each pair (less exposed to a shared machine's load than two processes);
+``--id-calls N`` times N calls of the source's ``topic_id`` first (the check itself).
 
-``results/snapshot_check.json`` holds one such A/B (5 interleaved repeats, 100,000
-events, load average 3.6-5.7 on 2 shared cores), medians:
+The check is one ``topic_id`` per snapshot. At e3fd344 + the id check (session 28; load
+average 6.0-6.4 on 2 shared cores), per call: kafka-python 0.60 ms CPU, 0.75 ms wall;
+confluent 0.22 ms CPU, 0.31 ms wall (medians over 9 processes of 50 calls); 0.4-0.6% of
+the CPU of the 10,000 events between two snapshots. End to end, A/B against e3fd344 (no
+running check), 9 rounds in alternating order, 2 runs each (``results/snapshot_check_ab.
+json``), medians of 18 runs:
 
-                       e4bddca (no check)   log_check_seconds=1   default (every snapshot)
-  kafka-python  ev/s        44,692               48,787                37,335
-                cpu         14.41 us/ev          12.50 us/ev           17.32 us/ev
-                snapshots   10                   3                     10
-  confluent     ev/s       113,422              208,305                99,208
-                cpu          3.68 us/ev           3.44 us/ev            4.22 us/ev
-                snapshots   10                   2                     10
+                  e3fd344              id check
+  kafka-python    49,756 ev/s          47,100 ev/s   (single runs 35k-78k)
+                  14.68 us/ev CPU      14.54 us/ev
+  confluent      118,572 ev/s         119,743 ev/s   (single runs 100k-171k)
+                   3.87 us/ev CPU       3.57 us/ev
 
-A check is a read by a fresh kafka-python consumer (~28 ms wall, ~13-15 ms CPU) or by
-librdkafka's kept probe; before every snapshot it cost 16% (kafka-python) and 13%
-(confluent) of the rate here. With the default floor a due snapshot waits for the next
-check (at most one a second), so at these rates fewer snapshots are written than
-snapshot_every alone asks for, and the run is faster than e4bddca's: the cost of the
-check is then at most one read a second, whatever the rate. (Measured at 48793a7, whose
-default floor was 1 s and whose --check-every-snapshot is today's default.)
+``--paired --repeats 8`` (``results/snapshot_check.json``), check / no check, medians of 8
+pairs: kafka-python rate x1.173, CPU per event x0.944; confluent x1.010 and x0.991. At this
+load a single run varies by +-20%: neither measure resolves the ~0.5% the call costs.
+
+The previous check, a read-back of one record per partition by a fresh kafka-python
+consumer (~13-15 ms CPU) before every snapshot, cost 16% (kafka-python) and 13% (confluent)
+of the rate in this benchmark (e4bddca + that check, 5 interleaved repeats, load 3.6-5.7);
+it remains the fallback where no topic id can be read.
 """
 
 from __future__ import annotations
