@@ -102,10 +102,10 @@ class EngineConfig:
     on_offset_beyond_end
         A partition whose log is not the one the model learned (the topic was deleted and
         recreated: a resume offset past its end or a record that differs from the
-        snapshot's mark, at assignment; the same read back before every snapshot while
-        the engine runs): ``"fail"`` stops with a message naming the remedy and writes no
-        snapshot, ``"earliest"`` learns the partition from its first offset on top of the
-        last snapshot, with a WARNING. Never skipped silently.
+        snapshot's mark, at assignment; the topic's id changed, checked before every
+        snapshot while the engine runs): ``"fail"`` stops with a message naming the
+        remedy and writes no snapshot, ``"earliest"`` learns the partition from its first
+        offset on top of the last snapshot, with a WARNING. Never skipped silently.
     publish_proba
         Publish each scored event's class probabilities (``predict_proba_many``) with its
         prediction. A second pass over the run's kernel rows: opt-in.
@@ -433,7 +433,7 @@ class Engine:
         (``check``, from :meth:`_start_check`); if not, what a restart would do is done
         (:meth:`_recreated_while_running`) and ``False`` is returned. Called before each
         snapshot is saved, so that no snapshot mixes two logs, and every
-        ``snapshot_seconds`` while idle: one read per owned partition."""
+        ``snapshot_seconds`` while idle."""
         self._last_check = time.monotonic()
         changed = self._changed_logs(check)
         if changed:
@@ -1025,11 +1025,12 @@ class Engine:
         """Flush sinks, write a snapshot covering ``positions``, then commit them.
 
         Does nothing when no record arrived since the last checkpoint (its commit stands).
-        Before the snapshot is saved, each owned partition's log is read back at one record
-        (:meth:`_start_check`): a topic recreated under the engine is never written into a
-        snapshot. With ``wait=False`` (the loop's due checkpoints) the snapshot is encoded
-        now and saved once that read answers, while the loop goes on (:meth:`_complete`):
-        the read is a wait on the broker, and the loop need not wait with it.
+        Before the snapshot is saved, the log is checked (:meth:`_start_check`: the topic's
+        id, else each owned partition's log read back at one record): a topic recreated
+        under the engine is never written into a snapshot. With ``wait=False`` (the loop's
+        due checkpoints) a snapshot whose check is a read-back is encoded now and saved once
+        that read answers, while the loop goes on (:meth:`_complete`): the read is a wait on
+        the broker, and the loop need not wait with it.
         """
         if self._pending is not None:
             self._complete()  # an earlier snapshot first: snapshots are saved in order
