@@ -38,7 +38,9 @@ row with the loops of
 The kernel adatron with ``resweeps >= 1`` (``_resweep``) keeps its Gram matrix through its
 inserts as ``SupportSet`` and the policies do (append; the swap-remove of remove-random,
 remove-smallest and the Forgetron; remove-oldest's ``replace`` with its own kernel entry
-computed from the row; Merge's merged row by ``_merge_at``), keeps each slot's class and
+computed from the row; Merge's merged row by ``_merge_at``; under a plain RBF, the whole
+matrix again at each of the ``gamma="auto"`` warm-up's width changes with
+``compiled.support_gram``'s steps and bits, ``_gram_rewidth``), keeps each slot's class and
 the slots' age order as ``KernelAdatron._slots`` gives them, runs the passes by
 ``_adatron_pass.pxi`` (the pass ``_dual.pyx`` runs) from ``F = G @ coef`` computed here,
 and removes the vectors the passes emptied as ``dualpass.dead_slots`` and
@@ -1108,7 +1110,8 @@ cdef class EventPass:
             keep = self.bound and support is self.support and support.version == self.version
             mirror = keep and self._mirror_current(d)
             kernel = model._auto_kernel.resolve(self.scale)
-            support.set_kernel(kernel)
+            if not (keep and self.a_passes and self._gram_rewidth(kernel)):
+                support.set_kernel(kernel)
             if keep and self._bind_kernel(kernel) and self.kcode == kcode:
                 if self.pcode == P_PROJECTRON:
                     self.pj_sync = False
@@ -1839,6 +1842,52 @@ cdef class EventPass:
             j += 1
         memmove(&self.a_age[j], &self.a_age[j + 1], (n - 1 - j) * sizeof(Py_ssize_t))
         self.a_age[n - 1] = slot
+
+    cdef bint _gram_rewidth(self, kernel) except -1:
+        """``SupportSet.set_kernel(kernel)`` for the resweeping adatron's kept Gram matrix
+        under a plain RBF (the ``gamma="auto"`` warm-up's ~29 width changes), in C: the
+        kernel swapped and the versions moved as ``set_kernel`` moves them, ``k(x, x) = 1``,
+        and ``K(S, S)`` rebuilt in the kept buffer with the steps and bits of
+        ``compiled.support_gram`` (``_policies.rbf_gram``: row ``i``'s ``sk_dots`` with the
+        rows up to it, ``sk_gram_args`` and ``sk_scaled_exp`` element by element, then the
+        mirror), without ``set_kernel``'s ~25 us of Python, a new ``n x n`` array and its
+        copy per change. False, with nothing changed, where ``set_kernel`` would not take
+        these steps: another kernel, a block tracked (it raises), norms too large for the
+        expansion to be exact (``RBF.expansion_exact``, as ``compiled._gram_applies`` asks
+        it: NumPy's ``gram`` then computes the distances directly)."""
+        cdef SupportCounters support = self.support
+        cdef Py_ssize_t n = support.n, i, j, w, ldg
+        cdef double gamma
+        cdef double *G
+        if type(kernel) is not _kernel_types()[0] or self.G is None:
+            return False
+        gamma = float(kernel.gamma)
+        if support._sq_max * 2.0 * 1e-15 * gamma > 1e-10:
+            return False
+        if support._trackers:
+            return False
+        if n > self.X.shape[0] or n > self.G.shape[0] or n > self.G.shape[1]:
+            return False
+        if n > self.sq.shape[0] or n > self.kdiag.shape[0]:
+            return False
+        support._kernel = kernel
+        support.rows_version += 1
+        support.version += 1
+        if n == 0:
+            return True
+        G = &self.G[0, 0]
+        ldg = self.G.shape[1]
+        w = self.X.shape[1]
+        with nogil:
+            for i in range(n):  # rbf_gram's dots, then _gram_rows's arguments and exps
+                sk_dots(G + i * ldg, &self.X[0, 0], w, i + 1, &self.X[i, 0], w)
+                sk_gram_args(G + i * ldg, G + i * ldg, &self.sq[0], self.sq[i], i + 1)
+                sk_scaled_exp(G + i * ldg, i + 1, -gamma)
+                self.kdiag[i] = 1.0
+            for i in range(n):  # the mirror
+                for j in range(i):
+                    G[j * ldg + i] = G[i * ldg + j]
+        return True
 
     cdef void _gram_move(self, Py_ssize_t slot, Py_ssize_t n) noexcept nogil:
         """``SupportSet._move_gram``: the Gram row and column of the last of ``n`` vectors
