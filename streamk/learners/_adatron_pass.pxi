@@ -24,25 +24,62 @@ cdef extern from *:
         for (Py_ssize_t j = 0; j < n; j++) y[j] += x[j] * a;
     }
 
-    /* x . y in sixteen independent partial sums (lane l over j = l mod 16, up to the last
-       whole group of sixteen; the rest, then the lanes in order, added to a seventeenth):
-       four vector accumulators on AVX2, so the additions overlap where one accumulator
-       waits on each add's latency. Every clone adds the same values in the same order:
-       the same bits on every machine. */
-    SK_DUAL_CLONES static double sk_dot16(const double *restrict x, const double *restrict y,
-                                          Py_ssize_t n) {
-        double s[16] = {0.0};
-        Py_ssize_t j = 0, m = n & ~(Py_ssize_t)15;
-        for (; j < m; j += 16)
-            for (int l = 0; l < 16; l++) s[l] += x[j + l] * y[j + l];
-        double t = 0.0;
-        for (; j < n; j++) t += x[j] * y[j];
-        for (int l = 0; l < 16; l++) t += s[l];
-        return t;
+    /* Four rows' dots with one vector y, each row's in eight partial sums (lane l over
+       j = l mod 8; the last partial group of eight as a whole group, its missing entries
+       0: each adds +0), then the lanes added pairwise (l and l + 4, then l and l + 2,
+       then the two): y is read once for four rows, so a pass over the Gram matrix makes
+       five loads for four entries where a row at a time made two for one (its loads, not
+       its arithmetic, bound a pass at the resweeps' n ~ 60-250), and neither the tail nor
+       the reduction is a chain of dependent adds. GCC's vector types, written out: every
+       clone (and the plain SSE2 build) adds the same values in the same order: the same
+       bits on every machine. */
+    typedef double sk_dual_v4 __attribute__((vector_size(32)));
+    #define SK_DUAL_LD4(p) ({ sk_dual_v4 v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
+    SK_DUAL_CLONES static void sk_dot8x4(const double *restrict a, const double *restrict b,
+                                         const double *restrict c, const double *restrict d,
+                                         const double *restrict y, Py_ssize_t n,
+                                         double *restrict out) {
+        sk_dual_v4 a0 = {0.0}, a1 = {0.0}, b0 = {0.0}, b1 = {0.0};
+        sk_dual_v4 c0 = {0.0}, c1 = {0.0}, d0 = {0.0}, d1 = {0.0};
+        sk_dual_v4 y0, y1;
+        Py_ssize_t j = 0, m = n & ~(Py_ssize_t)7;
+        for (; j < m; j += 8) {
+            y0 = SK_DUAL_LD4(y + j);
+            y1 = SK_DUAL_LD4(y + j + 4);
+            a0 += SK_DUAL_LD4(a + j) * y0; a1 += SK_DUAL_LD4(a + j + 4) * y1;
+            b0 += SK_DUAL_LD4(b + j) * y0; b1 += SK_DUAL_LD4(b + j + 4) * y1;
+            c0 += SK_DUAL_LD4(c + j) * y0; c1 += SK_DUAL_LD4(c + j + 4) * y1;
+            d0 += SK_DUAL_LD4(d + j) * y0; d1 += SK_DUAL_LD4(d + j + 4) * y1;
+        }
+        if (m < n) {
+            double t[5][8] = {{0.0}};
+            for (Py_ssize_t l = 0; l < n - m; l++) {
+                t[0][l] = y[m + l];
+                t[1][l] = a[m + l];
+                t[2][l] = b[m + l];
+                t[3][l] = c[m + l];
+                t[4][l] = d[m + l];
+            }
+            y0 = SK_DUAL_LD4(t[0]);
+            y1 = SK_DUAL_LD4(t[0] + 4);
+            a0 += SK_DUAL_LD4(t[1]) * y0; a1 += SK_DUAL_LD4(t[1] + 4) * y1;
+            b0 += SK_DUAL_LD4(t[2]) * y0; b1 += SK_DUAL_LD4(t[2] + 4) * y1;
+            c0 += SK_DUAL_LD4(t[3]) * y0; c1 += SK_DUAL_LD4(t[3] + 4) * y1;
+            d0 += SK_DUAL_LD4(t[4]) * y0; d1 += SK_DUAL_LD4(t[4] + 4) * y1;
+        }
+        a0 += a1;
+        b0 += b1;
+        c0 += c1;
+        d0 += d1;
+        out[0] = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+        out[1] = (b0[0] + b0[2]) + (b0[1] + b0[3]);
+        out[2] = (c0[0] + c0[2]) + (c0[1] + c0[3]);
+        out[3] = (d0[0] + d0[2]) + (d0[1] + d0[3]);
     }
     """
     void sk_axpy(double *y, const double *x, double a, Py_ssize_t n) nogil
-    double sk_dot16(const double *x, const double *y, Py_ssize_t n) nogil
+    void sk_dot8x4(const double *a, const double *b, const double *c, const double *d,
+                   const double *y, Py_ssize_t n, double *out) nogil
 
 
 cdef inline double _adatron_eta(const double *cls, const double *kdiag, Py_ssize_t i,

@@ -1918,27 +1918,26 @@ cdef class EventPass:
 
     cdef Py_ssize_t _pass(self, Py_ssize_t n) noexcept nogil:
         """One adatron pass over the ``n`` slots, oldest first: each slot's decision values
-        ``G[i] @ coef`` taken afresh (``sk_dot16``'s sums for one column, ``_combine``'s for
-        several) from the coefficients as the pass
-        has left them so far, then ``_adatron_step`` (the step ``_dual.pyx``'s pass takes).
-        One read of the Gram matrix a pass, where the NumPy loop reads it for ``G @ coef``
-        and again for a row per coefficient that moved; the same values in exact arithmetic,
-        to rounding in floating point. Returns the steps that moved a coefficient."""
+        ``G[i] @ coef`` taken afresh from the coefficients as the pass has left them so far
+        (one column: :meth:`_pass1`'s four rows at a time; several: ``_combine``'s sums a
+        row at a time), then ``_adatron_step`` (the step ``_dual.pyx``'s pass takes). One
+        read of the Gram matrix a pass, where the NumPy loop reads it for ``G @ coef`` and
+        again for a row per coefficient that moved; the same values in exact arithmetic, to
+        rounding in floating point. Returns the steps that moved a coefficient."""
         cdef Py_ssize_t q, i, c, moved = 0, p = self.coef.shape[1], ldg = self.G.shape[1]
         cdef double e, d
         cdef double delta[64]
         cdef const double *G = &self.G[0, 0]
         cdef double *coef = &self.coef[0, 0]
         cdef const double *signs = &self.a_signs[0] if self.a_binary else NULL
+        if p == 1:
+            return self._pass1(n)
         for q in range(n):
             i = self.a_age[q]
             e = _adatron_eta(self.a_cls, &self.kdiag[0], i, self.a_mu)
             if not e > 0.0:
                 continue
-            if p == 1:
-                self.fr[0] = sk_dot16(G + i * ldg, coef, n)
-            else:
-                _combine(G + i * ldg, coef, n, p, self.fr)
+            _combine(G + i * ldg, coef, n, p, self.fr)
             if not _adatron_step(coef + i * p, p, self.fr, 1, <Py_ssize_t>self.a_cls[i], signs,
                                  e, self.a_mu, self.a_upper, delta):
                 continue
@@ -1947,6 +1946,48 @@ cdef class EventPass:
                 d = delta[c]
                 if d != 0.0:  # (as _adatron_pass: a zero change writes nothing)
                     coef[i * p + c] += d
+        return moved
+
+    cdef Py_ssize_t _pass1(self, Py_ssize_t n) noexcept nogil:
+        """:meth:`_pass` for one column, four slots (in age order) at a time: their Gram rows'
+        dots with the coefficients as the block found them (``sk_dot8x4``: the coefficients
+        read once for four rows), then each slot's step in order, its decision value the dot
+        plus ``G[i, j] delta_j`` for each slot ``j`` before it in the block that moved, in
+        that order (what the NumPy loop's ``f += G[j] delta_j`` adds to ``f_i``). A last
+        block of fewer than four repeats its first row (a dot computed and left)."""
+        cdef Py_ssize_t q = 0, b, k, l, i, moved = 0, ldg = self.G.shape[1]
+        cdef Py_ssize_t rows[4]
+        cdef double raw[4]
+        cdef double dl[4]
+        cdef double delta[1]
+        cdef double e, f
+        cdef const double *G = &self.G[0, 0]
+        cdef double *coef = &self.coef[0, 0]
+        cdef const double *signs = &self.a_signs[0] if self.a_binary else NULL
+        while q < n:
+            b = n - q if n - q < 4 else 4
+            for k in range(4):
+                rows[k] = self.a_age[q + k if k < b else q]
+            sk_dot8x4(G + rows[0] * ldg, G + rows[1] * ldg, G + rows[2] * ldg,
+                      G + rows[3] * ldg, coef, n, raw)
+            for k in range(b):
+                i = rows[k]
+                dl[k] = 0.0
+                e = _adatron_eta(self.a_cls, &self.kdiag[0], i, self.a_mu)
+                if not e > 0.0:
+                    continue
+                f = raw[k]
+                for l in range(k):
+                    if dl[l] != 0.0:
+                        f = f + G[i * ldg + rows[l]] * dl[l]
+                self.fr[0] = f
+                if not _adatron_step(coef + i, 1, self.fr, 1, <Py_ssize_t>self.a_cls[i], signs,
+                                     e, self.a_mu, self.a_upper, delta):
+                    continue
+                moved += 1
+                dl[k] = delta[0]
+                coef[i] += delta[0]
+            q += b
         return moved
 
     cdef int _resweep(self) except -1:
