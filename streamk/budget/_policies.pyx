@@ -132,7 +132,7 @@ def rbf_gram(const double[:, ::1] X, const double[::1] sq, Py_ssize_t n, double 
         return Gm
     cdef double[:, ::1] G = Gm
     with nogil:
-        _rbf_gram(&G[0, 0], &X[0, 0], w, &sq[0], n, gamma, True)
+        _rbf_gram(&G[0, 0], n, &X[0, 0], w, &sq[0], n, gamma, True)
     return Gm
 
 
@@ -243,7 +243,7 @@ def rbf_gram_kept(
                     D[i, j] = kept_D[a, b]
                 else:
                     D[i, j] = kept_D[b, a]
-        _gram_rows(&G[0, 0], &D[0, 0], D.shape[1], &sq[0], n, gamma, mirror)
+        _gram_rows(&G[0, 0], n, &D[0, 0], D.shape[1], &sq[0], n, gamma, mirror)
     return found
 
 

@@ -152,35 +152,36 @@ cdef inline void _settle(double *P, Py_ssize_t ldp, const double *pend,
     sk_pjl_settle(P, ldp, pend, m)
 
 
-cdef void _gram_rows(double *G, const double *D, Py_ssize_t ldd, const double *sq,
-                     Py_ssize_t n, double gamma, bint mirror) noexcept nogil:
-    """``G`` (``n x n``, contiguous) from the dots ``D`` (leading dimension ``ldd``, lower
-    triangle read; ``D`` may be ``G``): ``exp(-gamma max(0, (-2 D_ij + sq_i) + sq_j))`` for
-    ``j <= i`` row by row, in the operation order of :func:`streamk.accel.rbf_from_dots`
-    (``sk_gram_args``, vectorised: element by element, the same bits), then mirrored unless
-    ``mirror`` is false (the inverse reads the lower triangle only, and the mirror's column
-    writes cost a cache line per entry)."""
+cdef void _gram_rows(double *G, Py_ssize_t ldg, const double *D, Py_ssize_t ldd,
+                     const double *sq, Py_ssize_t n, double gamma, bint mirror) noexcept nogil:
+    """``G`` (``n x n``, leading dimension ``ldg``) from the dots ``D`` (leading dimension
+    ``ldd``, lower triangle read; ``D`` may be ``G``): ``exp(-gamma max(0, (-2 D_ij + sq_i)
+    + sq_j))`` for ``j <= i`` row by row, in the operation order of
+    :func:`streamk.accel.rbf_from_dots` (``sk_gram_args``, vectorised: element by element,
+    the same bits), then mirrored unless ``mirror`` is false (the inverse reads the lower
+    triangle only, and the mirror's column writes cost a cache line per entry)."""
     cdef Py_ssize_t i, j
     for i in range(n):
-        sk_gram_args(&G[i * n], &D[i * ldd], sq, sq[i], i + 1)
-        sk_scaled_exp(&G[i * n], i + 1, -gamma)
+        sk_gram_args(&G[i * ldg], &D[i * ldd], sq, sq[i], i + 1)
+        sk_scaled_exp(&G[i * ldg], i + 1, -gamma)
     if mirror:
         for i in range(n):
             for j in range(i):
-                G[j * n + i] = G[i * n + j]
+                G[j * ldg + i] = G[i * ldg + j]
 
 
-cdef void _rbf_gram(double *G, const double *X, Py_ssize_t w, const double *sq,
-                    Py_ssize_t n, double gamma, bint mirror) noexcept nogil:
+cdef void _rbf_gram(double *G, Py_ssize_t ldg, const double *X, Py_ssize_t w,
+                    const double *sq, Py_ssize_t n, double gamma, bint mirror) noexcept nogil:
     """``K(S, S)`` of the first ``n`` rows of ``X`` (contiguous, ``w`` wide; ``sq`` their
-    squared norms) for an RBF kernel into ``G`` (``n x n``): row ``i``'s dots with the rows
-    up to it by ``sk_dots`` (four rows at a time), then :func:`_gram_rows`. What
-    ``_policies.rbf_gram`` returns and what the per-event core's ``_projectron_rewidth``
-    inverts: one piece, so the two rebuilds of ``P`` have the same bits."""
+    squared norms) for an RBF kernel into ``G`` (leading dimension ``ldg``): row ``i``'s
+    dots with the rows up to it by ``sk_dots`` (four rows at a time), then
+    :func:`_gram_rows`. What ``_policies.rbf_gram`` returns, what the per-event core's
+    ``_projectron_rewidth`` inverts and ``_gram_rewidth`` keeps for the resweeping adatron:
+    one piece, so every rebuild after a width change has the same bits."""
     cdef Py_ssize_t i
     for i in range(n):
-        sk_dots(&G[i * n], X, w, i + 1, &X[i * w], w)
-    _gram_rows(G, G, n, sq, n, gamma, mirror)
+        sk_dots(&G[i * ldg], X, w, i + 1, &X[i * w], w)
+    _gram_rows(G, ldg, G, ldg, sq, n, gamma, mirror)
 
 
 cdef int _inverse_by_cholesky(const double *G, Py_ssize_t n, double *P, Py_ssize_t ldp,

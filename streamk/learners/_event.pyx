@@ -1847,16 +1847,14 @@ cdef class EventPass:
         """``SupportSet.set_kernel(kernel)`` for the resweeping adatron's kept Gram matrix
         under a plain RBF (the ``gamma="auto"`` warm-up's ~29 width changes), in C: the
         kernel swapped and the versions moved as ``set_kernel`` moves them, ``k(x, x) = 1``,
-        and ``K(S, S)`` rebuilt in the kept buffer with the steps and bits of
-        ``compiled.support_gram`` (``_policies.rbf_gram``: row ``i``'s ``sk_dots`` with the
-        rows up to it, ``sk_gram_args`` and ``sk_scaled_exp`` element by element, then the
-        mirror), without ``set_kernel``'s ~25 us of Python, a new ``n x n`` array and its
-        copy per change. False, with nothing changed, where ``set_kernel`` would not take
+        and ``K(S, S)`` rebuilt in the kept buffer by streamk/budget/_projectron.pxi's
+        ``_rbf_gram`` (the steps and bits of ``compiled.support_gram``), without
+        ``set_kernel``'s ~25 us of Python, a new ``n x n`` array and its copy per change. False, with nothing changed, where ``set_kernel`` would not take
         these steps: another kernel, a block tracked (it raises), norms too large for the
         expansion to be exact (``RBF.expansion_exact``, as ``compiled._gram_applies`` asks
         it: NumPy's ``gram`` then computes the distances directly)."""
         cdef SupportCounters support = self.support
-        cdef Py_ssize_t n = support.n, i, j, w, ldg
+        cdef Py_ssize_t n = support.n, i, w, ldg
         cdef double gamma
         cdef double *G
         if type(kernel) is not _kernel_types()[0] or self.G is None:
@@ -1879,14 +1877,9 @@ cdef class EventPass:
         ldg = self.G.shape[1]
         w = self.X.shape[1]
         with nogil:
-            for i in range(n):  # rbf_gram's dots, then _gram_rows's arguments and exps
-                sk_dots(G + i * ldg, &self.X[0, 0], w, i + 1, &self.X[i, 0], w)
-                sk_gram_args(G + i * ldg, G + i * ldg, &self.sq[0], self.sq[i], i + 1)
-                sk_scaled_exp(G + i * ldg, i + 1, -gamma)
+            _rbf_gram(G, ldg, &self.X[0, 0], w, &self.sq[0], n, gamma, True)
+            for i in range(n):
                 self.kdiag[i] = 1.0
-            for i in range(n):  # the mirror
-                for j in range(i):
-                    G[j * ldg + i] = G[i * ldg + j]
         return True
 
     cdef void _gram_move(self, Py_ssize_t slot, Py_ssize_t n) noexcept nogil:
@@ -2625,7 +2618,7 @@ cdef class EventPass:
         w = self.X.shape[1]
         G = self.pj_scr  # the Gram matrix, then _inverse_by_cholesky's 2 n² + 9 n of scratch
         with nogil:
-            _rbf_gram(G, &self.X[0, 0], w, &self.sq[0], n, gamma, False)
+            _rbf_gram(G, n, &self.X[0, 0], w, &self.sq[0], n, gamma, False)
             ok = _inverse_by_cholesky(G, n, &P[0, 0], ldp, G + n * n, self.pj_min_rel, False)
         if not ok:
             return False  # (P untouched) prepare inverts it with LAPACK
