@@ -411,8 +411,11 @@ def test_streamk_run_rides_out_a_20_s_cut(proxied, tmp_path, transport):
     send(list(enumerate(events))[:half])
     snapshots = tmp_path / "snapshots"
     cmd = engine_cmd(f"127.0.0.1:{proxy.port}", topic, "cut", snapshots, idle=CUT_S + 10)
-    # raw features, so the plain perceptron is the oracle (scale = auto would standardise)
-    cmd = [*cmd[:-1], "--transport", transport, "--scale", "none", *cmd[-1:]]
+    # raw features, so the plain perceptron is the oracle (scale = auto would standardise);
+    # it stops at its N-th record, not CUT_S + 10 idle seconds later: an event read twice
+    # ends it short of offset N, one skipped leaves it to the idle stop short of N learned
+    flags = ["--transport", transport, "--scale", "none", "--max-events", str(N)]
+    cmd = [*cmd[:-1], *flags, *cmd[-1:]]
     log_path = tmp_path / "engine.log"  # a file, not a pipe: librdkafka logs a lot while cut
     log_file = open(log_path, "w")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file, text=True)
@@ -436,7 +439,7 @@ def test_streamk_run_rides_out_a_20_s_cut(proxied, tmp_path, transport):
         proxy.restore()
         send(list(enumerate(events))[half:])
         try:
-            proc.wait(timeout=DEADLINE_S + CUT_S)  # drains, then stops when idle
+            proc.wait(timeout=DEADLINE_S + CUT_S)  # drains, then stops at N
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=30)
