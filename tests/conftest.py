@@ -13,6 +13,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,13 +27,49 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+#: Seconds each long test file takes, one ``SECONDS PATH`` a line (``#``: a comment).
+FILE_SECONDS = Path(__file__).with_name("file_seconds.txt")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the file order below: xdist's own (most tests first) would start the files of a
+    few long tests last, where the slowest of them sets how long the whole run takes."""
+    if getattr(config.option, "loadscopereorder", False):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that uses the broker fixture as ``kafka``."""
+    """Mark every test that uses the broker fixture as ``kafka``; in an xdist worker, put
+    the files that take longest first (longest-first: the run ends on short files)."""
     for item in items:
         if "kafka_broker" in getattr(item, "fixturenames", ()) and not item.get_closest_marker(
             "kafka"
         ):
             item.add_marker(pytest.mark.kafka)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker sorts alike: same collection
+        items[:] = longest_files_first(items, file_seconds(FILE_SECONDS))
+
+
+def file_seconds(path: Path) -> dict[str, float]:
+    """``{path relative to the repository: seconds}`` from a ``SECONDS PATH`` file."""
+    seconds: dict[str, float] = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            value, name = line.split(maxsplit=1)
+            seconds[name] = float(value)
+    return seconds
+
+
+def longest_files_first(items: list[pytest.Item], seconds: dict[str, float]) -> list[pytest.Item]:
+    """``items`` with each file's tests kept together and in order, the files sorted by
+    ``seconds`` (longest first; a file not listed counts 0 and keeps its place after)."""
+    root = Path(__file__).resolve().parents[1]
+
+    def weight(item: pytest.Item) -> float:
+        return -seconds.get(Path(os.path.relpath(item.path, root)).as_posix(), 0.0)
+
+    return sorted(items, key=weight)  # stable: the order within a file is kept
 
 
 @pytest.fixture(scope="session")
