@@ -7,12 +7,21 @@ exactly once. Kafka topics, recorded logs and in-memory iterables all look alike
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-__all__ = ["Committed", "Record", "RecordColumns", "Source", "RebalanceHandler", "records_before"]
+__all__ = [
+    "Committed",
+    "Record",
+    "RecordColumns",
+    "Source",
+    "RebalanceHandler",
+    "records_before",
+    "warn_removed_before_read",
+]
 
 #: called with the partitions assigned or about to be revoked
 RebalanceHandler = Callable[[list[int]], None]
@@ -237,3 +246,21 @@ def records_before(
         for p, (offset, stamp, payload) in probe(targets).items()
         if offset == targets[p] - 1
     }
+
+
+def warn_removed_before_read(
+    log: logging.Logger, topic: str, partition: int, position: int, start: int
+) -> None:
+    """The WARNING of a read position below the log's start (``start``), where both Kafka
+    sources move it: retention removed those records before they were read. None for
+    position 0 (a partition read from its beginning) nor at the start itself."""
+    if 0 < position < start:
+        log.warning(
+            "%s[%d]: offsets %d..%d were removed (retention) before they were read; reading "
+            "from the log start %d",
+            topic,
+            partition,
+            position,
+            start - 1,
+            start,
+        )

@@ -68,7 +68,14 @@ from kafka.future import Future
 from kafka.structs import OffsetAndMetadata
 
 from ..errors import BrokerError, ConfigError, OffsetOutOfRange
-from .base import Committed, RebalanceHandler, Record, Source, records_before
+from .base import (
+    Committed,
+    RebalanceHandler,
+    Record,
+    Source,
+    records_before,
+    warn_removed_before_read,
+)
 from .health import ConnectionHealth
 
 __all__ = ["KafkaSource", "CommitFailedError", "DEFAULT_CONSUMER_CONFIG"]
@@ -334,16 +341,7 @@ class KafkaSource(Source):
         for p, pos in positions.items():
             start = int(low.get(tps[p], 0))
             if fetch and pos < start:
-                if pos > 0:
-                    log.warning(
-                        "%s[%d]: offsets %d..%d were removed (retention) before they were "
-                        "read; reading from the log start %d",
-                        self.topic,
-                        p,
-                        pos,
-                        start - 1,
-                        start,
-                    )
+                warn_removed_before_read(log, self.topic, p, pos, start)
                 self.seek(p, start)
             else:
                 past[p] = pos

@@ -66,7 +66,15 @@ from operator import methodcaller
 from typing import Any
 
 from ..errors import BrokerError, ConfigError, OffsetOutOfRange
-from .base import Committed, RebalanceHandler, Record, RecordColumns, Source, records_before
+from .base import (
+    Committed,
+    RebalanceHandler,
+    Record,
+    RecordColumns,
+    Source,
+    records_before,
+    warn_removed_before_read,
+)
 from .health import ConnectionHealth
 from .kafka import CommitFailedError
 
@@ -501,6 +509,19 @@ class ConfluentKafkaSource(Source):
             return
         self.health.ok()
 
+    def _watermarks(self, partition: int, what: str) -> tuple[int, int]:
+        """``(low, high)`` of ``partition`` asked of the broker; :class:`BrokerError`
+        naming ``what`` was wanted where it does not answer."""
+        try:
+            low, high = self.consumer.get_watermark_offsets(
+                self._ck.TopicPartition(self.topic, partition), timeout=self.timeout_s
+            )
+        except self._ck.KafkaException as exc:
+            raise BrokerError(
+                f"could not read the {what} of {self.topic}[{partition}]: {exc}"
+            ) from exc
+        return int(low), int(high)
+
     def _out_of_range(self, errors: list[Any]) -> None:
         """librdkafka's ``_AUTO_OFFSET_RESET`` errors (``auto.offset.reset = error``): a
         position below the log's start moves there (retention; a WARNING unless it was
@@ -512,25 +533,9 @@ class ConfluentKafkaSource(Source):
             p, pos = m.partition(), m.offset()
             if pos is None or pos < 0:  # no position at all (never seeked): from the start
                 pos = -1
-            try:
-                low, _ = self.consumer.get_watermark_offsets(
-                    self._ck.TopicPartition(self.topic, p), timeout=self.timeout_s
-                )
-            except self._ck.KafkaException as exc:
-                raise BrokerError(
-                    f"could not read the log start of {self.topic}[{p}]: {exc}"
-                ) from exc
+            low, _ = self._watermarks(p, "log start")
             if pos <= low:
-                if pos > 0:
-                    log.warning(
-                        "%s[%d]: offsets %d..%d were removed (retention) before they were "
-                        "read; reading from the log start %d",
-                        self.topic,
-                        p,
-                        pos,
-                        low - 1,
-                        low,
-                    )
+                warn_removed_before_read(log, self.topic, p, pos, low)
                 self._held = deque(m for m in self._held if m.partition() != p)
                 self._reassign(p, int(low))
             else:
@@ -726,15 +731,7 @@ class ConfluentKafkaSource(Source):
         targets = {int(p): int(t) for p, t in targets.items() if int(t) > 0}
         bounds: dict[int, tuple[int, int]] = {}
         for p in targets:
-            try:
-                low, high = self.consumer.get_watermark_offsets(
-                    self._ck.TopicPartition(self.topic, p), timeout=self.timeout_s
-                )
-            except self._ck.KafkaException as exc:
-                raise BrokerError(
-                    f"could not read the offset range of {self.topic}[{p}]: {exc}"
-                ) from exc
-            bounds[p] = (int(low), int(high))
+            bounds[p] = self._watermarks(p, "offset range")
         doubtful = {p: t for p, t in targets.items() if t > bounds[p][1]}
         if not doubtful:
             return {}
