@@ -23,36 +23,18 @@ from model_state import assert_policy_states_close
 from streamk import accel
 from streamk.learners import KernelAdatron, eventpass
 from streamk.learners.support import SupportSet
-from tests.test_warmup_rewidth import KERNELS, POLICIES, _learn, _stream
+from tests.test_warmup_rewidth import KERNELS, POLICIES, _learn, _stream, cases, on_numpy
 
 pytestmark = pytest.mark.skipif(
     not eventpass.available(), reason="the compiled per-event core is not built here"
 )
 
 METHODS = ("learn_one", "learn_many", "learn_predict_many")
-CASES = [
-    (policy, kernel, classes, method)
-    for policy in sorted(POLICIES)
-    for kernel in sorted(KERNELS)
-    for classes in (2, 3)
-    for method in METHODS
-    if not (policy == "merge" and kernel != "rbf-auto")  # Merge: RBF only
-]
 RTOL, ATOL = 1e-9, 1e-12
 
 
 def _make(policy: str, kernel: str, resweeps: int = 1) -> KernelAdatron:
     return KernelAdatron(KERNELS[kernel](), C=1.0, resweeps=resweeps, budget=POLICIES[policy]())
-
-
-def _numpy(policy: str, kernel: str, X, y, method: str):
-    """The oracle: the same calls on the NumPy path."""
-    core, accel.core = accel.core, None
-    try:
-        model = _make(policy, kernel)
-        return model, _learn(model, X, y, method)
-    finally:
-        accel.core = core
 
 
 def _same(fast: KernelAdatron, slow: KernelAdatron) -> None:
@@ -77,18 +59,12 @@ def _same(fast: KernelAdatron, slow: KernelAdatron) -> None:
 _KNOWN = {("projectron-big", "sum-auto", 3, m) for m in METHODS}
 
 
-def _case(*args):
-    if args in _KNOWN:
-        return pytest.param(*args, marks=pytest.mark.xfail(strict=True, reason="known drift"))
-    return args
-
-
-@pytest.mark.parametrize(("policy", "kernel", "classes", "method"), [_case(*c) for c in CASES])
+@pytest.mark.parametrize(("policy", "kernel", "classes", "method"), cases(_KNOWN))
 def test_the_warm_up_with_a_kept_gram_equals_numpy(policy, kernel, classes, method):
     X, y = _stream(classes)
     fast = _make(policy, kernel)
     said = _learn(fast, X, y, method)
-    slow, said_slow = _numpy(policy, kernel, X, y, method)
+    slow, said_slow = on_numpy(lambda: _make(policy, kernel), X, y, method)
     assert said == said_slow
     _same(fast, slow)
 
@@ -113,12 +89,12 @@ def test_the_core_rebuilds_the_gram_at_the_width_changes(policy, method, monkeyp
         _learn(_make(policy, "rbf-auto"), X, y, method, [(0, 230)])
     finally:
         accel.core = core
-    on_numpy = len(calls)
+    numpy_calls = len(calls)
     calls.clear()
     fast = _make(policy, "rbf-auto")
     _learn(fast, X, y, method, [(0, 230)])
     assert not fast._warming_up
-    assert on_numpy >= 25  # every width change rebuilds K(S, S) on the NumPy path
+    assert numpy_calls >= 25  # every width change rebuilds K(S, S) on the NumPy path
     assert len(calls) <= 4, calls
 
 

@@ -122,11 +122,12 @@ def _make(policy: str, kernel: str) -> KernelPerceptron:
     return KernelPerceptron(kernel=KERNELS[kernel](), budget=POLICIES[policy]())
 
 
-def _numpy(policy: str, kernel: str, X, y, method: str):
-    """The oracle: the same calls on the NumPy path (``accel.core = None``)."""
+def on_numpy(make, X, y, method: str):
+    """The oracle: ``make()``'s model given the same calls on the NumPy path (``accel.core
+    = None``); the model and what it said."""
     core, accel.core = accel.core, None
     try:
-        model = _make(policy, kernel)
+        model = make()
         return model, _learn(model, X, y, method)
     finally:
         accel.core = core
@@ -138,18 +139,18 @@ def _numpy(policy: str, kernel: str, X, y, method: str):
 _KNOWN = {("projectron-big", "sum-auto", 3, m) for m in ("learn_many", "learn_predict_many")}
 
 
-def _case(*args):
-    if args in _KNOWN:
-        return pytest.param(*args, marks=pytest.mark.xfail(strict=True, reason="known drift"))
-    return args
+def cases(known: set) -> list:
+    """:data:`CASES`, those in ``known`` marked as a strict expected failure."""
+    drift = pytest.mark.xfail(strict=True, reason="known drift")
+    return [pytest.param(*c, marks=drift) if c in known else c for c in CASES]
 
 
-@pytest.mark.parametrize(("policy", "kernel", "classes", "method"), [_case(*c) for c in CASES])
+@pytest.mark.parametrize(("policy", "kernel", "classes", "method"), cases(_KNOWN))
 def test_the_warm_up_on_the_compiled_path_equals_numpy(policy, kernel, classes, method):
     X, y = _stream(classes)
     fast = _make(policy, kernel)
     said = _learn(fast, X, y, method)
-    slow, said_slow = _numpy(policy, kernel, X, y, method)
+    slow, said_slow = on_numpy(lambda: _make(policy, kernel), X, y, method)
     assert said == said_slow
     _same(fast, slow)
 
