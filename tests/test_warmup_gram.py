@@ -18,19 +18,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from model_state import assert_policy_states_close
 
 from streamk import accel
 from streamk.learners import KernelAdatron, eventpass
 from streamk.learners.support import SupportSet
-from tests.test_warmup_rewidth import KERNELS, POLICIES, _learn, _stream, cases, on_numpy
+from tests.test_event_resweeps import _same_model
+from tests.test_warmup_rewidth import KERNELS, POLICIES, _learn, _stream, cases, learned_alike
 
 pytestmark = pytest.mark.skipif(
     not eventpass.available(), reason="the compiled per-event core is not built here"
 )
 
 METHODS = ("learn_one", "learn_many", "learn_predict_many")
-RTOL, ATOL = 1e-9, 1e-12
 
 
 def _make(policy: str, kernel: str, resweeps: int = 1) -> KernelAdatron:
@@ -38,19 +37,10 @@ def _make(policy: str, kernel: str, resweeps: int = 1) -> KernelAdatron:
 
 
 def _same(fast: KernelAdatron, slow: KernelAdatron) -> None:
-    """The same support set (ids, counters, classes, width; rows, coefficients and the
-    kept Gram matrix to rounding) and policy state."""
-    sf, ss = fast._support, slow._support
-    assert sf.n == ss.n and sf.next_id == ss.next_id
-    assert fast.n_updates == slow.n_updates and fast._n_learned == slow._n_learned
-    assert fast.kernel_ == slow.kernel_  # the same width, to the bit
-    np.testing.assert_array_equal(sf.ids, ss.ids)
-    assert fast.state()["sv_class"] == slow.state()["sv_class"]
-    np.testing.assert_allclose(sf.X, ss.X, rtol=RTOL, atol=ATOL)  # Merge builds rows
-    np.testing.assert_allclose(sf.coef, ss.coef, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(sf.gram_matrix, ss.gram_matrix, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(sf.kdiag, ss.kdiag, rtol=RTOL, atol=ATOL)
-    assert_policy_states_close(fast, slow)
+    """The same model as ``tests/test_event_resweeps.py`` holds the two paths to (support
+    set, kept Gram matrix, policy state), and the same width, to the bit."""
+    _same_model(fast, slow)
+    assert fast.kernel_ == slow.kernel_
 
 
 #: as in tests/test_warmup_rewidth.py, and at e3fd344 before this path (the Projectron, whose
@@ -61,12 +51,7 @@ _KNOWN = {("projectron-big", "sum-auto", 3, m) for m in METHODS}
 
 @pytest.mark.parametrize(("policy", "kernel", "classes", "method"), cases(_KNOWN))
 def test_the_warm_up_with_a_kept_gram_equals_numpy(policy, kernel, classes, method):
-    X, y = _stream(classes)
-    fast = _make(policy, kernel)
-    said = _learn(fast, X, y, method)
-    slow, said_slow = on_numpy(lambda: _make(policy, kernel), X, y, method)
-    assert said == said_slow
-    _same(fast, slow)
+    _same(*learned_alike(lambda: _make(policy, kernel), classes, method))
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -122,15 +122,21 @@ def _make(policy: str, kernel: str) -> KernelPerceptron:
     return KernelPerceptron(kernel=KERNELS[kernel](), budget=POLICIES[policy]())
 
 
-def on_numpy(make, X, y, method: str):
-    """The oracle: ``make()``'s model given the same calls on the NumPy path (``accel.core
-    = None``); the model and what it said."""
+def learned_alike(make, classes: int, method: str) -> tuple:
+    """``make()``'s model given the stream by ``method`` on the compiled path and on the
+    NumPy path (the oracle, ``accel.core = None``): asserts the two said the same and
+    returns both models, compiled first."""
+    X, y = _stream(classes)
+    fast = make()
+    said = _learn(fast, X, y, method)
     core, accel.core = accel.core, None
     try:
-        model = make()
-        return model, _learn(model, X, y, method)
+        slow = make()
+        said_slow = _learn(slow, X, y, method)
     finally:
         accel.core = core
+    assert said == said_slow
+    return fast, slow
 
 
 #: also at e4bddca, before the warm-up's rebuilds moved into the core (not this path: a sum
@@ -147,12 +153,7 @@ def cases(known: set) -> list:
 
 @pytest.mark.parametrize(("policy", "kernel", "classes", "method"), cases(_KNOWN))
 def test_the_warm_up_on_the_compiled_path_equals_numpy(policy, kernel, classes, method):
-    X, y = _stream(classes)
-    fast = _make(policy, kernel)
-    said = _learn(fast, X, y, method)
-    slow, said_slow = on_numpy(lambda: _make(policy, kernel), X, y, method)
-    assert said == said_slow
-    _same(fast, slow)
+    _same(*learned_alike(lambda: _make(policy, kernel), classes, method))
 
 
 @pytest.mark.parametrize("method", ["learn_one", "learn_many"])
